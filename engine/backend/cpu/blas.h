@@ -1,0 +1,20 @@
+// The CPU BLAS and threading entry points dtnn uses (OpenBLAS underneath).
+//
+// All matrices are row-major. Threads: set_threads(T) sets OpenBLAS's and OpenMP's thread counts together;
+// dtnn calls BLAS only from the main thread, and OpenMP loops never contain BLAS calls.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace dtnn::cpu {
+
+// C[m x n] = alpha * op(A) * op(B) + beta * C, row-major; op(A) is m x k, op(B) is k x n.
+void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+
+void set_threads(int threads);
+int threads();
+std::string blas_version();  // e.g. "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH NO_AFFINITY Zen MAX_THREADS=64"
+
+}  // namespace dtnn::cpu

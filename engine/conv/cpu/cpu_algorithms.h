@@ -1,0 +1,12 @@
+// The CPU convolution algorithms, one file each; the registry lists them in preference order.
+#pragma once
+
+#include "conv/conv_algorithm.h"
+
+namespace dtnn {
+
+const ConvAlgorithm& conv_im2row_gemm();  // NHWC: im2row (chunked, cache-sized) + OpenBLAS sgemm
+const ConvAlgorithm& conv_im2col_gemm();  // NCHW: per-sample im2col + OpenBLAS sgemm
+const ConvAlgorithm& conv_reference();    // every problem, double accumulation (the oracle)
+
+}  // namespace dtnn

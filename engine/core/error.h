@@ -1,0 +1,44 @@
+// Errors and check macros.
+//
+// Every user-facing failure is a dtnn::Error whose what() is one line naming the input and what is wrong;
+// the CLI prints "dtnn: <what>" and exits non-zero. Internal invariants use DTNN_ASSERT, which also throws
+// (never aborts), naming the expression, file and line. External library calls are wrapped in their
+// library's check macro (DTNN_MPI_CHECK, ...), defined next to the code that uses the library.
+#pragma once
+
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+namespace dtnn {
+
+struct Error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+namespace detail {
+template <typename... Args>
+std::string concat(const Args&... args) {
+  std::ostringstream os;
+  (os << ... << args);
+  return os.str();
+}
+}  // namespace detail
+
+// Throws dtnn::Error with the concatenation of the arguments.
+template <typename... Args>
+[[noreturn]] void fail(const Args&... args) {
+  throw Error(detail::concat(args...));
+}
+
+}  // namespace dtnn
+
+#define DTNN_CHECK(cond, ...)                       \
+  do {                                              \
+    if (!(cond)) ::dtnn::fail(__VA_ARGS__);         \
+  } while (0)
+
+#define DTNN_ASSERT(cond)                                                                      \
+  do {                                                                                         \
+    if (!(cond)) ::dtnn::fail("internal error: ", #cond, " failed at ", __FILE__, ":", __LINE__); \
+  } while (0)

@@ -1,0 +1,62 @@
+#include "data/idx.h"
+
+#include <zlib.h>
+
+#include <memory>
+
+#include "core/error.h"
+
+namespace dtnn {
+namespace {
+
+struct GzCloser {
+  void operator()(gzFile_s* f) const { gzclose(f); }
+};
+
+// Reads exactly n bytes or reports what went wrong (truncation or a zlib error).
+void read_exact(gzFile file, const std::string& path, void* dst, size_t n, const char* what) {
+  auto* out = static_cast<uint8_t*>(dst);
+  size_t done = 0;
+  while (done < n) {
+    const unsigned chunk = static_cast<unsigned>(std::min<size_t>(n - done, 1u << 30));
+    const int got = gzread(file, out + done, chunk);
+    if (got < 0) {
+      int errnum = 0;
+      const char* msg = gzerror(file, &errnum);
+      fail(path, ": corrupt file while reading ", what, " (", msg ? msg : "zlib error", ")");
+    }
+    if (got == 0) fail(path, ": truncated file: ", what, " has ", done, " of ", n, " bytes");
+    done += static_cast<size_t>(got);
+  }
+}
+
+}  // namespace
+
+IdxArray read_idx_u8(const std::string& path, int expected_rank) {
+  std::unique_ptr<gzFile_s, GzCloser> file(gzopen(path.c_str(), "rb"));
+  DTNN_CHECK(file, path, ": cannot open file");
+  uint8_t magic[4];
+  read_exact(file.get(), path, magic, 4, "the header");
+  DTNN_CHECK(magic[0] == 0 && magic[1] == 0 && magic[2] == 0x08, path,
+             ": not an unsigned-byte IDX file (bad magic number)");
+  DTNN_CHECK(magic[3] == expected_rank, path, ": IDX rank is ", int(magic[3]), ", expected ", expected_rank);
+  IdxArray array;
+  int64_t total = 1;
+  for (int i = 0; i < expected_rank; ++i) {
+    uint8_t b[4];
+    read_exact(file.get(), path, b, 4, "the dimensions");
+    const int64_t d = (int64_t{b[0]} << 24) | (int64_t{b[1]} << 16) | (int64_t{b[2]} << 8) | b[3];
+    DTNN_CHECK(d > 0 && d < (int64_t{1} << 31), path, ": dimension ", i, " is ", d);
+    array.dims.push_back(d);
+    total *= d;
+    DTNN_CHECK(total <= (int64_t{1} << 36), path, ": declared size is implausibly large");
+  }
+  array.data.resize(static_cast<size_t>(total));
+  read_exact(file.get(), path, array.data.data(), array.data.size(), "the data");
+  uint8_t extra;
+  const int more = gzread(file.get(), &extra, 1);
+  DTNN_CHECK(more == 0, path, more < 0 ? ": corrupt file after the data" : ": trailing bytes after the declared data");
+  return array;
+}
+
+}  // namespace dtnn

@@ -1,0 +1,132 @@
+// Conv2D: the convolution itself is delegated to a ConvAlgorithm chosen at build time (--conv_algo);
+// this layer owns the workspace (sized for the largest batch) and handles the bias.
+// Weights are stored in PyDTNN's CPU layouts: NHWC (C, R, S, K), NCHW (K, C, R, S).
+#include <cstdio>
+#include <cstring>
+
+#include "conv/conv_algorithm.h"
+#include "core/error.h"
+#include "layers/layers.h"
+
+namespace dtnn {
+namespace {
+
+class Conv2D final : public Layer {
+ public:
+  explicit Conv2D(const Conv2DSpec& spec) : spec_(spec) {}
+  std::string type() const override { return "Conv2D"; }
+
+  Shape build(const Shape& in, const BuildContext& ctx) override {
+    layout_ = ctx.layout;
+    DTNN_CHECK(in.rank() == 3, "Conv2D needs a 3-D per-sample input, got ", in.str());
+    ConvProblem& p = problem_;
+    p.layout = ctx.layout;
+    p.n = ctx.max_batch;
+    p.c = layout_ == Layout::nhwc ? in[2] : in[0];
+    p.h = layout_ == Layout::nhwc ? in[0] : in[1];
+    p.w = layout_ == Layout::nhwc ? in[1] : in[2];
+    p.k = spec_.nfilters;
+    p.r = spec_.filter_shape.v;
+    p.s = spec_.filter_shape.h;
+    p.stride_h = spec_.stride.v;
+    p.stride_w = spec_.stride.h;
+    p.pad_h = spec_.padding.v;
+    p.pad_w = spec_.padding.h;
+    p.dil_h = spec_.dilation.v;
+    p.dil_w = spec_.dilation.h;
+    p.validate();
+    algo_ = &choose_conv_algorithm(ctx.conv_algo, p, &algo_note_);
+    workspace_ = Tensor::zeros(Shape{std::max<int64_t>(1, algo_->workspace_floats(p))});
+    const int64_t rs = p.r * p.s;
+    params_.push_back({"weights", p.w_shape(), spec_.weights_initializer, p.c * rs, p.k * rs, {}, {}});
+    if (spec_.use_bias) params_.push_back({"biases", Shape{p.k}, spec_.biases_initializer, p.c * rs, p.k * rs, {}, {}});
+    return out_sample_ = p.y_shape().drop_dim0();
+  }
+
+  // Weights are drawn in the logical (K, C, R, S) order whatever the layout, so an NHWC and an NCHW
+  // model built with the same seed hold the same convolution.
+  void init_params(Rng& rng) override {
+    const ConvProblem& p = problem_;
+    std::vector<float> kcrs(p.w_numel());
+    init_fill(params_[0].init, params_[0].fan_in, params_[0].fan_out, rng, kcrs.data(), p.w_numel());
+    float* w = params_[0].value.data();
+    int64_t i = 0;
+    for (int64_t k = 0; k < p.k; ++k)
+      for (int64_t c = 0; c < p.c; ++c)
+        for (int64_t r = 0; r < p.r; ++r)
+          for (int64_t s = 0; s < p.s; ++s) w[conv_weight_index(p, k, c, r, s)] = kcrs[i++];
+    if (spec_.use_bias)
+      init_fill(params_[1].init, params_[1].fan_in, params_[1].fan_out, rng, params_[1].value.data(), p.k);
+  }
+
+  void forward(const Tensor& x, const Tensor& y, Mode) override {
+    const ConvProblem p = problem_.with_batch(x.dim(0));
+    algo_->forward(p, x.data(), params_[0].value.data(), y.data(), workspace_.data());
+    if (spec_.use_bias) add_bias(p, params_[1].value.data(), y.data());
+  }
+
+  void backward(const Tensor& x, const Tensor&, const Tensor& dy, const Tensor& dx) override {
+    const ConvProblem p = problem_.with_batch(x.dim(0));
+    if (spec_.use_bias) sum_bias(p, dy.data(), params_[1].grad.data());
+    algo_->backward_filter(p, x.data(), dy.data(), params_[0].grad.data(), workspace_.data());
+    if (!dx.empty()) algo_->backward_data(p, dy.data(), params_[0].value.data(), dx.data(), workspace_.data());
+  }
+
+  std::string describe() const override {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "padd=(%lld,%lld), stride=(%lld,%lld), dilat=(%lld,%lld)",
+                  (long long)problem_.pad_h, (long long)problem_.pad_w, (long long)problem_.stride_h,
+                  (long long)problem_.stride_w, (long long)problem_.dil_h, (long long)problem_.dil_w);
+    return buf;
+  }
+
+  std::string algorithm_name() const override { return std::string(algo_->name()); }
+  std::string algorithm_note() const override { return algo_note_; }
+
+ private:
+  static void add_bias(const ConvProblem& p, const float* b, float* y) {
+    const int64_t PQ = p.p() * p.q();
+    if (p.layout == Layout::nhwc) {
+      for (int64_t m = 0; m < p.n * PQ; ++m)
+        for (int64_t k = 0; k < p.k; ++k) y[m * p.k + k] += b[k];
+    } else {
+      for (int64_t n = 0; n < p.n; ++n)
+        for (int64_t k = 0; k < p.k; ++k) {
+          float* row = y + (n * p.k + k) * PQ;
+          for (int64_t i = 0; i < PQ; ++i) row[i] += b[k];
+        }
+    }
+  }
+
+  static void sum_bias(const ConvProblem& p, const float* dy, float* db) {
+    const int64_t PQ = p.p() * p.q();
+    for (int64_t k = 0; k < p.k; ++k) db[k] = 0.0f;
+    if (p.layout == Layout::nhwc) {
+      for (int64_t m = 0; m < p.n * PQ; ++m)
+        for (int64_t k = 0; k < p.k; ++k) db[k] += dy[m * p.k + k];
+    } else {
+      for (int64_t n = 0; n < p.n; ++n)
+        for (int64_t k = 0; k < p.k; ++k) {
+          const float* row = dy + (n * p.k + k) * PQ;
+          float acc = 0.0f;
+          for (int64_t i = 0; i < PQ; ++i) acc += row[i];
+          db[k] += acc;
+        }
+    }
+  }
+
+  Conv2DSpec spec_;
+  ConvProblem problem_;
+  const ConvAlgorithm* algo_ = nullptr;
+  std::string algo_note_;
+  Tensor workspace_;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_conv2d(const Conv2DSpec& spec) {
+  DTNN_CHECK(spec.nfilters > 0, "Conv2D: nfilters must be positive (got ", spec.nfilters, ")");
+  return std::make_unique<Conv2D>(spec);
+}
+
+}  // namespace dtnn

@@ -1,0 +1,59 @@
+// Dropout (inverted): in training every element keeps its value with probability 1 - rate, scaled by
+// 1 / (1 - rate), and is zeroed otherwise; the mask is drawn per element (PyDTNN's CPU layer shared one
+// mask across the batch: fixed here). Evaluation is the identity.
+#include <cstdio>
+
+#include "core/error.h"
+#include "layers/layers.h"
+
+namespace dtnn {
+namespace {
+
+class Dropout final : public Layer {
+ public:
+  explicit Dropout(double rate) : rate_(rate) {}
+  std::string type() const override { return "Dropout"; }
+  Shape build(const Shape& in, const BuildContext& ctx) override {
+    mask_ = Tensor::zeros(in.prepend(ctx.max_batch));
+    return out_sample_ = in;
+  }
+  void seed(uint64_t s) override { rng_.reseed(s); }
+  void forward(const Tensor& x, const Tensor& y, Mode mode) override {
+    const int64_t n = x.numel();
+    if (mode == Mode::evaluate || rate_ == 0.0) {
+      y.copy_from(x);
+      return;
+    }
+    const float keep = static_cast<float>(1.0 - rate_), scale = 1.0f / keep;
+    float* m = mask_.data();
+    for (int64_t i = 0; i < n; ++i) m[i] = rng_.uniform_f() < keep ? scale : 0.0f;
+    for (int64_t i = 0; i < n; ++i) y.data()[i] = x.data()[i] * m[i];
+  }
+  void backward(const Tensor&, const Tensor&, const Tensor& dy, const Tensor& dx) override {
+    if (dx.empty()) return;
+    if (rate_ == 0.0) {
+      dx.copy_from(dy);
+      return;
+    }
+    for (int64_t i = 0; i < dy.numel(); ++i) dx.data()[i] = dy.data()[i] * mask_.data()[i];
+  }
+  std::string describe() const override {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "rate=%.2f", rate_);
+    return buf;
+  }
+
+ private:
+  double rate_;
+  Tensor mask_;
+  Rng rng_;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_dropout(double rate) {
+  DTNN_CHECK(rate >= 0.0 && rate < 1.0, "Dropout: rate must be in [0, 1) (got ", rate, ")");
+  return std::make_unique<Dropout>(rate);
+}
+
+}  // namespace dtnn

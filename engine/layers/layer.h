@@ -1,0 +1,88 @@
+// Layer: one node of a sequential model, with forward and backward over a batch.
+//
+// Life cycle: the Model calls build() once with the per-sample input shape, the tensor layout and the
+// largest batch it will ever pass; the layer computes its output shape and declares its parameters
+// (shape and initializer) in params_. The Model then places every parameter and gradient in one slab
+// (so one allreduce covers them), points Param::value/grad at it and calls init_params(). After that no
+// layer allocates: forward/backward get views of Model-owned activations whose dimension 0 may be any
+// batch size up to max_batch.
+//
+// backward() overwrites the parameter gradients with this batch's gradient and, when dx is not empty,
+// overwrites dx with the gradient with respect to the input. It may use what forward() stashed (masks,
+// argmax indices), so it must follow a forward() in train mode on the same batch.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/rng.h"
+#include "tensor/tensor.h"
+
+namespace dtnn {
+
+enum class Mode { train, evaluate };
+
+// What every layer's build() needs to know about the model it is part of.
+struct BuildContext {
+  Layout layout = Layout::nhwc;
+  int64_t max_batch = 1;
+  std::string conv_algo = "auto";  // --conv_algo
+};
+
+enum class Init { zeros, ones, glorot_uniform, glorot_normal, he_uniform, he_normal, lecun_uniform, lecun_normal };
+Init parse_init(const std::string& name);  // PyDTNN initializer names; throws dtnn::Error otherwise
+const char* init_name(Init init);
+// Fills dst[0..n) with draws of the initializer for the given fans (Keras definitions; the normal
+// variants are truncated at two standard deviations).
+void init_fill(Init init, int64_t fan_in, int64_t fan_out, Rng& rng, float* dst, int64_t n);
+
+struct Param {
+  std::string name;  // PyDTNN variable name: "weights", "biases"
+  Shape shape;
+  Init init = Init::zeros;
+  int64_t fan_in = 0, fan_out = 0;
+  Tensor value;  // views into the Model's parameter slab
+  Tensor grad;   // views into the Model's gradient slab
+};
+
+class Layer {
+ public:
+  virtual ~Layer() = default;
+
+  virtual std::string type() const = 0;  // PyDTNN canonical name: "Conv2D", "FC", "Relu", ...
+  // Computes and returns the per-sample output shape; allocates internal per-batch buffers.
+  virtual Shape build(const Shape& in_sample, const BuildContext& ctx) = 0;
+  virtual void forward(const Tensor& x, const Tensor& y, Mode mode) = 0;
+  virtual void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx) = 0;
+
+  // Layers whose output is their input reinterpreted (Flatten) get views instead of buffers and are
+  // never called.
+  virtual bool is_reshape() const { return false; }
+  // Draws initial parameter values. The default fills each Param in storage order; layers whose storage
+  // order depends on the layout override it so both layouts start from the same logical weights.
+  virtual void init_params(Rng& rng);
+  // The "Parameters" column of the model table, e.g. "padd=(1,1), stride=(1,1), dilat=(1,1)".
+  virtual std::string describe() const { return ""; }
+  // The layer's weights shape for the model table (empty shape when it has none).
+  virtual Shape weights_shape() const { return params_.empty() ? Shape{} : params_[0].shape; }
+  // The convolution algorithm a layer runs ("" for layers without one), and why it is not the requested one.
+  virtual std::string algorithm_name() const { return {}; }
+  virtual std::string algorithm_note() const { return {}; }
+  // Seeds per-layer randomness (dropout); called once after build.
+  virtual void seed(uint64_t) {}
+
+  std::vector<Param>& params() { return params_; }
+  const std::vector<Param>& params() const { return params_; }
+  int64_t num_params() const;
+  const Shape& output_shape() const { return out_sample_; }
+  int id = 0;  // PyDTNN layer id (Input is 0), used in weight-file keys
+
+ protected:
+  std::vector<Param> params_;
+  Shape out_sample_;
+  Layout layout_ = Layout::nhwc;
+};
+
+}  // namespace dtnn

@@ -1,0 +1,166 @@
+// MaxPool2D and AveragePool2D with PyDTNN's semantics:
+//  - output size uses the convolution formula (floor); a pool dimension of 0 means the whole input extent;
+//  - padded positions never win a max and are not counted in an average (count_include_pad = false);
+//  - max: strict '>' scan in (r, s) order, so the first maximum wins; backward routes dy to it.
+// A window that lies entirely in padding outputs 0 and passes no gradient.
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "core/error.h"
+#include "layers/layers.h"
+
+namespace dtnn {
+namespace {
+
+struct Geometry {
+  int64_t c, h, w, r, s, p, q, sh, sw, ph, pw, dh, dw;
+  // Element strides of an activation in the layout (per sample, channel, row, column).
+  int64_t xs_n, xs_c, xs_h, xs_w, ys_n, ys_c, ys_h, ys_w;
+};
+
+class Pool2D : public Layer {
+ public:
+  explicit Pool2D(const Pool2DSpec& spec) : spec_(spec) {}
+
+  Shape build(const Shape& in, const BuildContext& ctx) override {
+    layout_ = ctx.layout;
+    DTNN_CHECK(in.rank() == 3, type(), " needs a 3-D per-sample input, got ", in.str());
+    Geometry& g = g_;
+    const bool nhwc = layout_ == Layout::nhwc;
+    g.c = nhwc ? in[2] : in[0];
+    g.h = nhwc ? in[0] : in[1];
+    g.w = nhwc ? in[1] : in[2];
+    g.r = spec_.pool_shape.v == 0 ? g.h : spec_.pool_shape.v;
+    g.s = spec_.pool_shape.h == 0 ? g.w : spec_.pool_shape.h;
+    g.sh = spec_.stride.v; g.sw = spec_.stride.h;
+    g.ph = spec_.padding.v; g.pw = spec_.padding.h;
+    g.dh = spec_.dilation.v; g.dw = spec_.dilation.h;
+    DTNN_CHECK(g.r > 0 && g.s > 0 && g.sh > 0 && g.sw > 0 && g.dh > 0 && g.dw > 0 && g.ph >= 0 && g.pw >= 0,
+               type(), ": pool shape, stride and dilation must be positive");
+    g.p = (g.h + 2 * g.ph - g.dh * (g.r - 1) - 1) / g.sh + 1;
+    g.q = (g.w + 2 * g.pw - g.dw * (g.s - 1) - 1) / g.sw + 1;
+    DTNN_CHECK(g.p > 0 && g.q > 0, type(), ": a ", g.r, "x", g.s, " window does not fit the ", g.h, "x", g.w, " input");
+    const int64_t HW = g.h * g.w, PQ = g.p * g.q;
+    g.xs_n = g.c * HW; g.ys_n = g.c * PQ;
+    if (nhwc) {
+      g.xs_c = 1; g.xs_h = g.w * g.c; g.xs_w = g.c;
+      g.ys_c = 1; g.ys_h = g.q * g.c; g.ys_w = g.c;
+    } else {
+      g.xs_c = HW; g.xs_h = g.w; g.xs_w = 1;
+      g.ys_c = PQ; g.ys_h = g.q; g.ys_w = 1;
+    }
+    out_sample_ = nhwc ? Shape{g.p, g.q, g.c} : Shape{g.c, g.p, g.q};
+    taps_.assign(g.r * g.s, 0);
+    on_build(ctx.max_batch * g.ys_n);
+    return out_sample_;
+  }
+
+  std::string describe() const override {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "pool=(%lld,%lld), padd=(%lld,%lld), stride=(%lld,%lld)", (long long)g_.r,
+                  (long long)g_.s, (long long)g_.ph, (long long)g_.pw, (long long)g_.sh, (long long)g_.sw);
+    return buf;
+  }
+
+ protected:
+  virtual void on_build(int64_t) {}
+
+  // Calls fn(y_offset, x_offsets of the in-bounds window taps) for every output element of n samples.
+  template <typename Fn>
+  void for_each_window(int64_t n, Fn&& fn) {
+    const Geometry& g = g_;
+    int64_t* tap = taps_.data();
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t oh = 0; oh < g.p; ++oh)
+        for (int64_t ow = 0; ow < g.q; ++ow) {
+          int64_t count = 0;
+          for (int64_t r = 0; r < g.r; ++r) {
+            const int64_t ih = oh * g.sh - g.ph + r * g.dh;
+            if (ih < 0 || ih >= g.h) continue;
+            for (int64_t s = 0; s < g.s; ++s) {
+              const int64_t iw = ow * g.sw - g.pw + s * g.dw;
+              if (iw >= 0 && iw < g.w) tap[count++] = b * g.xs_n + ih * g.xs_h + iw * g.xs_w;
+            }
+          }
+          const int64_t y0 = b * g.ys_n + oh * g.ys_h + ow * g.ys_w;
+          for (int64_t c = 0; c < g.c; ++c) fn(y0 + c * g.ys_c, tap, count, c * g.xs_c);
+        }
+  }
+
+  Pool2DSpec spec_;
+  Geometry g_{};
+  std::vector<int64_t> taps_;  // input offsets of one window's in-bounds taps
+};
+
+class MaxPool2D final : public Pool2D {
+ public:
+  using Pool2D::Pool2D;
+  std::string type() const override { return "MaxPool2D"; }
+
+  void forward(const Tensor& x, const Tensor& y, Mode) override {
+    const float* in = x.data();
+    float* out = y.data();
+    int32_t* arg = argmax_.data();
+    for_each_window(x.dim(0), [&](int64_t yo, const int64_t* tap, int64_t count, int64_t co) {
+      float best = -std::numeric_limits<float>::infinity();
+      int64_t where = -1;
+      for (int64_t t = 0; t < count; ++t)
+        if (in[tap[t] + co] > best) { best = in[tap[t] + co]; where = tap[t] + co; }
+      out[yo] = where < 0 ? 0.0f : best;
+      arg[yo] = static_cast<int32_t>(where);
+    });
+  }
+
+  void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx) override {
+    if (dx.empty()) return;
+    std::memset(dx.data(), 0, dx.numel() * sizeof(float));
+    const int32_t* arg = argmax_.data();
+    for (int64_t i = 0; i < y.numel(); ++i)
+      if (arg[i] >= 0) dx.data()[arg[i]] += dy.data()[i];
+  }
+
+ private:
+  void on_build(int64_t max_outputs) override {
+    DTNN_CHECK(g_.xs_n * (max_outputs / std::max<int64_t>(1, g_.ys_n)) < (int64_t{1} << 31),
+               "MaxPool2D: batch too large for 32-bit argmax indices");
+    argmax_.assign(max_outputs, -1);
+  }
+  std::vector<int32_t> argmax_;
+};
+
+class AveragePool2D final : public Pool2D {
+ public:
+  using Pool2D::Pool2D;
+  std::string type() const override { return "AveragePool2D"; }
+
+  void forward(const Tensor& x, const Tensor& y, Mode) override {
+    const float* in = x.data();
+    float* out = y.data();
+    for_each_window(x.dim(0), [&](int64_t yo, const int64_t* tap, int64_t count, int64_t co) {
+      float sum = 0.0f;
+      for (int64_t t = 0; t < count; ++t) sum += in[tap[t] + co];
+      out[yo] = count ? sum / static_cast<float>(count) : 0.0f;
+    });
+  }
+
+  void backward(const Tensor& x, const Tensor&, const Tensor& dy, const Tensor& dx) override {
+    if (dx.empty()) return;
+    std::memset(dx.data(), 0, dx.numel() * sizeof(float));
+    const float* g = dy.data();
+    float* d = dx.data();
+    for_each_window(x.dim(0), [&](int64_t yo, const int64_t* tap, int64_t count, int64_t co) {
+      if (!count) return;
+      const float share = g[yo] / static_cast<float>(count);
+      for (int64_t t = 0; t < count; ++t) d[tap[t] + co] += share;
+    });
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_max_pool2d(const Pool2DSpec& spec) { return std::make_unique<MaxPool2D>(spec); }
+std::unique_ptr<Layer> make_avg_pool2d(const Pool2DSpec& spec) { return std::make_unique<AveragePool2D>(spec); }
+
+}  // namespace dtnn

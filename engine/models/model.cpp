@@ -1,0 +1,90 @@
+#include "models/model.h"
+
+#include "core/error.h"
+#include "layers/layers.h"
+
+namespace dtnn {
+
+void Model::add(std::unique_ptr<Layer> layer, const std::string& activation) {
+  DTNN_CHECK(!built_, "model ", name_, ": add() after build()");
+  DTNN_CHECK(!layers_.empty() || layer->type() == "Input", "model ", name_, ": the first layer must be Input");
+  layer->id = static_cast<int>(layers_.size());
+  layers_.push_back(std::move(layer));
+  if (!activation.empty()) add(make_activation(activation));
+}
+
+void Model::build(const BuildContext& ctx, uint64_t seed, int64_t reduce_tail) {
+  DTNN_CHECK(!built_, "model ", name_, " built twice");
+  DTNN_CHECK(ctx.max_batch > 0, "batch size must be positive (got ", ctx.max_batch, ")");
+  ctx_ = ctx;
+  Shape shape;
+  for (auto& layer : layers_) shape = layer->build(shape, ctx);
+
+  // Parameter and gradient slabs, each parameter starting on a 64-byte boundary.
+  slab_size_ = 0;
+  num_params_ = 0;
+  for (auto& layer : layers_)
+    for (Param& p : layer->params()) {
+      num_params_ += p.shape.numel();
+      slab_size_ += (p.shape.numel() + 15) / 16 * 16;
+    }
+  params_ = Tensor::zeros(Shape{std::max<int64_t>(slab_size_, 1)});
+  grads_slab_ = Tensor::zeros(Shape{slab_size_ + reduce_tail});
+  int64_t offset = 0;
+  for (auto& layer : layers_)
+    for (Param& p : layer->params()) {
+      p.value = Tensor::wrap(params_.data() + offset, p.shape);
+      p.grad = Tensor::wrap(grads_slab_.data() + offset, p.shape);
+      offset += (p.shape.numel() + 15) / 16 * 16;
+    }
+  Rng rng(seed);
+  for (auto& layer : layers_) layer->init_params(rng);
+
+  // Activations and their gradients.
+  const auto full = [&](const Shape& sample, Layout) { return sample.prepend(ctx.max_batch); };
+  const auto layout_of = [&](const Shape& sample) { return sample.rank() == 3 ? ctx.layout : Layout::flat; };
+  acts_.clear();
+  grads_.clear();
+  bool seen_compute = false;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const Shape out = layers_[i]->output_shape();
+    const Layout layout = layout_of(out);
+    if (i > 0 && layers_[i]->is_reshape()) {
+      acts_.push_back(acts_[i - 1].reshaped(full(out, layout), layout));
+      grads_.push_back(grads_[i - 1].empty() ? Tensor() : grads_[i - 1].reshaped(full(out, layout), layout));
+      continue;
+    }
+    acts_.push_back(Tensor::zeros(full(out, layout), layout));
+    // Layer i's output gradient exists when some computing layer after Input precedes layer i+1, i.e.
+    // when layer i itself is (or follows) a computing layer.
+    if (i > 0) seen_compute = true;
+    grads_.push_back(seen_compute ? Tensor::zeros(full(out, layout), layout) : Tensor());
+  }
+  built_ = true;
+}
+
+void Model::seed_layers(uint64_t seed, int rank) {
+  const Rng base(seed ^ 0x5EEDDA7Aull);
+  for (auto& layer : layers_) {
+    Rng r = base.fork(static_cast<uint64_t>(rank) * 1000003ull + static_cast<uint64_t>(layer->id));
+    layer->seed(r.next_u64());
+  }
+}
+
+void Model::forward(int64_t n, Mode mode) {
+  DTNN_ASSERT(built_ && n <= ctx_.max_batch);
+  for (size_t i = 1; i < layers_.size(); ++i) {
+    if (layers_[i]->is_reshape()) continue;
+    layers_[i]->forward(acts_[i - 1].batch(n), acts_[i].batch(n), mode);
+  }
+}
+
+void Model::backward(int64_t n, size_t top) {
+  DTNN_ASSERT(built_ && n <= ctx_.max_batch && top < layers_.size());
+  for (size_t i = top; i >= 1; --i) {
+    if (layers_[i]->is_reshape()) continue;
+    layers_[i]->backward(acts_[i - 1].batch(n), acts_[i].batch(n), grads_[i].batch(n), gradient(i - 1, n));
+  }
+}
+
+}  // namespace dtnn

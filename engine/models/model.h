@@ -1,0 +1,80 @@
+// Model: a sequential list of layers with PyDTNN's numbering, and the memory they all share.
+//
+// build() sizes everything once for the largest batch:
+//   - one parameter slab and one gradient slab (each parameter 64-byte aligned inside), so the optimizer
+//     runs over one flat array and data parallelism needs a single allreduce; the gradient slab has
+//     `reduce_tail` extra floats after the gradients where the trainer packs loss/metric sums, so they
+//     travel in the same allreduce;
+//   - one activation buffer per layer output and one gradient buffer per layer input that needs one
+//     (the first computing layer gets no dx, as in PyDTNN; Flatten gets views, not buffers).
+// Activation i is the output of layer i; activation 0 is the input batch, written by the caller.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "layers/layer.h"
+
+namespace dtnn {
+
+class Model {
+ public:
+  explicit Model(std::string name) : name_(std::move(name)) {}
+
+  // Appends a layer (ids follow PyDTNN: Input is 0, each layer and each activation gets the next id).
+  void add(std::unique_ptr<Layer> layer, const std::string& activation = "");
+
+  void build(const BuildContext& ctx, uint64_t seed, int64_t reduce_tail = 0);
+  // Seeds per-layer randomness (dropout) for this rank; different ranks get different streams.
+  void seed_layers(uint64_t seed, int rank);
+
+  // Input batch buffer (max_batch samples) and views of the first n samples of each boundary.
+  const Tensor& input() const { return acts_[0]; }
+  Tensor output(int64_t n) const { return acts_.back().batch(n); }
+  Tensor activation(size_t i, int64_t n) const { return acts_[i].batch(n); }
+  Tensor gradient(size_t i, int64_t n) const { return grads_[i].empty() ? Tensor() : grads_[i].batch(n); }
+
+  // Runs layers 1..L-1 on the first n samples of input().
+  void forward(int64_t n, Mode mode);
+  // Back-propagates from gradient(top) (the gradient w.r.t. layer top's output, filled by the caller)
+  // down to layer 1, leaving every parameter gradient in the gradient slab.
+  void backward(int64_t n, size_t top);
+
+  const std::string& name() const { return name_; }
+  size_t num_layers() const { return layers_.size(); }
+  Layer& layer(size_t i) { return *layers_[i]; }
+  const Layer& layer(size_t i) const { return *layers_[i]; }
+  Shape input_shape() const { return layers_.front()->output_shape(); }
+  Shape output_shape() const { return layers_.back()->output_shape(); }
+  int64_t max_batch() const { return ctx_.max_batch; }
+  Layout layout() const { return ctx_.layout; }
+
+  int64_t num_params() const { return num_params_; }  // trainable values (excluding alignment padding)
+  int64_t slab_size() const { return slab_size_; }    // floats in the slabs, padding included
+  float* param_slab() const { return params_.data(); }
+  float* grad_slab() const { return grads_slab_.data(); }
+  float* reduce_tail() const { return grads_slab_.data() + slab_size_; }
+
+ private:
+  std::string name_;
+  std::vector<std::unique_ptr<Layer>> layers_;
+  BuildContext ctx_;
+  std::vector<Tensor> acts_, grads_;
+  Tensor params_, grads_slab_;
+  int64_t num_params_ = 0, slab_size_ = 0;
+  bool built_ = false;
+};
+
+// The model zoo: one builder per PyDTNN model name (models/registry.cpp).
+struct ModelInfo {
+  const char* name;
+  const char* dataset;  // the dataset whose shape it expects
+  void (*build)(Model&);
+};
+const std::vector<ModelInfo>& model_zoo();
+// Creates the named model, not yet built. Throws dtnn::Error listing the known names.
+std::unique_ptr<Model> create_model(const std::string& name);
+
+}  // namespace dtnn

@@ -1,0 +1,93 @@
+#include "optim/optimizer.h"
+
+#include <cmath>
+
+#include "core/error.h"
+
+namespace dtnn {
+namespace {
+
+class Sgd final : public Optimizer {
+ public:
+  Sgd(const OptimizerOptions& o, int64_t n)
+      : n_(n), momentum_(static_cast<float>(o.momentum)), decay_(static_cast<float>(o.decay)), nesterov_(o.nesterov),
+        velocity_(Tensor::zeros(Shape{std::max<int64_t>(n, 1)})) {
+    lr_ = o.learning_rate;
+  }
+  const char* name() const override { return "sgd"; }
+  void step(float* w, const float* g) override {
+    const float lr = static_cast<float>(lr_), mu = momentum_, decay = decay_;
+    float* v = velocity_.data();
+    if (nesterov_) {
+#pragma omp parallel for simd schedule(static) if (n_ > (1 << 18))
+      for (int64_t i = 0; i < n_; ++i) {
+        v[i] = mu * v[i] + g[i];
+        w[i] -= lr * (decay * w[i] + g[i] + mu * v[i]);
+      }
+    } else {
+#pragma omp parallel for simd schedule(static) if (n_ > (1 << 18))
+      for (int64_t i = 0; i < n_; ++i) {
+        v[i] = mu * v[i] + g[i];
+        w[i] -= lr * (decay * w[i] + v[i]);
+      }
+    }
+  }
+
+ private:
+  int64_t n_;
+  float momentum_, decay_;
+  bool nesterov_;
+  Tensor velocity_;
+};
+
+class Adam final : public Optimizer {
+ public:
+  Adam(const OptimizerOptions& o, int64_t n)
+      : n_(n), beta1_(o.beta1), beta2_(o.beta2), epsilon_(static_cast<float>(o.epsilon)),
+        decay_(static_cast<float>(o.decay)), m_(Tensor::zeros(Shape{std::max<int64_t>(n, 1)})),
+        v_(Tensor::zeros(Shape{std::max<int64_t>(n, 1)})) {
+    lr_ = o.learning_rate;
+  }
+  const char* name() const override { return "adam"; }
+  void step(float* w, const float* g) override {
+    ++t_;
+    const float b1 = static_cast<float>(beta1_), b2 = static_cast<float>(beta2_);
+    const float c1 = static_cast<float>(1.0 / (1.0 - std::pow(beta1_, t_)));
+    const float c2 = static_cast<float>(1.0 / (1.0 - std::pow(beta2_, t_)));
+    const float lr = static_cast<float>(lr_), eps = epsilon_, decay = decay_;
+    float* m = m_.data();
+    float* v = v_.data();
+#pragma omp parallel for simd schedule(static) if (n_ > (1 << 18))
+    for (int64_t i = 0; i < n_; ++i) {
+      m[i] = b1 * m[i] + (1.0f - b1) * g[i];
+      v[i] = b2 * v[i] + (1.0f - b2) * g[i] * g[i];
+      w[i] -= lr * (decay * w[i] + (m[i] * c1) / std::sqrt(v[i] * c2 + eps));
+    }
+  }
+
+ private:
+  int64_t n_;
+  double beta1_, beta2_;
+  float epsilon_, decay_;
+  Tensor m_, v_;
+  int64_t t_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& o, int64_t size) {
+  DTNN_CHECK(o.learning_rate > 0, "--learning_rate must be positive (got ", o.learning_rate, ")");
+  DTNN_CHECK(o.decay >= 0, "--decay must be non-negative (got ", o.decay, ")");
+  if (o.name == "sgd") {
+    DTNN_CHECK(o.momentum >= 0 && o.momentum < 1, "--momentum must be in [0, 1) (got ", o.momentum, ")");
+    return std::make_unique<Sgd>(o, size);
+  }
+  if (o.name == "adam") {
+    DTNN_CHECK(o.beta1 >= 0 && o.beta1 < 1 && o.beta2 >= 0 && o.beta2 < 1, "--beta1 and --beta2 must be in [0, 1)");
+    DTNN_CHECK(o.epsilon > 0, "--epsilon must be positive (got ", o.epsilon, ")");
+    return std::make_unique<Adam>(o, size);
+  }
+  fail("unknown optimizer '", o.name, "' (known: sgd, adam)");
+}
+
+}  // namespace dtnn

@@ -1,0 +1,86 @@
+#include <mpi.h>
+
+#include <climits>
+
+#include "core/error.h"
+#include "parallel/communicator.h"
+
+#define DTNN_MPI_CHECK(call)                                                              \
+  do {                                                                                    \
+    const int dtnn_mpi_rc = (call);                                                       \
+    if (dtnn_mpi_rc != MPI_SUCCESS) {                                                     \
+      char dtnn_mpi_msg[MPI_MAX_ERROR_STRING];                                            \
+      int dtnn_mpi_len = 0;                                                               \
+      MPI_Error_string(dtnn_mpi_rc, dtnn_mpi_msg, &dtnn_mpi_len);                         \
+      ::dtnn::fail("MPI call ", #call, " failed at ", __FILE__, ":", __LINE__, ": ", dtnn_mpi_msg); \
+    }                                                                                     \
+  } while (0)
+
+namespace dtnn {
+namespace {
+
+class MpiCommunicator final : public Communicator {
+ public:
+  MpiCommunicator() {
+    int initialized = 0;
+    DTNN_MPI_CHECK(MPI_Initialized(&initialized));
+    if (!initialized) {
+      int provided = 0;
+      DTNN_MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided));
+      owns_init_ = true;
+    }
+    DTNN_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank_));
+    DTNN_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size_));
+  }
+  ~MpiCommunicator() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (owns_init_ && !finalized) MPI_Finalize();
+  }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+
+  void allreduce_sum(float* data, int64_t count) override {
+    for (int64_t done = 0; done < count; done += INT_MAX) {
+      const int n = static_cast<int>(std::min<int64_t>(count - done, INT_MAX));
+      DTNN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data + done, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
+    }
+  }
+  void broadcast(float* data, int64_t count, int root) override {
+    for (int64_t done = 0; done < count; done += INT_MAX) {
+      const int n = static_cast<int>(std::min<int64_t>(count - done, INT_MAX));
+      DTNN_MPI_CHECK(MPI_Bcast(data + done, n, MPI_FLOAT, root, MPI_COMM_WORLD));
+    }
+  }
+  double max(double value) override {
+    double out = value;
+    DTNN_MPI_CHECK(MPI_Allreduce(&value, &out, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+    return out;
+  }
+  void barrier() override { DTNN_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); }
+  void abort(int code) override {
+    if (size_ > 1) MPI_Abort(MPI_COMM_WORLD, code);
+  }
+  std::string library_version() const override { return mpi_library_version(); }
+
+ private:
+  int rank_ = 0, size_ = 1;
+  bool owns_init_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_mpi_communicator() { return std::make_unique<MpiCommunicator>(); }
+
+bool mpi_available() { return true; }
+
+std::string mpi_library_version() {
+  char version[MPI_MAX_LIBRARY_VERSION_STRING];
+  int len = 0;
+  MPI_Get_library_version(version, &len);
+  std::string s(version, static_cast<size_t>(len));
+  const auto comma = s.find(',');  // "Open MPI v4.1.4, package: ..." -> "Open MPI v4.1.4"
+  return comma == std::string::npos ? s : s.substr(0, comma);
+}
+
+}  // namespace dtnn

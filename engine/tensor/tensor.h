@@ -1,0 +1,97 @@
+// Tensor: a shape, a memory layout and float32 storage that is either owned (64-byte aligned, allocated
+// once) or a view of someone else's storage.
+//
+// Ownership rule: exactly one Tensor owns a buffer; every other Tensor on it is a view made with view(),
+// reshaped() or batch(). Views do not keep the owner alive: the owner (a Model, a Layer, a test) must
+// outlive them. Tensors are move-only so ownership can never be duplicated by accident.
+//
+// Shapes are row-major, dimension 0 is the batch. For 4-D activations the layout says what the other
+// dimensions mean: NHWC = (N, H, W, C), NCHW = (N, C, H, W). 2-D activations (N, features) use
+// Layout::flat. Weight tensors use Layout::flat too; their element order is documented by each layer.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <string>
+
+namespace dtnn {
+
+enum class Layout { flat, nhwc, nchw };
+
+const char* layout_name(Layout layout);        // "flat", "NHWC", "NCHW"
+Layout parse_layout(const std::string& name);  // "NHWC"/"nhwc"/"NCHW"/"nchw"; throws dtnn::Error otherwise
+
+class Shape {
+ public:
+  static constexpr int kMaxRank = 4;
+  Shape() = default;
+  Shape(std::initializer_list<int64_t> dims);
+  int rank() const { return rank_; }
+  int64_t operator[](int i) const { return dims_[i]; }
+  int64_t& operator[](int i) { return dims_[i]; }
+  int64_t numel() const;
+  Shape with_dim0(int64_t n) const;   // same shape with dimension 0 replaced
+  Shape drop_dim0() const;            // the per-sample shape
+  Shape prepend(int64_t n) const;     // batch dimension added in front
+  bool operator==(const Shape& o) const;
+  bool operator!=(const Shape& o) const { return !(*this == o); }
+  std::string str() const;            // "(64, 28, 28, 1)" as PyDTNN prints shapes
+
+ private:
+  std::array<int64_t, kMaxRank> dims_{};
+  int rank_ = 0;
+};
+
+// Allocation with 64-byte alignment (a cache line, and enough for any SIMD width used here).
+float* aligned_alloc_floats(int64_t count);
+void aligned_free(void* p);
+
+class Tensor {
+ public:
+  Tensor() = default;
+  Tensor(Tensor&&) noexcept = default;
+  Tensor& operator=(Tensor&&) noexcept = default;
+  Tensor(const Tensor&) = delete;
+  Tensor& operator=(const Tensor&) = delete;
+
+  // An owning tensor, zero-filled.
+  static Tensor zeros(const Shape& shape, Layout layout = Layout::flat);
+  // A view of memory owned elsewhere.
+  static Tensor wrap(float* data, const Shape& shape, Layout layout = Layout::flat);
+
+  Tensor view() const;                             // same shape, layout and data, not owning
+  Tensor reshaped(const Shape& shape, Layout layout) const;  // same data, numel must match
+  Tensor batch(int64_t n) const;                   // view of the first n samples (dimension 0)
+
+  float* data() const { return data_; }
+  const Shape& shape() const { return shape_; }
+  Layout layout() const { return layout_; }
+  int64_t numel() const { return shape_.numel(); }
+  int64_t dim(int i) const { return shape_[i]; }
+  bool empty() const { return data_ == nullptr; }
+  bool owns_storage() const { return owner_ != nullptr; }
+
+  // Logical dimensions of a 4-D activation, whatever its layout.
+  int64_t n() const { return shape_[0]; }
+  int64_t c() const { return layout_ == Layout::nchw ? shape_[1] : shape_[3]; }
+  int64_t h() const { return layout_ == Layout::nchw ? shape_[2] : shape_[1]; }
+  int64_t w() const { return layout_ == Layout::nchw ? shape_[3] : shape_[2]; }
+
+  void fill(float value) const;
+  void copy_from(const Tensor& src) const;  // numel must match
+
+ private:
+  struct Free { void operator()(float* p) const { aligned_free(p); } };
+  Shape shape_;
+  Layout layout_ = Layout::flat;
+  float* data_ = nullptr;
+  std::unique_ptr<float, Free> owner_;
+};
+
+// Builds the 4-D shape of an activation from logical sizes in the given layout.
+Shape activation_shape(Layout layout, int64_t n, int64_t c, int64_t h, int64_t w);
+
+}  // namespace dtnn

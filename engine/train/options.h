@@ -1,0 +1,51 @@
+// TrainOptions: everything `dtnn train` accepts, under PyDTNN's option names (research notes §7) with
+// PyDTNN's defaults unless stated. The CLI (experiments/train_command.cpp) fills it; the engine only
+// reads it. to_json-like listing for the "Parameters" dump and the run report is options_list().
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "optim/optimizer.h"
+
+namespace dtnn {
+
+struct TrainOptions {
+  // Model
+  std::string model_name = "simplecnn";
+  int64_t batch_size = 64;          // per rank, as in PyDTNN
+  int64_t num_epochs = 1;
+  int64_t steps_per_epoch = 0;      // 0: whole epochs; > 0: that many global batches per epoch
+  bool evaluate = false;            // evaluate on the test set before training (PyDTNN --evaluate)
+  bool evaluate_only = false;
+  std::string weights_and_bias_filename;  // NPZ: loaded before training if it exists, stored after
+  std::string history_file;
+  std::string tensor_format = "NHWC";
+  std::string conv_algo = "auto";
+  // Dataset
+  std::string dataset_name = "mnist";
+  bool use_synthetic_data = false;
+  std::string dataset_train_path;
+  std::string dataset_test_path;    // defaults to dataset_train_path
+  bool test_as_validation = false;
+  double validation_split = 0.0;
+  // Optimizer, loss, metrics
+  OptimizerOptions optimizer;
+  bool learning_rate_scaling = true;  // sgd with --parallel=data: lr *= ranks
+  std::string loss_func = "categorical_cross_entropy";
+  std::string metrics = "categorical_accuracy";  // comma-separated
+  // Parallelism and run control
+  std::string parallel = "sequential";  // sequential | data
+  int threads = 0;                      // 0: OMP_NUM_THREADS, else cores / ranks on this node
+  bool enable_gpu = false;
+  uint64_t seed = 0;
+  std::string report;                   // run report JSON path (rank 0 writes it)
+  bool progress = true;                 // live progress bar when stdout is a terminal
+};
+
+// (name, value) pairs of every option, in a fixed order, values printed as a user would type them.
+std::vector<std::pair<std::string, std::string>> options_list(const TrainOptions& o);
+
+}  // namespace dtnn

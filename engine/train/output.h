@@ -1,0 +1,53 @@
+// What `dtnn train` prints and writes: the model table and parameter dump (PyDTNN's format), the
+// progress bar, the environment description, the JSON run report, the history file and weight files.
+// Files are written atomically (temporary file, then rename): a failed run never leaves half a file.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "models/model.h"
+#include "train/options.h"
+#include "train/trainer.h"
+
+namespace dtnn {
+
+void print_model_table(std::ostream& out, const Model& model);
+void print_parameters(std::ostream& out, const TrainOptions& options);
+
+// A progress printer for rank 0: a live bar redrawn in place on a terminal, one line per pass otherwise.
+ProgressFn make_progress_printer(std::ostream& out, bool terminal, const Trainer& trainer);
+// "cce: 0.1234567, acc: 91.25%" for a PassResult's values, with an optional prefix ("val_", "test_").
+std::string format_values(const Trainer& trainer, const std::vector<double>& values, const std::string& prefix);
+
+struct Environment {
+  std::string host, cpu_model, compiler, blas, onednn, mpi, cuda, build_type, dtnn_version;
+  int cores = 0, ranks = 1, threads = 1;
+};
+Environment capture_environment(int ranks, int threads, const std::string& mpi_version);
+
+struct RunSummary {
+  std::vector<EpochRecord> epochs;
+  double train_time_s = 0.0;  // sum of the epochs' training loops (what samples/s is computed from)
+  double wall_time_s = 0.0;   // training including validation passes
+  int64_t train_samples = 0;
+  std::optional<PassResult> test;
+};
+
+void write_report(const std::string& path, const TrainOptions& options, const Environment& env, const Model& model,
+                  const Trainer& trainer, const RunSummary& run);
+// PyDTNN's history format: one line per epoch, "%3d" (0-based) then "%20.4f" for loss, metrics,
+// val_loss, val_metrics.
+void write_history(const std::string& path, const RunSummary& run);
+
+// NPZ with PyDTNN's keys "<layer id>_<Type>_<variable>" (e.g. 1_Conv2D_weights), arrays in dtnn's
+// storage layout (which is PyDTNN's CPU layout).
+void save_weights(const Model& model, const std::string& path);
+// Loads every parameter; throws dtnn::Error naming the first missing key or mismatching shape.
+void load_weights(Model& model, const std::string& path);
+
+// Writes `text` to path atomically.
+void write_file_atomically(const std::string& path, const std::string& text);
+
+}  // namespace dtnn

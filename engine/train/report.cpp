@@ -1,0 +1,148 @@
+// Environment capture, the JSON run report (schema "dtnn.run_report/1") and the history file.
+#include <dnnl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "backend/cpu/blas.h"
+#include "backend/gpu.h"
+#include "core/error.h"
+#include "train/output.h"
+
+namespace dtnn {
+
+void write_file_atomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    DTNN_CHECK(f, path, ": cannot create file");
+    f << text;
+    f.flush();
+    if (!f) {
+      std::remove(tmp.c_str());
+      fail(path, ": write failed");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    fail(path, ": cannot rename the temporary file into place");
+  }
+}
+
+Environment capture_environment(int ranks, int threads, const std::string& mpi_version) {
+  Environment env;
+  char host[256] = {0};
+  if (gethostname(host, sizeof host - 1) == 0) env.host = host;
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);)
+    if (line.rfind("model name", 0) == 0) {
+      env.cpu_model = line.substr(line.find(':') + 2);
+      break;
+    }
+  env.cores = static_cast<int>(std::thread::hardware_concurrency());
+#if defined(__clang__)
+  env.compiler = std::string("clang ") + __clang_version__;
+#elif defined(__GNUC__)
+  env.compiler = std::string("g++ ") + __VERSION__;
+#endif
+  env.blas = cpu::blas_version();
+  const dnnl_version_t* v = dnnl_version();
+  env.onednn = std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
+  env.mpi = mpi_version;
+  env.cuda = gpu_description();
+#ifdef NDEBUG
+  env.build_type = "Release";
+#else
+  env.build_type = "Debug";
+#endif
+  env.dtnn_version = "0.1.0";
+  env.ranks = ranks;
+  env.threads = threads;
+  return env;
+}
+
+namespace {
+
+nlohmann::json pass_json(const Trainer& trainer, const PassResult& r, bool with_timing) {
+  nlohmann::json j;
+  const auto names = trainer.value_names();
+  for (size_t i = 0; i < names.size(); ++i) j[names[i]] = r.values[i];
+  if (with_timing) {
+    j["samples"] = r.samples;
+    j["time_s"] = r.time_s;
+    j["samples_per_s"] = r.samples_per_s();
+  }
+  return j;
+}
+
+}  // namespace
+
+void write_report(const std::string& path, const TrainOptions& options, const Environment& env, const Model& model,
+                  const Trainer& trainer, const RunSummary& run) {
+  nlohmann::json j;
+  j["schema"] = "dtnn.run_report/1";
+  j["framework"] = "dtnn";
+  j["status"] = "ok";
+  nlohmann::json opts = nlohmann::json::object();
+  for (const auto& [name, value] : options_list(options)) opts[name] = value;
+  j["options"] = opts;
+  j["environment"] = {{"host", env.host},       {"cpu_model", env.cpu_model}, {"cores", env.cores},
+                      {"compiler", env.compiler}, {"blas", env.blas},         {"onednn", env.onednn},
+                      {"mpi", env.mpi},           {"cuda", env.cuda},         {"build_type", env.build_type},
+                      {"dtnn_version", env.dtnn_version}};
+  nlohmann::json layers = nlohmann::json::array();
+  for (size_t i = 0; i < model.num_layers(); ++i) {
+    const Layer& l = model.layer(i);
+    nlohmann::json lj = {{"id", l.id}, {"type", l.type()}, {"params", l.num_params()},
+                         {"output_shape", l.output_shape().str()}, {"details", l.describe()}};
+    if (!l.algorithm_name().empty()) lj["conv_algo"] = l.algorithm_name();
+    layers.push_back(lj);
+  }
+  j["model"] = {{"name", model.name()}, {"params", model.num_params()}, {"tensor_format", layout_name(model.layout())},
+                {"layers", layers}};
+  j["parallel"] = {{"ranks", env.ranks}, {"threads", env.threads}, {"mode", options.parallel}};
+  nlohmann::json epochs = nlohmann::json::array();
+  for (const EpochRecord& e : run.epochs) {
+    nlohmann::json ej = {{"epoch", e.epoch},
+                         {"samples", e.train.samples},
+                         {"time_s", e.train.time_s},
+                         {"samples_per_s", e.train.samples_per_s()},
+                         {"lr", e.learning_rate},
+                         {"train", pass_json(trainer, e.train, false)}};
+    if (e.val) ej["val"] = pass_json(trainer, *e.val, false);
+    epochs.push_back(ej);
+  }
+  j["epochs"] = epochs;
+  j["training"] = {{"time_s", run.train_time_s},
+                   {"wall_time_s", run.wall_time_s},
+                   {"samples", run.train_samples},
+                   {"samples_per_s", run.train_time_s > 0 ? run.train_samples / run.train_time_s : 0.0},
+                   {"epochs_run", run.epochs.size()}};
+  if (run.test) j["test"] = pass_json(trainer, *run.test, true);
+  write_file_atomically(path, j.dump(2) + "\n");
+}
+
+void write_history(const std::string& path, const RunSummary& run) {
+  std::string text;
+  char buf[64];
+  for (const EpochRecord& e : run.epochs) {
+    std::snprintf(buf, sizeof buf, "%3d", e.epoch - 1);
+    text += buf;
+    for (double v : e.train.values) {
+      std::snprintf(buf, sizeof buf, "%20.4f", v);
+      text += buf;
+    }
+    if (e.val)
+      for (double v : e.val->values) {
+        std::snprintf(buf, sizeof buf, "%20.4f", v);
+        text += buf;
+      }
+    text += "\n";
+  }
+  write_file_atomically(path, text);
+}
+
+}  // namespace dtnn

@@ -1,0 +1,149 @@
+#include "train/run.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+#include "backend/cpu/blas.h"
+#include "backend/gpu.h"
+#include "core/error.h"
+#include "train/output.h"
+#include "train/trainer.h"
+
+namespace dtnn {
+
+int default_threads() {
+  if (const char* env = std::getenv("OMP_NUM_THREADS")) {
+    const int t = std::atoi(env);
+    if (t > 0) return t;
+  }
+  int local_ranks = 1;
+  if (const char* env = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE")) local_ranks = std::max(1, std::atoi(env));
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / local_ranks);
+}
+
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+void validate(const TrainOptions& o) {
+  DTNN_CHECK(o.batch_size > 0, "--batch_size must be positive (got ", o.batch_size, ")");
+  DTNN_CHECK(o.num_epochs >= 0, "--num_epochs must be non-negative (got ", o.num_epochs, ")");
+  DTNN_CHECK(o.steps_per_epoch >= 0, "--steps_per_epoch must be non-negative (got ", o.steps_per_epoch, ")");
+  DTNN_CHECK(o.parallel == "sequential" || o.parallel == "data", "unknown --parallel '", o.parallel,
+             "' (known: sequential, data)");
+  DTNN_CHECK(o.threads >= 0, "--threads must be positive (got ", o.threads, ")");
+  if (o.enable_gpu) require_gpu();
+}
+
+std::unique_ptr<Dataset> open_data(const TrainOptions& o) {
+  const DatasetShape shape = dataset_shape(o.dataset_name);
+  if (o.use_synthetic_data) return make_synthetic(shape, o.seed);
+  DTNN_CHECK(!o.dataset_train_path.empty(), "--dataset_train_path is required unless --use_synthetic_data=True");
+  return open_mnist(o.dataset_train_path, o.dataset_test_path.empty() ? o.dataset_train_path : o.dataset_test_path);
+}
+
+void print_pass(std::ostream& out, const Trainer& trainer, const char* what, const PassResult& r) {
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "%s time: %.4f s\n%s throughput: %.4f samples/s\n", what, r.time_s, what,
+                r.samples_per_s());
+  out << buf << what << " metrics: " << format_values(trainer, r.values, "test_") << "\n";
+}
+
+}  // namespace
+
+int run_training(TrainOptions o, Communicator& comm, std::ostream& out) {
+  validate(o);
+  const bool root = comm.rank() == 0;
+  if (o.threads == 0) o.threads = default_threads();
+  cpu::set_threads(o.threads);
+  if (o.parallel == "data" && o.optimizer.name == "sgd" && o.learning_rate_scaling)
+    o.optimizer.learning_rate *= comm.size();  // PyDTNN scales only SGD's rate
+
+  auto model = create_model(o.model_name);
+  BuildContext ctx;
+  ctx.layout = parse_layout(o.tensor_format);
+  ctx.max_batch = o.batch_size;
+  ctx.conv_algo = o.conv_algo;
+  model->build(ctx, o.seed, Trainer::reduce_tail_floats(o));
+  model->seed_layers(o.seed, comm.rank());
+  if (root) print_model_table(out, *model);
+
+  if (root) out << "**** Loading " << o.dataset_name << " dataset...\n";
+  const std::unique_ptr<Dataset> data = open_data(o);
+  const Splits splits = make_splits(*data, o.validation_split, o.test_as_validation, o.seed);
+
+  namespace fs = std::filesystem;
+  const bool load = !o.weights_and_bias_filename.empty() && fs::exists(o.weights_and_bias_filename);
+  if (load && root) load_weights(*model, o.weights_and_bias_filename);
+  if (!o.weights_and_bias_filename.empty() && !load && root)
+    out << "**** Weights file " << o.weights_and_bias_filename
+        << " does not exist yet: starting from the initial weights; it will be written after training\n";
+  comm.broadcast(model->param_slab(), model->slab_size(), 0);  // every rank starts from rank 0's weights
+
+  auto optimizer = make_optimizer(o.optimizer, model->slab_size());
+  Trainer trainer(*model, *data, comm, *optimizer, o);
+  if (root && o.progress) trainer.set_progress(make_progress_printer(out, isatty(STDOUT_FILENO) == 1, trainer));
+  if (root) print_parameters(out, o);
+
+  std::vector<int64_t> test_indices(static_cast<size_t>(data->count(Pool::test)));
+  for (size_t i = 0; i < test_indices.size(); ++i) test_indices[i] = static_cast<int64_t>(i);
+  const Environment env = capture_environment(comm.size(), o.threads, comm.library_version());
+  RunSummary run;
+
+  if (o.evaluate || o.evaluate_only) {
+    if (root) out << "**** Evaluating on test dataset...\n";
+    PassResult r = trainer.evaluate(Pool::test, test_indices, "Testing");
+    if (o.evaluate_only) {
+      if (root) print_pass(out, trainer, "Testing", r);
+      run.test = r;
+      if (root && !o.report.empty()) write_report(o.report, o, env, *model, trainer, run);
+      return 0;
+    }
+  }
+
+  if (root) out << "**** Training...\n";
+  comm.barrier();
+  const double t0 = now_s();
+  for (int epoch = 1; epoch <= o.num_epochs; ++epoch) {
+    EpochRecord rec = trainer.run_epoch(epoch, static_cast<int>(o.num_epochs), splits);
+    if (root && rec.val) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "  validation (%lld samples): ", static_cast<long long>(rec.val->samples));
+      out << buf << format_values(trainer, rec.val->values, "val_") << "\n";
+    }
+    run.train_time_s += rec.train.time_s;
+    run.train_samples += rec.train.samples;
+    run.epochs.push_back(std::move(rec));
+  }
+  comm.barrier();
+  run.wall_time_s = now_s() - t0;
+  if (root) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  "**** Done...\nTraining time: %.4f s\nTime per epoch: %.4f s\nTraining throughput: %.4f samples/s\n"
+                  "Training time (training loops only): %.4f s\n",
+                  run.wall_time_s, run.epochs.empty() ? 0.0 : run.wall_time_s / run.epochs.size(),
+                  run.train_time_s > 0 ? run.train_samples / run.train_time_s : 0.0, run.train_time_s);
+    out << buf;
+  }
+
+  if (root && !o.weights_and_bias_filename.empty()) save_weights(*model, o.weights_and_bias_filename);
+  if (root && !o.history_file.empty()) write_history(o.history_file, run);
+
+  if (!test_indices.empty()) {
+    if (root) out << "**** Evaluating on test dataset...\n";
+    run.test = trainer.evaluate(Pool::test, test_indices, "Testing");
+    if (root) print_pass(out, trainer, "Testing", *run.test);
+  }
+  if (root && !o.report.empty()) write_report(o.report, o, env, *model, trainer, run);
+  return 0;
+}
+
+}  // namespace dtnn

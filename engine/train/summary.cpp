@@ -1,0 +1,54 @@
+// The model table and the parameter dump, in PyDTNN's format.
+#include <cstdio>
+
+#include "train/output.h"
+
+namespace dtnn {
+namespace {
+
+std::string center(const std::string& s, size_t width) {
+  if (s.size() >= width) return s;
+  const size_t left = (width - s.size()) / 2;
+  return std::string(left, ' ') + s + std::string(width - s.size() - left, ' ');
+}
+
+}  // namespace
+
+void print_model_table(std::ostream& out, const Model& model) {
+  const std::string line = "+-------+--------------------------+---------+---------------+-------------------+"
+                           "-------------------------------------+";
+  out << "**** " << model.name() << " model...\n" << line << "\n";
+  out << "|" << center("Layer", 7) << "|" << center("Type", 26) << "|" << center("#Params", 9) << "|"
+      << center("Output shape", 15) << "|" << center("Weights shape", 19) << "|" << center("Parameters", 37)
+      << "|\n" << line << "\n";
+  for (size_t i = 0; i < model.num_layers(); ++i) {
+    const Layer& l = model.layer(i);
+    const Shape w = l.weights_shape();
+    std::string details = l.describe();
+    if (!l.algorithm_name().empty()) details += (details.empty() ? "" : ", ") + l.algorithm_name();
+    out << "|" << center(std::to_string(l.id), 7) << "|" << center(l.type(), 26) << "|"
+        << center(std::to_string(l.num_params()), 9) << "|" << center(l.output_shape().str(), 15) << "|"
+        << center(w.rank() ? w.str() : "", 19) << "|" << center(details, 37) << "|\n";
+  }
+  char total[160];
+  std::snprintf(total, sizeof total, "|%22s%12lld%9.2f MBytes", "Total parameters",
+                static_cast<long long>(model.num_params()), model.num_params() * 4.0 / (1024.0 * 1024.0));
+  std::string row = total;
+  row += std::string(line.size() - 1 - row.size(), ' ') + "|";
+  out << row << "\n" << line << "\n";
+  for (size_t i = 0; i < model.num_layers(); ++i)
+    if (!model.layer(i).algorithm_note().empty())
+      out << "Note: layer " << model.layer(i).id << " runs " << model.layer(i).algorithm_name() << " because "
+          << model.layer(i).algorithm_note() << "\n";
+}
+
+void print_parameters(std::ostream& out, const TrainOptions& options) {
+  out << "**** Parameters:\n";
+  char buf[512];
+  for (const auto& [name, value] : options_list(options)) {
+    std::snprintf(buf, sizeof buf, "  %-31s: %s\n", name.c_str(), value.c_str());
+    out << buf;
+  }
+}
+
+}  // namespace dtnn

@@ -1,0 +1,86 @@
+// Trainer: PyDTNN's training and evaluation loops over a built Model, data parallel over a Communicator.
+//
+// Data parallelism (the same on 1 rank): every rank draws the same per-epoch permutation from the seed;
+// global batch k holds permutation entries [k*B, (k+1)*B) with B = batch_size * ranks, and rank r takes
+// its contiguous share (batch_size each; a short last batch is split as evenly as possible, so a rank
+// may get none). Loss gradients are divided by the global batch count, the gradient slab (with the
+// loss/metric sums packed behind it) is summed over ranks in ONE allreduce, and every rank applies the
+// same optimizer step, so the weights stay identical without further communication.
+//
+// Nothing here allocates after construction: batch indices, labels and reduction buffers are sized for
+// the largest batch up front.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "data/dataset.h"
+#include "models/model.h"
+#include "optim/optimizer.h"
+#include "parallel/communicator.h"
+#include "train/losses.h"
+#include "train/options.h"
+
+namespace dtnn {
+
+// Means over the samples of a pass: values[0] is the loss, values[1..] the metrics in option order.
+struct PassResult {
+  int64_t samples = 0;
+  double time_s = 0.0;
+  std::vector<double> values;
+  double samples_per_s() const { return time_s > 0 ? samples / time_s : 0.0; }
+};
+
+struct EpochRecord {
+  int epoch = 0;  // 1-based
+  double learning_rate = 0.0;
+  PassResult train;
+  std::optional<PassResult> val;
+};
+
+// Receives progress from rank 0 (the others get none): called with the samples done so far, the
+// epoch total, and the running means; `done` is true once per pass, at its end.
+using ProgressFn = std::function<void(const std::string& label, int64_t done, int64_t total, double elapsed_s,
+                                      const std::vector<double>& means, bool finished)>;
+
+class Trainer {
+ public:
+  Trainer(Model& model, const Dataset& data, Communicator& comm, Optimizer& optimizer, const TrainOptions& options);
+
+  // Trains one epoch over splits.train, then validates on splits.val when it is not empty.
+  EpochRecord run_epoch(int epoch, int num_epochs, const Splits& splits);
+  // Forward-only pass over the given samples of a pool (sharded across ranks), in evaluation mode.
+  PassResult evaluate(Pool pool, const std::vector<int64_t>& indices, const std::string& label);
+
+  void set_progress(ProgressFn fn) { progress_ = std::move(fn); }
+  const std::vector<LossKind>& losses() const { return loss_; }
+  const std::vector<MetricKind>& metrics() const { return metrics_; }
+  // Names of the values of a PassResult: loss name then metric names.
+  std::vector<std::string> value_names() const;
+  static int64_t reduce_tail_floats(const TrainOptions& options);
+
+ private:
+  // Rank r's share [offset, offset + count) of a global batch of `global` samples.
+  void local_share(int64_t global, int64_t* offset, int64_t* count) const;
+  void train_step(const int64_t* indices, int64_t local_n, int64_t global_n);
+
+  Model& model_;
+  const Dataset& data_;
+  Communicator& comm_;
+  Optimizer& optimizer_;
+  const TrainOptions& options_;
+  std::vector<LossKind> loss_;  // exactly one
+  std::vector<MetricKind> metrics_;
+  bool fused_softmax_ = false;
+  int64_t classes_ = 0;
+  Rng shuffle_rng_;
+  std::vector<int64_t> permutation_, batch_indices_;
+  Tensor labels_;
+  std::vector<float> eval_sums_;
+  ProgressFn progress_;
+};
+
+}  // namespace dtnn

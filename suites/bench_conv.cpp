@@ -1,0 +1,80 @@
+// Convolution algorithms x problems x directions, registered at run time from suites/shapes/*.txt
+// (or the files given with --shapes=a.txt,b.txt). Each case is named "<algorithm>/<dir>/<problem>", so
+// the name doubles as a `dtnn conv` reproducer. Algorithms that decline a problem are skipped with
+// their reason (SkipWithError), never run.
+#include <benchmark/benchmark.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/blas.h"
+#include "conv/conv_algorithm.h"
+#include "core/rng.h"
+#include "tensor/tensor.h"
+
+namespace {
+
+std::vector<std::string> read_shapes(const std::string& path) {
+  std::vector<std::string> out;
+  std::ifstream f(path);
+  for (std::string line; std::getline(f, line);) {
+    const auto hash = line.find('#');
+    if (hash != std::string::npos) line.resize(hash);
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.pop_back();
+    if (!line.empty()) out.push_back(line);
+  }
+  return out;
+}
+
+void run_case(benchmark::State& state, const dtnn::ConvAlgorithm* algo, dtnn::ConvDir dir, dtnn::ConvProblem p) {
+  const dtnn::Support s = algo->supports(p);
+  if (!s.ok) {
+    state.SkipWithError(s.why.c_str());
+    return;
+  }
+  dtnn::cpu::set_threads(1);
+  dtnn::Tensor x = dtnn::Tensor::zeros(dtnn::Shape{p.x_numel()}), y = dtnn::Tensor::zeros(dtnn::Shape{p.y_numel()});
+  dtnn::Tensor w = dtnn::Tensor::zeros(dtnn::Shape{p.w_numel()});
+  dtnn::Tensor ws = dtnn::Tensor::zeros(dtnn::Shape{std::max<int64_t>(1, algo->workspace_floats(p))});
+  dtnn::Rng rng(1);
+  for (dtnn::Tensor* t : {&x, &y, &w})
+    for (int64_t i = 0; i < t->numel(); ++i) t->data()[i] = rng.uniform_f() - 0.5f;
+  for (auto _ : state) {
+    switch (dir) {
+      case dtnn::ConvDir::fwd: algo->forward(p, x.data(), w.data(), y.data(), ws.data()); break;
+      case dtnn::ConvDir::bwd_data: algo->backward_data(p, y.data(), w.data(), x.data(), ws.data()); break;
+      case dtnn::ConvDir::bwd_filter: algo->backward_filter(p, x.data(), y.data(), w.data(), ws.data()); break;
+    }
+    benchmark::ClobberMemory();
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(p.flops(dir), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(DTNN_SHAPES_DIR))
+    if (entry.path().extension() == ".txt") files.push_back(entry.path().string());
+  std::vector<std::string> problems;
+  for (const std::string& f : files)
+    for (const std::string& s : read_shapes(f)) problems.push_back(s);
+  for (const std::string& text : problems) {
+    const dtnn::ConvProblem p = dtnn::ConvProblem::parse(text);
+    for (const dtnn::ConvAlgorithm* algo : dtnn::conv_algorithms()) {
+      if (algo->name() == "cpu.reference") continue;  // the oracle is not a contender
+      for (dtnn::ConvDir dir : {dtnn::ConvDir::fwd, dtnn::ConvDir::bwd_data, dtnn::ConvDir::bwd_filter}) {
+        const std::string name = std::string(algo->name()) + "/" + dtnn::conv_dir_name(dir) + "/" + text;
+        benchmark::RegisterBenchmark(name.c_str(), run_case, algo, dir, p)->UseRealTime()->Unit(benchmark::kMillisecond);
+      }
+    }
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
