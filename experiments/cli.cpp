@@ -89,6 +89,8 @@ void print_error(const char* what) {
 int main(int argc, char** argv) {
   CLI::App app{"dtnn: distributed training of neural networks (a C++ PyDTNN) and its benchmark suite"};
   app.require_subcommand(1);
+  // As with PyDTNN's argparse, an option given twice takes its last value.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   TrainOptions options;
   CLI::App* train = app.add_subcommand("train", "Train and evaluate one model (PyDTNN option names)");
   add_train_options(*train, options);

@@ -43,48 +43,86 @@ void weights_rsck_to_crsk(const ConvProblem& p, const float* wt, float* w) {
       std::memcpy(w + (c * p.r * p.s + rs) * p.k, wt + (rs * p.c + c) * p.k, p.k * sizeof(float));
 }
 
-// Visits the filter taps of output rows [m0, m0+mc): fn(row_index_in_chunk, tap, input pointer or null).
-template <typename Fn>
-void for_each_tap(const ConvProblem& p, int64_t m0, int64_t mc, Fn&& fn) {
-  const int64_t P = p.p(), Q = p.q();
-  int64_t n = m0 / (P * Q), oh = (m0 / Q) % P, ow = m0 % Q;
-  for (int64_t i = 0; i < mc; ++i) {
+// Walks output rows [m0, m0+mc) one image row (n, oh) at a time and, for every filter tap (r, s), calls
+// span(first row in the chunk, row count, tap column, input offset of the first row or -1 for padding,
+// input step between consecutive rows). Bounds are resolved per span, not per element, so the copy
+// loops are branch-free.
+template <typename Span>
+void for_each_span(const ConvProblem& p, int64_t m0, int64_t mc, Span&& span) {
+  const int64_t P = p.p(), Q = p.q(), step = p.stride_w * p.c;
+  for (int64_t m = m0; m < m0 + mc;) {
+    const int64_t n = m / (P * Q), oh = (m / Q) % P, ow0 = m % Q;
+    const int64_t ow1 = std::min<int64_t>(Q, ow0 + (m0 + mc - m));
+    const int64_t i0 = m - m0;
     for (int64_t r = 0; r < p.r; ++r) {
       const int64_t ih = oh * p.stride_h - p.pad_h + r * p.dil_h;
       for (int64_t s = 0; s < p.s; ++s) {
-        const int64_t iw = ow * p.stride_w - p.pad_w + s * p.dil_w;
-        const bool inside = ih >= 0 && ih < p.h && iw >= 0 && iw < p.w;
-        fn(i, r * p.s + s, inside ? ((n * p.h + ih) * p.w + iw) * p.c : -1);
+        const int64_t col = (r * p.s + s) * p.c;
+        if (ih < 0 || ih >= p.h) {
+          span(i0, ow1 - ow0, col, int64_t{-1}, int64_t{0});
+          continue;
+        }
+        // iw = ow * stride + off lies in [0, W) exactly for ow in [lo, hi).
+        const int64_t off = s * p.dil_w - p.pad_w;
+        const int64_t lo = std::clamp<int64_t>(off >= 0 ? 0 : (-off + p.stride_w - 1) / p.stride_w, ow0, ow1);
+        const int64_t hi = std::clamp<int64_t>(p.w - off > 0 ? (p.w - off - 1) / p.stride_w + 1 : 0, lo, ow1);
+        if (lo > ow0) span(i0, lo - ow0, col, int64_t{-1}, int64_t{0});
+        if (hi > lo) span(i0 + (lo - ow0), hi - lo, col, ((n * p.h + ih) * p.w + lo * p.stride_w + off) * p.c, step);
+        if (ow1 > hi) span(i0 + (hi - ow0), ow1 - hi, col, int64_t{-1}, int64_t{0});
       }
     }
-    if (++ow == Q) {
-      ow = 0;
-      if (++oh == P) { oh = 0; ++n; }
-    }
+    m += ow1 - ow0;
   }
 }
 
-void im2row(const ConvProblem& p, const float* x, int64_t m0, int64_t mc, float* rows) {
-  const int64_t C = p.c, T = taps(p);
-  for_each_tap(p, m0, mc, [&](int64_t i, int64_t tap, int64_t offset) {
-    float* dst = rows + i * T + tap * C;
-    if (offset < 0) {
-      for (int64_t c = 0; c < C; ++c) dst[c] = 0.0f;
+// The channel count is a template parameter for the small counts where the copy loop would otherwise
+// dominate (first layers); kC = 0 means "use the runtime count".
+template <int kC>
+void im2row_c(const ConvProblem& p, const float* x, int64_t m0, int64_t mc, float* rows) {
+  const int64_t C = kC ? kC : p.c, T = taps(p);
+  for_each_span(p, m0, mc, [&](int64_t i, int64_t count, int64_t col, int64_t src, int64_t step) {
+    float* dst = rows + i * T + col;
+    if (src < 0) {
+      for (int64_t j = 0; j < count; ++j)
+        for (int64_t c = 0; c < C; ++c) dst[j * T + c] = 0.0f;
     } else {
-      const float* src = x + offset;
-      for (int64_t c = 0; c < C; ++c) dst[c] = src[c];
+      const float* in = x + src;
+      for (int64_t j = 0; j < count; ++j)
+        for (int64_t c = 0; c < C; ++c) dst[j * T + c] = in[j * step + c];
     }
   });
 }
 
-void row2im_add(const ConvProblem& p, const float* rows, int64_t m0, int64_t mc, float* dx) {
-  const int64_t C = p.c, T = taps(p);
-  for_each_tap(p, m0, mc, [&](int64_t i, int64_t tap, int64_t offset) {
-    if (offset < 0) return;
-    const float* src = rows + i * T + tap * C;
-    float* dst = dx + offset;
-    for (int64_t c = 0; c < C; ++c) dst[c] += src[c];
+template <int kC>
+void row2im_add_c(const ConvProblem& p, const float* rows, int64_t m0, int64_t mc, float* dx) {
+  const int64_t C = kC ? kC : p.c, T = taps(p);
+  for_each_span(p, m0, mc, [&](int64_t i, int64_t count, int64_t col, int64_t dst_off, int64_t step) {
+    if (dst_off < 0) return;
+    const float* src = rows + i * T + col;
+    float* out = dx + dst_off;
+    for (int64_t j = 0; j < count; ++j)
+      for (int64_t c = 0; c < C; ++c) out[j * step + c] += src[j * T + c];
   });
+}
+
+void im2row(const ConvProblem& p, const float* x, int64_t m0, int64_t mc, float* rows) {
+  switch (p.c) {
+    case 1: return im2row_c<1>(p, x, m0, mc, rows);
+    case 3: return im2row_c<3>(p, x, m0, mc, rows);
+    case 4: return im2row_c<4>(p, x, m0, mc, rows);
+    case 8: return im2row_c<8>(p, x, m0, mc, rows);
+    default: return im2row_c<0>(p, x, m0, mc, rows);
+  }
+}
+
+void row2im_add(const ConvProblem& p, const float* rows, int64_t m0, int64_t mc, float* dx) {
+  switch (p.c) {
+    case 1: return row2im_add_c<1>(p, rows, m0, mc, dx);
+    case 3: return row2im_add_c<3>(p, rows, m0, mc, dx);
+    case 4: return row2im_add_c<4>(p, rows, m0, mc, dx);
+    case 8: return row2im_add_c<8>(p, rows, m0, mc, dx);
+    default: return row2im_add_c<0>(p, rows, m0, mc, dx);
+  }
 }
 
 class ConvIm2rowGemm final : public ConvAlgorithm {

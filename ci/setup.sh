@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs what is missing (Debian packages), then configures and builds dtnn into build/ with Ninja.
+# Idempotent: a second run installs nothing and rebuilds only what changed.
+#   DTNN_BUILD_DIR  build directory (default: build)
+#   DTNN_CMAKE_ARGS extra CMake arguments (e.g. -DDTNN_CUDA=OFF)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(
+  build-essential cmake ninja-build pkg-config git
+  libopenblas-dev libdnnl-dev ocl-icd-opencl-dev opencl-c-headers   # oneDNN's CMake config needs OpenCL
+  libopenmpi-dev openmpi-bin
+  libsqlite3-dev libcli11-dev catch2 libbenchmark-dev
+  libtomlplusplus-dev nlohmann-json3-dev zlib1g-dev
+  dataset-fashion-mnist
+  python3-numpy python3-torch                                       # /usr/bin/python3: interop checks, PyTorch reference
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "ci/setup.sh: installing ${missing[*]}"
+  sudo_cmd=""
+  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo_cmd apt-get update -q
+  $sudo_cmd apt-get install -y -q "${missing[@]}"
+fi
+
+build_dir="${DTNN_BUILD_DIR:-build}"
+# shellcheck disable=SC2086
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release ${DTNN_CMAKE_ARGS:-}
+# Two parallel compile jobs: these machines have 2 cores (and the heavy TUs need ~1 GB each).
+cmake --build "$build_dir" -j "${DTNN_JOBS:-2}"

@@ -1,0 +1,121 @@
+// Every convolution algorithm against the reference on random problems, all three directions.
+#include <catch2/catch.hpp>
+#include <map>
+
+#include "conv/conv_algorithm.h"
+#include "core/error.h"
+#include "helpers.h"
+
+using namespace dtnn;
+
+namespace {
+
+ConvProblem random_problem(Rng& rng, Layout layout) {
+  ConvProblem p;
+  for (;;) {
+    p.layout = layout;
+    p.n = 1 + static_cast<int64_t>(rng.below(4));
+    p.c = 1 + static_cast<int64_t>(rng.below(9));
+    p.k = 1 + static_cast<int64_t>(rng.below(9));
+    p.h = 1 + static_cast<int64_t>(rng.below(13));
+    p.w = 1 + static_cast<int64_t>(rng.below(13));  // non-square and odd sizes
+    p.r = 1 + static_cast<int64_t>(rng.below(4));
+    p.s = 1 + static_cast<int64_t>(rng.below(4));
+    p.stride_h = 1 + static_cast<int64_t>(rng.below(3));
+    p.stride_w = 1 + static_cast<int64_t>(rng.below(3));
+    p.pad_h = static_cast<int64_t>(rng.below(3));
+    p.pad_w = static_cast<int64_t>(rng.below(3));
+    p.dil_h = 1 + static_cast<int64_t>(rng.below(2));
+    p.dil_w = 1 + static_cast<int64_t>(rng.below(2));
+    if (p.p() > 0 && p.q() > 0) return p;
+  }
+}
+
+std::vector<ConvProblem> problems() {
+  std::vector<ConvProblem> out;
+  Rng rng(2024);
+  for (Layout layout : {Layout::nhwc, Layout::nchw}) {
+    for (int i = 0; i < 40; ++i) out.push_back(random_problem(rng, layout));
+    const char* fixed[] = {
+        "n1_c1h28w28_k4r3s3_st1x1_pd1x1_dl1x1_g1_%s_f32",   // simplecnn, batch 1
+        "n2_c4h28w28_k8r3s3_st1x1_pd1x1_dl1x1_g1_%s_f32",
+        "n2_c16h7w5_k8r1s1_st1x1_pd0x0_dl1x1_g1_%s_f32",    // 1x1 (pointwise path)
+        "n3_c5h9w11_k6r1s1_st2x2_pd0x0_dl1x1_g1_%s_f32",    // 1x1 stride 2 (not the pointwise path)
+        "n2_c3h11w11_k4r3s3_st2x2_pd1x1_dl1x1_g1_%s_f32",   // stride 2
+        "n1_c3h10w12_k5r3s3_st1x1_pd2x2_dl2x2_g1_%s_f32",   // dilation
+        "n2_c3h9w7_k4r5s2_st1x2_pd2x0_dl1x1_g1_%s_f32",     // rectangular filter, asymmetric stride
+        "n1_c70h6w6_k3r3s3_st1x1_pd1x1_dl1x1_g1_%s_f32",    // many channels (generic copy path)
+    };
+    for (const char* f : fixed) {
+      char buf[128];
+      std::snprintf(buf, sizeof buf, f, layout == Layout::nhwc ? "nhwc" : "nchw");
+      out.push_back(ConvProblem::parse(buf));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("conv: problem strings round-trip and bad strings are rejected", "[conv]") {
+  for (const ConvProblem& p : problems()) CHECK(ConvProblem::parse(p.str()).str() == p.str());
+  CHECK_THROWS_AS(ConvProblem::parse("n64_c64h32w32"), Error);
+  CHECK_THROWS_AS(ConvProblem::parse("n1_c1h2w2_k1r3s3_st1x1_pd0x0_dl1x1_g1_nhwc_f32"), Error);  // filter too big
+  CHECK_THROWS_AS(ConvProblem::parse("n1_c3h8w8_k4r3s3_st1x1_pd0x0_dl1x1_g2_nhwc_f32"), Error);  // groups
+  CHECK_THROWS_AS(ConvProblem::parse("n1_c3h8w8_k4r3s3_st1x1_pd0x0_dl1x1_g1_nhwc_f64"), Error);
+  CHECK_THROWS_AS(ConvProblem::parse("n1_c3h8w8_k4r3s3_st1x1_pd0x0_dl1x1_g1_nhwc_f32x"), Error);
+}
+
+TEST_CASE("conv: every algorithm matches the reference in all directions", "[conv]") {
+  const ConvAlgorithm& ref = find_conv_algorithm("reference");
+  std::map<std::string, int> checked, declined;
+  Rng rng(7);
+  for (const ConvProblem& p : problems()) {
+    std::vector<float> x(p.x_numel()), w(p.w_numel()), dy(p.y_numel());
+    test::fill_uniform(x, rng);
+    test::fill_uniform(w, rng);
+    test::fill_uniform(dy, rng);
+    std::vector<float> ws_ref(ref.workspace_floats(p));
+    std::vector<float> y_ref(p.y_numel()), dx_ref(p.x_numel()), dw_ref(p.w_numel());
+    ref.forward(p, x.data(), w.data(), y_ref.data(), ws_ref.data());
+    ref.backward_data(p, dy.data(), w.data(), dx_ref.data(), ws_ref.data());
+    ref.backward_filter(p, x.data(), dy.data(), dw_ref.data(), ws_ref.data());
+    for (const ConvAlgorithm* algo : conv_algorithms()) {
+      if (algo == &ref) continue;
+      const std::string name(algo->name());
+      const Support s = algo->supports(p);
+      if (!s.ok) {
+        CHECK_FALSE(s.why.empty());
+        ++declined[name];
+        continue;
+      }
+      ++checked[name];
+      // Poisoned outputs: the algorithm must overwrite, not accumulate.
+      std::vector<float> ws(std::max<int64_t>(1, algo->workspace_floats(p)), 1e30f);
+      std::vector<float> y(p.y_numel(), 9.0f), dx(p.x_numel(), 9.0f), dw(p.w_numel(), 9.0f);
+      algo->forward(p, x.data(), w.data(), y.data(), ws.data());
+      algo->backward_data(p, dy.data(), w.data(), dx.data(), ws.data());
+      algo->backward_filter(p, x.data(), dy.data(), dw.data(), ws.data());
+      INFO(name << " on " << p.str());
+      CHECK(test::max_rel_error(y.data(), y_ref.data(), p.y_numel()) < 1e-5);
+      CHECK(test::max_rel_error(dx.data(), dx_ref.data(), p.x_numel()) < 1e-5);
+      CHECK(test::max_rel_error(dw.data(), dw_ref.data(), p.w_numel()) < 1e-5);
+    }
+  }
+  // Each GEMM algorithm takes its own layout (48 problems each) and declines the other with a reason.
+  CHECK(checked["cpu.im2row_gemm"] >= 30);
+  CHECK(checked["cpu.im2col_gemm"] >= 30);
+  CHECK(declined["cpu.im2row_gemm"] == checked["cpu.im2col_gemm"]);
+}
+
+TEST_CASE("conv: the registry resolves names, falls back with a reason, rejects unknown names", "[conv]") {
+  CHECK(find_conv_algorithm("im2row_gemm").name() == "cpu.im2row_gemm");
+  CHECK(find_conv_algorithm("cpu.im2col_gemm").name() == "cpu.im2col_gemm");
+  CHECK_THROWS_AS(find_conv_algorithm("winograd_9000"), Error);
+  const ConvProblem nchw = ConvProblem::parse("n1_c3h8w8_k4r3s3_st1x1_pd1x1_dl1x1_g1_nchw_f32");
+  std::string note;
+  CHECK(choose_conv_algorithm("im2row_gemm", nchw, &note).name() == "cpu.im2col_gemm");
+  CHECK(note.find("NHWC") != std::string::npos);
+  CHECK(choose_conv_algorithm("auto", nchw, nullptr).name() == "cpu.im2col_gemm");
+  CHECK(choose_conv_algorithm("reference", nchw, nullptr).name() == "cpu.reference");
+}

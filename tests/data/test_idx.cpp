@@ -1,0 +1,189 @@
+// IDX reader and MNIST-format datasets: valid, truncated, corrupt and mismatched files; real data.
+#include <zlib.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+
+#include "core/error.h"
+#include "data/dataset.h"
+#include "data/idx.h"
+#include "helpers.h"
+
+using namespace dtnn;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<uint8_t> idx_bytes(uint8_t type, std::vector<uint32_t> dims, const std::vector<uint8_t>& data) {
+  std::vector<uint8_t> out = {0, 0, type, static_cast<uint8_t>(dims.size())};
+  for (uint32_t d : dims)
+    for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<uint8_t>(d >> shift));
+  out.insert(out.end(), data.begin(), data.end());
+  return out;
+}
+
+void write_plain(const std::string& path, const std::vector<uint8_t>& bytes) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+
+void write_gz(const std::string& path, const std::vector<uint8_t>& bytes) {
+  gzFile f = gzopen(path.c_str(), "wb");
+  REQUIRE(f);
+  REQUIRE(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())) == static_cast<int>(bytes.size()));
+  gzclose(f);
+}
+
+std::vector<uint8_t> images(int n) {
+  std::vector<uint8_t> px(static_cast<size_t>(n) * 784);
+  for (size_t i = 0; i < px.size(); ++i) px[i] = static_cast<uint8_t>(i * 7);
+  return px;
+}
+
+// A directory with a tiny MNIST-format dataset (n train, m test).
+std::string make_dataset(const std::string& name, int n, int m, bool gz) {
+  const std::string dir = test::temp_path(name);
+  fs::create_directories(dir);
+  auto write = gz ? write_gz : write_plain;
+  const std::string ext = gz ? ".gz" : "";
+  std::vector<uint8_t> labels_n(n), labels_m(m);
+  for (int i = 0; i < n; ++i) labels_n[i] = static_cast<uint8_t>(i % 10);
+  for (int i = 0; i < m; ++i) labels_m[i] = static_cast<uint8_t>((i * 3) % 10);
+  write(dir + "/train-images-idx3-ubyte" + ext, idx_bytes(8, {uint32_t(n), 28, 28}, images(n)));
+  write(dir + "/train-labels-idx1-ubyte" + ext, idx_bytes(8, {uint32_t(n)}, labels_n));
+  write(dir + "/t10k-images-idx3-ubyte" + ext, idx_bytes(8, {uint32_t(m), 28, 28}, images(m)));
+  write(dir + "/t10k-labels-idx1-ubyte" + ext, idx_bytes(8, {uint32_t(m)}, labels_m));
+  return dir;
+}
+
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("idx: plain and gzip files read the same", "[data]") {
+  const auto bytes = idx_bytes(8, {3, 2}, {1, 2, 3, 4, 5, 6});
+  const std::string plain = test::temp_path("a.idx"), gz = test::temp_path("a.idx.gz");
+  write_plain(plain, bytes);
+  write_gz(gz, bytes);
+  for (const std::string& path : {plain, gz}) {
+    const IdxArray a = read_idx_u8(path, 2);
+    CHECK(a.dims == std::vector<int64_t>{3, 2});
+    CHECK(a.data == std::vector<uint8_t>{1, 2, 3, 4, 5, 6});
+  }
+  fs::remove(plain);
+  fs::remove(gz);
+}
+
+TEST_CASE("idx: bad files give one clear error naming the file", "[data]") {
+  const std::string path = test::temp_path("bad.idx");
+  const auto good = idx_bytes(8, {4, 3}, std::vector<uint8_t>(12, 9));
+
+  auto bad_magic = good;
+  bad_magic[2] = 0x0D;  // float data
+  write_plain(path, bad_magic);
+  CHECK(error_of([&] { read_idx_u8(path, 2); }).find("bad magic") != std::string::npos);
+
+  write_plain(path, good);
+  CHECK(error_of([&] { read_idx_u8(path, 3); }).find("rank") != std::string::npos);
+
+  write_plain(path, std::vector<uint8_t>(good.begin(), good.end() - 5));
+  const std::string truncated = error_of([&] { read_idx_u8(path, 2); });
+  CHECK(truncated.find("truncated") != std::string::npos);
+  CHECK(truncated.find(path) != std::string::npos);
+
+  auto trailing = good;
+  trailing.push_back(0);
+  write_plain(path, trailing);
+  CHECK(error_of([&] { read_idx_u8(path, 2); }).find("trailing") != std::string::npos);
+
+  write_plain(path, idx_bytes(8, {0, 3}, {}));
+  CHECK(error_of([&] { read_idx_u8(path, 2); }).find("dimension") != std::string::npos);
+
+  // A gzip stream with a corrupted body.
+  write_gz(path, idx_bytes(8, {64, 64}, std::vector<uint8_t>(4096, 1)));
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> z((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  in.close();
+  for (size_t i = 20; i < z.size() - 8; ++i) z[i] = static_cast<char>(z[i] ^ 0x5A);
+  write_plain(path, std::vector<uint8_t>(z.begin(), z.end()));
+  CHECK_FALSE(error_of([&] { read_idx_u8(path, 2); }).empty());
+
+  CHECK(error_of([&] { read_idx_u8("/nonexistent/file.idx", 2); }).find("cannot open") != std::string::npos);
+  fs::remove(path);
+}
+
+TEST_CASE("mnist: tiny generated datasets load, scale to [0,1] and one-hot their labels", "[data]") {
+  for (bool gz : {false, true}) {
+    const std::string dir = make_dataset(gz ? "mnist_gz" : "mnist_plain", 20, 7, gz);
+    auto data = open_mnist(dir, "");
+    CHECK(data->count(Pool::train) == 20);
+    CHECK(data->count(Pool::test) == 7);
+    std::vector<float> x(2 * 784), y(2 * 10);
+    const int64_t idx[2] = {3, 14};
+    data->load_batch(Pool::train, idx, 2, Layout::nhwc, x.data(), y.data());
+    CHECK(x[0] == Approx(static_cast<uint8_t>(3 * 784 * 7) / 255.0f));
+    CHECK(y[3] == 1.0f);
+    CHECK(y[10 + 4] == 1.0f);
+    float sum = 0;
+    for (float v : y) sum += v;
+    CHECK(sum == 2.0f);
+    fs::remove_all(dir);
+  }
+}
+
+TEST_CASE("mnist: mismatched counts, wrong image size and bad labels are errors", "[data]") {
+  const std::string dir = make_dataset("mnist_bad", 10, 5, false);
+  write_plain(dir + "/train-labels-idx1-ubyte", idx_bytes(8, {9}, std::vector<uint8_t>(9, 1)));
+  CHECK(error_of([&] { open_mnist(dir, ""); }).find("9 labels for 10 images") != std::string::npos);
+  write_plain(dir + "/train-labels-idx1-ubyte", idx_bytes(8, {10}, std::vector<uint8_t>(10, 12)));
+  CHECK(error_of([&] { open_mnist(dir, ""); }).find("not in 0..9") != std::string::npos);
+  write_plain(dir + "/train-images-idx3-ubyte", idx_bytes(8, {10, 27, 28}, std::vector<uint8_t>(10 * 27 * 28)));
+  CHECK(error_of([&] { open_mnist(dir, ""); }).find("expected 28x28") != std::string::npos);
+  CHECK(error_of([&] { open_mnist("/nonexistent", ""); }).find("neither") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("mnist: the real mnist-10k subset", "[data]") {
+  const std::string dir = std::string(DTNN_SOURCE_DIR) + "/../shared/datasets/mnist-10k";
+  if (!fs::exists(dir)) {
+    WARN("shared/datasets/mnist-10k not found next to the checkout: real-data check not run");
+    return;
+  }
+  auto data = open_mnist(dir, "");
+  CHECK(data->count(Pool::train) == 8000);
+  CHECK(data->count(Pool::test) == 2000);
+}
+
+TEST_CASE("splits: validation window, test as validation, synthetic determinism", "[data]") {
+  auto synth = make_synthetic(dataset_shape("mnist"), 5);
+  CHECK(synth->count(Pool::train) == 60000);
+  const Splits s = make_splits(*synth, 0.2, false, 9);
+  CHECK(s.val.size() == 12000);
+  CHECK(s.train.size() == 48000);
+  std::vector<char> seen(60000, 0);
+  for (int64_t i : s.train) seen[i]++;
+  for (int64_t i : s.val) seen[i]++;
+  for (char c : seen) REQUIRE(c == 1);  // a partition
+  const Splits t = make_splits(*synth, 0.2, true, 9);
+  CHECK(t.val_pool == Pool::test);
+  CHECK(t.val.size() == 10000);
+  CHECK(t.train.size() == 60000);
+  CHECK_THROWS_AS(make_splits(*synth, 1.0, false, 9), Error);
+
+  std::vector<float> a(784), b(784), ya(10), yb(10);
+  const int64_t idx = 1234;
+  synth->load_batch(Pool::train, &idx, 1, Layout::nhwc, a.data(), ya.data());
+  make_synthetic(dataset_shape("mnist"), 5)->load_batch(Pool::train, &idx, 1, Layout::nhwc, b.data(), yb.data());
+  CHECK(a == b);
+  CHECK(ya == yb);
+}

@@ -1,0 +1,39 @@
+// Small utilities shared by the tests: deterministic random fills and error measures.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "core/rng.h"
+#include "tensor/tensor.h"
+
+namespace dtnn::test {
+
+inline void fill_uniform(const Tensor& t, Rng& rng, float lo = -1.0f, float hi = 1.0f) {
+  for (int64_t i = 0; i < t.numel(); ++i) t.data()[i] = lo + (hi - lo) * rng.uniform_f();
+}
+
+inline void fill_uniform(std::vector<float>& v, Rng& rng, float lo = -1.0f, float hi = 1.0f) {
+  for (float& x : v) x = lo + (hi - lo) * rng.uniform_f();
+}
+
+// max |a - b| / max(max |b|, tiny): one number per tensor, robust to individual tiny elements.
+inline double max_rel_error(const float* a, const float* b, int64_t n) {
+  double err = 0.0, scale = 1e-30;
+  for (int64_t i = 0; i < n; ++i) {
+    err = std::max(err, std::fabs(static_cast<double>(a[i]) - b[i]));
+    scale = std::max(scale, std::fabs(static_cast<double>(b[i])));
+  }
+  return err / scale;
+}
+
+inline std::string temp_path(const std::string& name) {
+  return "/tmp/dtnn_test_" + std::to_string(::getpid()) + "_" + name;
+}
+
+}  // namespace dtnn::test

@@ -1,0 +1,225 @@
+// Finite-difference gradient checks of every layer in both layouts: the analytic backward against
+// central differences of a random linear functional L = sum(g * y), accumulated in double.
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "core/error.h"
+#include "helpers.h"
+#include "layers/layers.h"
+#include "train/losses.h"
+
+using namespace dtnn;
+
+namespace {
+
+struct Harness {
+  std::unique_ptr<Layer> layer;
+  Tensor x, y, g, dx;
+  int64_t batch;
+};
+
+Layout layout_of(const Shape& sample, Layout layout) { return sample.rank() == 3 ? layout : Layout::flat; }
+
+// Inputs spaced at least `gap` apart (so max-pool winners and ReLU signs cannot flip under +-h).
+void fill_distinct(const Tensor& t, Rng& rng, double gap) {
+  const int64_t n = t.numel();
+  std::vector<int64_t> order(n);
+  for (int64_t i = 0; i < n; ++i) order[i] = i;
+  for (int64_t i = n - 1; i > 0; --i) std::swap(order[i], order[rng.below(i + 1)]);
+  for (int64_t i = 0; i < n; ++i) t.data()[order[i]] = static_cast<float>((i - n / 2 + 0.5) * gap);
+}
+
+Harness make(std::unique_ptr<Layer> layer, const Shape& in_sample, Layout layout, int64_t batch, Rng& rng) {
+  Harness h;
+  h.batch = batch;
+  BuildContext ctx;
+  ctx.layout = layout;
+  ctx.max_batch = batch;
+  const Shape out = layer->build(in_sample, ctx);
+  for (Param& p : layer->params()) {
+    p.value = Tensor::zeros(p.shape);
+    p.grad = Tensor::zeros(p.shape);
+  }
+  layer->init_params(rng);
+  for (Param& p : layer->params()) test::fill_uniform(p.value, rng, -0.5f, 0.5f);  // biases too
+  h.x = Tensor::zeros(in_sample.prepend(batch), layout_of(in_sample, layout));
+  h.dx = Tensor::zeros(in_sample.prepend(batch), layout_of(in_sample, layout));
+  h.y = Tensor::zeros(out.prepend(batch), layout_of(out, layout));
+  h.g = Tensor::zeros(out.prepend(batch), layout_of(out, layout));
+  test::fill_uniform(h.x, rng);  // check_layer overwrites it for layers with kinks
+  test::fill_uniform(h.g, rng);
+  h.layer = std::move(layer);
+  return h;
+}
+
+double objective(Harness& h) {
+  h.layer->forward(h.x, h.y, Mode::train);
+  double l = 0.0;
+  for (int64_t i = 0; i < h.y.numel(); ++i) l += static_cast<double>(h.g.data()[i]) * h.y.data()[i];
+  return l;
+}
+
+// Compares analytic and numeric derivatives of up to `samples` entries of `v` (the input or a
+// parameter), relative to the largest analytic entry.
+void compare(Harness& h, const Tensor& v, const Tensor& analytic, const std::string& what, Rng& rng) {
+  constexpr double kStep = 1e-2;
+  const int64_t n = v.numel();
+  double scale = 1e-6;
+  for (int64_t i = 0; i < n; ++i) scale = std::max(scale, std::fabs(static_cast<double>(analytic.data()[i])));
+  const int64_t samples = std::min<int64_t>(n, 60);
+  double worst = 0.0;
+  for (int64_t s = 0; s < samples; ++s) {
+    const int64_t i = samples == n ? s : static_cast<int64_t>(rng.below(n));
+    const float saved = v.data()[i];
+    v.data()[i] = saved + static_cast<float>(kStep);
+    const double plus = objective(h);
+    v.data()[i] = saved - static_cast<float>(kStep);
+    const double minus = objective(h);
+    v.data()[i] = saved;
+    const double numeric = (plus - minus) / (2 * kStep);
+    worst = std::max(worst, std::fabs(numeric - analytic.data()[i]) / scale);
+  }
+  INFO(h.layer->type() << " " << what << ": worst relative gradient error " << worst);
+  CHECK(worst < 2e-3);
+}
+
+void check_layer(std::unique_ptr<Layer> layer, const Shape& in_sample, Layout layout, bool distinct_inputs,
+                 uint64_t seed = 1) {
+  Rng rng(seed);
+  Harness h = make(std::move(layer), in_sample, layout, 3, rng);
+  if (distinct_inputs) fill_distinct(h.x, rng, 0.05);
+  objective(h);
+  h.layer->backward(h.x, h.y, h.g, h.dx);
+  std::vector<Tensor> grads;
+  for (Param& p : h.layer->params()) {
+    grads.push_back(Tensor::zeros(p.shape));
+    grads.back().copy_from(p.grad);
+  }
+  INFO("layout " << layout_name(layout) << ", input " << in_sample.str());
+  compare(h, h.x, h.dx, "dx", rng);
+  for (size_t k = 0; k < grads.size(); ++k) compare(h, h.layer->params()[k].value, grads[k], h.layer->params()[k].name, rng);
+}
+
+Shape sample(Layout layout, int64_t c, int64_t hh, int64_t ww) {
+  return layout == Layout::nhwc ? Shape{hh, ww, c} : Shape{c, hh, ww};
+}
+
+}  // namespace
+
+TEST_CASE("gradients: Conv2D (padding, stride, dilation, 1x1, rectangular) in both layouts", "[gradients]") {
+  for (Layout layout : {Layout::nhwc, Layout::nchw}) {
+    Conv2DSpec a;
+    a.nfilters = 4; a.filter_shape = {3, 3}; a.padding = 1;
+    check_layer(make_conv2d(a), sample(layout, 3, 6, 5), layout, false);
+    Conv2DSpec b;
+    b.nfilters = 3; b.filter_shape = {3, 2}; b.padding = {1, 0}; b.stride = {2, 1}; b.dilation = {1, 2};
+    check_layer(make_conv2d(b), sample(layout, 2, 7, 7), layout, false);
+    Conv2DSpec c;
+    c.nfilters = 5; c.filter_shape = {1, 1};
+    check_layer(make_conv2d(c), sample(layout, 4, 3, 4), layout, false);
+    Conv2DSpec d;
+    d.nfilters = 2; d.filter_shape = {3, 3}; d.stride = 2; d.use_bias = false;
+    check_layer(make_conv2d(d), sample(layout, 3, 7, 8), layout, false);
+  }
+}
+
+TEST_CASE("gradients: MaxPool2D and AveragePool2D (stride, padding, global) in both layouts", "[gradients]") {
+  for (Layout layout : {Layout::nhwc, Layout::nchw}) {
+    Pool2DSpec s;
+    s.pool_shape = {2, 2}; s.stride = 2;
+    check_layer(make_max_pool2d(s), sample(layout, 3, 6, 6), layout, true);
+    check_layer(make_avg_pool2d(s), sample(layout, 3, 6, 6), layout, false);
+    Pool2DSpec t;
+    t.pool_shape = {3, 3}; t.stride = 1; t.padding = 1;  // overlapping windows, padding not counted
+    check_layer(make_max_pool2d(t), sample(layout, 2, 5, 4), layout, true);
+    check_layer(make_avg_pool2d(t), sample(layout, 2, 5, 4), layout, false);
+    Pool2DSpec global;
+    global.pool_shape = {0, 0};
+    check_layer(make_avg_pool2d(global), sample(layout, 4, 3, 5), layout, false);
+  }
+}
+
+TEST_CASE("gradients: activations in both layouts, FC and Softmax", "[gradients]") {
+  for (Layout layout : {Layout::nhwc, Layout::nchw}) {
+    check_layer(make_activation("relu"), sample(layout, 3, 4, 5), layout, true);
+    check_layer(make_activation("sigmoid"), sample(layout, 3, 4, 5), layout, false);
+    check_layer(make_activation("tanh"), sample(layout, 3, 4, 5), layout, false);
+  }
+  check_layer(make_fc(7), Shape{11}, Layout::nhwc, false);
+  check_layer(make_fc(5, false), Shape{6}, Layout::nhwc, false);
+  check_layer(make_activation("softmax"), Shape{10}, Layout::nhwc, false);
+}
+
+TEST_CASE("gradients: fused softmax + categorical cross entropy from logits", "[gradients][losses]") {
+  Rng rng(3);
+  const int64_t n = 4, k = 6;
+  std::vector<float> z(n * k), y(n * k, 0.0f), dz(n * k);
+  test::fill_uniform(z, rng, -3.0f, 3.0f);
+  for (int64_t b = 0; b < n; ++b) y[b * k + rng.below(k)] = 1.0f;
+  const double global = 8.0;  // as if other ranks held 4 more samples
+  const double loss = cce_from_logits(z.data(), y.data(), n, k, global, dz.data());
+  CHECK(loss > 0.0);
+  for (int64_t i = 0; i < n * k; ++i) {
+    const float saved = z[i];
+    z[i] = saved + 1e-2f;
+    const double plus = cce_from_logits(z.data(), y.data(), n, k, 1.0, nullptr);
+    z[i] = saved - 1e-2f;
+    const double minus = cce_from_logits(z.data(), y.data(), n, k, 1.0, nullptr);
+    z[i] = saved;
+    CHECK(dz[i] == Approx((plus - minus) / 2e-2 / global).margin(2e-5));
+  }
+}
+
+TEST_CASE("dropout: per-element mask, inverted scaling, identity in evaluation", "[layers]") {
+  auto layer = make_dropout(0.5);
+  BuildContext ctx;
+  ctx.max_batch = 64;
+  layer->build(Shape{128}, ctx);
+  layer->seed(11);
+  Tensor x = Tensor::zeros(Shape{64, 128}), y = Tensor::zeros(Shape{64, 128}), dx = Tensor::zeros(Shape{64, 128});
+  x.fill(1.0f);
+  layer->forward(x, y, Mode::evaluate);
+  for (int64_t i = 0; i < y.numel(); ++i) REQUIRE(y.data()[i] == 1.0f);
+  layer->forward(x, y, Mode::train);
+  int64_t kept = 0, rows_differ = 0;
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    REQUIRE((y.data()[i] == 0.0f || y.data()[i] == 2.0f));
+    kept += y.data()[i] != 0.0f;
+  }
+  for (int64_t b = 1; b < 64; ++b)
+    for (int64_t j = 0; j < 128; ++j)
+      if (y.data()[b * 128 + j] != y.data()[j]) { ++rows_differ; break; }
+  CHECK(std::abs(kept - 4096) < 300);  // ~50% kept (4.7 sigma)
+  CHECK(rows_differ > 60);             // not one mask shared by the batch (PyDTNN's CPU bug)
+  Tensor g = Tensor::zeros(Shape{64, 128});
+  g.fill(3.0f);
+  layer->backward(x, y, g, dx);
+  for (int64_t i = 0; i < dx.numel(); ++i) REQUIRE(dx.data()[i] == (y.data()[i] == 0.0f ? 0.0f : 6.0f));
+  CHECK_THROWS_AS(make_dropout(1.0), Error);
+}
+
+TEST_CASE("initializers: glorot fans for conv weights agree across layouts", "[layers]") {
+  // The same seed gives the same logical (K, C, R, S) weights in NHWC (C, R, S, K) and NCHW (K, C, R, S).
+  Conv2DSpec spec;
+  spec.nfilters = 3;
+  auto a = make_conv2d(spec), b = make_conv2d(spec);
+  BuildContext nhwc, nchw;
+  nchw.layout = Layout::nchw;
+  a->build(Shape{5, 5, 2}, nhwc);
+  b->build(Shape{2, 5, 5}, nchw);
+  for (auto* l : {a.get(), b.get()})
+    for (Param& p : l->params()) p.value = Tensor::zeros(p.shape);
+  Rng ra(5), rb(5);
+  a->init_params(ra);
+  b->init_params(rb);
+  const float* wa = a->params()[0].value.data();
+  const float* wb = b->params()[0].value.data();
+  const double limit = std::sqrt(6.0 / (2 * 9 + 3 * 9));  // glorot: fan_in = C*R*S, fan_out = K*R*S
+  for (int k = 0; k < 3; ++k)
+    for (int c = 0; c < 2; ++c)
+      for (int rs = 0; rs < 9; ++rs) {
+        const float va = wa[(c * 9 + rs) * 3 + k], vb = wb[(k * 2 + c) * 9 + rs];
+        REQUIRE(va == vb);
+        REQUIRE(std::fabs(va) <= limit);
+      }
+}

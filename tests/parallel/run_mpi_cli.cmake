@@ -1,0 +1,28 @@
+# `dtnn train --parallel=data` under mpirun -np 2: it must succeed, print once (rank 0 only) and write a
+# report that records 2 ranks. Invoked by ctest with -DMPIEXEC -DFLAGS -DDTNN -DWORK.
+file(MAKE_DIRECTORY ${WORK})
+file(REMOVE ${WORK}/report.json)
+execute_process(
+  COMMAND ${MPIEXEC} -np 2 ${FLAGS} ${DTNN} train --parallel=data --model=simplecnn --use_synthetic_data=True
+          --steps_per_epoch=4 --num_epochs=1 --threads=1 --optimizer=sgd --report=${WORK}/report.json
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "mpirun dtnn train failed (${rc}):\n${out}\n${err}")
+endif()
+string(REGEX MATCHALL "Total parameters" tables "${out}")
+list(LENGTH tables n)
+if(NOT n EQUAL 1)
+  message(FATAL_ERROR "expected one model table (rank 0 only), got ${n}:\n${out}")
+endif()
+file(READ ${WORK}/report.json report)
+string(JSON ranks GET "${report}" parallel ranks)
+string(JSON samples GET "${report}" training samples)
+if(NOT ranks EQUAL 2 OR NOT samples EQUAL 512)
+  message(FATAL_ERROR "report says ranks=${ranks} samples=${samples}, expected 2 and 512 (4 steps x 2 x 64)")
+endif()
+# PyDTNN's learning-rate scaling: sgd with --parallel=data multiplies lr by the rank count.
+string(JSON lr GET "${report}" epochs 0 lr)
+if(NOT lr STREQUAL "0.02")
+  message(FATAL_ERROR "expected the sgd learning rate scaled to 0.02 on 2 ranks, got ${lr}")
+endif()
+message(STATUS "mpi cli: ok (ranks ${ranks}, samples ${samples}, lr ${lr})")
