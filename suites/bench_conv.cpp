@@ -1,7 +1,7 @@
 // Convolution algorithms x problems x directions, registered at run time from suites/shapes/*.txt
 // (or the files given with --shapes=a.txt,b.txt). Each case is named "<algorithm>/<dir>/<problem>", so
 // the name doubles as a `dtnn conv` reproducer. Algorithms that decline a problem are skipped with
-// their reason (SkipWithError), never run.
+// their reason (SkipWithError), never run. Forward adds a bias and backward_filter sums it, as in training.
 #include <benchmark/benchmark.h>
 
 #include <filesystem>
@@ -37,16 +37,18 @@ void run_case(benchmark::State& state, const dtnn::ConvAlgorithm* algo, dtnn::Co
   }
   dtnn::cpu::set_threads(1);
   dtnn::Tensor x = dtnn::Tensor::zeros(dtnn::Shape{p.x_numel()}), y = dtnn::Tensor::zeros(dtnn::Shape{p.y_numel()});
-  dtnn::Tensor w = dtnn::Tensor::zeros(dtnn::Shape{p.w_numel()});
+  dtnn::Tensor w = dtnn::Tensor::zeros(dtnn::Shape{p.w_numel()}), b = dtnn::Tensor::zeros(dtnn::Shape{p.k});
   dtnn::Tensor ws = dtnn::Tensor::zeros(dtnn::Shape{std::max<int64_t>(1, algo->workspace_floats(p))});
   dtnn::Rng rng(1);
   for (dtnn::Tensor* t : {&x, &y, &w})
     for (int64_t i = 0; i < t->numel(); ++i) t->data()[i] = rng.uniform_f() - 0.5f;
   for (auto _ : state) {
     switch (dir) {
-      case dtnn::ConvDir::fwd: algo->forward(p, x.data(), w.data(), y.data(), ws.data()); break;
+      case dtnn::ConvDir::fwd: algo->forward(p, x.data(), w.data(), b.data(), y.data(), ws.data()); break;
       case dtnn::ConvDir::bwd_data: algo->backward_data(p, y.data(), w.data(), x.data(), ws.data()); break;
-      case dtnn::ConvDir::bwd_filter: algo->backward_filter(p, x.data(), y.data(), w.data(), ws.data()); break;
+      case dtnn::ConvDir::bwd_filter:
+        algo->backward_filter(p, x.data(), y.data(), w.data(), b.data(), ws.data());
+        break;
     }
     benchmark::ClobberMemory();
   }

@@ -2,9 +2,11 @@
 // convolution is measured against (% of this figure at the same thread count).
 #include <benchmark/benchmark.h>
 
+#include <random>
 #include <vector>
 
 #include "backend/cpu/blas.h"
+#include "backend/cpu/skinny_gemm.h"
 
 namespace {
 
@@ -19,10 +21,79 @@ void BM_sgemm(benchmark::State& state) {
   state.counters["GFLOP/s"] = benchmark::Counter(2.0 * m * n * k, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+std::vector<float> random_floats(int64_t count, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> v(count);
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+// The three im2row GEMM shapes, single-threaded, OpenBLAS (impl 0) vs the skinny AVX2 kernels (impl 1).
+// nn: Y[m x n] = rows[m x k] . W[k x n]        args (m, n, k, impl)
+void BM_skinny_nn(benchmark::State& state) {
+  const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+  const bool skinny = state.range(3) != 0;
+  dtnn::cpu::set_threads(1);
+  const std::vector<float> a = random_floats(m * k, 1), b = random_floats(k * n, 2);
+  std::vector<float> c(m * n);
+  for (auto _ : state) {
+    if (skinny) dtnn::cpu::skinny_gemm_nn(m, n, k, a.data(), k, b.data(), n, c.data(), n);
+    else dtnn::cpu::sgemm(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c.data(), n);
+    benchmark::DoNotOptimize(c.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetLabel(skinny ? "skinny" : "openblas");
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * m * n * k, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// nt: drows[m x k] = dY[m x n] . W[k x n]^T    args (m, k, n, impl)
+void BM_skinny_nt(benchmark::State& state) {
+  const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+  const bool skinny = state.range(3) != 0;
+  dtnn::cpu::set_threads(1);
+  const std::vector<float> a = random_floats(m * n, 3), b = random_floats(k * n, 4);
+  std::vector<float> c(m * k);
+  for (auto _ : state) {
+    if (skinny) dtnn::cpu::skinny_gemm_nt(m, k, n, a.data(), n, b.data(), n, c.data(), k);
+    else dtnn::cpu::sgemm(false, true, m, k, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), k);
+    benchmark::DoNotOptimize(c.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetLabel(skinny ? "skinny" : "openblas");
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * m * n * k, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// tn: dW[k x n] += rows[m x k]^T . dY[m x n]   args (k, n, m, impl); beta = 1 as in every chunk but the first
+void BM_skinny_tn(benchmark::State& state) {
+  const int64_t k = state.range(0), n = state.range(1), m = state.range(2);
+  const bool skinny = state.range(3) != 0;
+  dtnn::cpu::set_threads(1);
+  const std::vector<float> a = random_floats(m * k, 5), b = random_floats(m * n, 6);
+  std::vector<float> c(k * n, 0.0f);
+  for (auto _ : state) {
+    if (skinny) dtnn::cpu::skinny_gemm_tn(k, n, m, a.data(), k, b.data(), n, 1.0f, c.data(), n);
+    else dtnn::cpu::sgemm(true, false, k, n, m, 1.0f, a.data(), k, b.data(), n, 1.0f, c.data(), n);
+    benchmark::DoNotOptimize(c.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetLabel(skinny ? "skinny" : "openblas");
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * m * n * k, benchmark::Counter::kIsIterationInvariantRate);
+}
+
 }  // namespace
 
 // (m, n, k, threads). The skinny ones are simplecnn's convolutions as im2row GEMMs (batch 64).
 BENCHMARK(BM_sgemm)->Args({1024, 1024, 1024, 1})->Args({1024, 1024, 1024, 2})
     ->Args({50176, 8, 36, 1})->Args({50176, 4, 9, 1})->Args({64, 128, 1568, 1})->UseRealTime();
+
+// simplecnn's im2row GEMMs (conv 1->4 and 4->8, 3x3, 28x28, batch 64): one ~256 KB chunk, and the
+// whole batch for nn. Last argument: 0 = OpenBLAS, 1 = skinny kernels.
+BENCHMARK(BM_skinny_nn)->ArgsProduct({{1820}, {8}, {36}, {0, 1}})->ArgsProduct({{7281}, {4}, {9}, {0, 1}})
+    ->ArgsProduct({{50176}, {8}, {36}, {0, 1}})->UseRealTime();
+BENCHMARK(BM_skinny_nt)->ArgsProduct({{1820}, {36}, {8}, {0, 1}})->ArgsProduct({{7281}, {9}, {4}, {0, 1}})
+    ->UseRealTime();
+BENCHMARK(BM_skinny_tn)->ArgsProduct({{36}, {8}, {1820}, {0, 1}})->ArgsProduct({{9}, {4}, {7281}, {0, 1}})
+    ->UseRealTime();
 
 BENCHMARK_MAIN();

@@ -1,9 +1,12 @@
 // ConvAlgorithm: one way of computing a convolution's three directions, and the registry of all of them.
 //
 // Contract for every algorithm (tensor layouts in conv_problem.h):
-//   forward:          y  = conv(x, w)                 (y overwritten)
+//   forward:          y  = conv(x, w) + bias          (y overwritten; bias: K floats, or null for none)
 //   backward_data:    dx = conv_transpose(dy, w)      (dx overwritten)
 //   backward_filter:  dw = correlation(x, dy)         (dw overwritten, summed over the batch)
+//                     db = sum of dy per channel      (when db is not null; K floats, overwritten)
+// Bias is part of the contract so an algorithm can fold it into a pass it makes anyway (a GEMM's
+// cache-resident output chunk) instead of a separate sweep over y and dy.
 // `ws` is a workspace of at least workspace_floats(problem) floats, 64-byte aligned, owned by the caller
 // (the layer allocates it once for its largest batch). Algorithms are stateless and never allocate.
 // supports() is cheap; an unsupported problem is an answer with a reason, never a crash.
@@ -30,10 +33,17 @@ class ConvAlgorithm {
   virtual std::string_view name() const = 0;  // "cpu.im2row_gemm"
   virtual Support supports(const ConvProblem& p) const = 0;
   virtual int64_t workspace_floats(const ConvProblem& p) const = 0;
-  virtual void forward(const ConvProblem& p, const float* x, const float* w, float* y, float* ws) const = 0;
+  virtual void forward(const ConvProblem& p, const float* x, const float* w, const float* bias, float* y,
+                       float* ws) const = 0;
   virtual void backward_data(const ConvProblem& p, const float* dy, const float* w, float* dx, float* ws) const = 0;
-  virtual void backward_filter(const ConvProblem& p, const float* x, const float* dy, float* dw, float* ws) const = 0;
+  virtual void backward_filter(const ConvProblem& p, const float* x, const float* dy, float* dw, float* db,
+                               float* ws) const = 0;
 };
+
+// Bias helpers for algorithms: add bias[k] to / sum channel k of the output rows [m0, m0 + count) of an
+// NHWC problem (a row = one output pixel's K channels), or of whole samples [n0, n0 + count) in NCHW.
+void conv_add_bias(const ConvProblem& p, const float* bias, float* y, int64_t first, int64_t count);
+void conv_sum_bias(const ConvProblem& p, const float* dy, float* db, int64_t first, int64_t count, bool accumulate);
 
 // All algorithms of this build, in preference order (conv/registry.cpp).
 const std::vector<const ConvAlgorithm*>& conv_algorithms();

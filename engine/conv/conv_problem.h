@@ -28,8 +28,13 @@ struct ConvProblem {
   int64_t groups = 1;
   Layout layout = Layout::nhwc;
 
-  int64_t p() const { return (h + 2 * pad_h - dil_h * (r - 1) - 1) / stride_h + 1; }
-  int64_t q() const { return (w + 2 * pad_w - dil_w * (s - 1) - 1) / stride_w + 1; }
+  // Output size; 0 (not a negative-truncated 1) when the dilated filter does not fit the padded input.
+  int64_t p() const { return out_size(h, pad_h, dil_h, r, stride_h); }
+  int64_t q() const { return out_size(w, pad_w, dil_w, s, stride_w); }
+  static int64_t out_size(int64_t in, int64_t pad, int64_t dil, int64_t filter, int64_t stride) {
+    const int64_t span = in + 2 * pad - dil * (filter - 1) - 1;
+    return span < 0 ? 0 : span / stride + 1;
+  }
   int64_t x_numel() const { return n * c * h * w; }
   int64_t y_numel() const { return n * k * p() * q(); }
   int64_t w_numel() const { return k * (c / groups) * r * s; }

@@ -23,6 +23,53 @@ const std::vector<const ConvAlgorithm*>& conv_algorithms() {
   return all;
 }
 
+void conv_add_bias(const ConvProblem& p, const float* bias, float* y, int64_t first, int64_t count) {
+  if (!bias) return;
+  const int64_t K = p.k;
+  if (p.layout == Layout::nhwc) {
+    for (int64_t m = first; m < first + count; ++m)
+      for (int64_t k = 0; k < K; ++k) y[m * K + k] += bias[k];
+    return;
+  }
+  const int64_t PQ = p.p() * p.q();
+  for (int64_t n = first; n < first + count; ++n)
+    for (int64_t k = 0; k < K; ++k) {
+      float* row = y + (n * K + k) * PQ;
+      for (int64_t i = 0; i < PQ; ++i) row[i] += bias[k];
+    }
+}
+
+void conv_sum_bias(const ConvProblem& p, const float* dy, float* db, int64_t first, int64_t count, bool accumulate) {
+  if (!db) return;
+  const int64_t K = p.k;
+  if (!accumulate)
+    for (int64_t k = 0; k < K; ++k) db[k] = 0.0f;
+  if (p.layout == Layout::nhwc) {
+    // Blocks of 8 channels summed in a local vector (one register), not through db[] in memory.
+    int64_t k0 = 0;
+    for (; k0 + 8 <= K; k0 += 8) {
+      float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      for (int64_t m = first; m < first + count; ++m)
+        for (int j = 0; j < 8; ++j) acc[j] += dy[m * K + k0 + j];
+      for (int j = 0; j < 8; ++j) db[k0 + j] += acc[j];
+    }
+    for (int64_t k = k0; k < K; ++k) {
+      float acc = 0.0f;
+      for (int64_t m = first; m < first + count; ++m) acc += dy[m * K + k];
+      db[k] += acc;
+    }
+    return;
+  }
+  const int64_t PQ = p.p() * p.q();
+  for (int64_t n = first; n < first + count; ++n)
+    for (int64_t k = 0; k < K; ++k) {
+      const float* row = dy + (n * K + k) * PQ;
+      float acc = 0.0f;
+      for (int64_t i = 0; i < PQ; ++i) acc += row[i];
+      db[k] += acc;
+    }
+}
+
 namespace {
 bool name_matches(std::string_view full, std::string_view requested) {
   if (full == requested) return true;

@@ -61,14 +61,14 @@ class Conv2D final : public Layer {
 
   void forward(const Tensor& x, const Tensor& y, Mode) override {
     const ConvProblem p = problem_.with_batch(x.dim(0));
-    algo_->forward(p, x.data(), params_[0].value.data(), y.data(), workspace_.data());
-    if (spec_.use_bias) add_bias(p, params_[1].value.data(), y.data());
+    algo_->forward(p, x.data(), params_[0].value.data(), spec_.use_bias ? params_[1].value.data() : nullptr, y.data(),
+                   workspace_.data());
   }
 
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, const Tensor& dx) override {
     const ConvProblem p = problem_.with_batch(x.dim(0));
-    if (spec_.use_bias) sum_bias(p, dy.data(), params_[1].grad.data());
-    algo_->backward_filter(p, x.data(), dy.data(), params_[0].grad.data(), workspace_.data());
+    algo_->backward_filter(p, x.data(), dy.data(), params_[0].grad.data(),
+                           spec_.use_bias ? params_[1].grad.data() : nullptr, workspace_.data());
     if (!dx.empty()) algo_->backward_data(p, dy.data(), params_[0].value.data(), dx.data(), workspace_.data());
   }
 
@@ -84,37 +84,6 @@ class Conv2D final : public Layer {
   std::string algorithm_note() const override { return algo_note_; }
 
  private:
-  static void add_bias(const ConvProblem& p, const float* b, float* y) {
-    const int64_t PQ = p.p() * p.q();
-    if (p.layout == Layout::nhwc) {
-      for (int64_t m = 0; m < p.n * PQ; ++m)
-        for (int64_t k = 0; k < p.k; ++k) y[m * p.k + k] += b[k];
-    } else {
-      for (int64_t n = 0; n < p.n; ++n)
-        for (int64_t k = 0; k < p.k; ++k) {
-          float* row = y + (n * p.k + k) * PQ;
-          for (int64_t i = 0; i < PQ; ++i) row[i] += b[k];
-        }
-    }
-  }
-
-  static void sum_bias(const ConvProblem& p, const float* dy, float* db) {
-    const int64_t PQ = p.p() * p.q();
-    for (int64_t k = 0; k < p.k; ++k) db[k] = 0.0f;
-    if (p.layout == Layout::nhwc) {
-      for (int64_t m = 0; m < p.n * PQ; ++m)
-        for (int64_t k = 0; k < p.k; ++k) db[k] += dy[m * p.k + k];
-    } else {
-      for (int64_t n = 0; n < p.n; ++n)
-        for (int64_t k = 0; k < p.k; ++k) {
-          const float* row = dy + (n * p.k + k) * PQ;
-          float acc = 0.0f;
-          for (int64_t i = 0; i < PQ; ++i) acc += row[i];
-          db[k] += acc;
-        }
-    }
-  }
-
   Conv2DSpec spec_;
   ConvProblem problem_;
   const ConvAlgorithm* algo_ = nullptr;

@@ -8,6 +8,7 @@
 #include <limits>
 #include <vector>
 
+#include "conv/conv_problem.h"
 #include "core/error.h"
 #include "layers/layers.h"
 
@@ -39,8 +40,8 @@ class Pool2D : public Layer {
     g.dh = spec_.dilation.v; g.dw = spec_.dilation.h;
     DTNN_CHECK(g.r > 0 && g.s > 0 && g.sh > 0 && g.sw > 0 && g.dh > 0 && g.dw > 0 && g.ph >= 0 && g.pw >= 0,
                type(), ": pool shape, stride and dilation must be positive");
-    g.p = (g.h + 2 * g.ph - g.dh * (g.r - 1) - 1) / g.sh + 1;
-    g.q = (g.w + 2 * g.pw - g.dw * (g.s - 1) - 1) / g.sw + 1;
+    g.p = ConvProblem::out_size(g.h, g.ph, g.dh, g.r, g.sh);
+    g.q = ConvProblem::out_size(g.w, g.pw, g.dw, g.s, g.sw);
     DTNN_CHECK(g.p > 0 && g.q > 0, type(), ": a ", g.r, "x", g.s, " window does not fit the ", g.h, "x", g.w, " input");
     const int64_t HW = g.h * g.w, PQ = g.p * g.q;
     g.xs_n = g.c * HW; g.ys_n = g.c * PQ;
@@ -70,6 +71,14 @@ class Pool2D : public Layer {
   // Calls fn(y_offset, x_offsets of the in-bounds window taps) for every output element of n samples.
   template <typename Fn>
   void for_each_window(int64_t n, Fn&& fn) {
+    for_each_window_impl(n, [&](int64_t y0, const int64_t* tap, int64_t count) {
+      for (int64_t c = 0; c < g_.c; ++c) fn(y0 + c * g_.ys_c, tap, count, c * g_.xs_c);
+    });
+  }
+
+  // Visits every output pixel (b, oh, ow) with the input offsets of its in-bounds window taps.
+  template <typename Fn>
+  void for_each_window_impl(int64_t n, Fn&& fn) {
     const Geometry& g = g_;
     int64_t* tap = taps_.data();
     for (int64_t b = 0; b < n; ++b)
@@ -84,8 +93,7 @@ class Pool2D : public Layer {
               if (iw >= 0 && iw < g.w) tap[count++] = b * g.xs_n + ih * g.xs_h + iw * g.xs_w;
             }
           }
-          const int64_t y0 = b * g.ys_n + oh * g.ys_h + ow * g.ys_w;
-          for (int64_t c = 0; c < g.c; ++c) fn(y0 + c * g.ys_c, tap, count, c * g.xs_c);
+          fn(b * g.ys_n + oh * g.ys_h + ow * g.ys_w, tap, count);
         }
   }
 
@@ -103,6 +111,10 @@ class MaxPool2D final : public Pool2D {
     const float* in = x.data();
     float* out = y.data();
     int32_t* arg = argmax_.data();
+    if (layout_ == Layout::nhwc) {
+      forward_nhwc(in, out, arg, x.dim(0));
+      return;
+    }
     for_each_window(x.dim(0), [&](int64_t yo, const int64_t* tap, int64_t count, int64_t co) {
       float best = -std::numeric_limits<float>::infinity();
       int64_t where = -1;
@@ -122,6 +134,48 @@ class MaxPool2D final : public Pool2D {
   }
 
  private:
+  // NHWC: channels are contiguous, so each window tap is compared as a whole C-vector (vectorises over
+  // c); the first maximum in (r, s) order wins, as in the generic path.
+  void forward_nhwc(const float* in, float* out, int32_t* arg, int64_t n) const {
+    const Geometry& g = g_;
+    const int64_t C = g.c;
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t oh = 0; oh < g.p; ++oh)
+        for (int64_t ow = 0; ow < g.q; ++ow) {
+          float* best = out + b * g.ys_n + (oh * g.q + ow) * C;
+          int32_t* where = arg + b * g.ys_n + (oh * g.q + ow) * C;
+          bool first = true;
+          for (int64_t r = 0; r < g.r; ++r) {
+            const int64_t ih = oh * g.sh - g.ph + r * g.dh;
+            if (ih < 0 || ih >= g.h) continue;
+            for (int64_t s = 0; s < g.s; ++s) {
+              const int64_t iw = ow * g.sw - g.pw + s * g.dw;
+              if (iw < 0 || iw >= g.w) continue;
+              const int32_t base = static_cast<int32_t>(b * g.xs_n + (ih * g.w + iw) * C);
+              const float* src = in + base;
+              if (first) {
+                for (int64_t c = 0; c < C; ++c) {
+                  best[c] = src[c];
+                  where[c] = base + static_cast<int32_t>(c);
+                }
+                first = false;
+                continue;
+              }
+              for (int64_t c = 0; c < C; ++c) {
+                const bool better = src[c] > best[c];
+                best[c] = better ? src[c] : best[c];
+                where[c] = better ? base + static_cast<int32_t>(c) : where[c];
+              }
+            }
+          }
+          if (first)  // the window lies entirely in padding
+            for (int64_t c = 0; c < C; ++c) {
+              best[c] = 0.0f;
+              where[c] = -1;
+            }
+        }
+  }
+
   void on_build(int64_t max_outputs) override {
     DTNN_CHECK(g_.xs_n * (max_outputs / std::max<int64_t>(1, g_.ys_n)) < (int64_t{1} << 31),
                "MaxPool2D: batch too large for 32-bit argmax indices");

@@ -19,13 +19,11 @@ class Sgd final : public Optimizer {
     const float lr = static_cast<float>(lr_), mu = momentum_, decay = decay_;
     float* v = velocity_.data();
     if (nesterov_) {
-#pragma omp parallel for simd schedule(static) if (n_ > (1 << 18))
       for (int64_t i = 0; i < n_; ++i) {
         v[i] = mu * v[i] + g[i];
         w[i] -= lr * (decay * w[i] + g[i] + mu * v[i]);
       }
     } else {
-#pragma omp parallel for simd schedule(static) if (n_ > (1 << 18))
       for (int64_t i = 0; i < n_; ++i) {
         v[i] = mu * v[i] + g[i];
         w[i] -= lr * (decay * w[i] + v[i]);
@@ -57,7 +55,6 @@ class Adam final : public Optimizer {
     const float lr = static_cast<float>(lr_), eps = epsilon_, decay = decay_;
     float* m = m_.data();
     float* v = v_.data();
-#pragma omp parallel for simd schedule(static) if (n_ > (1 << 18))
     for (int64_t i = 0; i < n_; ++i) {
       m[i] = b1 * m[i] + (1.0f - b1) * g[i];
       v[i] = b2 * v[i] + (1.0f - b2) * g[i] * g[i];

@@ -61,6 +61,7 @@ TEST_CASE("conv: problem strings round-trip and bad strings are rejected", "[con
   for (const ConvProblem& p : problems()) CHECK(ConvProblem::parse(p.str()).str() == p.str());
   CHECK_THROWS_AS(ConvProblem::parse("n64_c64h32w32"), Error);
   CHECK_THROWS_AS(ConvProblem::parse("n1_c1h2w2_k1r3s3_st1x1_pd0x0_dl1x1_g1_nhwc_f32"), Error);  // filter too big
+  CHECK_THROWS_AS(ConvProblem::parse("n1_c3h3w6_k8r4s3_st3x2_pd0x0_dl1x1_g1_nhwc_f32"), Error);  // not 1 output row
   CHECK_THROWS_AS(ConvProblem::parse("n1_c3h8w8_k4r3s3_st1x1_pd0x0_dl1x1_g2_nhwc_f32"), Error);  // groups
   CHECK_THROWS_AS(ConvProblem::parse("n1_c3h8w8_k4r3s3_st1x1_pd0x0_dl1x1_g1_nhwc_f64"), Error);
   CHECK_THROWS_AS(ConvProblem::parse("n1_c3h8w8_k4r3s3_st1x1_pd0x0_dl1x1_g1_nhwc_f32x"), Error);
@@ -71,15 +72,18 @@ TEST_CASE("conv: every algorithm matches the reference in all directions", "[con
   std::map<std::string, int> checked, declined;
   Rng rng(7);
   for (const ConvProblem& p : problems()) {
-    std::vector<float> x(p.x_numel()), w(p.w_numel()), dy(p.y_numel());
+    std::vector<float> x(p.x_numel()), w(p.w_numel()), dy(p.y_numel()), bias(p.k);
     test::fill_uniform(x, rng);
     test::fill_uniform(w, rng);
     test::fill_uniform(dy, rng);
+    test::fill_uniform(bias, rng);
+    const bool with_bias = rng.below(4) != 0;  // most cases with bias, some without
+    const float* b = with_bias ? bias.data() : nullptr;
     std::vector<float> ws_ref(ref.workspace_floats(p));
-    std::vector<float> y_ref(p.y_numel()), dx_ref(p.x_numel()), dw_ref(p.w_numel());
-    ref.forward(p, x.data(), w.data(), y_ref.data(), ws_ref.data());
+    std::vector<float> y_ref(p.y_numel()), dx_ref(p.x_numel()), dw_ref(p.w_numel()), db_ref(p.k);
+    ref.forward(p, x.data(), w.data(), b, y_ref.data(), ws_ref.data());
     ref.backward_data(p, dy.data(), w.data(), dx_ref.data(), ws_ref.data());
-    ref.backward_filter(p, x.data(), dy.data(), dw_ref.data(), ws_ref.data());
+    ref.backward_filter(p, x.data(), dy.data(), dw_ref.data(), db_ref.data(), ws_ref.data());
     for (const ConvAlgorithm* algo : conv_algorithms()) {
       if (algo == &ref) continue;
       const std::string name(algo->name());
@@ -92,14 +96,15 @@ TEST_CASE("conv: every algorithm matches the reference in all directions", "[con
       ++checked[name];
       // Poisoned outputs: the algorithm must overwrite, not accumulate.
       std::vector<float> ws(std::max<int64_t>(1, algo->workspace_floats(p)), 1e30f);
-      std::vector<float> y(p.y_numel(), 9.0f), dx(p.x_numel(), 9.0f), dw(p.w_numel(), 9.0f);
-      algo->forward(p, x.data(), w.data(), y.data(), ws.data());
+      std::vector<float> y(p.y_numel(), 9.0f), dx(p.x_numel(), 9.0f), dw(p.w_numel(), 9.0f), db(p.k, 9.0f);
+      algo->forward(p, x.data(), w.data(), b, y.data(), ws.data());
       algo->backward_data(p, dy.data(), w.data(), dx.data(), ws.data());
-      algo->backward_filter(p, x.data(), dy.data(), dw.data(), ws.data());
+      algo->backward_filter(p, x.data(), dy.data(), dw.data(), db.data(), ws.data());
       INFO(name << " on " << p.str());
       CHECK(test::max_rel_error(y.data(), y_ref.data(), p.y_numel()) < 1e-5);
       CHECK(test::max_rel_error(dx.data(), dx_ref.data(), p.x_numel()) < 1e-5);
       CHECK(test::max_rel_error(dw.data(), dw_ref.data(), p.w_numel()) < 1e-5);
+      CHECK(test::max_rel_error(db.data(), db_ref.data(), p.k) < 1e-5);
     }
   }
   // Each GEMM algorithm takes its own layout (48 problems each) and declines the other with a reason.

@@ -52,7 +52,8 @@ class ConvIm2colGemm final : public ConvAlgorithm {
     return is_pointwise(p) ? 0 : p.c * p.r * p.s * p.p() * p.q();
   }
 
-  void forward(const ConvProblem& p, const float* x, const float* w, float* y, float* ws) const override {
+  void forward(const ConvProblem& p, const float* x, const float* w, const float* bias, float* y,
+               float* ws) const override {
     const int64_t PQ = p.p() * p.q(), T = p.c * p.r * p.s, HWC = p.c * p.h * p.w;
     for (int64_t n = 0; n < p.n; ++n) {
       const float* cols = x + n * HWC;
@@ -61,6 +62,7 @@ class ConvIm2colGemm final : public ConvAlgorithm {
         cols = ws;
       }
       cpu::sgemm(false, false, p.k, PQ, T, 1.0f, w, T, cols, PQ, 0.0f, y + n * p.k * PQ, PQ);
+      conv_add_bias(p, bias, y, n, 1);
     }
   }
 
@@ -80,9 +82,11 @@ class ConvIm2colGemm final : public ConvAlgorithm {
     }
   }
 
-  void backward_filter(const ConvProblem& p, const float* x, const float* dy, float* dw, float* ws) const override {
+  void backward_filter(const ConvProblem& p, const float* x, const float* dy, float* dw, float* db,
+                       float* ws) const override {
     const int64_t PQ = p.p() * p.q(), T = p.c * p.r * p.s, HWC = p.c * p.h * p.w;
     if (p.n == 0) std::memset(dw, 0, p.w_numel() * sizeof(float));
+    conv_sum_bias(p, dy, db, 0, p.n, false);
     for (int64_t n = 0; n < p.n; ++n) {
       const float* cols = x + n * HWC;
       if (!is_pointwise(p)) {

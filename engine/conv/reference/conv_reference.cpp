@@ -5,14 +5,15 @@ namespace dtnn {
 // The workspace holds dx in double while it is scattered into (2 floats per element).
 int64_t ConvReference::workspace_floats(const ConvProblem& p) const { return 2 * p.x_numel(); }
 
-void ConvReference::forward(const ConvProblem& p, const float* x, const float* w, float* y, float*) const {
+void ConvReference::forward(const ConvProblem& p, const float* x, const float* w, const float* bias, float* y,
+                            float*) const {
   const int64_t P = p.p(), Q = p.q(), cpg = p.c / p.groups, kpg = p.k / p.groups;
   for (int64_t n = 0; n < p.n; ++n)
     for (int64_t k = 0; k < p.k; ++k) {
       const int64_t g = k / kpg;
       for (int64_t oh = 0; oh < P; ++oh)
         for (int64_t ow = 0; ow < Q; ++ow) {
-          double acc = 0.0;
+          double acc = bias ? bias[k] : 0.0;
           for (int64_t cg = 0; cg < cpg; ++cg)
             for (int64_t r = 0; r < p.r; ++r) {
               const int64_t ih = oh * p.stride_h - p.pad_h + r * p.dil_h;
@@ -56,9 +57,17 @@ void ConvReference::backward_data(const ConvProblem& p, const float* dy, const f
   for (int64_t i = 0; i < p.x_numel(); ++i) dx[i] = static_cast<float>(acc[i]);
 }
 
-void ConvReference::backward_filter(const ConvProblem& p, const float* x, const float* dy, float* dw,
+void ConvReference::backward_filter(const ConvProblem& p, const float* x, const float* dy, float* dw, float* db,
                                     float*) const {
   const int64_t P = p.p(), Q = p.q(), cpg = p.c / p.groups, kpg = p.k / p.groups;
+  if (db)
+    for (int64_t k = 0; k < p.k; ++k) {
+      double acc = 0.0;
+      for (int64_t n = 0; n < p.n; ++n)
+        for (int64_t oh = 0; oh < P; ++oh)
+          for (int64_t ow = 0; ow < Q; ++ow) acc += dy[act_index(p.layout, p.k, P, Q, n, k, oh, ow)];
+      db[k] = static_cast<float>(acc);
+    }
   for (int64_t k = 0; k < p.k; ++k) {
     const int64_t g = k / kpg;
     for (int64_t cg = 0; cg < cpg; ++cg)

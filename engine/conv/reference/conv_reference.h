@@ -11,9 +11,11 @@ class ConvReference final : public ConvAlgorithm {
   std::string_view name() const override { return "cpu.reference"; }
   Support supports(const ConvProblem&) const override { return Support::yes(); }
   int64_t workspace_floats(const ConvProblem& p) const override;
-  void forward(const ConvProblem& p, const float* x, const float* w, float* y, float* ws) const override;
+  void forward(const ConvProblem& p, const float* x, const float* w, const float* bias, float* y,
+               float* ws) const override;
   void backward_data(const ConvProblem& p, const float* dy, const float* w, float* dx, float* ws) const override;
-  void backward_filter(const ConvProblem& p, const float* x, const float* dy, float* dw, float* ws) const override;
+  void backward_filter(const ConvProblem& p, const float* x, const float* dy, float* dw, float* db,
+                       float* ws) const override;
 };
 
 }  // namespace dtnn
