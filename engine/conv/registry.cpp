@@ -45,13 +45,23 @@ void conv_sum_bias(const ConvProblem& p, const float* dy, float* db, int64_t fir
   if (!accumulate)
     for (int64_t k = 0; k < K; ++k) db[k] = 0.0f;
   if (p.layout == Layout::nhwc) {
-    // Blocks of 8 channels summed in a local vector (one register), not through db[] in memory.
+    // Blocks of 8 (then 4) channels summed in a local vector (one register), not through db[] in memory.
     int64_t k0 = 0;
     for (; k0 + 8 <= K; k0 += 8) {
       float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
       for (int64_t m = first; m < first + count; ++m)
         for (int j = 0; j < 8; ++j) acc[j] += dy[m * K + k0 + j];
       for (int j = 0; j < 8; ++j) db[k0 + j] += acc[j];
+    }
+    for (; k0 + 4 <= K; k0 += 4) {
+      float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};  // two rows at a time when K == 4
+      int64_t m = first;
+      if (K == 4)
+        for (; m + 2 <= first + count; m += 2)
+          for (int j = 0; j < 8; ++j) acc[j] += dy[m * 4 + j];
+      for (; m < first + count; ++m)
+        for (int j = 0; j < 4; ++j) acc[j] += dy[m * K + k0 + j];
+      for (int j = 0; j < 4; ++j) db[k0 + j] += acc[j] + acc[4 + j];
     }
     for (int64_t k = k0; k < K; ++k) {
       float acc = 0.0f;

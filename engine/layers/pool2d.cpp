@@ -5,6 +5,9 @@
 // A window that lies entirely in padding outputs 0 and passes no gradient.
 #include <cstdio>
 #include <cstring>
+#ifdef __AVX2__
+#include <immintrin.h>
+#endif
 #include <limits>
 #include <vector>
 
@@ -139,6 +142,10 @@ class MaxPool2D final : public Pool2D {
   void forward_nhwc(const float* in, float* out, int32_t* arg, int64_t n) const {
     const Geometry& g = g_;
     const int64_t C = g.c;
+#ifdef __AVX2__
+    if (g.r == 2 && g.s == 2 && g.ph == 0 && g.pw == 0 && g.dh == 1 && g.dw == 1 && C % 8 == 0)
+      return forward_nhwc_2x2_avx2(in, out, arg, n);
+#endif
     for (int64_t b = 0; b < n; ++b)
       for (int64_t oh = 0; oh < g.p; ++oh)
         for (int64_t ow = 0; ow < g.q; ++ow) {
@@ -175,6 +182,37 @@ class MaxPool2D final : public Pool2D {
             }
         }
   }
+
+#ifdef __AVX2__
+  // The common 2x2 unpadded window (simplecnn, VGG): four C-vectors per output pixel, compared eight
+  // channels at a time with the argmax carried in a vector of int32 offsets. Same semantics as above.
+  void forward_nhwc_2x2_avx2(const float* in, float* out, int32_t* arg, int64_t n) const {
+    const Geometry& g = g_;
+    const int64_t C = g.c;
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t oh = 0; oh < g.p; ++oh)
+        for (int64_t ow = 0; ow < g.q; ++ow) {
+          const int64_t y0 = b * g.ys_n + (oh * g.q + ow) * C;
+          const int64_t t0 = b * g.xs_n + (oh * g.sh * g.w + ow * g.sw) * C;
+          const int64_t taps[3] = {t0 + C, t0 + g.w * C, t0 + g.w * C + C};
+          for (int64_t c = 0; c < C; c += 8) {
+            __m256 best = _mm256_loadu_ps(in + t0 + c);
+            __m256i where = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int32_t>(t0 + c)), lane);
+            for (int64_t t : taps) {
+              const __m256 v = _mm256_loadu_ps(in + t + c);
+              const __m256 better = _mm256_cmp_ps(v, best, _CMP_GT_OQ);
+              best = _mm256_blendv_ps(best, v, better);
+              const __m256i idx = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int32_t>(t + c)), lane);
+              where = _mm256_castps_si256(
+                  _mm256_blendv_ps(_mm256_castsi256_ps(where), _mm256_castsi256_ps(idx), better));
+            }
+            _mm256_storeu_ps(out + y0 + c, best);
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(arg + y0 + c), where);
+          }
+        }
+  }
+#endif
 
   void on_build(int64_t max_outputs) override {
     DTNN_CHECK(g_.xs_n * (max_outputs / std::max<int64_t>(1, g_.ys_n)) < (int64_t{1} << 31),

@@ -128,6 +128,10 @@ TEST_CASE("gradients: MaxPool2D and AveragePool2D (stride, padding, global) in b
     Pool2DSpec s;
     s.pool_shape = {2, 2}; s.stride = 2;
     check_layer(make_max_pool2d(s), sample(layout, 3, 6, 6), layout, true);
+    check_layer(make_max_pool2d(s), sample(layout, 8, 6, 6), layout, true);    // vectorised NHWC 2x2 path
+    Pool2DSpec overlap;
+    overlap.pool_shape = {2, 2};                                               // 2x2, stride 1, 16 channels
+    check_layer(make_max_pool2d(overlap), sample(layout, 16, 4, 5), layout, true);
     check_layer(make_avg_pool2d(s), sample(layout, 3, 6, 6), layout, false);
     Pool2DSpec t;
     t.pool_shape = {3, 3}; t.stride = 1; t.padding = 1;  // overlapping windows, padding not counted
