@@ -56,7 +56,7 @@ void add_train_options(CLI::App& app, TrainOptions& o) {
   add_bool(app, "enable_gpu", o.enable_gpu, "Train on the GPU");
   app.add_option("--seed", o.seed, "Seed of every random choice")->capture_default_str();
   app.add_option("--report", o.report, "Write a JSON run report to this file");
-  add_bool(app, "progress", o.progress, "Show progress (a live bar on a terminal)");
+  add_bool(app, "progress", o.progress, "Live progress bar on a terminal (False: one line per epoch)");
 }
 
 int cmd_models() {

@@ -84,6 +84,23 @@ void BM_skinny_tn(benchmark::State& state) {
 }  // namespace
 
 // (m, n, k, threads). The skinny ones are simplecnn's convolutions as im2row GEMMs (batch 64).
+// The three GEMMs of an FC layer (transposes as the layer calls them), 1 thread:
+// (m, n, k, trans_a, trans_b). simplecnn's FC 1568 -> 128 at batch 64:
+//   forward y = x.W (64x128x1568), dW = x^T.dy (1568x128x64), dx = dy.W^T (64x1568x128).
+void BM_sgemm_fc(benchmark::State& state) {
+  const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+  const bool ta = state.range(3) != 0, tb = state.range(4) != 0;
+  dtnn::cpu::set_threads(1);
+  std::vector<float> a(m * k, 0.5f), b(k * n, 0.25f), c(m * n);
+  for (auto _ : state) {
+    dtnn::cpu::sgemm(ta, tb, m, n, k, 1.0f, a.data(), ta ? m : k, b.data(), tb ? k : n, 0.0f, c.data(), n);
+    benchmark::DoNotOptimize(c.data());
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * m * n * k, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_sgemm_fc)->Args({64, 128, 1568, 0, 0})->Args({1568, 128, 64, 1, 0})->Args({64, 1568, 128, 0, 1})
+    ->UseRealTime();
+
 BENCHMARK(BM_sgemm)->Args({1024, 1024, 1024, 1})->Args({1024, 1024, 1024, 2})
     ->Args({50176, 8, 36, 1})->Args({50176, 4, 9, 1})->Args({64, 128, 1568, 1})->UseRealTime();
 

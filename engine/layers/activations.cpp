@@ -13,6 +13,8 @@ namespace {
 class Elementwise : public Layer {
  public:
   Shape build(const Shape& in, const BuildContext&) override { return out_sample_ = in; }
+  bool can_run_in_place() const override { return true; }
+  bool backward_reads_output() const override { return true; }
 };
 
 class Relu final : public Elementwise {
@@ -69,6 +71,7 @@ class Tanh final : public Elementwise {
 class Softmax final : public Layer {
  public:
   std::string type() const override { return "Softmax"; }
+  bool backward_reads_output() const override { return true; }
   Shape build(const Shape& in, const BuildContext&) override {
     DTNN_CHECK(in.rank() == 1, "Softmax needs a flat input (add Flatten/FC first), got ", in.str());
     return out_sample_ = in;

@@ -18,10 +18,11 @@ class Dropout final : public Layer {
     return out_sample_ = in;
   }
   void seed(uint64_t s) override { rng_.reseed(s); }
+  bool can_run_in_place() const override { return true; }
   void forward(const Tensor& x, const Tensor& y, Mode mode) override {
     const int64_t n = x.numel();
     if (mode == Mode::evaluate || rate_ == 0.0) {
-      y.copy_from(x);
+      if (y.data() != x.data()) y.copy_from(x);
       return;
     }
     const float keep = static_cast<float>(1.0 - rate_), scale = 1.0f / keep;
@@ -32,7 +33,7 @@ class Dropout final : public Layer {
   void backward(const Tensor&, const Tensor&, const Tensor& dy, const Tensor& dx) override {
     if (dx.empty()) return;
     if (rate_ == 0.0) {
-      dx.copy_from(dy);
+      if (dx.data() != dy.data()) dx.copy_from(dy);
       return;
     }
     for (int64_t i = 0; i < dy.numel(); ++i) dx.data()[i] = dy.data()[i] * mask_.data()[i];

@@ -60,6 +60,12 @@ class Layer {
   // Layers whose output is their input reinterpreted (Flatten) get views instead of buffers and are
   // never called.
   virtual bool is_reshape() const { return false; }
+  // Elementwise layers that may run with y aliasing x and dx aliasing dy (their backward reads only y,
+  // dy or their own state). The Model lets them do so when the layer before does not need its own
+  // output in backward: fewer buffers, so the activations of a step stay in cache.
+  virtual bool can_run_in_place() const { return false; }
+  // True when backward() reads this layer's output y (activations).
+  virtual bool backward_reads_output() const { return false; }
   // Draws initial parameter values. The default fills each Param in storage order; layers whose storage
   // order depends on the layout override it so both layouts start from the same logical weights.
   virtual void init_params(Rng& rng);

@@ -130,6 +130,9 @@ class MaxPool2D final : public Pool2D {
 
   void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx) override {
     if (dx.empty()) return;
+#ifdef __AVX2__
+    if (tiles_exactly()) return backward_nhwc_2x2_avx2(dy.data(), dx.data(), x.dim(0));
+#endif
     std::memset(dx.data(), 0, dx.numel() * sizeof(float));
     const int32_t* arg = argmax_.data();
     for (int64_t i = 0; i < y.numel(); ++i)
@@ -209,6 +212,39 @@ class MaxPool2D final : public Pool2D {
             }
             _mm256_storeu_ps(out + y0 + c, best);
             _mm256_storeu_si256(reinterpret_cast<__m256i*>(arg + y0 + c), where);
+          }
+        }
+  }
+#endif
+
+#ifdef __AVX2__
+  // 2x2 windows with stride 2 over an even-sized NHWC input cover every input element exactly once,
+  // so dx is written directly (dy where the argmax is, 0 elsewhere) with no clearing pass and no scatter.
+  bool tiles_exactly() const {
+    const Geometry& g = g_;
+    return layout_ == Layout::nhwc && g.r == 2 && g.s == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0 &&
+           g.dh == 1 && g.dw == 1 && g.h % 2 == 0 && g.w % 2 == 0 && g.c % 8 == 0;
+  }
+
+  void backward_nhwc_2x2_avx2(const float* dy, float* dx, int64_t n) const {
+    const Geometry& g = g_;
+    const int64_t C = g.c;
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const int32_t* arg = argmax_.data();
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t oh = 0; oh < g.p; ++oh)
+        for (int64_t ow = 0; ow < g.q; ++ow) {
+          const int64_t y0 = b * g.ys_n + (oh * g.q + ow) * C;
+          const int64_t t0 = b * g.xs_n + (oh * 2 * g.w + ow * 2) * C;
+          const int64_t taps[4] = {t0, t0 + C, t0 + g.w * C, t0 + g.w * C + C};
+          for (int64_t c = 0; c < C; c += 8) {
+            const __m256 grad = _mm256_loadu_ps(dy + y0 + c);
+            const __m256i where = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(arg + y0 + c));
+            for (int64_t t : taps) {
+              const __m256i idx = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int32_t>(t + c)), lane);
+              const __m256 hit = _mm256_castsi256_ps(_mm256_cmpeq_epi32(where, idx));
+              _mm256_storeu_ps(dx + t + c, _mm256_and_ps(hit, grad));
+            }
           }
         }
   }

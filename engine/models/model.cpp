@@ -1,5 +1,7 @@
 #include "models/model.h"
 
+#include <chrono>
+
 #include "core/error.h"
 #include "layers/layers.h"
 
@@ -54,14 +56,32 @@ void Model::build(const BuildContext& ctx, uint64_t seed, int64_t reduce_tail) {
       grads_.push_back(grads_[i - 1].empty() ? Tensor() : grads_[i - 1].reshaped(full(out, layout), layout));
       continue;
     }
+    // In place: y aliases x and the layer's dx aliases its dy (so grads_[i] is grads_[i-1]'s memory).
+    // Only after a layer that does not read its own output in backward, and never over the input batch.
+    const bool in_place = i > 1 && layers_[i]->can_run_in_place() && !layers_[i - 1]->is_reshape() &&
+                          !layers_[i - 1]->backward_reads_output() && layers_[i]->output_shape() == layers_[i - 1]->output_shape();
+    if (in_place) {
+      acts_.push_back(acts_[i - 1].view());
+      grads_.push_back(grads_[i - 1].view());
+      continue;
+    }
     acts_.push_back(Tensor::zeros(full(out, layout), layout));
     // Layer i's output gradient exists when some computing layer after Input precedes layer i+1, i.e.
     // when layer i itself is (or follows) a computing layer.
     if (i > 0) seen_compute = true;
     grads_.push_back(seen_compute ? Tensor::zeros(full(out, layout), layout) : Tensor());
   }
+  times_.assign(layers_.size(), LayerTime{});
   built_ = true;
 }
+
+void Model::reset_layer_times() { times_.assign(layers_.size(), LayerTime{}); }
+
+namespace {
+double seconds_now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+}  // namespace
 
 void Model::seed_layers(uint64_t seed, int rank) {
   const Rng base(seed ^ 0x5EEDDA7Aull);
@@ -75,7 +95,10 @@ void Model::forward(int64_t n, Mode mode) {
   DTNN_ASSERT(built_ && n <= ctx_.max_batch);
   for (size_t i = 1; i < layers_.size(); ++i) {
     if (layers_[i]->is_reshape()) continue;
+    const double t0 = seconds_now();
     layers_[i]->forward(acts_[i - 1].batch(n), acts_[i].batch(n), mode);
+    times_[i].forward_s += seconds_now() - t0;
+    ++times_[i].forward_calls;
   }
 }
 
@@ -83,7 +106,10 @@ void Model::backward(int64_t n, size_t top) {
   DTNN_ASSERT(built_ && n <= ctx_.max_batch && top < layers_.size());
   for (size_t i = top; i >= 1; --i) {
     if (layers_[i]->is_reshape()) continue;
+    const double t0 = seconds_now();
     layers_[i]->backward(acts_[i - 1].batch(n), acts_[i].batch(n), grads_[i].batch(n), gradient(i - 1, n));
+    times_[i].backward_s += seconds_now() - t0;
+    ++times_[i].backward_calls;
   }
 }
 

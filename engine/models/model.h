@@ -6,7 +6,8 @@
 //     `reduce_tail` extra floats after the gradients where the trainer packs loss/metric sums, so they
 //     travel in the same allreduce;
 //   - one activation buffer per layer output and one gradient buffer per layer input that needs one
-//     (the first computing layer gets no dx, as in PyDTNN; Flatten gets views, not buffers).
+//     (the first computing layer gets no dx, as in PyDTNN; Flatten gets views, not buffers; ReLU-like
+//     layers run in place over the previous layer's buffers when that is safe: Layer::can_run_in_place).
 // Activation i is the output of layer i; activation 0 is the input batch, written by the caller.
 #pragma once
 
@@ -51,6 +52,15 @@ class Model {
   int64_t max_batch() const { return ctx_.max_batch; }
   Layout layout() const { return ctx_.layout; }
 
+  // Wall time spent in each layer's forward and backward since build (or the last reset), in seconds,
+  // and the number of timed calls; rank 0 reports them per layer (steady_clock, two reads per call).
+  struct LayerTime {
+    double forward_s = 0.0, backward_s = 0.0;
+    int64_t forward_calls = 0, backward_calls = 0;
+  };
+  const std::vector<LayerTime>& layer_times() const { return times_; }
+  void reset_layer_times();
+
   int64_t num_params() const { return num_params_; }  // trainable values (excluding alignment padding)
   int64_t slab_size() const { return slab_size_; }    // floats in the slabs, padding included
   float* param_slab() const { return params_.data(); }
@@ -62,6 +72,7 @@ class Model {
   std::vector<std::unique_ptr<Layer>> layers_;
   BuildContext ctx_;
   std::vector<Tensor> acts_, grads_;
+  std::vector<LayerTime> times_;
   Tensor params_, grads_slab_;
   int64_t num_params_ = 0, slab_size_ = 0;
   bool built_ = false;

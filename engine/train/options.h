@@ -42,7 +42,7 @@ struct TrainOptions {
   bool enable_gpu = false;
   uint64_t seed = 0;
   std::string report;                   // run report JSON path (rank 0 writes it)
-  bool progress = true;                 // live progress bar when stdout is a terminal
+  bool progress = true;                 // live bar on a terminal; false: one plain line per epoch
 };
 
 // (name, value) pairs of every option, in a fixed order, values printed as a user would type them.

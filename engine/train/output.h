@@ -15,6 +15,8 @@ namespace dtnn {
 
 void print_model_table(std::ostream& out, const Model& model);
 void print_parameters(std::ostream& out, const TrainOptions& options);
+// Per-layer forward/backward milliseconds per batch during training (the Model's layer timers).
+void print_layer_times(std::ostream& out, const Model& model);
 
 // A progress printer for rank 0: a live bar redrawn in place on a terminal, one line per pass otherwise.
 ProgressFn make_progress_printer(std::ostream& out, bool terminal, const Trainer& trainer);

@@ -89,7 +89,7 @@ int run_training(TrainOptions o, Communicator& comm, std::ostream& out) {
 
   auto optimizer = make_optimizer(o.optimizer, model->slab_size());
   Trainer trainer(*model, *data, comm, *optimizer, o);
-  if (root && o.progress) trainer.set_progress(make_progress_printer(out, isatty(STDOUT_FILENO) == 1, trainer));
+  if (root) trainer.set_progress(make_progress_printer(out, o.progress && isatty(STDOUT_FILENO) == 1, trainer));
   if (root) print_parameters(out, o);
 
   std::vector<int64_t> test_indices(static_cast<size_t>(data->count(Pool::test)));
@@ -108,6 +108,7 @@ int run_training(TrainOptions o, Communicator& comm, std::ostream& out) {
     }
   }
 
+  model->reset_layer_times();
   if (root) out << "**** Training...\n";
   comm.barrier();
   const double t0 = now_s();
@@ -134,6 +135,7 @@ int run_training(TrainOptions o, Communicator& comm, std::ostream& out) {
     out << buf;
   }
 
+  if (root && !run.epochs.empty()) print_layer_times(out, *model);
   if (root && !o.weights_and_bias_filename.empty()) save_weights(*model, o.weights_and_bias_filename);
   if (root && !o.history_file.empty()) write_history(o.history_file, run);
 

@@ -42,6 +42,27 @@ void print_model_table(std::ostream& out, const Model& model) {
           << model.layer(i).algorithm_note() << "\n";
 }
 
+void print_layer_times(std::ostream& out, const Model& model) {
+  out << "**** Time per training batch, by layer (rank 0):\n";
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "  %5s  %-14s %10s %10s  %s\n", "layer", "type", "fwd ms", "bwd ms", "algorithm");
+  out << buf;
+  double total_f = 0.0, total_b = 0.0;
+  for (size_t i = 1; i < model.num_layers(); ++i) {
+    const Model::LayerTime& t = model.layer_times()[i];
+    if (t.forward_calls == 0) continue;
+    const double f = 1e3 * t.forward_s / t.forward_calls;
+    const double b = t.backward_calls ? 1e3 * t.backward_s / t.backward_calls : 0.0;
+    total_f += f;
+    total_b += b;
+    std::snprintf(buf, sizeof buf, "  %5d  %-14s %10.3f %10.3f  %s\n", model.layer(i).id, model.layer(i).type().c_str(), f,
+                  b, model.layer(i).algorithm_name().c_str());
+    out << buf;
+  }
+  std::snprintf(buf, sizeof buf, "  %5s  %-14s %10.3f %10.3f\n", "", "total", total_f, total_b);
+  out << buf;
+}
+
 void print_parameters(std::ostream& out, const TrainOptions& options) {
   out << "**** Parameters:\n";
   char buf[512];
