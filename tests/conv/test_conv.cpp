@@ -45,7 +45,7 @@ std::vector<ConvProblem> problems() {
         "n1_c3h10w12_k5r3s3_st1x1_pd2x2_dl2x2_g1_%s_f32",   // dilation
         "n2_c3h9w7_k4r5s2_st1x2_pd2x0_dl1x1_g1_%s_f32",     // rectangular filter, asymmetric stride
         "n1_c70h6w6_k3r3s3_st1x1_pd1x1_dl1x1_g1_%s_f32",    // many channels (generic copy path)
-        "n2_c3h9w21_k16r3s3_st1x1_pd1x1_dl1x1_g1_%s_f32",   // K = 16: two vectors per pixel (implicit forward)
+        "n2_c3h9w21_k16r3s3_st1x1_pd1x1_dl1x1_g1_%s_f32",   // K = 16: im2row + skinny GEMM with two vectors
         "n1_c2h5w37_k4r3s2_st1x1_pd1x0_dl1x2_g1_%s_f32",    // K = 4, wide rows: pixel pairs + overlapping tail
         "n1_c5h6w19_k8r2s3_st2x2_pd0x1_dl1x1_g1_%s_f32",    // K = 8, stride 2, overlapping last block
     };

@@ -8,7 +8,7 @@
 //   backward_filter  dW'            += rows(chunk)^T . dy[m0:m0+mc, :]
 //   backward_data    drows(chunk)    = dy[m0:m0+mc, :] . W'^T, then scatter-added into dx (row2im)
 // 1x1 stride-1 unpadded layers skip im2row: x itself is the (N*H*W) x C matrix.
-// Forward with K <= 16 (and not 1x1) never materialises the rows: implicit_forward.h gathers them inside
+// Forward with K = 4 or 8 (and not 1x1) never materialises the rows: implicit_forward.h gathers them inside
 // its micro-kernel (simplecnn: 0.46 -> ~0.1 ms and 0.82 -> ~0.4 ms per batch for its two layers).
 // The GEMMs have the output channel count K as their small dimension; for K <= 16 they go to dtnn's own
 // AVX2 skinny kernels (backend/cpu/skinny_gemm.h: 2-6x OpenBLAS on these shapes, which it packs and
