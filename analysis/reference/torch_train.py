@@ -13,7 +13,8 @@ Run with Debian's PyTorch (python3-torch), e.g.:
         --optimizer=adam --learning_rate=0.001 --batch_size=64 --num_epochs=5 \\
         --threads=1 --report=/tmp/torch_simplecnn.json
 
-Exit status: 0 on success, 1 on bad data files, 2 on bad options.
+Exit status: 0 on success, 1 on bad data files, 2 on bad options, 3 for a model this reference does not
+implement (the dtnn runner records that run as "unsupported").
 """
 import argparse
 import gzip
@@ -73,7 +74,7 @@ def parse_args(argv):
     if args.dataset_test_path is None:
         args.dataset_test_path = args.dataset_train_path
     if args.model not in MODELS:
-        fail(2, f"unknown model '{args.model}' (implemented: {', '.join(MODELS)})")
+        fail(3, f"unknown model '{args.model}' (implemented: {', '.join(MODELS)})")
     if args.dataset not in DATASETS:
         fail(2, f"unknown dataset '{args.dataset}' (implemented: {', '.join(DATASETS)})")
     if min(args.batch_size, args.threads) < 1 or min(args.num_epochs, args.steps_per_epoch, args.seed) < 0:

@@ -16,6 +16,14 @@ struct Error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A valid request this build or machine cannot carry out (no GPU, an algorithm that declines a problem when
+// it was named explicitly). `dtnn train` exits with kUnsupportedExit, and the harness records the run as
+// 'unsupported' with the message instead of 'failed'.
+struct Unsupported : Error {
+  using Error::Error;
+};
+inline constexpr int kUnsupportedExit = 3;
+
 namespace detail {
 template <typename... Args>
 std::string concat(const Args&... args) {
@@ -29,6 +37,11 @@ std::string concat(const Args&... args) {
 template <typename... Args>
 [[noreturn]] void fail(const Args&... args) {
   throw Error(detail::concat(args...));
+}
+
+template <typename... Args>
+[[noreturn]] void unsupported(const Args&... args) {
+  throw Unsupported(detail::concat(args...));
 }
 
 }  // namespace dtnn

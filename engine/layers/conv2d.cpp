@@ -81,6 +81,7 @@ class Conv2D final : public Layer {
   }
 
   std::string algorithm_name() const override { return std::string(algo_->name()); }
+  std::string problem_string() const override { return problem_.str(); }
   std::string algorithm_note() const override { return algo_note_; }
 
  private:

@@ -76,6 +76,8 @@ class Layer {
   // The convolution algorithm a layer runs ("" for layers without one), and why it is not the requested one.
   virtual std::string algorithm_name() const { return {}; }
   virtual std::string algorithm_note() const { return {}; }
+  // The canonical problem string of the layer's convolution at the build batch size ("" for others).
+  virtual std::string problem_string() const { return {}; }
   // Seeds per-layer randomness (dropout); called once after build.
   virtual void seed(uint64_t) {}
 

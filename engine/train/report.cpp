@@ -99,6 +99,7 @@ void write_report(const std::string& path, const TrainOptions& options, const En
     nlohmann::json lj = {{"id", l.id}, {"type", l.type()}, {"params", l.num_params()},
                          {"output_shape", l.output_shape().str()}, {"details", l.describe()}};
     if (!l.algorithm_name().empty()) lj["conv_algo"] = l.algorithm_name();
+    if (!l.problem_string().empty()) lj["problem"] = l.problem_string();
     const Model::LayerTime& t = model.layer_times()[i];
     if (t.forward_calls) lj["forward_ms"] = 1e3 * t.forward_s / t.forward_calls;
     if (t.backward_calls) lj["backward_ms"] = 1e3 * t.backward_s / t.backward_calls;

@@ -35,8 +35,8 @@ std::string gpu_description() {
 }
 
 void require_gpu() {
-  DTNN_CHECK(gpu_device_count() > 0, "--enable_gpu: no CUDA device is available (", gpu_description(), ")");
-  fail("--enable_gpu: GPU training is not implemented in this version yet (the CPU engine is)");
+  if (gpu_device_count() == 0) unsupported("--enable_gpu: no CUDA device is available (", gpu_description(), ")");
+  unsupported("--enable_gpu: GPU training is not implemented in this version yet (the CPU engine is)");
 }
 
 }  // namespace dtnn
