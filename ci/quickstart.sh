@@ -1,13 +1,25 @@
 #!/usr/bin/env bash
-# Set-up (ci/setup.sh), then the main job: train simplecnn on Fashion-MNIST (PyDTNN's recipe: Adam,
-# lr 0.001, batch 64) and print the result. The experiment-harness issue turns this into a matrix run.
-#   EPOCHS  number of epochs (default 1)
+# Set-up (ci/setup.sh), then the main job: the quickstart experiment matrix (experiments/quickstart.toml:
+# simplecnn and simplemlp on Fashion-MNIST and the MNIST subset, both CPU convolution algorithms, 1 and 2
+# ranks, dtnn and the PyTorch reference) into the results store, then the comparison with PyTorch, the
+# accuracy-target check and a Markdown report with plots.
+#   DTNN_DB  results database (default: results/dtnn.db; it keeps every earlier run)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/setup.sh
-build_dir="${DTNN_BUILD_DIR:-build}"
-mkdir -p results
-"$build_dir/experiments/dtnn" train --model=simplecnn --dataset=mnist \
-  --dataset_train_path=/usr/share/datasets/fashion-mnist --optimizer=adam --learning_rate=0.001 \
-  --batch_size=64 --num_epochs="${EPOCHS:-1}" --threads=1 --report=results/quickstart.json
-echo "Report: results/quickstart.json"
+dtnn="${DTNN_BUILD_DIR:-build}/experiments/dtnn"
+db="${DTNN_DB:-results/dtnn.db}"
+"$dtnn" run experiments/quickstart.toml --db "$db"
+echo
+echo "== dtnn vs PyTorch (same model, data and recipe; samples/s and test accuracy %) =="
+"$dtnn" query vs_pytorch --db "$db"
+echo
+echo "== Scaling (speed-up over 1 rank) =="
+"$dtnn" query "SELECT framework, model, dataset, conv_algo, ranks, mean_samples_per_s, speedup, efficiency FROM v_scaling WHERE ranks > 1 AND environment_id = (SELECT max(environment_id) FROM runs)" --db "$db"
+echo
+echo "== Accuracy against the targets (analysis/targets.toml) =="
+check_rc=0
+"$dtnn" check --db "$db" --select matrix=quickstart || check_rc=$?
+"$dtnn" report --db "$db" --matrix quickstart --out results/report
+echo "Results database: $db (dtnn query --db $db, dtnn query lists the views)"
+exit "$check_rc"

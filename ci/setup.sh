@@ -13,7 +13,7 @@ packages=(
   libsqlite3-dev libcli11-dev catch2 libbenchmark-dev
   libtomlplusplus-dev nlohmann-json3-dev zlib1g-dev
   dataset-fashion-mnist
-  python3-numpy python3-torch                                       # /usr/bin/python3: interop checks, PyTorch reference
+  python3-numpy python3-torch python3-matplotlib                    # /usr/bin/python3: interop checks, PyTorch reference, plots
 )
 missing=()
 for p in "${packages[@]}"; do

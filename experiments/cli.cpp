@@ -1,16 +1,24 @@
-// The dtnn command line: `dtnn train`, `dtnn models`, `dtnn algos`. The only translation unit that
-// includes CLI11 (it is heavy to compile). Bad input prints one line, "dtnn: <what>", and exits non-zero:
-// 2 for a malformed command line, 1 for everything else.
+// The dtnn command line: `dtnn train`, `models`, `algos` (the engine) and `run`, `query`, `check`,
+// `compare`, `report` (the harness). The only translation unit that includes CLI11 (it is heavy to
+// compile). Bad input prints one line, "dtnn: <what>", and exits non-zero: 2 for a malformed command line,
+// 3 (kUnsupportedExit) for a valid request this build or machine cannot run, 1 for everything else.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <iostream>
 
+#include "analysis/check.h"
+#include "analysis/compare.h"
+#include "analysis/query.h"
 #include "backend/cpu/blas.h"
 #include "backend/gpu.h"
 #include "conv/conv_algorithm.h"
 #include "core/error.h"
+#include "experiments/runner.h"
 #include "models/model.h"
 #include "parallel/communicator.h"
+#include "results/store.h"
 #include "train/run.h"
 
 namespace {
@@ -79,6 +87,53 @@ int cmd_algos() {
   return 0;
 }
 
+// Defaults that work from the repository root and from anywhere else.
+const std::string kDefaultDb = "results/dtnn.db";
+const std::string kDefaultTargets = std::string(DTNN_SOURCE_DIR) + "/analysis/targets.toml";
+
+int cmd_query(const std::string& db, const std::string& what, const std::string& format) {
+  if (what.empty()) {
+    std::printf("Named views (dtnn query VIEW), or give one SQL statement:\n");
+    for (const auto& [name, description] : dtnn::query_views()) std::printf("  %-13s %s\n", name.c_str(), description.c_str());
+    return 0;
+  }
+  const std::string sql = dtnn::query_sql(what);
+  if (format != "table" && format != "csv" && format != "json") dtnn::fail("unknown --format '", format, "' (table, csv or json)");
+  const dtnn::ResultStore store = dtnn::ResultStore::open_read_only(db);
+  dtnn::print_query(std::cout, store.query(sql), format);
+  return 0;
+}
+
+// "5%" or "0.05" -> 0.05.
+double parse_fraction(const std::string& text) {
+  try {
+    size_t used = 0;
+    double v = std::stod(text, &used);
+    if (used < text.size() && text.substr(used) == "%") v /= 100.0, used = text.size();
+    if (used == text.size() && v >= 0.0 && v < 1.0) return v;
+  } catch (const std::exception&) {
+  }
+  dtnn::fail("--threshold: expected a fraction such as 5% or 0.05 (got '", text, "')");
+}
+
+// 'text' for a POSIX shell, single quotes inside escaped.
+std::string shell_quote(const std::string& text) {
+  std::string q = "'";
+  for (char c : text) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+int cmd_report(const std::string& db, const std::string& out_dir, const std::string& matrix) {
+  if (!std::ifstream(db)) dtnn::fail(db, ": no such results database (run `dtnn run` first)");
+  std::string cmd = "/usr/bin/python3 " + shell_quote(std::string(DTNN_SOURCE_DIR) + "/analysis/plots/report.py") +
+                    " --db " + shell_quote(db) + " --out " + shell_quote(out_dir);
+  if (!matrix.empty()) cmd += " --matrix " + shell_quote(matrix);
+  const int rc = std::system(cmd.c_str());
+  if (rc != 0) return 1;  // report.py printed its one-line error
+  std::printf("report: %s/report.md\n", out_dir.c_str());
+  return 0;
+}
+
 void print_error(const char* what) {
   const std::string msg = what;
   std::cerr << (msg.rfind("dtnn: ", 0) == 0 ? "" : "dtnn: ") << msg << std::endl;
@@ -96,6 +151,41 @@ int main(int argc, char** argv) {
   add_train_options(*train, options);
   CLI::App* models = app.add_subcommand("models", "List the model zoo");
   CLI::App* algos = app.add_subcommand("algos", "List the convolution algorithms of this build");
+
+  dtnn::RunnerOptions run_options;
+  CLI::App* run = app.add_subcommand("run", "Run an experiment matrix (experiments/*.toml) into the results store");
+  run->add_option("matrix", run_options.matrix_path, "Matrix file")->required();
+  run->add_option("--db", run_options.db_path, "Results database")->capture_default_str();
+  run->add_flag("--resume", run_options.resume, "Skip runs already stored ok for this matrix and environment");
+  run->add_flag("--dry-run", run_options.dry_run, "Print the expanded trials and their count; run nothing");
+  run->add_option("--only", run_options.only, "Run only trials with this name=value (repeatable)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+
+  std::string db = kDefaultDb, query_what, format = "table";
+  CLI::App* query = app.add_subcommand("query", "Named views or one read-only SQL statement over the results");
+  query->add_option("view_or_sql", query_what, "A view name (list them with no argument) or an SQL statement");
+  query->add_option("--db", db, "Results database")->capture_default_str();
+  query->add_option("--format", format, "table, csv or json")->capture_default_str();
+
+  std::string targets = kDefaultTargets, select;
+  CLI::App* check = app.add_subcommand("check", "Check stored runs against the accuracy targets; exit 1 on a failure");
+  check->add_option("--db", db, "Results database")->capture_default_str();
+  check->add_option("--targets", targets, "Targets file")->capture_default_str();
+  check->add_option("--select", select, "Only runs of this selection (commit=, matrix=, tag=, runs=)");
+
+  dtnn::CompareOptions compare_options;
+  std::string threshold = "5%";
+  CLI::App* compare = app.add_subcommand("compare", "Compare throughput of two run selections; exit 1 on a regression");
+  compare->add_option("--baseline", compare_options.baseline, "Baseline runs (commit=, matrix=, tag=, runs=)")->required();
+  compare->add_option("--candidate", compare_options.candidate, "Candidate runs")->required();
+  compare->add_option("--threshold", threshold, "Slowdown that counts as a regression (5% or 0.05)")->capture_default_str();
+  compare->add_option("--db", db, "Results database")->capture_default_str();
+
+  std::string out_dir, report_matrix;
+  CLI::App* report = app.add_subcommand("report", "Markdown report with PNG plots from the results store");
+  report->add_option("--out", out_dir, "Output directory")->required();
+  report->add_option("--db", db, "Results database")->capture_default_str();
+  report->add_option("--matrix", report_matrix, "Only runs of this matrix");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -115,6 +205,24 @@ int main(int argc, char** argv) {
       comm = options.parallel == "data" ? dtnn::make_mpi_communicator() : dtnn::make_local_communicator();
       return dtnn::run_training(options, *comm, std::cout);
     }
+    if (run->parsed()) return dtnn::run_matrix(run_options, std::cout);
+    if (query->parsed()) return cmd_query(db, query_what, format);
+    if (check->parsed()) {
+      dtnn::ResultStore store = dtnn::ResultStore::open(db);
+      return dtnn::check_targets(store, targets, select, std::cout).fail > 0 ? 1 : 0;
+    }
+    if (compare->parsed()) {
+      compare_options.threshold = parse_fraction(threshold);
+      const dtnn::ResultStore store = dtnn::ResultStore::open_read_only(db);
+      const dtnn::Comparison c = dtnn::compare_runs(store, compare_options);
+      dtnn::print_comparison(std::cout, c, compare_options);
+      return c.regressions > 0 ? 1 : 0;
+    }
+    if (report->parsed()) return cmd_report(db, out_dir, report_matrix);
+  } catch (const dtnn::Unsupported& e) {
+    print_error(e.what());
+    if (comm && comm->size() > 1) comm->abort(dtnn::kUnsupportedExit);
+    return dtnn::kUnsupportedExit;
   } catch (const std::exception& e) {
     print_error(e.what());
     if (comm && comm->size() > 1) comm->abort(1);

@@ -1,0 +1,514 @@
+#!/usr/bin/python3
+"""Markdown report with PNG plots from the dtnn results store (the engine of `dtnn report`).
+
+Usage (Debian's Python, which has python3-matplotlib and numpy):
+
+    /usr/bin/python3 analysis/plots/report.py --out DIR [--db results/dtnn.db] [--matrix NAME]
+
+Writes DIR/report.md and, next to it, throughput.png, scaling.png and accuracy_<model>_<dataset>.png
+(each only when there is something to plot). Sections:
+
+  header       database, generation time, environments, matrices, runs per status, runs that failed
+  Throughput   per configuration: median/min/max training samples/s of the ok runs (+ bar chart)
+  Scaling      from v_scaling: samples/s and parallel efficiency vs ranks (+ two-panel chart)
+  Accuracy     per-epoch validation (else training) accuracy curves per configuration, with the
+               matching targets as dashed lines; final accuracies; test accuracy vs target (v_accuracy_vs_target)
+  Per-layer    per model and conv_algo: median forward/backward ms of each Conv2D and FC layer
+
+--matrix NAME restricts everything to the runs of the matrices with that name. The database is opened
+read-only. On an error (no database, not a dtnn results database, unwritable DIR, unknown matrix) it prints
+one line starting with "dtnn report:" on stderr and exits 1; usage errors exit 2. A database without
+ok runs still gives a report (that says so). Without matplotlib the report has the tables only.
+"""
+
+import sys
+
+sys.dont_write_bytecode = True  # keep analysis/plots/ free of __pycache__
+
+import argparse  # noqa: E402
+import datetime  # noqa: E402
+import os  # noqa: E402
+import re  # noqa: E402
+import statistics  # noqa: E402
+from collections import Counter, defaultdict  # noqa: E402
+
+from report_data import STATUSES, ReportError, Store  # noqa: E402
+
+PREFIX = "dtnn report: "
+ERROR_CHARS = 120
+MAX_FAILED_LISTED = 100
+
+# Short names for configuration columns in plot labels.
+SHORT = {"conv_algo": "conv", "batch_size": "batch", "environment_id": "env", "num_epochs": "epochs",
+         "config_key": "config"}
+NUMERIC = {"ranks", "threads", "batch_size", "num_epochs", "environment_id"}
+
+
+# ---- formatting helpers ------------------------------------------------------------------------------------
+
+
+def cell(value):
+    """One Markdown table cell: '-' for NULL, pipes escaped, line breaks flattened."""
+    if value is None or value == "":
+        return "-"
+    return str(value).replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+
+
+def num(value, digits=1):
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def numeric(cols, first_number):
+    """Indices to right-align: the integer configuration columns, then every column from first_number on."""
+    return tuple(i for i, c in enumerate(cols) if c in NUMERIC) + tuple(range(first_number, first_number + 10))
+
+
+def table(headers, rows, right=()):
+    """Markdown table lines; columns whose index is in `right` are right-aligned."""
+    rule = ["---:" if i in right else "---" for i in range(len(headers))]
+    lines = ["| " + " | ".join(headers) + " |", "| " + " | ".join(rule) + " |"]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return lines + [""]
+
+
+def short_error(text):
+    if not text:
+        return None
+    text = " ".join(str(text).split())
+    return text if len(text) <= ERROR_CHARS else text[:ERROR_CHARS] + "..."
+
+
+def file_part(text):
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", str(text)).strip("-") or "x"
+
+
+def varying(groups, columns):
+    """The columns whose value differs between the groups (dicts)."""
+    return [c for c in columns if len({g[c] for g in groups}) > 1]
+
+
+def labels_for(groups, columns, default_columns, extra=("label",)):
+    """Distinct labels 'col=value, ...' from the columns that vary between the groups.
+
+    Uses default_columns when none vary. Labels that still collide get the value of the first `extra`
+    column that tells them apart, else a counter.
+    """
+    cols = varying(groups, columns) or default_columns
+    labels = [", ".join(f"{SHORT.get(c, c)}={g[c]}" for c in cols) for g in groups]
+    counts = Counter(labels)
+    clash = [i for i, lab in enumerate(labels) if counts[lab] > 1]
+    if clash:
+        found = distinguishing([labels[i] for i in clash], [groups[i] for i in clash], extra)
+        for k, i in enumerate(clash):
+            labels[i] += f" [{found[1][k]}]" if found else f" #{k + 1}"
+    return labels
+
+
+def distinguishing(shown, groups, candidates):
+    """(column, values) of the first candidate column that makes the shown keys distinct, or None."""
+    for c in candidates:
+        values = [g[c] for g in groups]
+        if len(set(zip(shown, values))) == len(shown):
+            return c, values
+    return None
+
+
+def median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+# ---- the report --------------------------------------------------------------------------------------------
+
+
+class Report:
+    """Collects the Markdown lines and writes the plots into the output directory."""
+
+    def __init__(self, store, out_dir, plots):
+        self.store = store
+        self.out = out_dir
+        self.plots = plots  # the report_plots module, or None without matplotlib
+        self.lines = []
+        self.runs = store.ok_runs()
+        self.several_envs = len({r["environment_id"] for r in self.runs}) > 1
+
+    def add(self, *lines):
+        self.lines.extend(lines)
+
+    def image(self, name, alt):
+        self.add(f"![{alt}]({name})", "")
+
+    def no_plots(self):
+        if self.plots is None:
+            self.add("_(No plot: matplotlib is not available to /usr/bin/python3.)_", "")
+        return self.plots is None
+
+    def config_groups(self):
+        """The ok runs grouped by configuration (environment and trial key), in a stable order.
+
+        Each group is a dict with the configuration columns, `label`, `trial_key` and `runs` (the run dicts).
+        """
+        by_key = defaultdict(list)
+        for r in self.runs:
+            by_key[(r["environment_id"], r["trial_key"])].append(r)
+        order = ("framework", "model", "dataset", "conv_algo", "ranks", "threads", "device", "batch_size",
+                 "num_epochs", "optimizer", "environment_id", "trial_key")
+        groups = [dict({c: runs[0][c] for c in order}, label=runs[0]["label"], runs=runs)
+                  for runs in by_key.values()]
+        # (is-text, value) keeps the sort safe should a column mix numbers and text.
+        return sorted(groups, key=lambda g: tuple((isinstance(g[c], str), g[c]) for c in order))
+
+    # ---- header
+
+    def header(self):
+        s = self.store
+        now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+        self.add("# dtnn results report", "",
+                 f"- Database: `{os.path.abspath(s.path)}`",
+                 f"- Generated: {now}",
+                 f"- Runs: {'matrix `' + s.matrix + '`' if s.matrix else 'all matrices'}", "")
+
+        self.add("## Environments", "")
+        envs = s.environments()
+        if envs:
+            rows = [(e["id"], e["host"], e["cpu_model"], e["cores"], e["gpu"], e["compiler"], e["build_type"],
+                     e["blas"], e["onednn"], e["mpi"], e["cuda"],
+                     e["git_commit"] + ("+dirty" if e["git_dirty"] else "")) for e in envs]
+            self.add(*table(["env", "host", "cpu_model", "cores", "gpu", "compiler", "build", "blas", "onednn",
+                             "mpi", "cuda", "git_commit"], rows, right=(0, 3)))
+        else:
+            self.add("No runs, so no environments.", "")
+
+        self.add("## Matrices", "")
+        mats = s.matrices()
+        if mats:
+            rows = [(m["name"], m["hash"][:12], m["file"], m["created_at"], m["runs"]) for m in mats]
+            self.add(*table(["name", "hash", "file", "created", "runs"], rows, right=(4,)))
+        else:
+            self.add("No matrices.", "")
+
+        self.add("## Run status", "")
+        counts = s.status_counts()
+        rows = [(st, counts[st]) for st in STATUSES] + [("**total**", sum(counts.values()))]
+        self.add(*table(["status", "runs"], rows, right=(1,)))
+        bad = s.non_ok_runs()
+        if bad:
+            self.add("Runs that are not ok:", "")
+            rows = [(r["id"], r["status"], r["framework"], r["model"], r["dataset"], r["label"],
+                     short_error(r["error"])) for r in bad[:MAX_FAILED_LISTED]]
+            self.add(*table(["run", "status", "framework", "model", "dataset", "trial", "error"], rows,
+                            right=(0,)))
+            if len(bad) > MAX_FAILED_LISTED:
+                self.add(f"... and {len(bad) - MAX_FAILED_LISTED} more.", "")
+        if not self.runs:
+            self.add("**No ok runs**: there is nothing to tabulate or plot below.", "")
+
+    # ---- throughput
+
+    def throughput(self):
+        self.add("## Throughput", "")
+        groups = [g for g in self.config_groups() if any(r["samples_per_s"] is not None for r in g["runs"])]
+        if not groups:
+            self.add("No ok runs with a throughput.", "")
+            return
+        for g in groups:
+            sps = [r["samples_per_s"] for r in g["runs"] if r["samples_per_s"] is not None]
+            g["n"], g["median"], g["min"], g["max"] = len(sps), statistics.median(sps), min(sps), max(sps)
+        cols = ["framework", "model", "dataset", "conv_algo", "ranks", "threads", "device", "batch_size"]
+        if self.several_envs:
+            cols.append("environment_id")
+        shown = [tuple(g[c] for c in cols) for g in groups]
+        headers = [SHORT.get(c, c) for c in cols]
+        if len(set(shown)) < len(shown):
+            # Configurations that differ only in other parameters: add the trial label (or key) as a column.
+            name, values = distinguishing(shown, groups, ("label", "trial_key")) or \
+                ("trial_key", [g["trial_key"] for g in groups])
+            shown = [(*s, v) for s, v in zip(shown, values)]
+            headers.append("trial" if name == "label" else "trial key")
+        first_number = len(headers)
+        headers += ["runs", "median samples/s", "min", "max"]
+        rows = [(*s, g["n"], num(g["median"]), num(g["min"]), num(g["max"])) for s, g in zip(shown, groups)]
+        self.add("Training samples/s (all ranks) of the ok runs, per configuration.", "")
+        self.add(*table(headers, rows, right=numeric(cols, first_number)))
+        if self.no_plots():
+            return
+        labels = labels_for(groups, cols, ["framework", "model", "dataset"], extra=("label", "trial_key"))
+        self.plots.throughput_bars(os.path.join(self.out, "throughput.png"), labels,
+                                   [g["median"] for g in groups], [g["min"] for g in groups],
+                                   [g["max"] for g in groups])
+        self.image("throughput.png", "throughput per configuration")
+
+    # ---- scaling
+
+    def scaling(self):
+        self.add("## Scaling", "")
+        rank_counts = defaultdict(set)
+        for r in self.runs:
+            rank_counts[(r["environment_id"], r["config_key"])].add(r["ranks"])
+        multi = {k for k, ranks in rank_counts.items() if len(ranks) > 1}
+        if not multi:
+            self.add("No configuration ran on more than one rank count, so there is no scaling to show.", "")
+            return
+        lines = defaultdict(list)
+        for row in self.store.scaling():
+            key = (row["environment_id"], row["config_key"])
+            if key in multi:
+                lines[key].append(row)
+        no_base = len(multi - set(lines))
+        if no_base:
+            self.add(f"{no_base} configuration(s) ran on several rank counts but never on 1 rank; v_scaling "
+                     "needs that baseline, so they are left out.", "")
+        if not lines:
+            return
+        series = sorted(lines.values(), key=lambda rows: (rows[0]["framework"], rows[0]["model"],
+                                                          rows[0]["dataset"], rows[0]["config_key"]))
+        cols = ["framework", "model", "dataset", "conv_algo", "threads", "device"]
+        if self.several_envs:
+            cols.append("environment_id")
+        heads = [rows[0] for rows in series]
+        if len({tuple(h[c] for c in cols) for h in heads}) < len(heads):
+            cols.append("config_key")  # configurations that differ in other parameters
+        table_rows = [(*(r[c] for c in cols), r["ranks"], r["runs"], num(r["mean_samples_per_s"]),
+                       num(r["speedup"], 2), num(r["efficiency"], 2)) for rows in series for r in rows]
+        self.add("Mean training samples/s of the ok runs per rank count; speed-up and efficiency relative to "
+                 "1 rank of the same configuration (v_scaling).", "")
+        self.add(*table([SHORT.get(c, c) for c in cols] + ["ranks", "runs", "mean samples/s", "speed-up",
+                                                           "efficiency"], table_rows,
+                        right=numeric(cols, len(cols))))
+        if self.no_plots():
+            return
+        labels = labels_for(heads, [c for c in cols if c != "config_key"], ["framework", "model"],
+                            extra=("config_key",))
+        data = [(lab, [r["ranks"] for r in rows], [r["mean_samples_per_s"] for r in rows],
+                 [r["efficiency"] for r in rows]) for lab, rows in zip(labels, series)]
+        self.plots.scaling_lines(os.path.join(self.out, "scaling.png"), data)
+        self.image("scaling.png", "samples/s and parallel efficiency vs ranks")
+
+    # ---- accuracy
+
+    def accuracy(self):
+        self.add("## Accuracy", "")
+        if not self.runs:
+            self.add("No ok runs.", "")
+            return
+        epochs = defaultdict(list)
+        for e in self.store.epochs():
+            epochs[e["run_id"]].append(e)
+        targets = self.store.targets()
+        by_data = defaultdict(list)
+        for g in self.config_groups():
+            by_data[(g["model"], g["dataset"])].append(g)
+
+        for (model, dataset), groups in sorted(by_data.items()):
+            self.add(f"### {model} on {dataset}", "")
+            self.accuracy_table(groups)
+            series, kinds = [], []
+            for g in groups:
+                curve = self.accuracy_curve(g, epochs)
+                if curve:
+                    series.append((g, *curve[1:]))
+                    kinds.append(curve[0])
+            if not series:
+                self.add("No per-epoch accuracies recorded.", "")
+                continue
+            if self.no_plots():
+                continue
+            mixed = len(set(kinds)) > 1
+            labels = labels_for([s[0] for s in series], ["framework", "conv_algo", "ranks", "threads", "device",
+                                                         "batch_size", "num_epochs", "optimizer",
+                                                         "environment_id"], ["framework"])
+            if mixed:
+                labels = [f"{lab} ({kind})" for lab, kind in zip(labels, kinds)]
+            ylabel = {"val": "validation accuracy (%)", "train": "training accuracy (%)"}[kinds[0]] \
+                if not mixed else "accuracy (%): validation, else training"
+            lines = [(lab, *s[1:]) for lab, s in zip(labels, series)]
+            name = f"accuracy_{file_part(model)}_{file_part(dataset)}.png"
+            self.plots.accuracy_curves(os.path.join(self.out, name), f"{model} on {dataset}", ylabel, lines,
+                                       self.matching_targets(targets, model, dataset, groups))
+            self.image(name, f"accuracy per epoch, {model} on {dataset}")
+
+        self.add("### Test accuracy vs target", "")
+        rows = self.store.accuracy_vs_target()
+        if not rows:
+            self.add(f"No accuracy target matches the ok runs (table `targets` has {len(targets)} "
+                     f"entr{'y' if len(targets) == 1 else 'ies'}).", "")
+            return
+        verdicts = defaultdict(int)
+        for r in rows:
+            verdicts[r["verdict"]] += 1
+        order = ["pass", "fail", "no value"]
+        counts = sorted(verdicts.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order))
+        self.add(", ".join(f"{n} {v}" for v, n in counts) + " (pass: value >= target - tolerance).", "")
+        self.add(*table(["run", "framework", "model", "dataset", "epochs", "optimizer", "metric", "value %",
+                         "target %", "tolerance", "verdict", "source"],
+                        [(r["run_id"], r["framework"], r["model"], r["dataset"], r["num_epochs"], r["optimizer"],
+                          r["metric"], num(r["value"], 2), num(r["target"], 2), num(r["tolerance"], 2),
+                          r["verdict"] if r["verdict"] != "fail" else "**fail**", r["source"]) for r in rows],
+                        right=(0, 4, 7, 8, 9)))
+
+    def accuracy_table(self, groups):
+        """Median final accuracies of each configuration of one (model, dataset)."""
+        cols = varying(groups, ["framework", "conv_algo", "ranks", "threads", "device", "batch_size",
+                                "num_epochs", "optimizer", "environment_id"]) or ["framework"]
+        rows = [(*(g[c] for c in cols), len(g["runs"]),
+                 num(median(r["test_accuracy"] for r in g["runs"]), 2),
+                 num(median(r["val_accuracy"] for r in g["runs"]), 2)) for g in groups]
+        self.add(*table([SHORT.get(c, c) for c in cols] + ["runs", "test accuracy % (median)",
+                                                           "last val accuracy % (median)"], rows,
+                        right=numeric(cols, len(cols))))
+
+    @staticmethod
+    def accuracy_curve(group, epochs):
+        """('val' or 'train', epochs, mean, min, max) over the group's runs, or None without data."""
+        runs = [epochs.get(r["id"], []) for r in group["runs"]]
+        kind = "val" if all(any(e["val_accuracy"] is not None for e in es) for es in runs) else "train"
+        per_epoch = defaultdict(list)
+        for es in runs:
+            for e in es:
+                if e[f"{kind}_accuracy"] is not None:
+                    per_epoch[e["epoch"]].append(e[f"{kind}_accuracy"])
+        if not per_epoch:
+            return None
+        xs = sorted(per_epoch)
+        return (kind, xs, [statistics.fmean(per_epoch[x]) for x in xs], [min(per_epoch[x]) for x in xs],
+                [max(per_epoch[x]) for x in xs])
+
+    @staticmethod
+    def matching_targets(targets, model, dataset, groups):
+        """(label, value) of the targets for (model, dataset) that match at least one of the runs."""
+        found = []
+        for t in targets:
+            if t["model"] != model or t["dataset"] != dataset:
+                continue
+            if not any(t["num_epochs"] in (0, g["num_epochs"]) and t["optimizer"] in ("", g["optimizer"])
+                       for g in groups):
+                continue
+            label = f"target {t['metric']} {t['target']:g}%"
+            if t["recipe"]:
+                label += f" ({t['recipe'][:40]})"
+            found.append((label, t["target"]))
+        return found
+
+    # ---- per-layer timings
+
+    def layers(self):
+        self.add("## Per-layer timings", "")
+        timings = defaultdict(list)
+        for t in self.store.layer_timings():
+            timings[t["run_id"]].append(t)
+        if not timings:
+            self.add("No Conv2D or FC layer timings recorded for the ok runs.", "")
+            return
+        self.add("Median forward and backward milliseconds per training batch of each Conv2D and FC layer, over "
+                 "the ok runs of each configuration.", "")
+        by_algo = defaultdict(list)
+        for g in self.config_groups():
+            if any(r["id"] in timings for r in g["runs"]):
+                by_algo[(g["model"], g["conv_algo"])].append(g)
+        sub_cols = ["framework", "dataset", "device", "ranks", "threads", "batch_size"]
+        if self.several_envs:
+            sub_cols.append("environment_id")
+        for (model, algo), groups in sorted(by_algo.items()):
+            self.add(f"### {model}, conv_algo {algo}", "")
+            # Configurations that differ only in parameters that do not change the layer shapes or the
+            # machine load (epochs, optimizer, ...) are pooled.
+            pooled = defaultdict(list)
+            for g in groups:
+                pooled[tuple(g[c] for c in sub_cols)].extend(r for r in g["runs"] if r["id"] in timings)
+            for key, runs in sorted(pooled.items(), key=lambda kv: tuple(str(v) for v in kv[0])):
+                desc = ", ".join(f"{SHORT.get(c, c)} {v}" for c, v in zip(sub_cols, key))
+                self.add(f"{desc}; {len(runs)} run(s):", "")
+                self.layer_table(runs, timings)
+
+    def layer_table(self, runs, timings):
+        per_layer = defaultdict(list)
+        for r in runs:
+            for t in timings[r["id"]]:
+                per_layer[(t["layer_id"], t["type"])].append(t)
+        rows, fwd_total, bwd_total = [], 0.0, 0.0
+        for (layer_id, kind), ts in sorted(per_layer.items()):
+            fwd = median(t["forward_ms"] for t in ts)
+            bwd = median(t["backward_ms"] for t in ts)
+            fwd_total += fwd or 0.0
+            bwd_total += bwd or 0.0
+            both = None if fwd is None and bwd is None else (fwd or 0.0) + (bwd or 0.0)
+            algos = sorted({t["layer_algo"] for t in ts if t["layer_algo"]})
+            rows.append((layer_id, kind, ", ".join(algos), ts[0]["problem"], ts[0]["output_shape"], ts[0]["params"],
+                         len(ts), num(fwd, 3), num(bwd, 3), num(both, 3)))
+        rows.append(("", "**total**", "", "", "", "", "", num(fwd_total, 3), num(bwd_total, 3),
+                     num(fwd_total + bwd_total, 3)))
+        self.add(*table(["layer", "type", "algorithm", "problem", "output shape", "params", "runs", "forward ms",
+                         "backward ms", "fwd+bwd ms"], rows, right=(0, 5, 6, 7, 8, 9)))
+
+    def write(self):
+        path = os.path.join(self.out, "report.md")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("\n".join(self.lines).rstrip("\n") + "\n")
+
+
+# ---- command line --------------------------------------------------------------------------------------------
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):
+        sys.stderr.write(f"{PREFIX}{message}\n")
+        sys.exit(2)
+
+
+def prepare_out(out):
+    try:
+        os.makedirs(out, exist_ok=True)
+    except OSError as e:
+        raise ReportError(f"{out}: cannot create the output directory ({e.strerror or e})") from None
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise ReportError(f"{out}: the output directory is not writable")
+
+
+def load_plots():
+    try:
+        import report_plots
+    except ImportError:
+        sys.stderr.write(f"{PREFIX}warning: matplotlib is not available to {sys.executable}; writing the "
+                         "report without plots (apt-get install python3-matplotlib)\n")
+        return None
+    return report_plots
+
+
+def main(argv=None):
+    parser = Parser(description="Markdown report with PNG plots from the dtnn results store.")
+    parser.add_argument("--db", default="results/dtnn.db", help="results database (default: results/dtnn.db)")
+    parser.add_argument("--out", required=True, help="output directory for report.md and the PNGs")
+    parser.add_argument("--matrix", help="only the runs of the matrix with this name")
+    args = parser.parse_args(argv)
+    store = None
+    try:
+        store = Store(args.db, args.matrix)
+        prepare_out(args.out)
+        report = Report(store, args.out, load_plots())
+        report.header()
+        report.throughput()
+        report.scaling()
+        report.accuracy()
+        report.layers()
+        report.write()
+    except ReportError as e:
+        sys.stderr.write(f"{PREFIX}{e}\n")
+        return 1
+    except OSError as e:
+        where = f"{e.filename}: " if e.filename else ""
+        sys.stderr.write(f"{PREFIX}{where}{e.strerror or e}\n")
+        return 1
+    except Exception as e:  # a bug here must not print a traceback through `dtnn report`
+        if os.environ.get("DTNN_REPORT_TRACEBACK"):
+            raise
+        sys.stderr.write(f"{PREFIX}internal error: {type(e).__name__}: {e} "
+                         "(DTNN_REPORT_TRACEBACK=1 shows the traceback)\n")
+        return 1
+    finally:
+        if store is not None:
+            store.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

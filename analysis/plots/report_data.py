@@ -1,0 +1,140 @@
+"""Read-only access to the dtnn results store (SQLite) for report.py.
+
+Every query returns a list of dicts (column name -> value). When a matrix name is given, only runs of
+the matrices with that name (any hash) are considered; the schema is the one in results/migrations.h.
+"""
+
+import os
+import sqlite3
+import urllib.request
+
+REQUIRED_TABLES = ("matrices", "environments", "runs", "epochs", "layer_timings", "targets")
+REQUIRED_VIEWS = ("v_scaling", "v_accuracy_vs_target")
+STATUSES = ("ok", "failed", "timeout", "interrupted", "unsupported", "running")
+
+# The columns of an ok run that the report uses (not `report`, which holds the whole JSON document).
+RUN_COLUMNS = ("id", "matrix_id", "environment_id", "trial_key", "config_key", "label", "repeat", "framework",
+               "model", "dataset", "conv_algo", "ranks", "threads", "device", "batch_size", "num_epochs",
+               "optimizer", "samples_per_s", "test_accuracy", "val_accuracy")
+
+# v_scaling with a matrix filter on the runs it aggregates (keep in step with migration 2).
+SCALING_FOR_MATRIX = """
+  WITH agg AS (
+    SELECT environment_id, config_key, framework, model, dataset, conv_algo, threads, device, ranks,
+           avg(samples_per_s) AS sps, count(*) AS n
+    FROM runs WHERE status = 'ok' AND matrix_id IN (SELECT id FROM matrices WHERE name = ?)
+    GROUP BY environment_id, config_key, ranks)
+  SELECT a.framework, a.model, a.dataset, a.conv_algo, a.threads, a.device, a.ranks, a.n AS runs,
+         round(a.sps, 1) AS mean_samples_per_s, round(a.sps / b.sps, 3) AS speedup,
+         round(a.sps / b.sps / a.ranks, 3) AS efficiency, a.environment_id, a.config_key
+  FROM agg a JOIN agg b ON b.environment_id = a.environment_id AND b.config_key = a.config_key AND b.ranks = 1
+  ORDER BY a.config_key, a.ranks
+"""
+
+
+class ReportError(Exception):
+    """An error the user can act on; report.py prints it as one line and exits 1."""
+
+
+class Store:
+    """The results database, opened read-only, optionally restricted to one matrix's runs."""
+
+    def __init__(self, path, matrix=None):
+        self.path = path
+        self.matrix = matrix
+        if not os.path.exists(path):
+            raise ReportError(f"{path}: no such results database (run `dtnn run` first)")
+        if os.path.isdir(path):
+            raise ReportError(f"{path}: is a directory, not a results database")
+        uri = "file:" + urllib.request.pathname2url(os.path.abspath(path)) + "?mode=ro"
+        try:
+            self.con = sqlite3.connect(uri, uri=True, timeout=10)
+            self.con.row_factory = sqlite3.Row
+            objects = {(r["type"], r["name"]) for r in self.con.execute("SELECT type, name FROM sqlite_master")}
+        except sqlite3.Error as e:
+            raise ReportError(f"{path}: cannot read as an SQLite database ({e})") from None
+        missing = [n for n in REQUIRED_TABLES if ("table", n) not in objects]
+        missing += [n for n in REQUIRED_VIEWS if ("view", n) not in objects]
+        if missing:
+            raise ReportError(f"{path}: not a dtnn results database of the current schema "
+                              f"(missing {', '.join(missing)})")
+        if matrix is not None and not self._all("SELECT 1 FROM matrices WHERE name = ?", (matrix,)):
+            raise ReportError(f"{path}: no matrix named '{matrix}'")
+
+    def close(self):
+        self.con.close()
+
+    def _all(self, sql, params=()):
+        try:
+            return [dict(r) for r in self.con.execute(sql, params)]
+        except sqlite3.Error as e:
+            raise ReportError(f"{self.path}: query failed ({e})") from None
+
+    def _runs_filter(self, alias="r"):
+        """SQL condition (and its parameters) selecting the runs in scope."""
+        if self.matrix is None:
+            return "1", ()
+        return f"{alias}.matrix_id IN (SELECT id FROM matrices WHERE name = ?)", (self.matrix,)
+
+    # ---- header ----------------------------------------------------------------------------------------------
+
+    def environments(self):
+        cond, params = self._runs_filter()
+        return self._all(f"SELECT * FROM environments WHERE id IN (SELECT r.environment_id FROM runs r WHERE {cond})"
+                         " ORDER BY id", params)
+
+    def matrices(self):
+        cond, params = self._runs_filter()
+        where = "" if self.matrix is None else "WHERE m.name = ?"
+        return self._all(f"SELECT m.id, m.name, m.file, m.hash, m.created_at, "
+                         f"(SELECT count(*) FROM runs r WHERE r.matrix_id = m.id AND {cond}) AS runs "
+                         f"FROM matrices m {where} ORDER BY m.id", params + ((self.matrix,) if where else ()))
+
+    def status_counts(self):
+        cond, params = self._runs_filter()
+        counts = dict.fromkeys(STATUSES, 0)
+        for r in self._all(f"SELECT status, count(*) AS n FROM runs r WHERE {cond} GROUP BY status", params):
+            counts[r["status"]] = r["n"]
+        return counts
+
+    def non_ok_runs(self):
+        cond, params = self._runs_filter()
+        return self._all(f"SELECT r.id, r.status, r.framework, r.model, r.dataset, r.label, r.error FROM runs r "
+                         f"WHERE r.status != 'ok' AND {cond} ORDER BY r.id", params)
+
+    # ---- sections --------------------------------------------------------------------------------------------
+
+    def ok_runs(self):
+        cond, params = self._runs_filter()
+        cols = ", ".join(f"r.{c}" for c in RUN_COLUMNS)
+        return self._all(f"SELECT {cols} FROM runs r WHERE r.status = 'ok' AND {cond} ORDER BY r.id", params)
+
+    def scaling(self):
+        if self.matrix is None:
+            return self._all("SELECT * FROM v_scaling")
+        return self._all(SCALING_FOR_MATRIX, (self.matrix,))
+
+    def epochs(self):
+        """Per-epoch accuracies of the ok runs in scope, ordered by run and epoch."""
+        cond, params = self._runs_filter()
+        return self._all(f"SELECT e.run_id, e.epoch, e.train_accuracy, e.val_accuracy FROM epochs e "
+                         f"JOIN runs r ON r.id = e.run_id WHERE r.status = 'ok' AND {cond} "
+                         f"ORDER BY e.run_id, e.epoch", params)
+
+    def targets(self):
+        return self._all("SELECT * FROM targets ORDER BY model, dataset, metric, id")
+
+    def accuracy_vs_target(self):
+        cond, params = self._runs_filter()
+        return self._all(f"SELECT v.* FROM v_accuracy_vs_target v WHERE v.run_id IN "
+                         f"(SELECT r.id FROM runs r WHERE {cond}) "
+                         f"ORDER BY v.model, v.dataset, v.metric, v.framework, v.run_id", params)
+
+    def layer_timings(self):
+        """Conv2D and FC layer timings of the ok runs in scope."""
+        cond, params = self._runs_filter()
+        return self._all(f"SELECT l.run_id, l.layer_id, l.type, l.conv_algo AS layer_algo, l.problem, "
+                         f"l.output_shape, l.params, l.forward_ms, l.backward_ms FROM layer_timings l "
+                         f"JOIN runs r ON r.id = l.run_id "
+                         f"WHERE r.status = 'ok' AND l.type IN ('Conv2D', 'FC') AND {cond} "
+                         f"ORDER BY l.run_id, l.layer_id", params)

@@ -1,0 +1,97 @@
+"""The PNG charts of report.py (matplotlib, Agg backend: no display needed).
+
+Each function takes plain Python data, writes one PNG and closes its figure.
+"""
+
+import warnings
+
+import matplotlib
+
+matplotlib.use("Agg")
+warnings.filterwarnings("ignore", module="matplotlib")  # layout hints are no use in a batch report
+import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
+from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter  # noqa: E402
+
+DPI = 110
+
+
+def _save(fig, path):
+    fig.savefig(path, dpi=DPI, bbox_inches="tight")
+    plt.close(fig)
+
+
+def throughput_bars(path, labels, medians, mins, maxs):
+    """Horizontal bars of median samples/s, first configuration on top, min-max error bars."""
+    n = len(labels)
+    fig, ax = plt.subplots(figsize=(8, 1.2 + 0.35 * n))
+    y = list(range(n))
+    err = [[m - lo for m, lo in zip(medians, mins)], [hi - m for m, hi in zip(medians, maxs)]]
+    ax.barh(y, medians, xerr=err, color="tab:blue", alpha=0.8, capsize=3, ecolor="black")
+    for yi, m, hi in zip(y, medians, maxs):
+        ax.text(hi, yi, f"  {m:,.0f}", va="center", fontsize=8)
+    ax.set_yticks(y)
+    ax.set_yticklabels(labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("training samples/s (median over runs; bars: min-max)")
+    ax.set_xlim(0, max(maxs) * 1.18 if maxs and max(maxs) > 0 else 1)
+    ax.grid(axis="x", alpha=0.3)
+    ax.set_title("Throughput per configuration")
+    _save(fig, path)
+
+
+def _rank_axis(ax, ranks):
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_locator(FixedLocator(sorted(ranks)))
+    ax.xaxis.set_major_formatter(ScalarFormatter())
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xlabel("ranks")
+    ax.grid(alpha=0.3)
+
+
+def scaling_lines(path, series):
+    """series: list of (label, ranks, samples_per_s, efficiency). Two panels: samples/s and efficiency."""
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    all_ranks = set()
+    for label, ranks, sps, eff in series:
+        all_ranks.update(ranks)
+        ax1.plot(ranks, sps, marker="o", label=label)
+        ax2.plot(ranks, eff, marker="o", label=label)
+    ax2.axhline(1.0, color="gray", linestyle="--", linewidth=1, label="ideal")
+    _rank_axis(ax1, all_ranks)
+    _rank_axis(ax2, all_ranks)
+    ax1.set_ylabel("training samples/s (mean over runs)")
+    ax1.set_ylim(bottom=0)
+    ax1.set_title("Throughput vs ranks")
+    ax2.set_ylabel("parallel efficiency (speed-up / ranks)")
+    efficiencies = [e for s in series for e in s[3] if e is not None]
+    ax2.set_ylim(0, max([1.15] + [e * 1.1 for e in efficiencies]))
+    ax2.set_title("Parallel efficiency vs ranks")
+    ax2.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8)
+    fig.subplots_adjust(wspace=0.3)
+    _save(fig, path)
+
+
+def accuracy_curves(path, title, ylabel, series, targets):
+    """series: list of (label, epochs, mean, low, high); targets: list of (label, value).
+
+    One line per configuration (mean over its runs, shaded between min and max when there are several
+    runs) and a dashed horizontal line per target.
+    """
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    all_epochs = set()
+    for label, epochs, mean, low, high in series:
+        all_epochs.update(epochs)
+        (line,) = ax.plot(epochs, mean, marker="o", markersize=4, label=label)
+        if any(lo != hi for lo, hi in zip(low, high)):
+            ax.fill_between(epochs, low, high, color=line.get_color(), alpha=0.15)
+    styles = ["--", "-.", ":"]
+    for i, (label, value) in enumerate(targets):
+        ax.axhline(value, color="black", linestyle=styles[i % len(styles)], linewidth=1, label=label)
+    if len(all_epochs) <= 20:
+        ax.set_xticks(sorted(all_epochs))
+    ax.set_xlabel("epoch")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8)
+    _save(fig, path)

@@ -1,0 +1,139 @@
+// `dtnn query`. See query.h.
+#include "analysis/query.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+#include "core/error.h"
+
+namespace dtnn {
+
+namespace {
+
+struct View {
+  const char* name;
+  const char* description;
+  const char* sql;
+};
+
+const View kViews[] = {
+    {"throughput", "samples/s of every ok run", "SELECT * FROM v_throughput ORDER BY run_id"},
+    {"scaling", "speed-up and parallel efficiency against the 1-rank run of the same configuration",
+     "SELECT * FROM v_scaling"},
+    {"accuracy", "accuracy of ok runs against their targets (run `dtnn check` to load the targets)",
+     "SELECT * FROM v_accuracy_vs_target ORDER BY run_id"},
+    {"runs", "every run with its status and error",
+     "SELECT id, matrix_id, label, repeat, status, round(duration_s, 1) AS duration_s, "
+     "round(samples_per_s, 1) AS samples_per_s, round(test_accuracy, 2) AS test_accuracy, error, started_at "
+     "FROM runs ORDER BY id"},
+    {"epochs", "per-epoch metrics of every run",
+     "SELECT run_id, epoch, samples, round(time_s, 3) AS time_s, round(samples_per_s, 1) AS samples_per_s, lr, "
+     "train_loss, train_accuracy, val_loss, val_accuracy FROM epochs ORDER BY run_id, epoch"},
+    {"layers", "median per-layer forward/backward ms per model, algorithm and layer",
+     "SELECT r.model, r.conv_algo AS requested_algo, l.layer_id, l.type, l.conv_algo, l.problem, count(*) AS runs, "
+     "round(avg(l.forward_ms), 4) AS forward_ms, round(avg(l.backward_ms), 4) AS backward_ms "
+     "FROM layer_timings l JOIN runs r ON r.id = l.run_id WHERE r.status = 'ok' AND r.framework = 'dtnn' "
+     "GROUP BY r.model, r.conv_algo, l.layer_id ORDER BY r.model, r.conv_algo, l.layer_id"},
+    {"vs_pytorch",
+     "dtnn against the PyTorch reference on the same model, data and recipe (the newest environment's runs)",
+     "WITH latest AS (SELECT environment_id AS id FROM runs WHERE status = 'ok' ORDER BY id DESC LIMIT 1), "
+     "ok AS (SELECT * FROM runs WHERE status = 'ok' AND environment_id = (SELECT id FROM latest)), "
+     "torch AS (SELECT model, dataset, num_epochs, batch_size, optimizer, avg(samples_per_s) AS sps, "
+     "avg(test_accuracy) AS acc FROM ok WHERE framework = 'pytorch' GROUP BY model, dataset, num_epochs, "
+     "batch_size, optimizer) "
+     "SELECT d.model, d.dataset, d.conv_algo, d.ranks, d.threads, count(*) AS runs, "
+     "round(avg(d.samples_per_s), 1) AS dtnn_samples_per_s, round(t.sps, 1) AS pytorch_samples_per_s, "
+     "round(avg(d.samples_per_s) / t.sps, 2) AS dtnn_over_pytorch, round(avg(d.test_accuracy), 2) AS dtnn_test_acc, "
+     "round(t.acc, 2) AS pytorch_test_acc "
+     "FROM ok d JOIN torch t ON t.model = d.model AND t.dataset = d.dataset AND t.num_epochs = d.num_epochs "
+     "AND t.batch_size = d.batch_size AND t.optimizer = d.optimizer WHERE d.framework = 'dtnn' "
+     "GROUP BY d.model, d.dataset, d.conv_algo, d.ranks, d.threads ORDER BY d.model, d.dataset, d.conv_algo, d.ranks"},
+    {"targets", "the accuracy targets loaded by `dtnn check`", "SELECT * FROM targets ORDER BY id"},
+    {"environments", "machines and builds runs were made with", "SELECT * FROM environments ORDER BY id"},
+    {"matrices", "matrix files runs came from", "SELECT id, name, file, hash, created_at FROM matrices ORDER BY id"},
+};
+
+bool is_number(const std::string& s) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  std::strtod(s.c_str(), &end);
+  return end == s.c_str() + s.size() && s.find_first_of("xXnN") == std::string::npos;
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+}  // namespace
+
+const std::vector<std::pair<std::string, std::string>>& query_views() {
+  static const std::vector<std::pair<std::string, std::string>> views = [] {
+    std::vector<std::pair<std::string, std::string>> v;
+    for (const View& view : kViews) v.emplace_back(view.name, view.description);
+    return v;
+  }();
+  return views;
+}
+
+std::string query_sql(const std::string& view_or_sql) {
+  for (const View& v : kViews)
+    if (view_or_sql == v.name) return v.sql;
+  if (view_or_sql.find_first_of(" \t\n") == std::string::npos) {
+    std::string names;
+    for (const View& v : kViews) names += (names.empty() ? "" : ", ") + std::string(v.name);
+    fail("unknown view '", view_or_sql, "' (views: ", names, "; or give an SQL statement)");
+  }
+  return view_or_sql;
+}
+
+void print_query(std::ostream& out, const QueryResult& r, const std::string& format) {
+  auto text = [](const std::optional<std::string>& v) { return v ? *v : std::string("NULL"); };
+  if (format == "csv") {
+    for (size_t i = 0; i < r.columns.size(); ++i) out << (i ? "," : "") << csv_field(r.columns[i]);
+    out << "\n";
+    for (const auto& row : r.rows) {
+      for (size_t i = 0; i < row.size(); ++i) out << (i ? "," : "") << (row[i] ? csv_field(*row[i]) : "");
+      out << "\n";
+    }
+  } else if (format == "json") {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& row : r.rows) {
+      nlohmann::json o = nlohmann::json::object();
+      for (size_t i = 0; i < row.size(); ++i) {
+        if (!row[i]) o[r.columns[i]] = nullptr;
+        else if (is_number(*row[i])) o[r.columns[i]] = std::stod(*row[i]);
+        else o[r.columns[i]] = *row[i];
+      }
+      rows.push_back(o);
+    }
+    out << rows.dump(2) << "\n";
+  } else if (format == "table") {
+    std::vector<size_t> width(r.columns.size());
+    for (size_t i = 0; i < r.columns.size(); ++i) width[i] = r.columns[i].size();
+    constexpr size_t kMax = 60;  // long cells (errors, keys) are cut in the table; csv/json keep them whole
+    for (const auto& row : r.rows)
+      for (size_t i = 0; i < row.size(); ++i) width[i] = std::min(kMax, std::max(width[i], text(row[i]).size()));
+    auto cell = [&](const std::string& s, size_t w) {
+      std::string c = s.size() > w ? s.substr(0, w - 3) + "..." : s;
+      return c + std::string(w - c.size(), ' ');
+    };
+    for (size_t i = 0; i < r.columns.size(); ++i) out << (i ? "  " : "") << cell(r.columns[i], width[i]);
+    out << "\n";
+    for (size_t i = 0; i < r.columns.size(); ++i) out << (i ? "  " : "") << std::string(width[i], '-');
+    out << "\n";
+    for (const auto& row : r.rows) {
+      for (size_t i = 0; i < row.size(); ++i) out << (i ? "  " : "") << cell(text(row[i]), width[i]);
+      out << "\n";
+    }
+    out << "(" << r.rows.size() << " row" << (r.rows.size() == 1 ? "" : "s") << ")\n";
+  } else {
+    fail("unknown --format '", format, "' (table, csv or json)");
+  }
+}
+
+}  // namespace dtnn

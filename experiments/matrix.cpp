@@ -1,0 +1,613 @@
+// Experiment matrices: parse (toml++, only here: it is heavy), validate, expand. See matrix.h.
+#include "experiments/matrix.h"
+
+#include <algorithm>
+#include <charconv>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <toml++/toml.h>
+
+#include "conv/conv_algorithm.h"
+#include "core/error.h"
+#include "data/dataset.h"
+#include "models/model.h"
+
+namespace dtnn {
+namespace {
+
+// ---- parameter table -------------------------------------------------------------------------------
+
+enum class Kind { integer, number, boolean, string, choice };
+
+struct Spec {
+  const char* name;
+  Kind kind;
+  int64_t min = 0;  // integers only
+  int64_t max = INT64_MAX;
+  // choice only: the canonical form of a valid value, or throws dtnn::Error saying why it is not valid.
+  std::string (*canonical)(const std::string&) = nullptr;
+};
+
+std::string join(const std::vector<std::string>& items, const char* sep) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
+  return out;
+}
+
+std::string one_of(const std::string& v, const std::vector<std::string>& known) {
+  for (const std::string& k : known)
+    if (v == k) return v;
+  fail("expected one of ", join(known, ", "), " (got \"", v, "\")");
+}
+
+std::string check_model(const std::string& v) {
+  std::vector<std::string> known;
+  for (const ModelInfo& info : model_zoo()) {
+    if (v == info.name) return v;
+    known.push_back(info.name);
+  }
+  fail("unknown model '", v, "' (known: ", join(known, ", "), ")");
+}
+
+// The registry's full name, so "im2col_gemm" and "cpu.im2col_gemm" give one trial key.
+std::string check_conv_algo(const std::string& v) {
+  if (v == "auto") return v;
+  return std::string(find_conv_algorithm(v).name());
+}
+
+std::string check_dataset(const std::string& v) {
+  dataset_shape(v);
+  return v;
+}
+
+std::string check_tensor_format(const std::string& v) { return one_of(v, {"NHWC", "NCHW"}); }
+std::string check_optimizer(const std::string& v) { return one_of(v, {"sgd", "adam"}); }
+std::string check_loss(const std::string& v) {
+  return one_of(v, {"categorical_cross_entropy", "binary_cross_entropy"});
+}
+std::string check_device(const std::string& v) { return one_of(v, {"cpu", "gpu"}); }
+std::string check_framework(const std::string& v) { return one_of(v, {"dtnn", "pytorch"}); }
+
+// Every `dtnn train` option a matrix may set, in options_list() order (a test keeps the two in step);
+// report and parallel are the runner's. Then the matrix's own parameters.
+const std::vector<Spec>& option_specs() {
+  static const std::vector<Spec> specs = {
+      {"model", Kind::choice, 0, 0, check_model},
+      {"batch_size", Kind::integer, 1},
+      {"num_epochs", Kind::integer, 0},
+      {"steps_per_epoch", Kind::integer, 0},
+      {"evaluate", Kind::boolean},
+      {"evaluate_only", Kind::boolean},
+      {"weights_and_bias_filename", Kind::string},
+      {"history_file", Kind::string},
+      {"tensor_format", Kind::choice, 0, 0, check_tensor_format},
+      {"conv_algo", Kind::choice, 0, 0, check_conv_algo},
+      {"dataset", Kind::choice, 0, 0, check_dataset},
+      {"use_synthetic_data", Kind::boolean},
+      {"dataset_train_path", Kind::string},
+      {"dataset_test_path", Kind::string},
+      {"test_as_validation", Kind::boolean},
+      {"validation_split", Kind::number},
+      {"optimizer", Kind::choice, 0, 0, check_optimizer},
+      {"learning_rate", Kind::number},
+      {"learning_rate_scaling", Kind::boolean},
+      {"momentum", Kind::number},
+      {"nesterov", Kind::boolean},
+      {"decay", Kind::number},
+      {"beta1", Kind::number},
+      {"beta2", Kind::number},
+      {"epsilon", Kind::number},
+      {"loss_func", Kind::choice, 0, 0, check_loss},
+      {"metrics", Kind::string},
+      {"threads", Kind::integer, 0, INT_MAX},
+      {"enable_gpu", Kind::boolean},
+      {"seed", Kind::integer, 0},
+  };
+  return specs;
+}
+
+const std::vector<Spec>& matrix_specs() {
+  static const std::vector<Spec> specs = {
+      {"ranks", Kind::integer, 1, INT_MAX},
+      {"device", Kind::choice, 0, 0, check_device},
+      {"framework", Kind::choice, 0, 0, check_framework},
+  };
+  return specs;
+}
+
+const Spec* find_spec(const std::string& name) {
+  for (const auto* list : {&option_specs(), &matrix_specs()})
+    for (const Spec& s : *list)
+      if (name == s.name) return &s;
+  return nullptr;
+}
+
+// What a value of this kind is, singular ("a positive integer") or plural ("positive integers").
+std::string expectation(const Spec& s, bool plural) {
+  switch (s.kind) {
+    case Kind::integer:
+      if (s.min == 1) return plural ? "positive integers" : "a positive integer";
+      if (s.min == 0) return plural ? "non-negative integers" : "a non-negative integer";
+      return plural ? "integers" : "an integer";
+    case Kind::number: return plural ? "numbers" : "a number";
+    case Kind::boolean: return plural ? "booleans (true or false)" : "a boolean (true or false)";
+    case Kind::string:
+    case Kind::choice: return plural ? "strings" : "a string";
+  }
+  return "";
+}
+
+// ---- rendering ---------------------------------------------------------------------------------------
+
+// Shortest form that reads back as the same double: 0.001 -> "0.001", 1.0 -> "1", 1e-7 -> "1e-07".
+std::string render_double(double v) {
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
+// A TOML value as a user would recognise it in an error message.
+std::string describe(const toml::node& n) {
+  if (const auto* s = n.as_string()) return "\"" + s->get() + "\"";
+  if (const auto* i = n.as_integer()) return std::to_string(i->get());
+  if (const auto* f = n.as_floating_point()) return render_double(f->get());
+  if (const auto* b = n.as_boolean()) return b->get() ? "true" : "false";
+  if (const auto* a = n.as_array()) return a->empty() ? "an empty list" : "a list";
+  if (n.is_table()) return "a table";
+  return "a date or time";
+}
+
+// ---- parsing -----------------------------------------------------------------------------------------
+
+struct Parser {
+  std::string path;
+
+  [[noreturn]] void fail_at(const toml::source_region& where, const std::string& what) const {
+    fail(path, ":", where.begin.line, ": ", what);
+  }
+  [[noreturn]] void fail_at(const toml::node& n, const std::string& what) const { fail_at(n.source(), what); }
+
+  [[noreturn]] void wrong(const Spec& s, const toml::node& v, const std::string& where, bool in_list) const {
+    fail_at(v, where + ": expected " + (in_list ? "a list of " : "") + expectation(s, in_list) + " (got " +
+                   describe(v) + ")");
+  }
+
+  // The command-line string of parameter `s`'s value `v`; `where` names it in messages ("axis 'ranks'").
+  std::string value(const Spec& s, const toml::node& v, const std::string& where, bool in_list) const {
+    switch (s.kind) {
+      case Kind::integer: {
+        const auto* i = v.as_integer();
+        if (!i || i->get() < s.min || i->get() > s.max) wrong(s, v, where, in_list);
+        return std::to_string(i->get());
+      }
+      case Kind::number: {
+        if (const auto* i = v.as_integer()) return std::to_string(i->get());
+        const auto* f = v.as_floating_point();
+        if (!f || !std::isfinite(f->get())) wrong(s, v, where, in_list);
+        return render_double(f->get());
+      }
+      case Kind::boolean: {
+        const auto* b = v.as_boolean();
+        if (!b) wrong(s, v, where, in_list);
+        return b->get() ? "True" : "False";
+      }
+      case Kind::string: {
+        const auto* str = v.as_string();
+        if (!str) wrong(s, v, where, in_list);
+        return str->get();
+      }
+      case Kind::choice: {
+        const auto* str = v.as_string();
+        if (!str) wrong(s, v, where, in_list);
+        try {
+          return s.canonical(str->get());
+        } catch (const Error& e) {
+          fail_at(v, where + ": " + e.what());
+        }
+      }
+    }
+    wrong(s, v, where, in_list);
+  }
+
+  const Spec& spec(const std::string& name, const toml::source_region& where, const std::string& section) const {
+    if (name == "report") fail_at(where, section + ": 'report' is set by the runner");
+    if (name == "parallel") fail_at(where, section + ": 'parallel' is set by the runner (data when ranks > 1)");
+    const Spec* s = find_spec(name);
+    if (!s)
+      fail_at(where, section + ": unknown parameter '" + name +
+                         "' (not a `dtnn train` option, nor ranks, device or framework)");
+    return *s;
+  }
+
+  const toml::table& table(const toml::node& n, const std::string& what) const {
+    const auto* t = n.as_table();
+    if (!t) fail_at(n, "'" + what + "': expected a table (got " + describe(n) + ")");
+    return *t;
+  }
+};
+
+// A table's entries in the order they appear in the file (toml++ keeps tables sorted by key).
+std::vector<std::pair<const toml::key*, const toml::node*>> in_file_order(const toml::table& t) {
+  std::vector<std::pair<const toml::key*, const toml::node*>> entries;
+  for (auto&& [k, v] : t) entries.emplace_back(&k, &v);
+  std::stable_sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) {
+    const auto& x = a.first->source().begin;
+    const auto& y = b.first->source().begin;
+    return x.line != y.line ? x.line < y.line : x.column < y.column;
+  });
+  return entries;
+}
+
+std::string make_key(const std::map<std::string, std::string>& params) {
+  std::string key;
+  for (const auto& [name, value] : params) key += (key.empty() ? "" : ";") + name + "=" + value;
+  return key;
+}
+
+struct Axis {
+  std::string name;
+  std::vector<std::string> values;
+  std::vector<toml::source_region> where;  // per value
+};
+
+// One [[exclude]] or [[include]] table: validated (name, value) pairs in file order.
+struct Point {
+  std::vector<std::pair<std::string, std::string>> values;
+  toml::source_region where;
+};
+
+Point read_point(const Parser& p, const toml::node& n, const std::string& section) {
+  const toml::table& t = p.table(n, section);
+  Point point;
+  point.where = t.source();
+  for (auto [k, v] : in_file_order(t)) {
+    const std::string name(k->str());
+    const Spec& s = p.spec(name, k->source(), section);
+    point.values.emplace_back(name, p.value(s, *v, section + " '" + name + "'", false));
+  }
+  return point;
+}
+
+std::vector<Point> read_points(const Parser& p, const toml::table& root, const char* section) {
+  std::vector<Point> points;
+  const toml::node* n = root.get(section);
+  if (!n) return points;
+  const auto* a = n->as_array();
+  if (!a)
+    p.fail_at(*n, std::string("'") + section + "': expected [[" + section + "]] tables (got " + describe(*n) + ")");
+  for (size_t i = 0; i < a->size(); ++i)
+    points.push_back(read_point(p, *a->get(i), std::string(section) + " #" + std::to_string(i + 1)));
+  return points;
+}
+
+void read_launcher(const Parser& p, const toml::node& n, Matrix& m) {
+  const toml::table& t = p.table(n, "launcher");
+  for (auto&& [k, v] : t) {
+    const std::string name(k.str());
+    if (name == "kind") {
+      const auto* s = v.as_string();
+      if (!s || (s->get() != "mpirun" && s->get() != "srun" && s->get() != "none"))
+        p.fail_at(v, "launcher 'kind': expected one of mpirun, srun, none (got " + describe(v) + ")");
+      m.launcher.kind = s->get();
+    } else if (name == "hostfile") {
+      const auto* s = v.as_string();
+      if (!s || s->get().empty())
+        p.fail_at(v, "launcher 'hostfile': expected a file name (got " + describe(v) + ")");
+      namespace fs = std::filesystem;
+      fs::path file(s->get());
+      if (file.is_relative()) {
+        fs::path dir = fs::path(p.path).parent_path();
+        file = fs::absolute(dir.empty() ? fs::path(".") : dir) / file;
+      }
+      m.launcher.hostfile = file.lexically_normal().string();
+    } else if (name == "args") {
+      const auto* a = v.as_array();
+      if (!a) p.fail_at(v, "launcher 'args': expected a list of strings (got " + describe(v) + ")");
+      for (const toml::node& e : *a) {
+        if (!e.is_string()) p.fail_at(e, "launcher 'args': expected a list of strings (got " + describe(e) + ")");
+        m.launcher.args.push_back(e.as_string()->get());
+      }
+    } else {
+      p.fail_at(k.source(), "launcher: unknown key '" + name + "' (known: kind, hostfile, args)");
+    }
+  }
+  if (!m.launcher.hostfile.empty() && m.launcher.kind != "mpirun")
+    p.fail_at(*t.get("hostfile"), "launcher 'hostfile': only mpirun takes a hostfile (kind is \"" +
+                                      m.launcher.kind + "\")");
+}
+
+}  // namespace
+
+// ---- Trial -----------------------------------------------------------------------------------------------
+
+int Trial::ranks() const {
+  const auto it = params.find("ranks");
+  return it == params.end() ? 1 : std::stoi(it->second);
+}
+
+const std::string& Trial::framework() const {
+  static const std::string fallback = "dtnn";
+  const auto it = params.find("framework");
+  return it == params.end() ? fallback : it->second;
+}
+
+std::string Trial::get(const std::string& name, const std::string& fallback) const {
+  const auto it = params.find(name);
+  return it == params.end() ? fallback : it->second;
+}
+
+// ---- parse -------------------------------------------------------------------------------------------------
+
+Matrix parse_matrix(const std::string& text, const std::string& path) {
+  const Parser p{path};
+  toml::table root;
+  try {
+    root = toml::parse(text, path);
+  } catch (const toml::parse_error& e) {
+    fail(path, ":", e.source().begin.line, ": ", e.description());
+  }
+
+  Matrix m;
+  m.path = path;
+  m.text = text;
+  m.hash = sha256_hex(text);
+
+  static const char* const known_keys[] = {"name", "description", "repeats", "timeout_s", "tags", "launcher",
+                                           "base", "axes", "exclude", "include"};
+  for (auto&& [k, v] : root) {
+    const std::string name(k.str());
+    if (std::find(std::begin(known_keys), std::end(known_keys), name) == std::end(known_keys))
+      p.fail_at(k.source(), "unknown key '" + name +
+                                "' (known: name, description, repeats, timeout_s, tags, launcher, base, axes, "
+                                "exclude, include)");
+  }
+
+  const toml::node* name = root.get("name");
+  if (!name) fail(path, ": missing the required key 'name'");
+  if (!name->is_string() || name->as_string()->get().empty())
+    p.fail_at(*name, "'name': expected a non-empty string (got " + describe(*name) + ")");
+  m.name = name->as_string()->get();
+
+  if (const toml::node* n = root.get("description")) {
+    if (!n->is_string()) p.fail_at(*n, "'description': expected a string (got " + describe(*n) + ")");
+    m.description = n->as_string()->get();
+  }
+  if (const toml::node* n = root.get("repeats")) {
+    const auto* i = n->as_integer();
+    if (!i || i->get() < 1 || i->get() > INT_MAX)
+      p.fail_at(*n, "'repeats': expected a positive integer (got " + describe(*n) + ")");
+    m.repeats = static_cast<int>(i->get());
+  }
+  if (const toml::node* n = root.get("timeout_s")) {
+    double t = 0.0;
+    if (const auto* i = n->as_integer()) t = static_cast<double>(i->get());
+    if (const auto* f = n->as_floating_point()) t = f->get();
+    if (!(t > 0.0) || !std::isfinite(t))
+      p.fail_at(*n, "'timeout_s': expected a positive number of seconds (got " + describe(*n) + ")");
+    m.timeout_s = t;
+  }
+  if (const toml::node* n = root.get("tags")) {
+    const auto* a = n->as_array();
+    if (!a) p.fail_at(*n, "'tags': expected a list of strings (got " + describe(*n) + ")");
+    for (const toml::node& e : *a) {
+      if (!e.is_string()) p.fail_at(e, "'tags': expected a list of strings (got " + describe(e) + ")");
+      m.tags.push_back(e.as_string()->get());
+    }
+  }
+  if (const toml::node* n = root.get("launcher")) read_launcher(p, *n, m);
+
+  // base
+  std::map<std::string, std::string> base;
+  std::map<std::string, uint32_t> base_line;
+  if (const toml::node* n = root.get("base")) {
+    for (auto&& [k, v] : p.table(*n, "base")) {
+      const std::string key(k.str());
+      const Spec& s = p.spec(key, k.source(), "base");
+      base[key] = p.value(s, v, "base '" + key + "'", false);
+      base_line[key] = k.source().begin.line;
+    }
+  }
+
+  // axes
+  std::vector<Axis> axes;
+  if (const toml::node* n = root.get("axes")) {
+    for (auto [k, v] : in_file_order(p.table(*n, "axes"))) {
+      Axis axis;
+      axis.name = std::string(k->str());
+      const std::string where = "axis '" + axis.name + "'";
+      const Spec& s = p.spec(axis.name, k->source(), "axes");
+      if (base.count(axis.name))
+        p.fail_at(k->source(), where + ": also set in [base] (line " + std::to_string(base_line[axis.name]) +
+                                   "); a parameter is either fixed or an axis");
+      const auto* a = v->as_array();
+      if (!a || a->empty())
+        p.fail_at(*v, where + ": expected a non-empty list of " + expectation(s, true) + " (got " + describe(*v) + ")");
+      for (const toml::node& e : *a) {
+        std::string value = p.value(s, e, where, true);
+        if (std::find(axis.values.begin(), axis.values.end(), value) != axis.values.end())
+          p.fail_at(e, where + ": value '" + value + "' appears twice");
+        axis.values.push_back(std::move(value));
+        axis.where.push_back(e.source());
+      }
+      m.axis_names.push_back(axis.name);
+      axes.push_back(std::move(axis));
+    }
+  }
+
+  const std::vector<Point> excludes = read_points(p, root, "exclude");
+  const std::vector<Point> includes = read_points(p, root, "include");
+  for (size_t r = 0; r < excludes.size(); ++r) {
+    if (excludes[r].values.empty()) p.fail_at(excludes[r].where, "exclude #" + std::to_string(r + 1) + ": empty rule");
+    for (const auto& [key, value] : excludes[r].values) {
+      const bool is_axis = std::find(m.axis_names.begin(), m.axis_names.end(), key) != m.axis_names.end();
+      if (!is_axis && !base.count(key))
+        p.fail_at(excludes[r].where, "exclude #" + std::to_string(r + 1) + ": '" + key +
+                                         "' is neither an axis nor set in [base]");
+    }
+  }
+
+  // Cartesian product, first axis slowest: an odometer over the axis indices.
+  std::vector<size_t> index(axes.size(), 0);
+  std::vector<int> exclude_hits(excludes.size(), 0);
+  for (;;) {
+    Trial t;
+    t.params = base;
+    for (size_t a = 0; a < axes.size(); ++a) {
+      const std::string& value = axes[a].values[index[a]];
+      t.params[axes[a].name] = value;
+      t.label += (a ? ";" : "") + axes[a].name + "=" + value;
+    }
+    bool excluded = false;
+    for (size_t r = 0; r < excludes.size(); ++r) {
+      bool match = true;
+      for (const auto& [key, value] : excludes[r].values) match = match && t.params.at(key) == value;
+      if (match) {
+        ++exclude_hits[r];
+        excluded = true;
+      }
+    }
+    if (!excluded) {
+      t.key = make_key(t.params);
+      m.trials.push_back(std::move(t));
+    }
+    size_t a = axes.size();
+    while (a > 0 && ++index[a - 1] == axes[a - 1].values.size()) index[--a] = 0;
+    if (a == 0) break;
+  }
+  for (size_t r = 0; r < excludes.size(); ++r)
+    if (exclude_hits[r] == 0) p.fail_at(excludes[r].where, "exclude #" + std::to_string(r + 1) + " matches no trial");
+
+  for (size_t i = 0; i < includes.size(); ++i) {
+    Trial t;
+    t.params = base;
+    for (const auto& [key, value] : includes[i].values) {
+      t.params[key] = value;
+      t.label += (t.label.empty() ? "" : ";") + key + "=" + value;
+    }
+    t.key = make_key(t.params);
+    for (const Trial& other : m.trials)
+      if (other.key == t.key)
+        p.fail_at(includes[i].where, "include #" + std::to_string(i + 1) + " duplicates trial '" +
+                                         (other.label.empty() ? other.key : other.label) + "'");
+    m.trials.push_back(std::move(t));
+  }
+
+  for (const Axis& axis : axes)
+    for (size_t v = 0; v < axis.values.size(); ++v) {
+      bool kept = false;
+      for (const Trial& t : m.trials) kept = kept || t.get(axis.name) == axis.values[v];
+      if (!kept)
+        p.fail_at(axis.where[v], "axis '" + axis.name + "' value '" + axis.values[v] +
+                                     "': every trial with it is excluded");
+    }
+  if (m.trials.empty()) fail(path, ": the excludes leave no trial");
+  return m;
+}
+
+Matrix load_matrix(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in || std::filesystem::is_directory(path)) fail(path, ": cannot read the file");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) fail(path, ": cannot read the file");
+  return parse_matrix(text, path);
+}
+
+std::vector<Trial> filter_trials(const std::vector<Trial>& trials, const std::vector<std::string>& filters) {
+  std::vector<std::pair<std::string, std::string>> wanted;
+  for (const std::string& f : filters) {
+    const size_t eq = f.find('=');
+    if (eq == std::string::npos || eq == 0) fail("filter '", f, "': expected name=value");
+    std::string name = f.substr(0, eq), value = f.substr(eq + 1);
+    const Spec* s = find_spec(name);
+    if (!s) fail("filter '", f, "': unknown parameter '", name, "'");
+    if (name == "conv_algo") {  // the short form the CLI accepts names the same trials
+      try {
+        value = s->canonical(value);
+      } catch (const Error&) {
+      }
+    }
+    wanted.emplace_back(std::move(name), std::move(value));
+  }
+  std::vector<Trial> kept;
+  for (const Trial& t : trials) {
+    bool match = true;
+    for (const auto& [name, value] : wanted) {
+      // ranks and framework have defaults (Trial::ranks(), Trial::framework()); other absent params match
+      // only an empty value.
+      std::string have = t.get(name);
+      if (name == "ranks") have = std::to_string(t.ranks());
+      if (name == "framework") have = t.framework();
+      match = match && have == value;
+    }
+    if (match) kept.push_back(t);
+  }
+  return kept;
+}
+
+const std::vector<std::string>& matrix_option_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const Spec& s : option_specs()) out.push_back(s.name);
+    return out;
+  }();
+  return names;
+}
+
+// ---- SHA-256 (FIPS 180-4) ------------------------------------------------------------------------------
+
+std::string sha256_hex(const std::string& data) {
+  static const uint32_t k[64] = {
+      0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+      0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+      0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+      0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+      0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+      0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+      0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+      0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
+  uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+  const auto rotr = [](uint32_t x, int n) { return (x >> n) | (x << (32 - n)); };
+
+  // Message + 0x80 + zeros + 64-bit big-endian bit length, a multiple of 64 bytes.
+  std::string msg = data;
+  const uint64_t bits = static_cast<uint64_t>(data.size()) * 8;
+  msg.push_back(static_cast<char>(0x80));
+  while (msg.size() % 64 != 56) msg.push_back('\0');
+  for (int i = 7; i >= 0; --i) msg.push_back(static_cast<char>((bits >> (8 * i)) & 0xff));
+
+  for (size_t block = 0; block < msg.size(); block += 64) {
+    uint32_t w[64];
+    for (int t = 0; t < 16; ++t) {
+      const auto* b = reinterpret_cast<const unsigned char*>(msg.data() + block + 4 * t);
+      w[t] = (uint32_t(b[0]) << 24) | (uint32_t(b[1]) << 16) | (uint32_t(b[2]) << 8) | uint32_t(b[3]);
+    }
+    for (int t = 16; t < 64; ++t) {
+      const uint32_t s0 = rotr(w[t - 15], 7) ^ rotr(w[t - 15], 18) ^ (w[t - 15] >> 3);
+      const uint32_t s1 = rotr(w[t - 2], 17) ^ rotr(w[t - 2], 19) ^ (w[t - 2] >> 10);
+      w[t] = w[t - 16] + s0 + w[t - 7] + s1;
+    }
+    uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], hh = h[7];
+    for (int t = 0; t < 64; ++t) {
+      const uint32_t t1 = hh + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + k[t] + w[t];
+      const uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+      hh = g;
+      g = f;
+      f = e;
+      e = d + t1;
+      d = c;
+      c = b;
+      b = a;
+      a = t1 + t2;
+    }
+    h[0] += a; h[1] += b; h[2] += c; h[3] += d; h[4] += e; h[5] += f; h[6] += g; h[7] += hh;
+  }
+  char hex[65];
+  for (int i = 0; i < 8; ++i) std::snprintf(hex + 8 * i, 9, "%08x", h[i]);
+  return std::string(hex, 64);
+}
+
+}  // namespace dtnn

@@ -1,0 +1,92 @@
+// Experiment matrices: a TOML file (experiments/*.toml, read with toml++) that names base `dtnn train`
+// options and axes; the trials are the cartesian product of the axes, minus [[exclude]] rules, plus
+// [[include]] points, each repeated `repeats` times by the runner.
+//
+//   name = "quickstart"                 # required; the matrix's name in the results store
+//   description = "..."
+//   repeats = 1                         # runs per trial (>= 1); samples are kept for statistics
+//   timeout_s = 600                     # per run (> 0)
+//   tags = ["ci"]                       # optional, stored with every run (compare can select by tag)
+//   [launcher]                          # how ranks > 1 are started (ranks == 1 runs without a launcher)
+//   kind = "mpirun"                     # mpirun (default) | srun | none
+//   hostfile = "hosts.txt"              # mpirun only; relative paths are relative to the matrix file
+//   args = ["--bind-to", "core"]        # extra launcher arguments
+//   [base]                              # `dtnn train` options (PyDTNN names) for every trial
+//   dataset = "mnist"
+//   num_epochs = 2
+//   [axes]                              # each a non-empty array; product in declaration order
+//   model = ["simplecnn", "simplemlp"]
+//   ranks = [1, 2]
+//   framework = ["dtnn", "pytorch"]
+//   [[exclude]]                         # a trial matching every key of one rule is dropped
+//   framework = "pytorch"
+//   conv_algo = "im2col_gemm"
+//   [[include]]                         # an extra trial: base + these values (all axes need not appear)
+//   model = "simplemlp"
+//   ranks = 4
+//
+// Parameters besides the `dtnn train` options: ranks (positive integer), device ("cpu" | "gpu", which maps
+// to --enable_gpu), framework ("dtnn" | "pytorch": the PyTorch reference runner in analysis/reference).
+// Values are validated: unknown keys, wrong TOML types, empty axes, unknown models / conv algorithms /
+// datasets / optimizers / formats, and an axis value that no trial keeps after the excludes are errors.
+// Every error is a dtnn::Error whose message names the file, the line and the key:
+//   "experiments/x.toml:12: axis 'ranks': expected a list of positive integers (got "two")".
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace dtnn {
+
+struct Launcher {
+  std::string kind = "mpirun";     // mpirun | srun | none
+  std::string hostfile;            // absolute, or empty
+  std::vector<std::string> args;
+};
+
+struct Trial {
+  // Every parameter of the trial (base options and axis/include values) as the string a user would type on
+  // the command line ("simplecnn", "64", "0.001", "True"). Sorted by name (std::map). conv_algo is stored
+  // under the registry's full name ("cpu.im2col_gemm" for "im2col_gemm"), so both spellings give one key.
+  std::map<std::string, std::string> params;
+  // Stable identity: "name=value" pairs of `params` in name order joined by ';'. The same configuration has
+  // the same key in every matrix, on every commit; compare and --resume match runs by it.
+  std::string key;
+  // Only the axis parameters ("model=simplecnn;ranks=2"), for progress lines and tables.
+  std::string label;
+  int ranks() const;                       // params["ranks"], 1 when absent
+  const std::string& framework() const;    // params["framework"], "dtnn" when absent
+  std::string get(const std::string& name, const std::string& fallback = "") const;
+};
+
+struct Matrix {
+  std::string name, description;
+  std::string path;    // as given
+  std::string text;    // the whole file, stored in the results store
+  std::string hash;    // hex SHA-256 of text
+  int repeats = 1;
+  double timeout_s = 3600.0;
+  std::vector<std::string> tags;
+  Launcher launcher;
+  std::vector<std::string> axis_names;  // declaration order
+  std::vector<Trial> trials;            // expansion order: axes product (first axis slowest), then includes
+};
+
+// Parse and expand; throws dtnn::Error ("<path>:<line>: ...") on any problem. `path` is used in messages
+// and to resolve a relative hostfile.
+Matrix parse_matrix(const std::string& text, const std::string& path);
+Matrix load_matrix(const std::string& path);  // reads the file; "<path>: cannot read" when it cannot
+
+// Keep only trials whose params match every "name=value" filter (runner's --only); throws on a filter that
+// is not name=value or names an unknown parameter. Values compare as strings; an absent ranks / framework
+// compares as its default ("1" / "dtnn"), and conv_algo accepts the short name ("im2col_gemm").
+std::vector<Trial> filter_trials(const std::vector<Trial>& trials, const std::vector<std::string>& filters);
+
+// The `dtnn train` option names a matrix may set (besides ranks/device/framework).
+const std::vector<std::string>& matrix_option_names();
+
+std::string sha256_hex(const std::string& data);
+
+}  // namespace dtnn

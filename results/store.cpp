@@ -1,0 +1,463 @@
+// The SQLite results store. See store.h for the contract and migrations.h for the schema.
+#include "results/store.h"
+
+#include <signal.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "core/error.h"
+#include "results/migrations.h"
+
+// Every SQLite call is checked; the message names the database, the call and SQLite's own words.
+#define DTNN_SQLITE(db, path, expr)                                                                      \
+  do {                                                                                                   \
+    const int dtnn_rc_ = (expr);                                                                         \
+    if (dtnn_rc_ != SQLITE_OK && dtnn_rc_ != SQLITE_ROW && dtnn_rc_ != SQLITE_DONE)                      \
+      ::dtnn::fail(path, ": ", #expr, ": ", (db) ? sqlite3_errmsg(db) : sqlite3_errstr(dtnn_rc_));       \
+  } while (0)
+
+namespace dtnn {
+
+namespace {
+
+std::string this_host() {
+  char host[256] = {0};
+  if (gethostname(host, sizeof host - 1) != 0) return "unknown";
+  return host;
+}
+
+// A prepared statement bound by position; text columns read back as std::optional<std::string>.
+class Statement {
+ public:
+  Statement(sqlite3* db, const std::string& path, const std::string& sql) : db_(db), path_(path) {
+    const char* tail = nullptr;
+    const int rc = sqlite3_prepare_v2(db, sql.c_str(), static_cast<int>(sql.size()), &stmt_, &tail);
+    if (rc != SQLITE_OK) fail(path, ": ", sqlite3_errmsg(db));
+    if (!stmt_) fail(path, ": empty SQL statement");
+    for (; tail && *tail; ++tail)
+      if (!std::isspace(static_cast<unsigned char>(*tail)) && *tail != ';') {
+        sqlite3_finalize(stmt_);
+        fail(path, ": one SQL statement at a time (extra text: \"", std::string(tail).substr(0, 40), "\")");
+      }
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  Statement& bind(int i, const std::string& v) {
+    DTNN_SQLITE(db_, path_, sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT));
+    return *this;
+  }
+  Statement& bind(int i, const char* v) { return bind(i, std::string(v)); }
+  Statement& bind(int i, int64_t v) {
+    DTNN_SQLITE(db_, path_, sqlite3_bind_int64(stmt_, i, v));
+    return *this;
+  }
+  Statement& bind(int i, int v) { return bind(i, static_cast<int64_t>(v)); }
+  Statement& bind(int i, double v) {
+    DTNN_SQLITE(db_, path_, sqlite3_bind_double(stmt_, i, v));
+    return *this;
+  }
+  Statement& bind(int i, std::optional<double> v) {
+    if (v) return bind(i, *v);
+    DTNN_SQLITE(db_, path_, sqlite3_bind_null(stmt_, i));
+    return *this;
+  }
+  // True while there is a row.
+  bool step() {
+    const int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    fail(path_, ": ", sqlite3_errmsg(db_));
+  }
+  void run() {
+    while (step()) {
+    }
+  }
+  int64_t int_column(int i) const { return sqlite3_column_int64(stmt_, i); }
+  int columns() const { return sqlite3_column_count(stmt_); }
+  std::string column_name(int i) const { return sqlite3_column_name(stmt_, i); }
+  std::optional<std::string> text_column(int i) const {
+    if (sqlite3_column_type(stmt_, i) == SQLITE_NULL) return std::nullopt;
+    const unsigned char* t = sqlite3_column_text(stmt_, i);
+    return std::string(reinterpret_cast<const char*>(t), static_cast<size_t>(sqlite3_column_bytes(stmt_, i)));
+  }
+
+ private:
+  sqlite3* db_;
+  const std::string& path_;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+// BEGIN IMMEDIATE ... COMMIT, rolled back when an exception leaves the scope. IMMEDIATE takes the write lock
+// up front, so two writers queue on the busy timeout instead of failing on a lock upgrade.
+class Transaction {
+ public:
+  Transaction(sqlite3* db, const std::string& path) : db_(db), path_(path) {
+    DTNN_SQLITE(db_, path_, sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr));
+  }
+  void commit() {
+    DTNN_SQLITE(db_, path_, sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr));
+    done_ = true;
+  }
+  ~Transaction() {
+    if (!done_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+
+ private:
+  sqlite3* db_;
+  const std::string& path_;
+  bool done_ = false;
+};
+
+void exec_sql(sqlite3* db, const std::string& path, const std::string& sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+    const std::string msg = err ? err : sqlite3_errmsg(db);
+    sqlite3_free(err);
+    fail(path, ": ", msg);
+  }
+}
+
+sqlite3* open_db(const std::string& path, int flags) {
+  sqlite3* db = nullptr;
+  const int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
+  if (rc != SQLITE_OK) {
+    const std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+    sqlite3_close(db);
+    fail(path, ": cannot open the results database: ", msg);
+  }
+  sqlite3_busy_timeout(db, 60000);  // two runners, or a reader during a write: wait, do not fail
+  sqlite3_extended_result_codes(db, 1);
+  return db;
+}
+
+bool has_table(sqlite3* db, const std::string& path, const std::string& table) {
+  Statement st(db, path, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?");
+  st.bind(1, table);
+  st.step();
+  return st.int_column(0) > 0;
+}
+
+int stored_version(sqlite3* db, const std::string& path) {
+  if (!has_table(db, path, "schema_migrations")) return 0;
+  Statement st(db, path, "SELECT coalesce(max(version), 0) FROM schema_migrations");
+  st.step();
+  return static_cast<int>(st.int_column(0));
+}
+
+std::optional<double> number_at(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+
+std::string param(const std::map<std::string, std::string>& params, const std::string& name,
+                  const std::string& fallback) {
+  auto it = params.find(name);
+  return it == params.end() ? fallback : it->second;
+}
+
+}  // namespace
+
+std::string dataset_label(const std::map<std::string, std::string>& params) {
+  const std::string dataset = param(params, "dataset", "mnist");
+  if (param(params, "use_synthetic_data", "False") == "True") return "synthetic-" + dataset;
+  std::string path = param(params, "dataset_train_path", "");
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  if (path.empty()) return dataset;
+  return std::filesystem::path(path).filename().string();
+}
+
+ResultStore ResultStore::open(const std::string& path) { return open_at_version(path, latest_version()); }
+
+ResultStore ResultStore::open_at_version(const std::string& path, int version) {
+  ResultStore store(open_db(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE), path);
+  exec_sql(store.db_, path, "PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;");
+  // Switching to WAL and creating the schema take locks for which SQLite does not always call the busy
+  // handler (two runners creating one file at once): retry those steps while the database is busy.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  for (;;) {
+    try {
+      {
+        // WAL: readers never block the writer and a killed writer leaves the last committed state.
+        Statement wal(store.db_, store.path_, "PRAGMA journal_mode = WAL");
+        if (!wal.step()) fail(path, ": cannot switch to WAL");
+        if (*wal.text_column(0) != "wal") fail(path, ": journal mode is ", *wal.text_column(0), ", not WAL");
+      }
+      store.migrate(version);
+      return store;
+    } catch (const Error&) {
+      const int code = sqlite3_errcode(store.db_) & 0xff;
+      if ((code != SQLITE_BUSY && code != SQLITE_LOCKED) || std::chrono::steady_clock::now() > deadline) throw;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+}
+
+ResultStore ResultStore::open_read_only(const std::string& path) {
+  if (!std::filesystem::exists(path)) fail(path, ": no such results database (run `dtnn run` first)");
+  ResultStore store(open_db(path, SQLITE_OPEN_READONLY), path);
+  exec_sql(store.db_, path, "PRAGMA query_only = ON; PRAGMA foreign_keys = ON;");
+  const int v = stored_version(store.db_, path);
+  if (v == 0) fail(path, ": not a dtnn results database");
+  if (v != latest_version())
+    fail(path, ": schema version ", v, ", this dtnn reads version ", latest_version(),
+         " (a writer such as `dtnn run` or `dtnn check` migrates it)");
+  return store;
+}
+
+ResultStore::ResultStore(ResultStore&& other) noexcept : db_(other.db_), path_(std::move(other.path_)) {
+  other.db_ = nullptr;
+}
+
+ResultStore& ResultStore::operator=(ResultStore&& other) noexcept {
+  if (this != &other) {
+    sqlite3_close(db_);
+    db_ = other.db_;
+    path_ = std::move(other.path_);
+    other.db_ = nullptr;
+  }
+  return *this;
+}
+
+ResultStore::~ResultStore() { sqlite3_close(db_); }
+
+int ResultStore::latest_version() {
+  return static_cast<int>(sizeof schema::kMigrations / sizeof schema::kMigrations[0]);
+}
+
+int ResultStore::version() const { return stored_version(db_, path_); }
+
+void ResultStore::migrate(int up_to) {
+  Transaction tx(db_, path_);
+  if (!has_table(db_, path_, "schema_migrations")) {
+    Statement any(db_, path_, "SELECT count(*) FROM sqlite_master");
+    any.step();
+    if (any.int_column(0) > 0) fail(path_, ": not a dtnn results database (it has tables but no schema_migrations)");
+    exec_sql(db_, path_,
+             "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, description TEXT NOT NULL, "
+             "applied_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now')))");
+  }
+  const int current = stored_version(db_, path_);
+  if (current > latest_version())
+    fail(path_, ": schema version ", current, " is newer than this dtnn (", latest_version(), "); use a newer dtnn");
+  for (const schema::Migration& m : schema::kMigrations) {
+    if (m.version <= current || m.version > up_to) continue;
+    exec_sql(db_, path_, m.sql);
+    Statement st(db_, path_, "INSERT INTO schema_migrations (version, description) VALUES (?, ?)");
+    st.bind(1, m.version).bind(2, m.description).run();
+  }
+  tx.commit();
+}
+
+int64_t ResultStore::add_matrix(const std::string& name, const std::string& file, const std::string& hash,
+                                const std::string& text) {
+  Transaction tx(db_, path_);
+  Statement ins(db_, path_, "INSERT OR IGNORE INTO matrices (name, file, hash, text) VALUES (?, ?, ?, ?)");
+  ins.bind(1, name).bind(2, file).bind(3, hash).bind(4, text).run();
+  int64_t id = 0;
+  {
+    Statement sel(db_, path_, "SELECT id FROM matrices WHERE name = ? AND hash = ?");
+    sel.bind(1, name).bind(2, hash);
+    DTNN_ASSERT(sel.step());
+    id = sel.int_column(0);
+  }  // a statement still holding a row would block the COMMIT
+  tx.commit();
+  return id;
+}
+
+int64_t ResultStore::add_environment(const StoredEnvironment& e) {
+  static const char* kColumns =
+      "host, cpu_model, cores, gpu, compiler, blas, onednn, mpi, cuda, build_type, dtnn_version, git_commit, "
+      "git_dirty, env_vars";
+  auto bind_all = [&](Statement& st) {
+    st.bind(1, e.host).bind(2, e.cpu_model).bind(3, e.cores).bind(4, e.gpu).bind(5, e.compiler).bind(6, e.blas);
+    st.bind(7, e.onednn).bind(8, e.mpi).bind(9, e.cuda).bind(10, e.build_type).bind(11, e.dtnn_version);
+    st.bind(12, e.git_commit).bind(13, e.git_dirty ? 1 : 0).bind(14, e.env_vars);
+  };
+  Transaction tx(db_, path_);
+  Statement ins(db_, path_,
+                std::string("INSERT OR IGNORE INTO environments (") + kColumns +
+                    ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  bind_all(ins);
+  ins.run();
+  int64_t id = 0;
+  {
+    Statement sel(db_, path_,
+                  "SELECT id FROM environments WHERE host = ? AND cpu_model = ? AND cores = ? AND gpu = ? AND "
+                  "compiler = ? AND blas = ? AND onednn = ? AND mpi = ? AND cuda = ? AND build_type = ? AND "
+                  "dtnn_version = ? AND git_commit = ? AND git_dirty = ? AND env_vars = ?");
+    bind_all(sel);
+    DTNN_ASSERT(sel.step());
+    id = sel.int_column(0);
+  }
+  tx.commit();
+  return id;
+}
+
+int64_t ResultStore::begin_run(const RunStart& s) {
+  nlohmann::json params = s.params;
+  const auto& p = s.params;
+  Transaction tx(db_, path_);
+  Statement st(db_, path_,
+               "INSERT INTO runs (matrix_id, environment_id, trial_key, config_key, label, repeat, framework, model, "
+               "dataset, conv_algo, ranks, threads, device, batch_size, num_epochs, optimizer, params, status, "
+               "command, log_path, runner_pid, runner_host, tags) "
+               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?)");
+  st.bind(1, s.matrix_id).bind(2, s.environment_id).bind(3, s.trial_key).bind(4, s.config_key).bind(5, s.label);
+  st.bind(6, s.repeat).bind(7, param(p, "framework", "dtnn")).bind(8, param(p, "model", "simplecnn"));
+  st.bind(9, dataset_label(p)).bind(10, param(p, "conv_algo", "auto"));
+  st.bind(11, int64_t{std::stoll(param(p, "ranks", "1"))}).bind(12, int64_t{std::stoll(param(p, "threads", "0"))});
+  st.bind(13, param(p, "device", "cpu")).bind(14, int64_t{std::stoll(param(p, "batch_size", "64"))});
+  st.bind(15, int64_t{std::stoll(param(p, "num_epochs", "1"))}).bind(16, param(p, "optimizer", "sgd"));
+  st.bind(17, params.dump()).bind(18, s.command).bind(19, s.log_path).bind(20, static_cast<int64_t>(::getpid()));
+  st.bind(21, this_host()).bind(22, s.tags);
+  st.run();
+  const int64_t id = sqlite3_last_insert_rowid(db_);
+  tx.commit();
+  return id;
+}
+
+void ResultStore::finish_run_ok(int64_t run_id, const std::string& report_json, double duration_s) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(report_json);
+  } catch (const nlohmann::json::exception& e) {
+    fail("run report: not valid JSON (", e.what(), ")");
+  }
+  try {
+    if (!j.is_object() || j.value("schema", "") != "dtnn.run_report/1")
+      fail("run report: not a dtnn.run_report/1 document");
+    if (j.value("status", "") != "ok") fail("run report: status is not ok");
+    const nlohmann::json& training = j.at("training");
+    const nlohmann::json& epochs = j.at("epochs");
+    if (!epochs.is_array()) fail("run report: 'epochs' is not an array");
+    const std::string loss = j.at("options").value("loss_func", "categorical_cross_entropy");
+    auto metric = [&](const nlohmann::json& pass, const std::string& name) -> std::optional<double> {
+      return pass.is_object() ? number_at(pass, name.c_str()) : std::nullopt;
+    };
+    std::optional<double> test_loss, test_acc, val_acc;
+    if (j.contains("test")) {
+      test_loss = metric(j["test"], loss);
+      test_acc = metric(j["test"], "categorical_accuracy");
+    }
+    if (!epochs.empty() && epochs.back().contains("val")) val_acc = metric(epochs.back()["val"], "categorical_accuracy");
+
+    Transaction tx(db_, path_);
+    Statement up(db_, path_,
+                 "UPDATE runs SET status = 'ok', error = NULL, finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), "
+                 "duration_s = ?, samples_per_s = ?, train_time_s = ?, train_samples = ?, test_loss = ?, "
+                 "test_accuracy = ?, val_accuracy = ?, report = ? WHERE id = ? AND status = 'running'");
+    up.bind(1, duration_s).bind(2, training.at("samples_per_s").get<double>());
+    up.bind(3, training.at("time_s").get<double>()).bind(4, training.at("samples").get<int64_t>());
+    up.bind(5, test_loss).bind(6, test_acc).bind(7, val_acc).bind(8, report_json).bind(9, run_id);
+    up.run();
+    if (sqlite3_changes(db_) != 1) fail(path_, ": run ", run_id, " is not a running run");
+    for (const nlohmann::json& e : epochs) {
+      const nlohmann::json train = e.value("train", nlohmann::json::object());
+      const nlohmann::json val = e.value("val", nlohmann::json());
+      nlohmann::json metrics = {{"train", train}};
+      if (!val.is_null()) metrics["val"] = val;
+      Statement row(db_, path_,
+                    "INSERT INTO epochs (run_id, epoch, samples, time_s, samples_per_s, lr, train_loss, "
+                    "train_accuracy, val_loss, val_accuracy, metrics) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+      row.bind(1, run_id).bind(2, e.at("epoch").get<int64_t>()).bind(3, e.at("samples").get<int64_t>());
+      row.bind(4, e.at("time_s").get<double>()).bind(5, e.at("samples_per_s").get<double>());
+      row.bind(6, number_at(e, "lr")).bind(7, metric(train, loss)).bind(8, metric(train, "categorical_accuracy"));
+      row.bind(9, metric(val, loss)).bind(10, metric(val, "categorical_accuracy")).bind(11, metrics.dump());
+      row.run();
+    }
+    if (j.contains("model") && j["model"].contains("layers")) {
+      for (const nlohmann::json& l : j["model"]["layers"]) {
+        Statement row(db_, path_,
+                      "INSERT INTO layer_timings (run_id, layer_id, type, conv_algo, problem, output_shape, params, "
+                      "forward_ms, backward_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+        row.bind(1, run_id).bind(2, l.at("id").get<int64_t>()).bind(3, l.at("type").get<std::string>());
+        row.bind(4, l.value("conv_algo", "")).bind(5, l.value("problem", ""));
+        row.bind(6, l.value("output_shape", "")).bind(7, l.value("params", int64_t{0}));
+        row.bind(8, number_at(l, "forward_ms")).bind(9, number_at(l, "backward_ms"));
+        row.run();
+      }
+    }
+    tx.commit();
+  } catch (const nlohmann::json::exception& e) {
+    fail("run report: missing or mistyped field (", e.what(), ")");
+  }
+}
+
+void ResultStore::finish_run(int64_t run_id, const std::string& status, const std::string& error, double duration_s) {
+  DTNN_ASSERT(status != "ok" && status != "running");
+  Transaction tx(db_, path_);
+  Statement up(db_, path_,
+               "UPDATE runs SET status = ?, error = ?, duration_s = ?, "
+               "finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE id = ? AND status = 'running'");
+  up.bind(1, status).bind(2, error).bind(3, duration_s).bind(4, run_id).run();
+  tx.commit();
+}
+
+int ResultStore::reap_orphaned_runs() {
+  Transaction tx(db_, path_);
+  std::vector<std::pair<int64_t, int64_t>> gone;
+  {
+    Statement sel(db_, path_, "SELECT id, runner_pid FROM runs WHERE status = 'running' AND runner_host = ?");
+    sel.bind(1, this_host());
+    while (sel.step()) {
+      const auto pid = static_cast<pid_t>(sel.int_column(1));
+      if (pid != ::getpid() && ::kill(pid, 0) != 0 && errno == ESRCH) gone.emplace_back(sel.int_column(0), pid);
+    }
+  }
+  for (const auto& [id, pid] : gone) {
+    Statement up(db_, path_,
+                 "UPDATE runs SET status = 'interrupted', finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), "
+                 "error = ? WHERE id = ?");
+    up.bind(1, "the runner (pid " + std::to_string(pid) + ") ended before the run finished").bind(2, id).run();
+  }
+  tx.commit();
+  return static_cast<int>(gone.size());
+}
+
+int ResultStore::count_ok_runs(int64_t matrix_id, int64_t environment_id, const std::string& trial_key) {
+  Statement st(db_, path_,
+               "SELECT count(*) FROM runs WHERE matrix_id = ? AND environment_id = ? AND trial_key = ? AND "
+               "status = 'ok'");
+  st.bind(1, matrix_id).bind(2, environment_id).bind(3, trial_key);
+  st.step();
+  return static_cast<int>(st.int_column(0));
+}
+
+void ResultStore::replace_targets(const std::vector<Target>& targets) {
+  Transaction tx(db_, path_);
+  exec_sql(db_, path_, "DELETE FROM targets");
+  for (const Target& t : targets) {
+    Statement st(db_, path_,
+                 "INSERT INTO targets (model, dataset, metric, target, tolerance, num_epochs, optimizer, recipe, source)"
+                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    st.bind(1, t.model).bind(2, t.dataset).bind(3, t.metric).bind(4, t.target).bind(5, t.tolerance);
+    st.bind(6, t.num_epochs).bind(7, t.optimizer).bind(8, t.recipe).bind(9, t.source).run();
+  }
+  tx.commit();
+}
+
+QueryResult ResultStore::query(const std::string& sql) const {
+  Statement st(db_, path_, sql);
+  QueryResult r;
+  for (int i = 0; i < st.columns(); ++i) r.columns.push_back(st.column_name(i));
+  while (st.step()) {
+    std::vector<std::optional<std::string>> row;
+    for (int i = 0; i < st.columns(); ++i) row.push_back(st.text_column(i));
+    r.rows.push_back(std::move(row));
+  }
+  return r;
+}
+
+void ResultStore::exec(const std::string& sql) { exec_sql(db_, path_, sql); }
+
+}  // namespace dtnn

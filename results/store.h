@@ -1,0 +1,109 @@
+// The results store: one SQLite file (WAL, busy timeout, foreign keys) holding matrices, environments,
+// runs, per-epoch metrics, per-layer timings and accuracy targets, with a versioned schema applied by
+// migrations (results/store.cpp lists them; never edit a released one, add the next).
+//
+// The runner is the only writer. Every write is one transaction: a run is inserted as 'running' before
+// its process starts and finished (status, error, the report's epochs and layers) in one transaction, so a
+// killed runner leaves at most a 'running' row, which the next writer marks 'interrupted' once the
+// runner process that owns it is gone. Readers (query, compare, check, report) open the file read-only.
+//
+// Errors (SQLite failures, a malformed report) are dtnn::Error naming the database file and the call.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+struct sqlite3;
+
+namespace dtnn {
+
+// Where and with what a run was made. `fingerprint` (SHA-256 of every other field) identifies a row.
+struct StoredEnvironment {
+  std::string host, cpu_model, gpu, compiler, blas, onednn, mpi, cuda, build_type, dtnn_version;
+  int cores = 0;
+  std::string git_commit;          // "" when not built from a git checkout
+  bool git_dirty = false;
+  std::string env_vars;            // JSON object of the relevant environment variables
+};
+
+// What the runner knows before a run starts.
+struct RunStart {
+  int64_t matrix_id = 0;
+  int64_t environment_id = 0;
+  std::string trial_key, config_key, label;  // config_key: trial_key without ranks (the scaling group)
+  int repeat = 0;                            // 0-based
+  std::map<std::string, std::string> params;  // every trial parameter
+  std::string tags;                           // comma-separated
+  std::string command, log_path;
+};
+
+// The query result: column names and rows of text (SQL NULL is std::nullopt).
+struct QueryResult {
+  std::vector<std::string> columns;
+  std::vector<std::vector<std::optional<std::string>>> rows;
+};
+
+class ResultStore {
+ public:
+  // Opens (creating if needed) for writing and applies pending migrations. Throws when the file is not a
+  // dtnn database or its schema is newer than this build knows.
+  static ResultStore open(const std::string& path);
+  // Opens an existing database read-only (SQLITE_OPEN_READONLY and PRAGMA query_only): writes are refused.
+  static ResultStore open_read_only(const std::string& path);
+  // For migration tests: opens for writing and applies migrations only up to `version`.
+  static ResultStore open_at_version(const std::string& path, int version);
+
+  ResultStore(ResultStore&& other) noexcept;
+  ResultStore& operator=(ResultStore&& other) noexcept;
+  ~ResultStore();
+
+  static int latest_version();
+  int version() const;
+  const std::string& path() const { return path_; }
+
+  int64_t add_matrix(const std::string& name, const std::string& file, const std::string& hash,
+                     const std::string& text);  // returns the existing id for the same name and hash
+  int64_t add_environment(const StoredEnvironment& env);  // deduplicated by fingerprint
+
+  // Inserts a run with status 'running', owned by this process (pid, host).
+  int64_t begin_run(const RunStart& start);
+  // Ingests a dtnn.run_report/1 JSON text and sets status 'ok', in one transaction. Throws dtnn::Error
+  // (and changes nothing) when the report is malformed, truncated or not a run report.
+  void finish_run_ok(int64_t run_id, const std::string& report_json, double duration_s);
+  // Sets a final status other than ok: failed | timeout | interrupted | unsupported, with the error line.
+  void finish_run(int64_t run_id, const std::string& status, const std::string& error, double duration_s);
+  // Marks 'interrupted' every 'running' row whose owning process no longer exists on this host; returns
+  // how many.
+  int reap_orphaned_runs();
+
+  // Number of runs with status ok for this matrix, environment and trial key (what --resume skips).
+  int count_ok_runs(int64_t matrix_id, int64_t environment_id, const std::string& trial_key);
+
+  // Replaces the targets table (from analysis/targets.toml).
+  struct Target {
+    std::string model, dataset, metric;  // metric: test_accuracy | val_accuracy (percent)
+    double target = 0.0, tolerance = 0.0;
+    int num_epochs = 0;                  // 0: any recipe
+    std::string optimizer, recipe, source;
+  };
+  void replace_targets(const std::vector<Target>& targets);
+
+  // Runs one SQL statement and returns its rows (for read-only stores, any write fails).
+  QueryResult query(const std::string& sql) const;
+  void exec(const std::string& sql);  // statements without results (tests, maintenance)
+
+ private:
+  ResultStore(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  void migrate(int up_to);
+  sqlite3* db_ = nullptr;
+  std::string path_;
+};
+
+// The dataset label of a trial, as targets and tables name datasets: "synthetic-<dataset>" for synthetic
+// data, else the last component of dataset_train_path ("fashion-mnist", "mnist-10k"), else the dataset name.
+std::string dataset_label(const std::map<std::string, std::string>& params);
+
+}  // namespace dtnn

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Checks analysis/plots/report.py (the engine of `dtnn report`) on a results database.
+#   tests/analysis/test_report.sh DB OUT_DIR
+# DB must hold at least one ok run (so that a plot is drawn). Passes when the report is written with every
+# section heading and at least one PNG, and when a missing database and a file that is not SQLite each
+# give exit 1 with a one-line "dtnn report: ..." error.
+set -euo pipefail
+
+if [ $# -ne 2 ]; then
+  echo "usage: $0 DB OUT_DIR" >&2
+  exit 2
+fi
+db="$1"
+out="$2"
+report_py="$(cd "$(dirname "$0")/../.." && pwd)/analysis/plots/report.py"
+py=/usr/bin/python3
+
+fail() {
+  echo "test_report: FAIL: $*" >&2
+  exit 1
+}
+
+# A good database: report.md with every section, and at least one plot.
+"$py" "$report_py" --db "$db" --out "$out" || fail "report.py exited $? on $db"
+[ -s "$out/report.md" ] || fail "$out/report.md missing or empty"
+for heading in "# dtnn results report" "## Environments" "## Matrices" "## Run status" "## Throughput" \
+  "## Scaling" "## Accuracy" "## Per-layer timings"; do
+  grep -qxF "$heading" "$out/report.md" || fail "report.md lacks the heading '$heading'"
+done
+compgen -G "$out/*.png" > /dev/null || fail "no PNG in $out"
+
+# expect_error NAME DB: report.py must exit 1, print nothing on stdout and one 'dtnn report: ' line on stderr.
+expect_error() {
+  local name="$1" bad_db="$2" rc=0
+  "$py" "$report_py" --db "$bad_db" --out "$out/error-case" > "$out/$name.stdout" 2> "$out/$name.stderr" || rc=$?
+  [ "$rc" -eq 1 ] || fail "$name: exit $rc, expected 1"
+  [ ! -s "$out/$name.stdout" ] || fail "$name: unexpected output on stdout"
+  [ "$(wc -l < "$out/$name.stderr")" -eq 1 ] || fail "$name: expected one line on stderr, got: $(cat "$out/$name.stderr")"
+  grep -q "^dtnn report: " "$out/$name.stderr" || fail "$name: stderr does not start with 'dtnn report: '"
+  rm -f "$out/$name.stdout" "$out/$name.stderr"
+}
+
+echo "this is not an SQLite database" > "$out/not-sqlite.db"
+expect_error not-sqlite "$out/not-sqlite.db"
+rm -f "$out/not-sqlite.db"
+expect_error missing-db "$out/no-such.db"
+
+echo "test_report: ok ($out/report.md, $(compgen -G "$out/*.png" | wc -l) PNG)"

@@ -1,0 +1,407 @@
+// Experiment matrices: expansion, rendering, every validation error (file:line and key), SHA-256, filters,
+// and that the parameter table matches the `dtnn train` options.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "experiments/matrix.h"
+#include "train/options.h"
+
+using Catch::Contains;
+using Catch::StartsWith;
+
+namespace {
+
+const char* const kPath = "experiments/x.toml";
+
+dtnn::Matrix parse(const std::string& text) { return dtnn::parse_matrix(text, kPath); }
+
+std::vector<std::string> labels(const std::vector<dtnn::Trial>& trials) {
+  std::vector<std::string> out;
+  for (const dtnn::Trial& t : trials) out.push_back(t.label);
+  return out;
+}
+
+// 2 models x 3 algorithms x 2 rank counts = 12, minus an exclude of 2, plus 1 include = 11.
+const char* const kGrid = R"(name = "grid"
+description = "models by algorithms by ranks"
+repeats = 3
+timeout_s = 600
+tags = ["ci", "conv"]
+[base]
+dataset = "mnist"
+num_epochs = 1
+[axes]
+model = ["simplecnn", "simplemlp"]
+conv_algo = ["auto", "im2col_gemm", "cpu.im2row_gemm"]
+ranks = [1, 2]
+[[exclude]]
+model = "simplemlp"
+conv_algo = "cpu.im2col_gemm"
+[[include]]
+model = "simplemlp"
+ranks = 4
+)";
+
+}  // namespace
+
+TEST_CASE("matrix: expansion is the axes product minus excludes plus includes", "[matrix]") {
+  const dtnn::Matrix m = parse(kGrid);
+  CHECK(m.name == "grid");
+  CHECK(m.description == "models by algorithms by ranks");
+  CHECK(m.path == kPath);
+  CHECK(m.text == kGrid);
+  CHECK(m.hash == dtnn::sha256_hex(kGrid));
+  CHECK(m.repeats == 3);
+  CHECK(m.timeout_s == 600.0);
+  CHECK(m.tags == std::vector<std::string>{"ci", "conv"});
+  CHECK(m.launcher.kind == "mpirun");
+  CHECK(m.launcher.hostfile.empty());
+  // Declaration order, not toml++'s sorted order.
+  CHECK(m.axis_names == std::vector<std::string>{"model", "conv_algo", "ranks"});
+  REQUIRE(m.trials.size() == 11);
+
+  // First axis slowest; the short algorithm name is stored under the registry's full name.
+  const std::vector<std::string> expected = {
+      "model=simplecnn;conv_algo=auto;ranks=1",
+      "model=simplecnn;conv_algo=auto;ranks=2",
+      "model=simplecnn;conv_algo=cpu.im2col_gemm;ranks=1",
+      "model=simplecnn;conv_algo=cpu.im2col_gemm;ranks=2",
+      "model=simplecnn;conv_algo=cpu.im2row_gemm;ranks=1",
+      "model=simplecnn;conv_algo=cpu.im2row_gemm;ranks=2",
+      "model=simplemlp;conv_algo=auto;ranks=1",
+      "model=simplemlp;conv_algo=auto;ranks=2",
+      "model=simplemlp;conv_algo=cpu.im2row_gemm;ranks=1",
+      "model=simplemlp;conv_algo=cpu.im2row_gemm;ranks=2",
+      "model=simplemlp;ranks=4",
+  };
+  CHECK(labels(m.trials) == expected);
+
+  // Keys: every param (base included) in name order.
+  CHECK(m.trials[3].key == "conv_algo=cpu.im2col_gemm;dataset=mnist;model=simplecnn;num_epochs=1;ranks=2");
+  CHECK(m.trials[10].key == "dataset=mnist;model=simplemlp;num_epochs=1;ranks=4");
+  std::set<std::string> keys;
+  for (const dtnn::Trial& t : m.trials) keys.insert(t.key);
+  CHECK(keys.size() == m.trials.size());
+
+  CHECK(m.trials[3].ranks() == 2);
+  CHECK(m.trials[10].ranks() == 4);
+  CHECK(m.trials[3].framework() == "dtnn");
+  CHECK(m.trials[3].get("model") == "simplecnn");
+  CHECK(m.trials[3].get("seed", "7") == "7");
+  CHECK(m.trials[10].get("conv_algo").empty());
+}
+
+TEST_CASE("matrix: no axes is one trial from base", "[matrix]") {
+  for (const char* axes : {"", "[axes]\n"}) {
+    const dtnn::Matrix m = parse(std::string("name = \"one\"\n[base]\nmodel = \"simplemlp\"\n") + axes);
+    REQUIRE(m.trials.size() == 1);
+    CHECK(m.trials[0].key == "model=simplemlp");
+    CHECK(m.trials[0].label.empty());
+    CHECK(m.trials[0].ranks() == 1);
+    CHECK(m.axis_names.empty());
+    CHECK(m.repeats == 1);
+  }
+  const dtnn::Matrix bare = parse("name = \"bare\"\n");
+  REQUIRE(bare.trials.size() == 1);
+  CHECK(bare.trials[0].key.empty());
+}
+
+TEST_CASE("matrix: the key names the configuration, not how the matrix spells it", "[matrix]") {
+  const dtnn::Matrix a = parse(R"(name = "a"
+[base]
+model = "simplecnn"
+learning_rate = 0.010
+[axes]
+ranks = [2]
+framework = ["pytorch", "dtnn"]
+)");
+  const dtnn::Matrix b = parse(R"(name = "b"
+[base]
+ranks = 2
+framework = "pytorch"
+[axes]
+learning_rate = [1e-2]
+model = ["simplecnn"]
+)");
+  REQUIRE(a.trials.size() == 2);
+  REQUIRE(b.trials.size() == 1);
+  CHECK(a.trials[0].key == b.trials[0].key);
+  CHECK(a.trials[0].key == "framework=pytorch;learning_rate=0.01;model=simplecnn;ranks=2");
+  CHECK(a.trials[0].framework() == "pytorch");
+  CHECK(a.trials[1].framework() == "dtnn");
+  CHECK(a.trials[0].label == "ranks=2;framework=pytorch");
+  CHECK(b.trials[0].label == "learning_rate=0.01;model=simplecnn");
+}
+
+TEST_CASE("matrix: values render as a user would type them", "[matrix]") {
+  const dtnn::Matrix m = parse(R"(name = "render"
+[base]
+learning_rate = 0.001
+momentum = 1
+beta2 = 1.0
+epsilon = 1e-7
+decay = 0.1
+nesterov = true
+evaluate = false
+batch_size = 64
+seed = 0
+metrics = "categorical_accuracy"
+device = "gpu"
+)");
+  REQUIRE(m.trials.size() == 1);
+  const dtnn::Trial& t = m.trials[0];
+  CHECK(t.get("learning_rate") == "0.001");
+  CHECK(t.get("momentum") == "1");
+  CHECK(t.get("beta2") == "1");
+  CHECK(t.get("epsilon") == "1e-07");
+  CHECK(std::stod(t.get("epsilon")) == 1e-7);
+  CHECK(t.get("decay") == "0.1");
+  CHECK(t.get("nesterov") == "True");
+  CHECK(t.get("evaluate") == "False");
+  CHECK(t.get("batch_size") == "64");
+  CHECK(t.get("seed") == "0");
+  CHECK(t.get("metrics") == "categorical_accuracy");
+  CHECK(t.get("device") == "gpu");
+
+  // A value that needs all 17 digits survives the round trip.
+  const dtnn::Matrix r = parse("name = \"r\"\n[base]\nlearning_rate = 0.30000000000000004\n");
+  CHECK(std::stod(r.trials[0].get("learning_rate")) == 0.30000000000000004);
+  CHECK(parse("name = \"t\"\ntimeout_s = 1.5\n").timeout_s == 1.5);
+}
+
+TEST_CASE("matrix: launcher", "[matrix]") {
+  const dtnn::Matrix m = dtnn::parse_matrix(R"(name = "l"
+[launcher]
+kind = "mpirun"
+hostfile = "hosts.txt"
+args = ["--bind-to", "core"]
+)",
+                                            "/srv/exp/m.toml");
+  CHECK(m.launcher.kind == "mpirun");
+  CHECK(m.launcher.hostfile == "/srv/exp/hosts.txt");
+  CHECK(m.launcher.args == std::vector<std::string>{"--bind-to", "core"});
+
+  const dtnn::Matrix abs = dtnn::parse_matrix("name = \"a\"\n[launcher]\nhostfile = \"/etc/hosts\"\n", "m.toml");
+  CHECK(abs.launcher.hostfile == "/etc/hosts");
+  const dtnn::Matrix rel = dtnn::parse_matrix("name = \"a\"\n[launcher]\nhostfile = \"h\"\n", "m.toml");
+  CHECK(rel.launcher.hostfile == (std::filesystem::current_path() / "h").lexically_normal().string());
+  CHECK(parse("name = \"s\"\n[launcher]\nkind = \"srun\"\n").launcher.kind == "srun");
+}
+
+TEST_CASE("matrix: errors name the file, the line and the key", "[matrix]") {
+  struct Case {
+    const char* text;
+    const char* message;
+  };
+  const std::vector<Case> cases = {
+      // top level
+      {"name = \"x\"\nfoo = 1\n", "experiments/x.toml:2: unknown key 'foo'"},
+      {"description = \"no name\"\n", "experiments/x.toml: missing the required key 'name'"},
+      {"name = \"\"\n", "experiments/x.toml:1: 'name': expected a non-empty string"},
+      {"name = 3\n", "experiments/x.toml:1: 'name': expected a non-empty string (got 3)"},
+      {"name = \"x\"\ndescription = 1\n", "experiments/x.toml:2: 'description': expected a string"},
+      {"name = \"x\"\nrepeats = 0\n", "experiments/x.toml:2: 'repeats': expected a positive integer (got 0)"},
+      {"name = \"x\"\nrepeats = 1.5\n", "experiments/x.toml:2: 'repeats': expected a positive integer (got 1.5)"},
+      {"name = \"x\"\ntimeout_s = -1\n", "experiments/x.toml:2: 'timeout_s': expected a positive number"},
+      {"name = \"x\"\ntimeout_s = \"1h\"\n", "experiments/x.toml:2: 'timeout_s'"},
+      {"name = \"x\"\ntags = [\"a\", 1]\n", "experiments/x.toml:2: 'tags': expected a list of strings (got 1)"},
+      {"name = \"x\"\ntags = \"a\"\n", "experiments/x.toml:2: 'tags': expected a list of strings"},
+      {"name = \"x\"\nbase = 3\n", "experiments/x.toml:2: 'base': expected a table (got 3)"},
+      {"name = \"x\"\naxes = [1]\n", "experiments/x.toml:2: 'axes': expected a table"},
+      // launcher
+      {"name = \"x\"\n[launcher]\nkind = \"ssh\"\n",
+       "experiments/x.toml:3: launcher 'kind': expected one of mpirun, srun, none (got \"ssh\")"},
+      {"name = \"x\"\n[launcher]\nkind = \"srun\"\nhostfile = \"h\"\n",
+       "experiments/x.toml:4: launcher 'hostfile': only mpirun takes a hostfile"},
+      {"name = \"x\"\n[launcher]\nhosts = \"h\"\n", "experiments/x.toml:3: launcher: unknown key 'hosts'"},
+      {"name = \"x\"\n[launcher]\nargs = [\"-v\", 2]\n",
+       "experiments/x.toml:3: launcher 'args': expected a list of strings"},
+      // base: names and types
+      {"name = \"x\"\n[base]\nbatchsize = 64\n", "experiments/x.toml:3: base: unknown parameter 'batchsize'"},
+      {"name = \"x\"\n[base]\nreport = \"r.json\"\n", "experiments/x.toml:3: base: 'report' is set by the runner"},
+      {"name = \"x\"\n[base]\nparallel = \"data\"\n", "experiments/x.toml:3: base: 'parallel' is set by the runner"},
+      {"name = \"x\"\n[base]\nbatch_size = \"64\"\n",
+       "experiments/x.toml:3: base 'batch_size': expected a positive integer (got \"64\")"},
+      {"name = \"x\"\n[base]\nbatch_size = 1.5\n",
+       "experiments/x.toml:3: base 'batch_size': expected a positive integer (got 1.5)"},
+      {"name = \"x\"\n[base]\nbatch_size = 0\n",
+       "experiments/x.toml:3: base 'batch_size': expected a positive integer (got 0)"},
+      {"name = \"x\"\n[base]\nnum_epochs = -1\n",
+       "experiments/x.toml:3: base 'num_epochs': expected a non-negative integer"},
+      {"name = \"x\"\n[base]\nsteps_per_epoch = -2\n",
+       "experiments/x.toml:3: base 'steps_per_epoch': expected a non-negative integer"},
+      {"name = \"x\"\n[base]\nthreads = -1\n", "experiments/x.toml:3: base 'threads': expected a non-negative integer"},
+      {"name = \"x\"\n[base]\nseed = -1\n", "experiments/x.toml:3: base 'seed': expected a non-negative integer"},
+      {"name = \"x\"\n[base]\nranks = 0\n", "experiments/x.toml:3: base 'ranks': expected a positive integer (got 0)"},
+      {"name = \"x\"\n[base]\nlearning_rate = \"fast\"\n",
+       "experiments/x.toml:3: base 'learning_rate': expected a number (got \"fast\")"},
+      {"name = \"x\"\n[base]\nlearning_rate = nan\n", "experiments/x.toml:3: base 'learning_rate': expected a number"},
+      {"name = \"x\"\n[base]\nnesterov = \"True\"\n", "experiments/x.toml:3: base 'nesterov': expected a boolean"},
+      {"name = \"x\"\n[base]\nhistory_file = 1\n",
+       "experiments/x.toml:3: base 'history_file': expected a string (got 1)"},
+      // base: enumerations
+      {"name = \"x\"\n[base]\nmodel = \"resnet\"\n",
+       "experiments/x.toml:3: base 'model': unknown model 'resnet' (known: simplecnn"},
+      {"name = \"x\"\n[base]\nmodel = 1\n", "experiments/x.toml:3: base 'model': expected a string (got 1)"},
+      {"name = \"x\"\n[base]\nconv_algo = \"fft\"\n",
+       "experiments/x.toml:3: base 'conv_algo': unknown convolution algorithm 'fft'"},
+      {"name = \"x\"\n[base]\ndataset = \"imagenet\"\n",
+       "experiments/x.toml:3: base 'dataset': unknown dataset 'imagenet'"},
+      {"name = \"x\"\n[base]\ntensor_format = \"nhwc\"\n",
+       "experiments/x.toml:3: base 'tensor_format': expected one of NHWC, NCHW (got \"nhwc\")"},
+      {"name = \"x\"\n[base]\noptimizer = \"rmsprop\"\n",
+       "experiments/x.toml:3: base 'optimizer': expected one of sgd, adam"},
+      {"name = \"x\"\n[base]\nloss_func = \"mse\"\n",
+       "experiments/x.toml:3: base 'loss_func': expected one of categorical_cross_entropy"},
+      {"name = \"x\"\n[base]\ndevice = \"tpu\"\n", "experiments/x.toml:3: base 'device': expected one of cpu, gpu"},
+      {"name = \"x\"\n[base]\nframework = \"jax\"\n",
+       "experiments/x.toml:3: base 'framework': expected one of dtnn, pytorch"},
+      // axes
+      {"name = \"x\"\n[axes]\nmodel = [\"simplecnn\"]\nranks = [1, \"two\"]\n",
+       "experiments/x.toml:4: axis 'ranks': expected a list of positive integers (got \"two\")"},
+      {"name = \"x\"\n[axes]\nranks = [0, 1]\n",
+       "experiments/x.toml:3: axis 'ranks': expected a list of positive integers (got 0)"},
+      {"name = \"x\"\n[axes]\nmodel = \"simplecnn\"\n",
+       "experiments/x.toml:3: axis 'model': expected a non-empty list of strings (got \"simplecnn\")"},
+      {"name = \"x\"\n[axes]\nmodel = []\n",
+       "experiments/x.toml:3: axis 'model': expected a non-empty list of strings (got an empty list)"},
+      {"name = \"x\"\n[axes]\nranks = [1, 2, 1]\n", "experiments/x.toml:3: axis 'ranks': value '1' appears twice"},
+      {"name = \"x\"\n[axes]\nlearning_rate = [0.1, 0.10]\n",
+       "experiments/x.toml:3: axis 'learning_rate': value '0.1' appears twice"},
+      {"name = \"x\"\n[axes]\nconv_algo = [\"im2col_gemm\", \"cpu.im2col_gemm\"]\n",
+       "experiments/x.toml:3: axis 'conv_algo': value 'cpu.im2col_gemm' appears twice"},
+      {"name = \"x\"\n[axes]\nmodel = [\"simplecnn\", \"vgg\"]\n",
+       "experiments/x.toml:3: axis 'model': unknown model 'vgg'"},
+      {"name = \"x\"\n[axes]\nnesterov = [true, 1]\n",
+       "experiments/x.toml:3: axis 'nesterov': expected a list of booleans"},
+      {"name = \"x\"\n[axes]\nbatchsize = [1]\n", "experiments/x.toml:3: axes: unknown parameter 'batchsize'"},
+      {"name = \"x\"\n[base]\nmodel = \"simplecnn\"\n[axes]\nmodel = [\"simplemlp\"]\n",
+       "experiments/x.toml:5: axis 'model': also set in [base] (line 3)"},
+      // exclude
+      {"name = \"x\"\n[axes]\nranks = [1, 2]\n[[exclude]]\nseed = 1\n",
+       "experiments/x.toml:4: exclude #1: 'seed' is neither an axis nor set in [base]"},
+      {"name = \"x\"\n[axes]\nranks = [1, 2]\n[[exclude]]\nranks = 1\n[[exclude]]\nranks = 3\n",
+       "experiments/x.toml:6: exclude #2 matches no trial"},
+      {"name = \"x\"\n[axes]\nranks = [1, 2]\n[[exclude]]\n", "experiments/x.toml:4: exclude #1: empty rule"},
+      {"name = \"x\"\n[axes]\nranks = [1, 2]\n[[exclude]]\nrank = 1\n",
+       "experiments/x.toml:5: exclude #1: unknown parameter 'rank'"},
+      {"name = \"x\"\n[axes]\nranks = [1, 2]\n[[exclude]]\nranks = \"1\"\n",
+       "experiments/x.toml:5: exclude #1 'ranks': expected a positive integer (got \"1\")"},
+      {"name = \"x\"\nexclude = 3\n", "experiments/x.toml:2: 'exclude': expected [[exclude]] tables"},
+      {"name = \"x\"\nexclude = [3]\n", "experiments/x.toml:2: 'exclude #1': expected a table (got 3)"},
+      {"name = \"x\"\n[axes]\nmodel = [\"simplecnn\", \"simplemlp\"]\nconv_algo = [\"auto\", \"cpu.im2col_gemm\"]\n"
+       "[[exclude]]\nconv_algo = \"im2col_gemm\"\n",
+       "experiments/x.toml:4: axis 'conv_algo' value 'cpu.im2col_gemm': every trial with it is excluded"},
+      {"name = \"x\"\n[base]\nseed = 1\n[[exclude]]\nseed = 1\n", "experiments/x.toml: the excludes leave no trial"},
+      // include
+      {"name = \"x\"\n[axes]\nmodel = [\"simplecnn\", \"simplemlp\"]\nranks = [1, 2]\n[[include]]\nranks = 2\nmodel = "
+       "\"simplemlp\"\n",
+       "experiments/x.toml:5: include #1 duplicates trial 'model=simplemlp;ranks=2'"},
+      {"name = \"x\"\n[[include]]\nranks = 4\n[[include]]\nranks = 4\n",
+       "experiments/x.toml:4: include #2 duplicates trial 'ranks=4'"},
+      {"name = \"x\"\n[[include]]\nranks = 0\n",
+       "experiments/x.toml:3: include #1 'ranks': expected a positive integer (got 0)"},
+      {"name = \"x\"\n[[include]]\nmodels = \"simplecnn\"\n",
+       "experiments/x.toml:3: include #1: unknown parameter 'models'"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.text);
+    REQUIRE_THROWS_AS(parse(c.text), dtnn::Error);
+    REQUIRE_THROWS_WITH(parse(c.text), StartsWith(c.message));
+  }
+}
+
+TEST_CASE("matrix: TOML syntax errors and unreadable files", "[matrix]") {
+  REQUIRE_THROWS_WITH(parse("name = \"x\"\n[base]\nseed = = 1\n"), StartsWith("experiments/x.toml:3: "));
+  REQUIRE_THROWS_WITH(parse("name = \"x\"\nname = \"y\"\n"), StartsWith("experiments/x.toml:2: "));
+  REQUIRE_THROWS_WITH(dtnn::load_matrix("/nonexistent/x.toml"), "/nonexistent/x.toml: cannot read the file");
+  const auto dir = std::filesystem::temp_directory_path();
+  REQUIRE_THROWS_WITH(dtnn::load_matrix(dir.string()), Contains("cannot read the file"));
+
+  const auto file = dir / "dtnn_test_matrix.toml";
+  {
+    std::ofstream out(file);
+    out << "name = \"loaded\"\n[launcher]\nhostfile = \"hosts\"\n";
+  }
+  const dtnn::Matrix m = dtnn::load_matrix(file.string());
+  CHECK(m.name == "loaded");
+  CHECK(m.path == file.string());
+  CHECK(m.launcher.hostfile == (dir / "hosts").lexically_normal().string());
+  std::filesystem::remove(file);
+}
+
+TEST_CASE("matrix: filter_trials keeps trials matching every name=value", "[matrix]") {
+  const dtnn::Matrix m = parse(kGrid);
+  CHECK(dtnn::filter_trials(m.trials, {}).size() == 11);
+  CHECK(dtnn::filter_trials(m.trials, {"model=simplecnn"}).size() == 6);
+  CHECK(dtnn::filter_trials(m.trials, {"model=simplemlp", "ranks=4"}).size() == 1);
+  CHECK(dtnn::filter_trials(m.trials, {"model=simplemlp", "ranks=3"}).empty());
+  CHECK(dtnn::filter_trials(m.trials, {"conv_algo=im2col_gemm"}).size() == 2);
+  CHECK(dtnn::filter_trials(m.trials, {"conv_algo=cpu.im2col_gemm"}).size() == 2);
+  CHECK(dtnn::filter_trials(m.trials, {"framework=dtnn"}).size() == 11);  // the default
+  CHECK(dtnn::filter_trials(m.trials, {"dataset=mnist", "ranks=2"}).size() == 5);
+  const auto kept = dtnn::filter_trials(m.trials, {"ranks=1", "model=simplemlp"});
+  CHECK(labels(kept) == std::vector<std::string>{"model=simplemlp;conv_algo=auto;ranks=1",
+                                                 "model=simplemlp;conv_algo=cpu.im2row_gemm;ranks=1"});
+  REQUIRE_THROWS_WITH(dtnn::filter_trials(m.trials, {"model"}), Contains("filter 'model': expected name=value"));
+  REQUIRE_THROWS_WITH(dtnn::filter_trials(m.trials, {"=x"}), Contains("expected name=value"));
+  REQUIRE_THROWS_WITH(dtnn::filter_trials(m.trials, {"modle=simplecnn"}), Contains("unknown parameter 'modle'"));
+}
+
+TEST_CASE("matrix: the parameter table covers every dtnn train option", "[matrix]") {
+  const dtnn::TrainOptions defaults;
+  const auto options = dtnn::options_list(defaults);
+  std::vector<std::string> cli;
+  for (const auto& [name, value] : options)
+    if (name != "report" && name != "parallel") cli.push_back(name);
+  CHECK(dtnn::matrix_option_names() == cli);
+  for (const char* own : {"ranks", "device", "framework", "report", "parallel"}) {
+    const auto& names = dtnn::matrix_option_names();
+    CHECK(std::find(names.begin(), names.end(), own) == names.end());
+  }
+  // Every option's default (as options_list prints it) is a valid value of its kind.
+  for (const auto& [name, value] : options) {
+    if (name == "report" || name == "parallel") continue;
+    std::string toml_value = "\"" + value + "\"";
+    if (value == "True" || value == "False")
+      toml_value = value == "True" ? "true" : "false";
+    else if (!value.empty() && (std::isdigit(static_cast<unsigned char>(value[0])) || value[0] == '-'))
+      toml_value = value;
+    INFO(name << " = " << toml_value);
+    const dtnn::Matrix m = parse("name = \"d\"\n[base]\n" + name + " = " + toml_value + "\n");
+    CHECK(m.trials[0].get(name) == value);
+  }
+}
+
+TEST_CASE("matrix: sha256_hex matches the FIPS 180-4 vectors", "[matrix]") {
+  CHECK(dtnn::sha256_hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  CHECK(dtnn::sha256_hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  CHECK(dtnn::sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq") ==
+        "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  // Padding boundaries: 55 bytes fit one block, 56 and 64 need two.
+  CHECK(dtnn::sha256_hex(std::string(55, 'a')) == "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318");
+  CHECK(dtnn::sha256_hex(std::string(56, 'a')) == "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a");
+  CHECK(dtnn::sha256_hex(std::string(64, 'a')) == "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb");
+  CHECK(dtnn::sha256_hex(std::string(1000000, 'a')) ==
+        "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+TEST_CASE("matrix: every experiments/*.toml in the repository loads", "[matrix]") {
+  const std::filesystem::path dir = std::filesystem::path(DTNN_SOURCE_DIR) / "experiments";
+  int loaded = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".toml") continue;
+    INFO(entry.path().string());
+    const dtnn::Matrix m = dtnn::load_matrix(entry.path().string());
+    CHECK(!m.trials.empty());
+    ++loaded;
+  }
+  SUCCEED(loaded << " matrices loaded");
+}

@@ -1,0 +1,261 @@
+// The runner end to end, with the real dtnn binary as the trial process: statuses (ok, failed, unsupported,
+// timeout, interrupted), two runners writing one database at once, a runner killed with SIGKILL in the
+// middle of a trial (the database stays intact and --resume finishes the matrix), and the CLI exit codes
+// of query, check and compare.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "helpers.h"
+#include "results/store.h"
+
+extern char** environ;
+
+using Catch::Contains;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Workspace {
+  fs::path dir;
+  explicit Workspace(const std::string& name) : dir(dtnn::test::temp_path("runner_" + name)) {
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+  }
+  ~Workspace() { fs::remove_all(dir); }
+  std::string file(const std::string& name, const std::string& text) const {
+    const std::string p = (dir / name).string();
+    std::ofstream(p) << text;
+    return p;
+  }
+  std::string db() const { return (dir / "dtnn.db").string(); }
+};
+
+// Runs `dtnn <args>` with output in `log`, returns the exit code (128 + signal when killed).
+int dtnn_cli(const std::string& args, const std::string& log = "/dev/null") {
+  const std::string cmd = std::string(DTNN_BINARY) + " " + args + " > '" + log + "' 2>&1";
+  const int rc = std::system(cmd.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
+}
+
+pid_t spawn_dtnn(const std::vector<std::string>& args, const std::string& log) {
+  std::vector<std::string> argv = {DTNN_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> cargv;
+  for (std::string& a : argv) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  pid_t pid = 0;
+  REQUIRE(posix_spawn(&pid, DTNN_BINARY, &fa, nullptr, cargv.data(), environ) == 0);
+  posix_spawn_file_actions_destroy(&fa);
+  return pid;
+}
+
+int wait_exit(pid_t pid) {
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::string one(const std::string& db, const std::string& sql) {
+  const dtnn::ResultStore store = dtnn::ResultStore::open_read_only(db);
+  const dtnn::QueryResult r = store.query(sql);
+  REQUIRE(r.rows.size() == 1);
+  return r.rows[0][0].value_or("NULL");
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+// Synthetic data keeps the trials short and independent of dataset files.
+const char* const kQuickBase = R"(
+[base]
+use_synthetic_data = true
+dataset = "mnist"
+num_epochs = 2
+steps_per_epoch = 3
+threads = 1
+)";
+
+}  // namespace
+
+TEST_CASE("runner: ok, failed, unsupported and timeout runs are recorded with their reasons", "[runner]") {
+  Workspace ws("statuses");
+  const std::string matrix = ws.file("statuses.toml", std::string(R"(name = "statuses"
+timeout_s = 3
+repeats = 1
+)") + kQuickBase + R"(
+[axes]
+model = ["simplemlp"]
+[[include]]
+model = "simplecnn"
+device = "gpu"
+[[include]]
+model = "simplecnn"
+use_synthetic_data = false
+dataset_train_path = "/nonexistent/data"
+[[include]]
+model = "simplecnn"
+steps_per_epoch = 0
+num_epochs = 50
+)");
+  const std::string log = (ws.dir / "run.log").string();
+  CHECK(dtnn_cli("run " + matrix + " --db " + ws.db(), log) == 1);  // a failure and a timeout
+  const std::string out = read_text(log);
+  CHECK_THAT(out, Contains("1 ok, 1 failed, 1 timeout, 1 unsupported"));
+  CHECK(one(ws.db(), "SELECT status FROM runs WHERE model = 'simplemlp'") == "ok");
+  CHECK(one(ws.db(), "SELECT status FROM runs WHERE device = 'gpu'") == "unsupported");
+  CHECK_THAT(one(ws.db(), "SELECT error FROM runs WHERE device = 'gpu'"), Contains("--enable_gpu"));
+  CHECK(one(ws.db(), "SELECT status FROM runs WHERE dataset = 'data'") == "failed");
+  CHECK_THAT(one(ws.db(), "SELECT error FROM runs WHERE dataset = 'data'"), Contains("/nonexistent/data"));
+  CHECK(one(ws.db(), "SELECT status FROM runs WHERE num_epochs = 50") == "timeout");
+  // Every run has its log file, starting with the command line.
+  CHECK_THAT(read_text(one(ws.db(), "SELECT log_path FROM runs WHERE model = 'simplemlp'")),
+             Contains("train --dataset=mnist"));
+  // --resume runs only what is not stored ok; --only narrows the matrix.
+  CHECK(dtnn_cli("run " + matrix + " --db " + ws.db() + " --resume --only model=simplemlp", log) == 0);
+  CHECK_THAT(read_text(log), Contains("0 run(s) to do, 1 already stored ok"));
+  CHECK(dtnn_cli("run " + matrix + " --db " + ws.db() + " --only colour=blue", log) == 1);
+  CHECK_THAT(read_text(log), Contains("colour"));
+}
+
+TEST_CASE("runner: two runners write one database at once", "[runner]") {
+  Workspace ws("concurrent");
+  const std::string a = ws.file("a.toml", std::string("name = \"a\"\nrepeats = 2\n") + kQuickBase +
+                                              "[axes]\nmodel = [\"simplemlp\", \"simplecnn\"]\n");
+  const std::string b = ws.file("b.toml", std::string("name = \"b\"\nrepeats = 2\n") + kQuickBase +
+                                              "[axes]\nmodel = [\"simplecnn\", \"simplemlp\"]\nseed = [1]\n");
+  const pid_t pa = spawn_dtnn({"run", a, "--db", ws.db()}, (ws.dir / "a.log").string());
+  const pid_t pb = spawn_dtnn({"run", b, "--db", ws.db()}, (ws.dir / "b.log").string());
+  CHECK(wait_exit(pa) == 0);
+  CHECK(wait_exit(pb) == 0);
+  INFO(read_text((ws.dir / "a.log").string()) + read_text((ws.dir / "b.log").string()));
+  CHECK(one(ws.db(), "SELECT count(*) FROM runs WHERE status = 'ok'") == "8");
+  CHECK(one(ws.db(), "SELECT count(*) FROM epochs") == "16");
+  CHECK(one(ws.db(), "SELECT count(DISTINCT matrix_id) FROM runs") == "2");
+  CHECK(one(ws.db(), "PRAGMA integrity_check") == "ok");
+}
+
+TEST_CASE("runner: SIGKILL mid-trial leaves the database intact and --resume finishes the matrix", "[runner]") {
+  Workspace ws("kill");
+  // Three trials; the second one is long enough to be killed in.
+  const std::string matrix = ws.file("kill.toml", std::string("name = \"kill\"\ntimeout_s = 120\n") + kQuickBase +
+                                                      "[axes]\nseed = [1, 2, 3]\n[[include]]\nseed = 4\n"
+                                                      "steps_per_epoch = 0\nnum_epochs = 1\nmodel = \"simplecnn\"\n");
+  const pid_t runner = spawn_dtnn({"run", matrix, "--db", ws.db()}, (ws.dir / "run1.log").string());
+  // Wait until the long trial is running, then kill the runner outright.
+  bool long_started = false;
+  for (int i = 0; i < 600 && !long_started; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (fs::exists(ws.db())) {
+      try {
+        long_started = one(ws.db(), "SELECT count(*) FROM runs WHERE status = 'running' AND trial_key LIKE '%seed=4%'") == "1";
+      } catch (...) {
+      }
+    }
+  }
+  REQUIRE(long_started);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ::kill(runner, SIGKILL);
+  CHECK(wait_exit(runner) == 128 + SIGKILL);
+  CHECK(one(ws.db(), "PRAGMA integrity_check") == "ok");
+  CHECK(one(ws.db(), "SELECT count(*) FROM runs WHERE status = 'ok'") == "3");
+  CHECK(one(ws.db(), "SELECT count(*) FROM runs WHERE status = 'running'") == "1");
+  // The trial process died with its runner (PR_SET_PDEATHSIG), so nothing is left training.
+  const std::string log2 = (ws.dir / "run2.log").string();
+  CHECK(dtnn_cli("run " + matrix + " --db " + ws.db() + " --resume", log2) == 0);
+  CHECK_THAT(read_text(log2), Contains("marked 1 run(s) of an earlier, killed runner as interrupted"));
+  CHECK_THAT(read_text(log2), Contains("1 run(s) to do, 3 already stored ok"));
+  CHECK(one(ws.db(), "SELECT count(*) FROM runs WHERE status = 'ok'") == "4");
+  CHECK(one(ws.db(), "SELECT count(*) FROM runs WHERE status = 'interrupted'") == "1");
+  CHECK(one(ws.db(), "PRAGMA integrity_check") == "ok");
+}
+
+TEST_CASE("runner: SIGTERM stops the trial, marks it interrupted and exits 130", "[runner]") {
+  Workspace ws("sigterm");
+  const std::string matrix = ws.file("t.toml", "name = \"t\"\n[base]\nuse_synthetic_data = true\nnum_epochs = 20\n"
+                                              "threads = 1\n");
+  const pid_t runner = spawn_dtnn({"run", matrix, "--db", ws.db()}, (ws.dir / "run.log").string());
+  bool started = false;
+  for (int i = 0; i < 600 && !started; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    try {
+      started = fs::exists(ws.db()) && one(ws.db(), "SELECT count(*) FROM runs WHERE status = 'running'") == "1";
+    } catch (...) {
+    }
+  }
+  REQUIRE(started);
+  ::kill(runner, SIGTERM);
+  CHECK(wait_exit(runner) == 130);
+  CHECK(one(ws.db(), "SELECT status FROM runs") == "interrupted");
+  CHECK(one(ws.db(), "PRAGMA integrity_check") == "ok");
+}
+
+TEST_CASE("cli: query is read-only, check and compare exit 1 on failures", "[runner]") {
+  Workspace ws("cli");
+  const std::string matrix = ws.file("m.toml", std::string("name = \"m\"\nrepeats = 2\n") + kQuickBase +
+                                                   "[axes]\nmodel = [\"simplemlp\"]\n");
+  REQUIRE(dtnn_cli("run " + matrix + " --db " + ws.db()) == 0);
+  const std::string log = (ws.dir / "q.log").string();
+  CHECK(dtnn_cli("query throughput --db " + ws.db(), log) == 0);
+  CHECK_THAT(read_text(log), Contains("(2 rows)"));
+  CHECK(dtnn_cli("query throughput --format csv --db " + ws.db(), log) == 0);
+  CHECK_THAT(read_text(log), Contains("run_id,matrix,git_commit,framework"));
+  CHECK(dtnn_cli("query \"DELETE FROM runs\" --db " + ws.db(), log) == 1);
+  CHECK_THAT(read_text(log), Contains("readonly"));
+  CHECK(dtnn_cli("query no_such_view --db " + ws.db(), log) == 1);
+  CHECK_THAT(read_text(log), Contains("unknown view 'no_such_view'"));
+  CHECK(one(ws.db(), "SELECT count(*) FROM runs") == "2");
+
+  // Targets: synthetic data cannot reach 99 %, so the check fails; a 1 % target passes.
+  const std::string hard = ws.file("hard.toml", R"([[target]]
+model = "simplemlp"
+dataset = "synthetic-mnist"
+metric = "test_accuracy"
+target = 99.0
+source = "planted"
+)");
+  CHECK(dtnn_cli("check --db " + ws.db() + " --targets " + hard, log) == 1);
+  CHECK_THAT(read_text(log), Contains("0 pass, 2 fail"));
+  const std::string easy = ws.file("easy.toml", "[[target]]\nmodel = \"simplemlp\"\ndataset = \"synthetic-mnist\"\n"
+                                                "metric = \"test_accuracy\"\ntarget = 1.0\ntolerance = 1.0\nsource = \"x\"\n");
+  CHECK(dtnn_cli("check --db " + ws.db() + " --targets " + easy, log) == 0);
+  CHECK_THAT(read_text(log), Contains("2 pass, 0 fail"));
+  const std::string bad = ws.file("bad.toml", "[[target]]\nmodel = \"simplemlp\"\nmetrik = 1\n");
+  CHECK(dtnn_cli("check --db " + ws.db() + " --targets " + bad, log) == 1);
+  CHECK_THAT(read_text(log), Contains("bad.toml:3: unknown key 'metrik'"));
+
+  // compare: the same runs on both sides are no regression (exit 0); a planted 30 % slowdown is (exit 1).
+  CHECK(dtnn_cli("compare --baseline runs=1 --candidate runs=2 --db " + ws.db(), log) == 0);
+  {
+    dtnn::ResultStore store = dtnn::ResultStore::open(ws.db());
+    store.exec("INSERT INTO runs (matrix_id, environment_id, trial_key, config_key, label, repeat, framework, model, "
+               "dataset, conv_algo, ranks, threads, device, batch_size, num_epochs, optimizer, params, status, command, "
+               "log_path, runner_pid, runner_host, tags) SELECT matrix_id, environment_id, trial_key, config_key, label, "
+               "9, framework, model, dataset, conv_algo, ranks, threads, device, batch_size, num_epochs, optimizer, "
+               "params, 'ok', command, log_path, runner_pid, runner_host, 'slow' FROM runs WHERE id = 1");
+    for (int e = 1; e <= 6; ++e)
+      store.exec("INSERT INTO epochs (run_id, epoch, samples, time_s, samples_per_s, metrics) SELECT 3, " +
+                 std::to_string(e) + ", samples, time_s, 0.7 * (SELECT min(samples_per_s) FROM epochs WHERE run_id < 3)"
+                 " - " + std::to_string(e) + ", '{}' FROM epochs WHERE run_id = 1 AND epoch = 1");
+  }
+  CHECK(dtnn_cli("compare --baseline runs=1-2 --candidate tag=slow --db " + ws.db(), log) == 1);
+  CHECK_THAT(read_text(log), Contains("regression"));
+  CHECK(dtnn_cli("compare --baseline runs=1-2 --candidate tag=slow --threshold 99% --db " + ws.db(), log) == 0);
+  CHECK(dtnn_cli("compare --baseline runs=1-2 --candidate tag=slow --threshold lots --db " + ws.db(), log) == 1);
+  CHECK_THAT(read_text(log), Contains("--threshold"));
+}

@@ -1,0 +1,298 @@
+// The results store: migrations from an empty file and from the previous schema version, ingest of a good,
+// a malformed and a truncated report, read-only access, orphaned runs; and compare's verdicts on planted data.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "analysis/compare.h"
+#include "core/error.h"
+#include "helpers.h"
+#include "results/store.h"
+
+using Catch::Contains;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// A fresh database path (and its -wal/-shm files removed).
+std::string fresh_db(const std::string& name) {
+  const std::string path = dtnn::test::temp_path(name + ".db");
+  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path + suffix);
+  return path;
+}
+
+std::string one(const dtnn::ResultStore& store, const std::string& sql) {
+  const dtnn::QueryResult r = store.query(sql);
+  REQUIRE(r.rows.size() == 1);
+  REQUIRE(r.rows[0][0].has_value());
+  return *r.rows[0][0];
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// A real report: `dtnn train` on synthetic data, 2 epochs of 3 steps.
+const std::string& real_report() {
+  static const std::string text = [] {
+    const std::string path = dtnn::test::temp_path("store_report.json");
+    const std::string cmd = std::string(DTNN_BINARY) +
+                            " train --model=simplecnn --use_synthetic_data=True --num_epochs=2 --steps_per_epoch=3"
+                            " --threads=1 --progress=False --report=" + path + " > /dev/null 2>&1";
+    REQUIRE(std::system(cmd.c_str()) == 0);
+    std::string t = read_text(path);
+    fs::remove(path);
+    return t;
+  }();
+  return text;
+}
+
+struct Fixture {
+  std::string path;
+  dtnn::ResultStore store;
+  int64_t matrix = 0, env = 0;
+  explicit Fixture(const std::string& name) : path(fresh_db(name)), store(dtnn::ResultStore::open(path)) {
+    matrix = store.add_matrix("m", "m.toml", "hash1", "name = \"m\"\n");
+    dtnn::StoredEnvironment e;
+    e.host = "h";
+    e.git_commit = "abc123";
+    env = store.add_environment(e);
+  }
+  int64_t begin(const std::string& key, int ranks = 1) {
+    dtnn::RunStart s;
+    s.matrix_id = matrix;
+    s.environment_id = env;
+    s.trial_key = key;
+    s.config_key = key;
+    s.label = key;
+    s.params = {{"model", "simplecnn"}, {"ranks", std::to_string(ranks)}, {"dataset", "mnist"}};
+    s.command = "dtnn train";
+    s.log_path = "x.log";
+    return store.begin_run(s);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("store: a new file gets every migration, WAL and foreign keys", "[store]") {
+  Fixture f("new");
+  CHECK(f.store.version() == dtnn::ResultStore::latest_version());
+  CHECK(one(f.store, "PRAGMA journal_mode") == "wal");
+  CHECK(one(f.store, "PRAGMA foreign_keys") == "1");
+  for (const char* table : {"matrices", "environments", "runs", "epochs", "layer_timings", "targets"})
+    CHECK(one(f.store, std::string("SELECT count(*) FROM sqlite_master WHERE name = '") + table + "'") == "1");
+  for (const char* view : {"v_throughput", "v_scaling", "v_accuracy_vs_target"})
+    CHECK(one(f.store, std::string("SELECT count(*) FROM sqlite_master WHERE type = 'view' AND name = '") + view +
+                           "'") == "1");
+  // Re-opening applies nothing twice; the same matrix and environment keep their ids.
+  dtnn::ResultStore again = dtnn::ResultStore::open(f.path);
+  CHECK(one(again, "SELECT count(*) FROM schema_migrations") == std::to_string(dtnn::ResultStore::latest_version()));
+  CHECK(again.add_matrix("m", "m.toml", "hash1", "name = \"m\"\n") == f.matrix);
+  CHECK(again.add_matrix("m", "m.toml", "hash2", "name = \"m\" # changed\n") != f.matrix);
+  // A foreign key that points nowhere is refused.
+  CHECK_THROWS(again.exec("INSERT INTO epochs (run_id, epoch, samples, time_s, samples_per_s, metrics) "
+                          "VALUES (999, 1, 1, 1.0, 1.0, '{}')"));
+}
+
+TEST_CASE("store: a version-1 database migrates to the latest and keeps its runs", "[store]") {
+  const std::string path = fresh_db("v1");
+  {
+    dtnn::ResultStore v1 = dtnn::ResultStore::open_at_version(path, 1);
+    REQUIRE(v1.version() == 1);
+    CHECK_THROWS(v1.query("SELECT tags FROM runs"));  // column of version 2
+    v1.exec("INSERT INTO matrices (name, file, hash, text) VALUES ('old', 'old.toml', 'h', 't');"
+            "INSERT INTO environments (host, cpu_model, cores, gpu, compiler, blas, onednn, mpi, cuda, build_type,"
+            " dtnn_version, git_commit, git_dirty, env_vars) VALUES ('h','c',2,'none','g','b','o','m','c','R','0',"
+            " 'c0ffee',0,'{}');"
+            "INSERT INTO runs (matrix_id, environment_id, trial_key, config_key, label, repeat, framework, model,"
+            " dataset, conv_algo, ranks, threads, device, batch_size, num_epochs, optimizer, params, status, command,"
+            " log_path, runner_pid, runner_host, samples_per_s, test_accuracy) VALUES (1, 1, 'k1', 'c', 'l', 0,"
+            " 'dtnn', 'simplecnn', 'fashion-mnist', 'auto', 1, 1, 'cpu', 64, 5, 'adam', '{}', 'ok', 'x', 'y', 1, 'h',"
+            " 1000.0, 89.0);"
+            "INSERT INTO runs (matrix_id, environment_id, trial_key, config_key, label, repeat, framework, model,"
+            " dataset, conv_algo, ranks, threads, device, batch_size, num_epochs, optimizer, params, status, command,"
+            " log_path, runner_pid, runner_host, samples_per_s) VALUES (1, 1, 'k2', 'c', 'l', 0, 'dtnn', 'simplecnn',"
+            " 'fashion-mnist', 'auto', 2, 1, 'cpu', 64, 5, 'adam', '{}', 'ok', 'x', 'y', 1, 'h', 1900.0);");
+  }
+  dtnn::ResultStore latest = dtnn::ResultStore::open(path);
+  CHECK(latest.version() == dtnn::ResultStore::latest_version());
+  CHECK(one(latest, "SELECT count(*) FROM runs") == "2");
+  CHECK(one(latest, "SELECT tags FROM runs WHERE trial_key = 'k1'").empty());
+  // The views of version 2 work on the migrated rows: 2 ranks at 1900 vs 1 rank at 1000 samples/s.
+  CHECK(one(latest, "SELECT speedup FROM v_scaling WHERE ranks = 2") == "1.9");
+  CHECK(one(latest, "SELECT efficiency FROM v_scaling WHERE ranks = 2") == "0.95");
+  latest.replace_targets({{"simplecnn", "fashion-mnist", "test_accuracy", 88.3, 0.0, 5, "adam", "r", "s"}});
+  CHECK(one(latest, "SELECT verdict FROM v_accuracy_vs_target WHERE value IS NOT NULL") == "pass");
+  CHECK(one(latest, "SELECT verdict FROM v_accuracy_vs_target WHERE value IS NULL") == "no value");
+}
+
+TEST_CASE("store: files that are not (this version of) a dtnn database are refused", "[store]") {
+  const std::string garbage = fresh_db("garbage");
+  std::ofstream(garbage) << "this is not an SQLite file, it is long enough to have a header......................."
+                            "...........................................................................\n";
+  CHECK_THROWS_WITH(dtnn::ResultStore::open(garbage), Contains(garbage));
+  CHECK_THROWS_WITH(dtnn::ResultStore::open_read_only(fresh_db("missing")), Contains("no such results database"));
+
+  const std::string other = fresh_db("other");
+  {
+    dtnn::ResultStore s = dtnn::ResultStore::open_at_version(other, 0);
+    s.exec("DROP TABLE schema_migrations; CREATE TABLE t (x)");
+  }
+  CHECK_THROWS_WITH(dtnn::ResultStore::open(other), Contains("not a dtnn results database"));
+
+  const std::string future = fresh_db("future");
+  {
+    dtnn::ResultStore s = dtnn::ResultStore::open(future);
+    s.exec("INSERT INTO schema_migrations (version, description) VALUES (99, 'from the future')");
+  }
+  CHECK_THROWS_WITH(dtnn::ResultStore::open(future), Contains("newer than this dtnn"));
+  CHECK_THROWS_WITH(dtnn::ResultStore::open_read_only(future), Contains("schema version 99"));
+}
+
+TEST_CASE("store: a good report is ingested with its epochs and layers", "[store]") {
+  Fixture f("ingest");
+  const int64_t id = f.begin("k");
+  CHECK(one(f.store, "SELECT status FROM runs WHERE id = " + std::to_string(id)) == "running");
+  f.store.finish_run_ok(id, real_report(), 1.5);
+  CHECK(one(f.store, "SELECT status FROM runs") == "ok");
+  CHECK(one(f.store, "SELECT count(*) FROM epochs") == "2");
+  CHECK(std::stod(one(f.store, "SELECT samples_per_s FROM runs")) > 0.0);
+  CHECK(std::stod(one(f.store, "SELECT test_accuracy FROM runs")) >= 0.0);
+  CHECK(one(f.store, "SELECT samples FROM epochs WHERE epoch = 1") == "192");  // 3 steps of 64
+  CHECK(one(f.store, "SELECT count(*) FROM layer_timings WHERE type = 'Conv2D' AND problem LIKE 'n64_c1h28w28_k4%'") ==
+        "1");
+  CHECK(one(f.store, "SELECT count(*) FROM layer_timings WHERE forward_ms > 0") != "0");
+  // A run cannot be finished twice.
+  CHECK_THROWS_WITH(f.store.finish_run_ok(id, real_report(), 1.0), Contains("not a running run"));
+}
+
+TEST_CASE("store: a malformed or truncated report changes nothing", "[store]") {
+  Fixture f("bad_report");
+  const int64_t id = f.begin("k");
+  const std::string good = real_report();
+  CHECK_THROWS_WITH(f.store.finish_run_ok(id, "{ this is not json", 1.0), Contains("not valid JSON"));
+  CHECK_THROWS_WITH(f.store.finish_run_ok(id, good.substr(0, good.size() / 2), 1.0), Contains("not valid JSON"));
+  CHECK_THROWS_WITH(f.store.finish_run_ok(id, R"({"schema": "something/2"})", 1.0), Contains("dtnn.run_report/1"));
+  std::string no_epochs = good;
+  no_epochs.replace(no_epochs.find("\"epochs\""), 8, "\"epochz\"");
+  CHECK_THROWS_WITH(f.store.finish_run_ok(id, no_epochs, 1.0), Contains("missing or mistyped"));
+  CHECK(one(f.store, "SELECT status FROM runs") == "running");
+  CHECK(one(f.store, "SELECT count(*) FROM epochs") == "0");
+  CHECK(one(f.store, "SELECT count(*) FROM layer_timings") == "0");
+  f.store.finish_run(id, "failed", "run report: not valid JSON", 1.0);
+  CHECK(one(f.store, "SELECT status || ': ' || error FROM runs") == "failed: run report: not valid JSON");
+  CHECK(one(f.store, "PRAGMA integrity_check") == "ok");
+}
+
+TEST_CASE("store: read-only stores refuse writes", "[store]") {
+  Fixture f("ro");
+  f.begin("k");
+  const dtnn::ResultStore ro = dtnn::ResultStore::open_read_only(f.path);
+  CHECK(one(ro, "SELECT count(*) FROM runs") == "1");
+  CHECK_THROWS_WITH(ro.query("DELETE FROM runs"), Contains("readonly"));
+  CHECK_THROWS_WITH(ro.query("SELECT 1; DELETE FROM runs"), Contains("one SQL statement"));
+  CHECK(one(ro, "SELECT count(*) FROM runs") == "1");
+}
+
+TEST_CASE("store: runs of a runner that died are marked interrupted", "[store]") {
+  Fixture f("orphans");
+  const int64_t mine = f.begin("mine");
+  const int64_t orphan = f.begin("orphan");
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  int status = 0;
+  ::waitpid(child, &status, 0);  // the pid is gone now
+  f.store.exec("UPDATE runs SET runner_pid = " + std::to_string(child) + " WHERE id = " + std::to_string(orphan));
+  CHECK(f.store.reap_orphaned_runs() == 1);
+  CHECK(one(f.store, "SELECT status FROM runs WHERE id = " + std::to_string(orphan)) == "interrupted");
+  CHECK(one(f.store, "SELECT status FROM runs WHERE id = " + std::to_string(mine)) == "running");  // ours: alive
+}
+
+TEST_CASE("store: dataset labels name the data a run used", "[store]") {
+  CHECK(dtnn::dataset_label({{"dataset", "mnist"}, {"dataset_train_path", "/usr/share/datasets/fashion-mnist/"}}) ==
+        "fashion-mnist");
+  CHECK(dtnn::dataset_label({{"dataset", "mnist"}, {"dataset_train_path", "../shared/datasets/mnist-10k"}}) ==
+        "mnist-10k");
+  CHECK(dtnn::dataset_label({{"dataset", "mnist"}, {"use_synthetic_data", "True"}}) == "synthetic-mnist");
+  CHECK(dtnn::dataset_label({{"dataset", "mnist"}}) == "mnist");
+}
+
+namespace {
+
+// Stores an ok run of `key` whose epochs ran at the given samples/s.
+void planted_run(Fixture& f, const std::string& key, const std::vector<double>& samples_per_s) {
+  const int64_t id = f.begin(key);
+  f.store.exec("UPDATE runs SET status = 'ok', samples_per_s = " + std::to_string(samples_per_s[0]) +
+               " WHERE id = " + std::to_string(id));
+  for (size_t e = 0; e < samples_per_s.size(); ++e)
+    f.store.exec("INSERT INTO epochs (run_id, epoch, samples, time_s, samples_per_s, metrics) VALUES (" +
+                 std::to_string(id) + ", " + std::to_string(e + 1) + ", 1000, 1.0, " +
+                 std::to_string(samples_per_s[e]) + ", '{}')");
+}
+
+}  // namespace
+
+TEST_CASE("compare: a planted regression is found, noise is not", "[compare]") {
+  Fixture f("compare");
+  // Baseline: runs 1-2; candidate: runs 3-4. Trial "slow" lost 20 %, trial "same" only moved within noise.
+  planted_run(f, "slow", {1000, 1010, 990, 1005, 995});
+  planted_run(f, "same", {500, 510, 490, 505, 495});
+  planted_run(f, "slow", {800, 810, 790, 805, 795});
+  planted_run(f, "same", {502, 492, 508, 497, 503});
+  dtnn::CompareOptions o;
+  o.baseline = "runs=1-2";
+  o.candidate = "runs=3-4";
+  const dtnn::Comparison c = dtnn::compare_runs(f.store, o);
+  REQUIRE(c.trials.size() == 2);
+  CHECK(c.regressions == 1);
+  for (const dtnn::TrialComparison& t : c.trials) {
+    if (t.trial_key == "slow") {
+      CHECK(t.verdict == "regression");
+      CHECK(t.ratio == Approx(0.8).epsilon(1e-9));
+      CHECK(t.p_value == Approx(2.0 / 252.0).epsilon(1e-9));  // exact U test, complete separation, 5 vs 5
+    } else {
+      CHECK(t.verdict == "same");
+    }
+  }
+  CHECK(c.geomean_ratio == Approx(std::sqrt(0.8 * (502.0 / 500.0))).epsilon(1e-9));
+  CHECK_FALSE(c.too_few_samples);
+  // The other way round it is an improvement, and a 25 % threshold hides the 20 % change.
+  std::swap(o.baseline, o.candidate);
+  CHECK(dtnn::compare_runs(f.store, o).regressions == 0);
+  std::swap(o.baseline, o.candidate);
+  o.threshold = 0.25;
+  CHECK(dtnn::compare_runs(f.store, o).regressions == 0);
+}
+
+TEST_CASE("compare: too few samples are flagged, bad selections refused", "[compare]") {
+  Fixture f("compare_few");
+  planted_run(f, "t", {1000, 1001});
+  planted_run(f, "t", {500, 501});
+  dtnn::CompareOptions o;
+  o.baseline = "runs=1";
+  o.candidate = "runs=2";
+  const dtnn::Comparison c = dtnn::compare_runs(f.store, o);
+  CHECK(c.too_few_samples);
+  CHECK(c.regressions == 0);  // 2 vs 2 samples can never give p < 0.05
+  CHECK(c.trials[0].verdict == "too few samples");
+  std::ostringstream out;
+  dtnn::print_comparison(out, c, o);
+  CHECK_THAT(out.str(), Contains("warning: some trials have fewer than 4 samples"));
+  o.candidate = "commit=abc";  // both runs: the same trial key on both sides
+  CHECK(dtnn::compare_runs(f.store, o).trials.size() == 1);
+  o.candidate = "colour=blue";
+  CHECK_THROWS_WITH(dtnn::compare_runs(f.store, o), Contains("unknown key 'colour'"));
+  o.candidate = "runs=a-b";
+  CHECK_THROWS_WITH(dtnn::compare_runs(f.store, o), Contains("is not N or N-M"));
+  o.candidate = "matrix=nothing";
+  CHECK_THROWS_WITH(dtnn::compare_runs(f.store, o), Contains("has no ok runs"));
+}
