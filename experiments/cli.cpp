@@ -160,6 +160,10 @@ int main(int argc, char** argv) {
   run->add_flag("--dry-run", run_options.dry_run, "Print the expanded trials and their count; run nothing");
   run->add_option("--only", run_options.only, "Run only trials with this name=value (repeatable)")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  run->add_option("--tag", run_options.tags, "Tag every run (repeatable); compare selects by tag=")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  run->add_option("--dtnn", run_options.dtnn_binary, "The dtnn binary trials run (default: this one)");
+  run->add_option("--commit", run_options.git_commit, "Git commit to record for the runs (with --dtnn of another build)");
 
   std::string db = kDefaultDb, query_what, format = "table";
   CLI::App* query = app.add_subcommand("query", "Named views or one read-only SQL statement over the results");

@@ -204,15 +204,63 @@ std::string self_executable() {
   return ec ? "dtnn" : p.string();
 }
 
+// The command line of one trial (launcher included). `unsupported_why` is set when the runner knows the
+// trial cannot run here (e.g. the PyTorch reference with 2 ranks).
+std::vector<std::string> trial_argv(const Matrix& matrix, const Trial& trial, const std::string& dtnn_binary,
+                                    std::string& unsupported_why) {
+  const std::string framework = trial.framework();
+  const int ranks = trial.ranks();
+  std::vector<std::string> argv;
+  if (framework == "pytorch") {
+    if (ranks != 1) unsupported_why = "the PyTorch reference runs on 1 rank";
+    if (trial.get("device", "cpu") != "cpu") unsupported_why = "the PyTorch reference runs on the CPU";
+    if (trial.get("conv_algo", "auto") != "auto")
+      unsupported_why = "the PyTorch reference has no --conv_algo (exclude it in the matrix)";
+    argv = {"/usr/bin/python3", std::string(DTNN_SOURCE_DIR) + "/analysis/reference/torch_train.py"};
+    for (const auto& [name, value] : trial.params) {
+      if (is_harness_param(name) || name == "conv_algo") continue;
+      if (std::find(torch_options().begin(), torch_options().end(), name) == torch_options().end()) {
+        unsupported_why = "the PyTorch reference has no --" + name;
+        continue;
+      }
+      argv.push_back("--" + name + "=" + value);
+    }
+    return argv;
+  }
+  if (ranks > 1) {
+    if (matrix.launcher.kind == "none") fail(matrix.path, ": launcher kind 'none' cannot start ", ranks, " ranks");
+    if (matrix.launcher.kind == "srun") {
+      argv = {"srun", "-n", std::to_string(ranks)};
+    } else {
+      argv = {"mpirun", "-np", std::to_string(ranks)};
+      if (!matrix.launcher.hostfile.empty()) argv.insert(argv.end(), {"--hostfile", matrix.launcher.hostfile});
+    }
+    argv.insert(argv.end(), matrix.launcher.args.begin(), matrix.launcher.args.end());
+  }
+  argv.insert(argv.end(), {dtnn_binary, "train"});
+  for (const auto& [name, value] : trial.params)
+    if (!is_harness_param(name)) argv.push_back("--" + name + "=" + value);
+  argv.push_back(std::string("--parallel=") + (ranks > 1 ? "data" : "sequential"));
+  if (trial.get("device", "cpu") == "gpu") argv.push_back("--enable_gpu=True");
+  argv.push_back("--progress=False");
+  return argv;
+}
+
 }  // namespace
 
 int run_matrix(const RunnerOptions& options, std::ostream& out) {
   const Matrix matrix = load_matrix(options.matrix_path);
   const std::vector<Trial> trials = filter_trials(matrix.trials, options.only);
+  const std::string dtnn_binary = options.dtnn_binary.empty() ? self_executable() : options.dtnn_binary;
   if (options.dry_run) {
     out << "matrix " << matrix.name << " (" << matrix.path << "): " << trials.size() << " trial(s) x "
         << matrix.repeats << " repeat(s) = " << trials.size() * matrix.repeats << " run(s)\n";
-    for (size_t i = 0; i < trials.size(); ++i) out << "  " << i + 1 << "  " << trials[i].label << "\n";
+    for (size_t i = 0; i < trials.size(); ++i) {
+      std::string why;
+      const std::vector<std::string> argv = trial_argv(matrix, trials[i], dtnn_binary, why);
+      out << "  " << i + 1 << "  " << trials[i].label << "\n     "
+          << (why.empty() ? command_string(argv) : "unsupported: " + why) << "\n";
+    }
     return 0;
   }
   if (trials.empty()) fail("no trial of ", matrix.path, " matches the --only filters");
@@ -223,12 +271,17 @@ int run_matrix(const RunnerOptions& options, std::ostream& out) {
   const int reaped = store.reap_orphaned_runs();
   if (reaped > 0) out << "marked " << reaped << " run(s) of an earlier, killed runner as interrupted\n";
   const int64_t matrix_id = store.add_matrix(matrix.name, matrix.path, matrix.hash, matrix.text);
-  const int64_t env_id = store.add_environment(runner_environment());
+  StoredEnvironment environment = runner_environment();
+  if (!options.git_commit.empty()) {  // the trials run another commit's build (ci/perf-regression.sh)
+    environment.git_commit = options.git_commit;
+    environment.git_dirty = false;
+  }
+  const int64_t env_id = store.add_environment(environment);
   const fs::path log_dir = db_path.parent_path() / "logs" / matrix.name;
   fs::create_directories(log_dir);
-  const std::string dtnn_binary = options.dtnn_binary.empty() ? self_executable() : options.dtnn_binary;
   std::string tags;
   for (const std::string& t : matrix.tags) tags += (tags.empty() ? "" : ",") + t;
+  for (const std::string& t : options.tags) tags += (tags.empty() ? "" : ",") + t;
 
   std::vector<Planned> plan;
   int skipped = 0;
@@ -261,43 +314,8 @@ int run_matrix(const RunnerOptions& options, std::ostream& out) {
         << plan[i].repeat + 1 << "/" << matrix.repeats << ")  elapsed " << format_duration(elapsed) << "  ETA "
         << format_duration(eta) << (tty ? "" : "\n") << std::flush;
 
-    // The command line.
-    const std::string framework = trial.framework();
-    const int ranks = trial.ranks();
     std::string unsupported_why;
-    std::vector<std::string> argv;
-    if (framework == "pytorch") {
-      if (ranks != 1) unsupported_why = "the PyTorch reference runs on 1 rank";
-      if (trial.get("device", "cpu") != "cpu") unsupported_why = "the PyTorch reference runs on the CPU";
-      if (trial.get("conv_algo", "auto") != "auto")
-        unsupported_why = "the PyTorch reference has no --conv_algo (exclude it in the matrix)";
-      argv = {"/usr/bin/python3", std::string(DTNN_SOURCE_DIR) + "/analysis/reference/torch_train.py"};
-      for (const auto& [name, value] : trial.params) {
-        if (is_harness_param(name) || name == "conv_algo") continue;
-        if (std::find(torch_options().begin(), torch_options().end(), name) == torch_options().end()) {
-          unsupported_why = "the PyTorch reference has no --" + name;
-          continue;
-        }
-        argv.push_back("--" + name + "=" + value);
-      }
-    } else {
-      if (ranks > 1) {
-        if (matrix.launcher.kind == "none") fail(matrix.path, ": launcher kind 'none' cannot start ", ranks, " ranks");
-        if (matrix.launcher.kind == "srun") {
-          argv = {"srun", "-n", std::to_string(ranks)};
-        } else {
-          argv = {"mpirun", "-np", std::to_string(ranks)};
-          if (!matrix.launcher.hostfile.empty()) argv.insert(argv.end(), {"--hostfile", matrix.launcher.hostfile});
-        }
-        argv.insert(argv.end(), matrix.launcher.args.begin(), matrix.launcher.args.end());
-      }
-      argv.insert(argv.end(), {dtnn_binary, "train"});
-      for (const auto& [name, value] : trial.params)
-        if (!is_harness_param(name)) argv.push_back("--" + name + "=" + value);
-      argv.push_back(std::string("--parallel=") + (ranks > 1 ? "data" : "sequential"));
-      if (trial.get("device", "cpu") == "gpu") argv.push_back("--enable_gpu=True");
-      argv.push_back("--progress=False");
-    }
+    std::vector<std::string> argv = trial_argv(matrix, trial, dtnn_binary, unsupported_why);
 
     RunStart rs;
     rs.matrix_id = matrix_id;

@@ -24,6 +24,8 @@ struct RunnerOptions {
   bool dry_run = false;     // print the expanded trials and their count, run nothing
   std::vector<std::string> only;  // name=value filters
   std::string dtnn_binary;  // the dtnn executable for child runs (default: this process's own)
+  std::string git_commit;   // recorded instead of this checkout's commit (when dtnn_binary is another build)
+  std::vector<std::string> tags;  // added to the matrix's tags for every run
 };
 
 // Returns the exit code: 0 when every run is ok or unsupported, 1 when any failed or timed out, 130 when

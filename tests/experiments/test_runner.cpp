@@ -259,3 +259,28 @@ source = "planted"
   CHECK(dtnn_cli("compare --baseline runs=1-2 --candidate tag=slow --threshold lots --db " + ws.db(), log) == 1);
   CHECK_THAT(read_text(log), Contains("--threshold"));
 }
+
+TEST_CASE("runner: --dry-run prints each trial's command with its launcher", "[runner]") {
+  Workspace ws("dry");
+  std::ofstream(ws.dir / "hosts") << "localhost slots=2\n";
+  const std::string mpi = ws.file("mpi.toml", std::string(R"(name = "mpi"
+[launcher]
+hostfile = "hosts"
+args = ["--bind-to", "core"]
+)") + kQuickBase + "[axes]\nranks = [1, 2]\n[[include]]\nframework = \"pytorch\"\nranks = 2\n");
+  const std::string log = (ws.dir / "dry.log").string();
+  REQUIRE(dtnn_cli("run " + mpi + " --dry-run --db " + ws.db(), log) == 0);
+  const std::string out = read_text(log);
+  CHECK_THAT(out, Contains("3 trial(s) x 1 repeat(s) = 3 run(s)"));
+  CHECK_THAT(out, Contains("mpirun -np 2 --hostfile " + (ws.dir / "hosts").string() + " --bind-to core "));
+  CHECK_THAT(out, Contains("--parallel=data"));
+  CHECK_THAT(out, Contains("train --dataset=mnist --num_epochs=2"));
+  CHECK_THAT(out, Contains("unsupported: the PyTorch reference runs on 1 rank"));
+  CHECK_FALSE(fs::exists(ws.db()));  // a dry run touches no database
+
+  const std::string slurm = ws.file("slurm.toml", std::string("name = \"slurm\"\n[launcher]\nkind = \"srun\"\n"
+                                                              "args = [\"--mpi=pmix\"]\n") +
+                                                      kQuickBase + "[axes]\nranks = [4]\n");
+  REQUIRE(dtnn_cli("run " + slurm + " --dry-run", log) == 0);
+  CHECK_THAT(read_text(log), Contains("srun -n 4 --mpi=pmix "));
+}

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Performance regression check: runs experiments/perf_smoke.toml on a baseline commit's build and on the
+# current tree, alternating (so drift of a noisy machine hits both sides alike), into one fresh database,
+# then `dtnn compare` (median ratio per trial, Mann-Whitney U, geometric mean). Exit 1 on a regression.
+#   ci/perf-regression.sh [BASELINE]     BASELINE: a commit or ref (default HEAD~1)
+#   ROUNDS=3        alternations (each gives 3 epoch samples per trial and side)
+#   THRESHOLD=5%    slowdown that counts as a regression (with p < 0.05)
+#   DTNN_PERF_DIR   work directory (default build-perf/): baseline worktrees, builds and databases
+set -euo pipefail
+cd "$(dirname "$0")/.."
+base_ref="${1:-HEAD~1}"
+rounds="${ROUNDS:-3}"
+threshold="${THRESHOLD:-5%}"
+work="${DTNN_PERF_DIR:-build-perf}"
+
+bash ci/setup.sh >/dev/null                      # the current tree, built into build/
+dtnn="${DTNN_BUILD_DIR:-build}/experiments/dtnn"
+base_sha="$(git rev-parse --verify "${base_ref}^{commit}")"
+
+# The baseline's dtnn, built once per commit from a detached worktree.
+mkdir -p "$work"
+src="$work/src-$base_sha"
+bld="$work/build-$base_sha"
+if [ ! -x "$bld/experiments/dtnn" ]; then
+  echo "perf-regression: building the baseline $base_sha in $bld"
+  git worktree remove --force "$src" 2>/dev/null || rm -rf "$src"
+  git worktree prune
+  git worktree add --detach "$src" "$base_sha" >/dev/null
+  cmake -S "$src" -B "$bld" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDTNN_BUILD_TESTS=OFF -DDTNN_BUILD_SUITES=OFF \
+    -DDTNN_CUDA=OFF >/dev/null
+  cmake --build "$bld" --target dtnn
+fi
+
+db="$work/perf-$(date +%Y%m%d-%H%M%S)-$$.db"
+for round in $(seq "$rounds"); do
+  echo "perf-regression: round $round/$rounds"
+  "$dtnn" run experiments/perf_smoke.toml --db "$db" --dtnn "$bld/experiments/dtnn" --commit "$base_sha" \
+    --tag baseline >/dev/null
+  "$dtnn" run experiments/perf_smoke.toml --db "$db" --tag candidate >/dev/null
+done
+echo "perf-regression: baseline $base_sha vs the current tree ($(git rev-parse --short HEAD)$(git diff --quiet HEAD -- || echo +dirty)); database $db"
+"$dtnn" compare --db "$db" --baseline tag=baseline --candidate tag=candidate --threshold "$threshold"
