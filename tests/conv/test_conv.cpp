@@ -48,6 +48,12 @@ std::vector<ConvProblem> problems() {
         "n2_c3h9w21_k16r3s3_st1x1_pd1x1_dl1x1_g1_%s_f32",   // K = 16: im2row + skinny GEMM with two vectors
         "n1_c2h5w37_k4r3s2_st1x1_pd1x0_dl1x2_g1_%s_f32",    // K = 4, wide rows: pixel pairs + overlapping tail
         "n1_c5h6w19_k8r2s3_st2x2_pd0x1_dl1x1_g1_%s_f32",    // K = 8, stride 2, overlapping last block
+        // C = 1, 3x3 (implicit weight gradient): odd width (K = 4 tail pixel), K = 8 with stride and
+        // dilation, and a whole simplecnn-sized batch (long sums).
+        "n2_c1h9w13_k4r3s3_st1x1_pd1x1_dl1x1_g1_%s_f32",
+        "n2_c1h11w12_k4r3s3_st2x1_pd0x2_dl2x1_g1_%s_f32",
+        "n1_c1h10w11_k8r3s3_st2x3_pd1x0_dl1x2_g1_%s_f32",
+        "n64_c1h28w28_k4r3s3_st1x1_pd1x1_dl1x1_g1_%s_f32",
     };
     for (const char* f : fixed) {
       char buf[128];

@@ -22,6 +22,7 @@
 #include "backend/cpu/blas.h"
 #include "backend/cpu/skinny_gemm.h"
 #include "conv/cpu/cpu_algorithms.h"
+#include "conv/cpu/implicit_filter.h"
 #include "conv/cpu/implicit_forward.h"
 
 namespace dtnn {
@@ -163,7 +164,8 @@ class ConvIm2rowGemm final : public ConvAlgorithm {
 
   int64_t workspace_floats(const ConvProblem& p) const override {
     const int64_t gemm = taps(p) * p.k + (is_pointwise(p) ? 0 : chunk_rows(p) * taps(p));
-    return std::max(gemm, implicit_forward_supported(p) ? implicit_forward_workspace(p) : 0);
+    return std::max({gemm, implicit_forward_supported(p) ? implicit_forward_workspace(p) : 0,
+                     implicit_filter_supported(p) ? implicit_filter_workspace(p) : 0});
   }
 
   void forward(const ConvProblem& p, const float* x, const float* w, const float* bias, float* y,
@@ -218,6 +220,7 @@ class ConvIm2rowGemm final : public ConvAlgorithm {
       conv_sum_bias(p, dy, db, 0, M, false);
       return;
     }
+    if (implicit_filter_supported(p)) return implicit_filter(p, x, dy, dw, db, ws);
     float* dwt = ws;
     float* rows = ws + T * K;
     const int64_t chunk = chunk_rows(p);
