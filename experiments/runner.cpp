@@ -335,7 +335,7 @@ int run_matrix(const RunnerOptions& options, std::ostream& out) {
     const int64_t run_id = store.begin_run(rs);
     const std::string log_path = (log_dir / (std::to_string(run_id) + ".log")).string();
     const std::string report_path = (log_dir / (std::to_string(run_id) + ".report.json")).string();
-    store.exec("UPDATE runs SET log_path = '" + log_path + "' WHERE id = " + std::to_string(run_id));
+    store.set_log_path(run_id, log_path);
     if (!unsupported_why.empty()) {
       store.finish_run(run_id, "unsupported", unsupported_why, 0.0);
       ++n_unsupported;

@@ -326,6 +326,11 @@ int64_t ResultStore::begin_run(const RunStart& s) {
   return id;
 }
 
+void ResultStore::set_log_path(int64_t run_id, const std::string& log_path) {
+  Statement st(db_, path_, "UPDATE runs SET log_path = ? WHERE id = ?");
+  st.bind(1, log_path).bind(2, run_id).run();
+}
+
 void ResultStore::finish_run_ok(int64_t run_id, const std::string& report_json, double duration_s) {
   nlohmann::json j;
   try {

@@ -70,6 +70,8 @@ class ResultStore {
 
   // Inserts a run with status 'running', owned by this process (pid, host).
   int64_t begin_run(const RunStart& start);
+  // Records where the run's log is (known once the run has its id).
+  void set_log_path(int64_t run_id, const std::string& log_path);
   // Ingests a dtnn.run_report/1 JSON text and sets status 'ok', in one transaction. Throws dtnn::Error
   // (and changes nothing) when the report is malformed, truncated or not a run report.
   void finish_run_ok(int64_t run_id, const std::string& report_json, double duration_s);
