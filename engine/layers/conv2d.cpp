@@ -34,12 +34,14 @@ class Conv2D final : public Layer {
     p.pad_w = spec_.padding.h;
     p.dil_h = spec_.dilation.v;
     p.dil_w = spec_.dilation.h;
+    p.groups = spec_.groups == 0 ? p.c : spec_.groups;  // 0: depthwise
     p.validate();
     algo_ = &choose_conv_algorithm(ctx.conv_algo, p, &algo_note_);
     workspace_ = Tensor::zeros(Shape{std::max<int64_t>(1, algo_->workspace_floats(p))});
-    const int64_t rs = p.r * p.s;
-    params_.push_back({"weights", p.w_shape(), spec_.weights_initializer, p.c * rs, p.k * rs, {}, {}});
-    if (spec_.use_bias) params_.push_back({"biases", Shape{p.k}, spec_.biases_initializer, p.c * rs, p.k * rs, {}, {}});
+    // Fans per output unit: the inputs (and outputs) one filter tap connects within its group.
+    const int64_t rs = p.r * p.s, fan_in = p.c / p.groups * rs, fan_out = p.k / p.groups * rs;
+    params_.push_back({"weights", p.w_shape(), spec_.weights_initializer, fan_in, fan_out, {}, {}});
+    if (spec_.use_bias) params_.push_back({"biases", Shape{p.k}, spec_.biases_initializer, fan_in, fan_out, {}, {}});
     return out_sample_ = p.y_shape().drop_dim0();
   }
 
@@ -52,7 +54,7 @@ class Conv2D final : public Layer {
     float* w = params_[0].value.data();
     int64_t i = 0;
     for (int64_t k = 0; k < p.k; ++k)
-      for (int64_t c = 0; c < p.c; ++c)
+      for (int64_t c = 0; c < p.c / p.groups; ++c)
         for (int64_t r = 0; r < p.r; ++r)
           for (int64_t s = 0; s < p.s; ++s) w[conv_weight_index(p, k, c, r, s)] = kcrs[i++];
     if (spec_.use_bias)
@@ -77,8 +79,13 @@ class Conv2D final : public Layer {
     std::snprintf(buf, sizeof buf, "padd=(%lld,%lld), stride=(%lld,%lld), dilat=(%lld,%lld)",
                   (long long)problem_.pad_h, (long long)problem_.pad_w, (long long)problem_.stride_h,
                   (long long)problem_.stride_w, (long long)problem_.dil_h, (long long)problem_.dil_w);
-    return buf;
+    std::string d = buf;
+    if (problem_.groups == problem_.c && problem_.c > 1) d += ", depthwise";
+    else if (problem_.groups > 1) d += ", groups=" + std::to_string(problem_.groups);
+    return d;
   }
+
+  double forward_flops() const override { return problem_.with_batch(1).flops(ConvDir::fwd); }
 
   std::string algorithm_name() const override { return std::string(algo_->name()); }
   std::string problem_string() const override { return problem_.str(); }
@@ -96,6 +103,7 @@ class Conv2D final : public Layer {
 
 std::unique_ptr<Layer> make_conv2d(const Conv2DSpec& spec) {
   DTNN_CHECK(spec.nfilters > 0, "Conv2D: nfilters must be positive (got ", spec.nfilters, ")");
+  DTNN_CHECK(spec.groups >= 0, "Conv2D: groups must be positive, or 0 for depthwise (got ", spec.groups, ")");
   return std::make_unique<Conv2D>(spec);
 }
 

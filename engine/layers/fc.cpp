@@ -19,6 +19,8 @@ class FC final : public Layer {
     return out_sample_ = Shape{units_};
   }
 
+  double forward_flops() const override { return 2.0 * in_ * units_; }
+
   void forward(const Tensor& x, const Tensor& y, Mode) override {
     const int64_t n = x.dim(0);
     const float* w = params_[0].value.data();

@@ -61,9 +61,17 @@ void init_fill(Init init, int64_t fan_in, int64_t fan_out, Rng& rng, float* dst,
 
 void Layer::init_params(Rng& rng) {
   for (Param& p : params_) init_fill(p.init, p.fan_in, p.fan_out, rng, p.value.data(), p.value.numel());
+  for (Param& b : buffers_) init_fill(b.init, b.fan_in, b.fan_out, rng, b.value.data(), b.value.numel());
 }
 
 int64_t Layer::num_params() const {
+  int64_t n = 0;
+  for (const Param& p : params_) n += p.shape.numel();
+  for (const Layer* child : children()) n += child->num_own_params();  // children() lists every descendant
+  return n;
+}
+
+int64_t Layer::num_own_params() const {
   int64_t n = 0;
   for (const Param& p : params_) n += p.shape.numel();
   return n;

@@ -22,6 +22,8 @@
 
 namespace dtnn {
 
+class Communicator;
+
 enum class Mode { train, evaluate };
 
 // What every layer's build() needs to know about the model it is part of.
@@ -29,6 +31,10 @@ struct BuildContext {
   Layout layout = Layout::nhwc;
   int64_t max_batch = 1;
   std::string conv_algo = "auto";  // --conv_algo
+  // Data-parallel ranks, for layers that communicate inside a step (synchronised BatchNormalization).
+  // Null: one process. Must outlive the model.
+  Communicator* comm = nullptr;
+  bool sync_batchnorm = false;     // --sync_batchnorm: every BatchNormalization uses global statistics
 };
 
 enum class Init { zeros, ones, glorot_uniform, glorot_normal, he_uniform, he_normal, lecun_uniform, lecun_normal };
@@ -38,8 +44,10 @@ const char* init_name(Init init);
 // variants are truncated at two standard deviations).
 void init_fill(Init init, int64_t fan_in, int64_t fan_out, Rng& rng, float* dst, int64_t n);
 
+// A trainable parameter (in the Model's parameter and gradient slabs) or, in Layer::buffers(), a
+// non-trainable state array (in the Model's state slab; grad stays empty).
 struct Param {
-  std::string name;  // PyDTNN variable name: "weights", "biases"
+  std::string name;  // PyDTNN variable name: "weights", "biases", "gamma", "running_mean"
   Shape shape;
   Init init = Init::zeros;
   int64_t fan_in = 0, fan_out = 0;
@@ -66,8 +74,9 @@ class Layer {
   virtual bool can_run_in_place() const { return false; }
   // True when backward() reads this layer's output y (activations).
   virtual bool backward_reads_output() const { return false; }
-  // Draws initial parameter values. The default fills each Param in storage order; layers whose storage
-  // order depends on the layout override it so both layouts start from the same logical weights.
+  // Draws initial parameter values (and sets buffers to their initial values). The default fills each
+  // Param in storage order; layers whose storage order depends on the layout override it so both
+  // layouts start from the same logical weights. Blocks initialise their children in id order.
   virtual void init_params(Rng& rng);
   // The "Parameters" column of the model table, e.g. "padd=(1,1), stride=(1,1), dilat=(1,1)".
   virtual std::string describe() const { return ""; }
@@ -78,17 +87,27 @@ class Layer {
   virtual std::string algorithm_note() const { return {}; }
   // The canonical problem string of the layer's convolution at the build batch size ("" for others).
   virtual std::string problem_string() const { return {}; }
+  // Forward floating-point operations per sample (a multiply-add counts 2), children included;
+  // 0 for layers whose cost is only memory traffic.
+  virtual double forward_flops() const { return 0.0; }
   // Seeds per-layer randomness (dropout); called once after build.
   virtual void seed(uint64_t) {}
+  // Every layer inside a block (AdditionBlock, ConcatenationBlock), nested blocks' layers included,
+  // depth-first in PyDTNN's id order; empty for plain layers. Parameters, buffers and ids of children belong to the children.
+  virtual std::vector<Layer*> children() const { return {}; }
 
   std::vector<Param>& params() { return params_; }
   const std::vector<Param>& params() const { return params_; }
-  int64_t num_params() const;
+  std::vector<Param>& buffers() { return buffers_; }
+  const std::vector<Param>& buffers() const { return buffers_; }
+  int64_t num_params() const;      // this layer's trainable values plus those of its children
+  int64_t num_own_params() const;  // this layer's trainable values only
   const Shape& output_shape() const { return out_sample_; }
   int id = 0;  // PyDTNN layer id (Input is 0), used in weight-file keys
 
  protected:
   std::vector<Param> params_;
+  std::vector<Param> buffers_;  // non-trainable state (BatchNormalization's running statistics)
   Shape out_sample_;
   Layout layout_ = Layout::nhwc;
 };

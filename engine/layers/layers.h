@@ -18,6 +18,10 @@ struct Pair {
 
 struct Conv2DSpec {
   int64_t nfilters = 1;
+  // Channel groups: 1 is a standard convolution; G splits the C input and K output channels into G
+  // independent convolutions; 0 means depthwise (G = C, set at build; nfilters must be a multiple of C).
+  // PyDTNN's grouping="pointwise" is a standard 1x1 convolution.
+  int64_t groups = 1;
   Pair filter_shape{3, 3};
   Pair padding{0};
   Pair stride{1};
@@ -43,6 +47,28 @@ std::unique_ptr<Layer> make_max_pool2d(const Pool2DSpec& spec);
 std::unique_ptr<Layer> make_avg_pool2d(const Pool2DSpec& spec);
 std::unique_ptr<Layer> make_flatten();
 std::unique_ptr<Layer> make_dropout(double rate);
+
+// BatchNormalization over channels (spatial inputs: per channel over N*H*W; flat inputs: per feature).
+struct BatchNormSpec {
+  double momentum = 0.9;   // running = momentum * running + (1 - momentum) * batch statistic
+  double epsilon = 1e-5;
+  bool sync_stats = false; // statistics over every rank's batch (also forced by --sync_batchnorm)
+};
+std::unique_ptr<Layer> make_batchnorm(const BatchNormSpec& spec = {});
+
+// Blocks: every path receives the block's input; an empty path is the identity.
+//   AdditionBlock      y = sum of the paths' outputs (all of the same shape)   (ResNet)
+//   ConcatenationBlock y = the paths' outputs concatenated along channels      (DenseNet, Inception)
+using Path = std::vector<std::unique_ptr<Layer>>;
+std::unique_ptr<Layer> make_addition_block(std::vector<Path> paths);
+std::unique_ptr<Layer> make_concatenation_block(std::vector<Path> paths);
+// Builds a Path from layers (a std::vector of unique_ptr cannot come from an initializer list).
+template <typename... L>
+Path path(L&&... layers) {
+  Path p;
+  (p.push_back(std::forward<L>(layers)), ...);
+  return p;
+}
 // Activations by PyDTNN name: "relu", "sigmoid", "tanh", "softmax". Throws dtnn::Error otherwise.
 std::unique_ptr<Layer> make_activation(const std::string& name);
 

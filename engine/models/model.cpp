@@ -10,7 +10,9 @@ namespace dtnn {
 void Model::add(std::unique_ptr<Layer> layer, const std::string& activation) {
   DTNN_CHECK(!built_, "model ", name_, ": add() after build()");
   DTNN_CHECK(!layers_.empty() || layer->type() == "Input", "model ", name_, ": the first layer must be Input");
-  layer->id = static_cast<int>(layers_.size());
+  // PyDTNN numbering: the layer, then its block children depth-first, then the next layer.
+  layer->id = next_id_++;
+  for (Layer* child : layer->children()) child->id = next_id_++;
   layers_.push_back(std::move(layer));
   if (!activation.empty()) add(make_activation(activation));
 }
@@ -21,24 +23,40 @@ void Model::build(const BuildContext& ctx, uint64_t seed, int64_t reduce_tail) {
   ctx_ = ctx;
   Shape shape;
   for (auto& layer : layers_) shape = layer->build(shape, ctx);
+  all_.clear();
+  for (auto& layer : layers_) {
+    all_.push_back(layer.get());
+    for (Layer* child : layer->children()) all_.push_back(child);
+  }
 
-  // Parameter and gradient slabs, each parameter starting on a 64-byte boundary.
+  // Parameter and gradient slabs, each parameter starting on a 64-byte boundary; buffers likewise in
+  // the state slab.
+  const auto padded = [](const Param& p) { return (p.shape.numel() + 15) / 16 * 16; };
   slab_size_ = 0;
   num_params_ = 0;
-  for (auto& layer : layers_)
+  state_size_ = 0;
+  for (Layer* layer : all_) {
     for (Param& p : layer->params()) {
       num_params_ += p.shape.numel();
-      slab_size_ += (p.shape.numel() + 15) / 16 * 16;
+      slab_size_ += padded(p);
     }
+    for (Param& b : layer->buffers()) state_size_ += padded(b);
+  }
   params_ = Tensor::zeros(Shape{std::max<int64_t>(slab_size_, 1)});
   grads_slab_ = Tensor::zeros(Shape{slab_size_ + reduce_tail});
-  int64_t offset = 0;
-  for (auto& layer : layers_)
+  state_ = Tensor::zeros(Shape{std::max<int64_t>(state_size_, 1)});
+  int64_t offset = 0, state_offset = 0;
+  for (Layer* layer : all_) {
     for (Param& p : layer->params()) {
       p.value = Tensor::wrap(params_.data() + offset, p.shape);
       p.grad = Tensor::wrap(grads_slab_.data() + offset, p.shape);
-      offset += (p.shape.numel() + 15) / 16 * 16;
+      offset += padded(p);
     }
+    for (Param& b : layer->buffers()) {
+      b.value = Tensor::wrap(state_.data() + state_offset, b.shape);
+      state_offset += padded(b);
+    }
+  }
   Rng rng(seed);
   for (auto& layer : layers_) layer->init_params(rng);
 
@@ -85,7 +103,7 @@ double seconds_now() {
 
 void Model::seed_layers(uint64_t seed, int rank) {
   const Rng base(seed ^ 0x5EEDDA7Aull);
-  for (auto& layer : layers_) {
+  for (Layer* layer : all_) {
     Rng r = base.fork(static_cast<uint64_t>(rank) * 1000003ull + static_cast<uint64_t>(layer->id));
     layer->seed(r.next_u64());
   }

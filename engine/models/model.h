@@ -44,7 +44,10 @@ class Model {
   void backward(int64_t n, size_t top);
 
   const std::string& name() const { return name_; }
-  size_t num_layers() const { return layers_.size(); }
+  size_t num_layers() const { return layers_.size(); }  // top-level layers (a block counts once)
+  // Every layer after build(): each top-level layer followed by its block children, depth-first (the
+  // order of PyDTNN's ids). Weight files, the model table and seeding walk this list.
+  const std::vector<Layer*>& all_layers() const { return all_; }
   Layer& layer(size_t i) { return *layers_[i]; }
   const Layer& layer(size_t i) const { return *layers_[i]; }
   Shape input_shape() const { return layers_.front()->output_shape(); }
@@ -66,15 +69,22 @@ class Model {
   float* param_slab() const { return params_.data(); }
   float* grad_slab() const { return grads_slab_.data(); }
   float* reduce_tail() const { return grads_slab_.data() + slab_size_; }
+  // Non-trainable state (BatchNormalization running statistics): one slab of state_size() floats that
+  // weight files, checkpoints and early stopping save and restore with the parameters. Empty (nullptr,
+  // size 0) for models without such state.
+  float* state_slab() const { return state_size_ ? state_.data() : nullptr; }
+  int64_t state_size() const { return state_size_; }
 
  private:
   std::string name_;
   std::vector<std::unique_ptr<Layer>> layers_;
+  std::vector<Layer*> all_;
+  int next_id_ = 0;
   BuildContext ctx_;
   std::vector<Tensor> acts_, grads_;
   std::vector<LayerTime> times_;
-  Tensor params_, grads_slab_;
-  int64_t num_params_ = 0, slab_size_ = 0;
+  Tensor params_, grads_slab_, state_;
+  int64_t num_params_ = 0, slab_size_ = 0, state_size_ = 0;
   bool built_ = false;
 };
 

@@ -21,12 +21,25 @@ void print_model_table(std::ostream& out, const Model& model) {
   out << "|" << center("Layer", 7) << "|" << center("Type", 26) << "|" << center("#Params", 9) << "|"
       << center("Output shape", 15) << "|" << center("Weights shape", 19) << "|" << center("Parameters", 37)
       << "|\n" << line << "\n";
+  // Layers inside blocks follow their block, their type indented by nesting depth; a block's #Params
+  // is the total of its children.
+  std::vector<std::pair<const Layer*, int>> rows;
   for (size_t i = 0; i < model.num_layers(); ++i) {
-    const Layer& l = model.layer(i);
+    const Layer& top = model.layer(i);
+    rows.emplace_back(&top, 0);
+    for (const Layer* c : top.children()) rows.emplace_back(c, 1);
+  }
+  // Nested blocks: a child listed in an inner block's children() sits one level deeper.
+  for (size_t i = 0; i < rows.size(); ++i)
+    for (const Layer* c : rows[i].first->children())
+      for (size_t j = i + 1; j < rows.size(); ++j)
+        if (rows[j].first == c) rows[j].second = std::max(rows[j].second, rows[i].second + 1);
+  for (const auto& [layer, depth] : rows) {
+    const Layer& l = *layer;
     const Shape w = l.weights_shape();
     std::string details = l.describe();
     if (!l.algorithm_name().empty()) details += (details.empty() ? "" : ", ") + l.algorithm_name();
-    out << "|" << center(std::to_string(l.id), 7) << "|" << center(l.type(), 26) << "|"
+    out << "|" << center(std::to_string(l.id), 7) << "|" << center(std::string(2 * depth, ' ') + l.type(), 26) << "|"
         << center(std::to_string(l.num_params()), 9) << "|" << center(l.output_shape().str(), 15) << "|"
         << center(w.rank() ? w.str() : "", 19) << "|" << center(details, 37) << "|\n";
   }
@@ -36,10 +49,9 @@ void print_model_table(std::ostream& out, const Model& model) {
   std::string row = total;
   row += std::string(line.size() - 1 - row.size(), ' ') + "|";
   out << row << "\n" << line << "\n";
-  for (size_t i = 0; i < model.num_layers(); ++i)
-    if (!model.layer(i).algorithm_note().empty())
-      out << "Note: layer " << model.layer(i).id << " runs " << model.layer(i).algorithm_name() << " because "
-          << model.layer(i).algorithm_note() << "\n";
+  for (const Layer* l : model.all_layers())
+    if (!l->algorithm_note().empty())
+      out << "Note: layer " << l->id << " runs " << l->algorithm_name() << " because " << l->algorithm_note() << "\n";
 }
 
 void print_layer_times(std::ostream& out, const Model& model) {

@@ -22,34 +22,50 @@ std::string dims_str(const std::vector<int64_t>& d) {
   return s + (d.size() == 1 ? ",)" : ")");
 }
 
+// Every array a weights file holds: the trainable parameters and the buffers (BatchNormalization's
+// running statistics), of every layer including those inside blocks, in id order.
+template <typename F>
+void for_each_array(const Model& model, F f) {
+  for (Layer* layer : model.all_layers()) {
+    for (Param& p : layer->params()) f(*layer, p);
+    for (Param& b : layer->buffers()) f(*layer, b);
+  }
+}
+
 }  // namespace
 
 void save_weights(const Model& model, const std::string& path) {
   std::vector<io::NpyArray> arrays;
-  for (size_t i = 0; i < model.num_layers(); ++i) {
-    const Layer& layer = model.layer(i);
-    for (const Param& p : layer.params()) arrays.push_back(io::make_f32(key(layer, p), dims(p.shape), p.value.data()));
-  }
+  for_each_array(model, [&](const Layer& layer, const Param& p) {
+    arrays.push_back(io::make_f32(key(layer, p), dims(p.shape), p.value.data()));
+  });
   io::write_npz(path, arrays, true);
 }
 
 void load_weights(Model& model, const std::string& path) {
   std::map<std::string, io::NpyArray> by_name;
   for (io::NpyArray& a : io::read_npz(path)) by_name.emplace(a.name, std::move(a));
-  // Check every key and shape before touching the model, so a bad file changes nothing.
-  for (size_t i = 0; i < model.num_layers(); ++i)
-    for (const Param& p : model.layer(i).params()) {
-      const std::string k = key(model.layer(i), p);
-      const auto it = by_name.find(k);
-      DTNN_CHECK(it != by_name.end(), path, ": no array '", k, "' for model ", model.name());
-      DTNN_CHECK(it->second.shape == dims(p.shape), path, ": array '", k, "' has shape ", dims_str(it->second.shape),
-                 ", the model needs ", p.shape.str());
-    }
-  for (size_t i = 0; i < model.num_layers(); ++i)
-    for (Param& p : model.layer(i).params()) {
-      const std::vector<float> v = by_name.at(key(model.layer(i), p)).to_float();
-      std::copy(v.begin(), v.end(), p.value.data());
-    }
+  // Check every key and shape before touching the model, so a bad file changes nothing; the error
+  // names the first mismatching key in id order.
+  for_each_array(model, [&](const Layer& layer, const Param& p) {
+    const std::string k = key(layer, p);
+    const auto it = by_name.find(k);
+    DTNN_CHECK(it != by_name.end(), path, ": no array '", k, "' for model ", model.name());
+    DTNN_CHECK(it->second.shape == dims(p.shape), path, ": array '", k, "' has shape ", dims_str(it->second.shape),
+               ", the model needs ", p.shape.str());
+  });
+  for_each_array(model, [&](const Layer& layer, Param& p) {
+    const std::vector<float> v = by_name.at(key(layer, p)).to_float();
+    std::copy(v.begin(), v.end(), p.value.data());
+  });
+}
+
+std::vector<io::NpyArray> weight_arrays(const Model& model) {
+  std::vector<io::NpyArray> arrays;
+  for_each_array(model, [&](const Layer& layer, const Param& p) {
+    arrays.push_back(io::make_f32(key(layer, p), dims(p.shape), p.value.data()));
+  });
+  return arrays;
 }
 
 }  // namespace dtnn

@@ -1,0 +1,349 @@
+// AdditionBlock and ConcatenationBlock: layers made of parallel paths (PyDTNN §3.6).
+//
+// Every path is a chain of layers that receives the block's input x; an empty path is the identity.
+//   AdditionBlock:      y = sum_p path_p(x)          dx = sum_p dpath_p/dx (dy)
+//   ConcatenationBlock: y = concat_C(path_p(x))      dx = sum_p dpath_p/dx (dy restricted to p's channels)
+// A Chain owns the buffers between its layers (sized for the largest batch at build, never reallocated)
+// and runs elementwise layers in place where it is safe, with the rules the Model uses. The block owns
+// one output buffer per path (except that the first path of an AdditionBlock writes y directly when its
+// last layer does not read its own output in backward), a dx accumulator, and for concatenation one
+// dy slice per path.
+//
+// Ids follow PyDTNN: a block's children are numbered depth-first right after the block itself (the Model
+// assigns them). Parameters belong to the children; a block has none of its own.
+#include <cstring>
+
+#include "core/error.h"
+#include "layers/layers.h"
+
+namespace dtnn {
+namespace {
+
+// A sequence of layers between an external input x and an external output y.
+class Chain {
+ public:
+  explicit Chain(Path layers) : layers_(std::move(layers)) {
+    for (const auto& l : layers_) {
+      DTNN_CHECK(l != nullptr, "block path holds a null layer");
+      DTNN_CHECK(!l->is_reshape(), "a block path cannot hold ", l->type(), " (blocks keep the input's shape kind)");
+      DTNN_CHECK(l->type() != "Input", "a block path cannot hold an Input layer");
+    }
+  }
+  bool empty() const { return layers_.empty(); }
+  bool last_reads_output() const { return !empty() && layers_.back()->backward_reads_output(); }
+
+  Shape build(const Shape& in, const BuildContext& ctx) {
+    Shape shape = in;
+    const auto layout_of = [&](const Shape& s) { return s.rank() == 3 ? ctx.layout : Layout::flat; };
+    acts_.clear();
+    grads_.clear();
+    for (size_t i = 0; i < layers_.size(); ++i) {
+      const Shape prev = shape;
+      shape = layers_[i]->build(shape, ctx);
+      if (i + 1 == layers_.size()) break;  // the last layer writes the caller's y
+      const bool in_place = i > 0 && layers_[i]->can_run_in_place() && !layers_[i - 1]->backward_reads_output() &&
+                            shape == prev;
+      if (in_place) {
+        acts_.push_back(acts_[i - 1].view());
+        grads_.push_back(grads_[i - 1].view());
+      } else {
+        acts_.push_back(Tensor::zeros(shape.prepend(ctx.max_batch), layout_of(shape)));
+        grads_.push_back(Tensor::zeros(shape.prepend(ctx.max_batch), layout_of(shape)));
+      }
+    }
+    return shape;
+  }
+
+  void forward(const Tensor& x, const Tensor& y, Mode mode) {
+    const int64_t n = x.dim(0);
+    const size_t L = layers_.size();
+    for (size_t i = 0; i < L; ++i)
+      layers_[i]->forward(i == 0 ? x.view() : acts_[i - 1].batch(n), i + 1 == L ? y.view() : acts_[i].batch(n), mode);
+  }
+
+  // dx may be empty (no input gradient wanted); parameter gradients are always computed.
+  void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx) {
+    const int64_t n = x.dim(0);
+    const size_t L = layers_.size();
+    for (size_t i = L; i-- > 0;) {
+      layers_[i]->backward(i == 0 ? x.view() : acts_[i - 1].batch(n), i + 1 == L ? y.view() : acts_[i].batch(n),
+                           i + 1 == L ? dy.view() : grads_[i].batch(n), i == 0 ? dx.view() : grads_[i - 1].batch(n));
+    }
+  }
+
+  void collect(std::vector<Layer*>& out) const {
+    for (const auto& l : layers_) {
+      out.push_back(l.get());
+      for (Layer* c : l->children()) out.push_back(c);
+    }
+  }
+  void init_params(Rng& rng) {
+    for (auto& l : layers_) l->init_params(rng);
+  }
+  int64_t num_params() const {
+    int64_t n = 0;
+    for (const auto& l : layers_) n += l->num_params();
+    return n;
+  }
+  double forward_flops() const {
+    double f = 0.0;
+    for (const auto& l : layers_) f += l->forward_flops();
+    return f;
+  }
+
+ private:
+  Path layers_;
+  std::vector<Tensor> acts_, grads_;  // boundaries between layers i and i+1
+};
+
+void add_into(float* dst, const float* src, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) dst[i] += src[i];
+}
+
+class Block : public Layer {
+ public:
+  explicit Block(std::vector<Path> paths) {
+    for (Path& p : paths) paths_.emplace_back(std::move(p));
+  }
+  std::vector<Layer*> children() const override {
+    std::vector<Layer*> out;
+    for (const Chain& c : paths_) c.collect(out);
+    return out;
+  }
+  void init_params(Rng& rng) override {
+    for (Chain& c : paths_) c.init_params(rng);
+  }
+  double forward_flops() const override {
+    double f = 0.0;
+    for (const Chain& c : paths_) f += c.forward_flops();
+    return f;
+  }
+  std::string describe() const override { return std::to_string(paths_.size()) + " paths"; }
+
+ protected:
+  // Builds every path on `in` and returns their output shapes (the identity's is `in`).
+  std::vector<Shape> build_paths(const Shape& in, const BuildContext& ctx) {
+    layout_ = in.rank() == 3 ? ctx.layout : Layout::flat;
+    in_sample_ = in;
+    std::vector<Shape> shapes;
+    for (Chain& c : paths_) shapes.push_back(c.empty() ? in : c.build(in, ctx));
+    dx_acc_ = Tensor::zeros(in.prepend(ctx.max_batch), layout_);
+    return shapes;
+  }
+  Tensor full(const Shape& sample, int64_t max_batch) const {
+    return Tensor::zeros(sample.prepend(max_batch), sample.rank() == 3 ? layout_ : Layout::flat);
+  }
+
+  std::vector<Chain> paths_;
+  Shape in_sample_;
+  Tensor dx_acc_;
+};
+
+class AdditionBlock final : public Block {
+ public:
+  using Block::Block;
+  std::string type() const override { return "AdditionBlock"; }
+
+  Shape build(const Shape& in, const BuildContext& ctx) override {
+    const std::vector<Shape> shapes = build_paths(in, ctx);
+    for (size_t p = 1; p < shapes.size(); ++p)
+      DTNN_CHECK(shapes[p] == shapes[0], "AdditionBlock: path ", p, " gives ", shapes[p].str(), " but path 0 gives ",
+                 shapes[0].str());
+    // The first non-identity path computes into y (directly when its output is not needed afterwards).
+    first_ = -1;
+    for (size_t p = 0; p < paths_.size(); ++p)
+      if (!paths_[p].empty()) {
+        first_ = static_cast<int>(p);
+        break;
+      }
+    DTNN_CHECK(first_ >= 0, "AdditionBlock: every path is the identity");
+    direct_ = !paths_[first_].last_reads_output();
+    outs_.clear();
+    for (size_t p = 0; p < paths_.size(); ++p)
+      outs_.push_back(paths_[p].empty() || (static_cast<int>(p) == first_ && direct_) ? Tensor()
+                                                                                      : full(shapes[0], ctx.max_batch));
+    return out_sample_ = shapes[0];
+  }
+
+  void forward(const Tensor& x, const Tensor& y, Mode mode) override {
+    const int64_t n = x.dim(0), count = y.numel();
+    Chain& first = paths_[first_];
+    if (direct_) {
+      first.forward(x, y, mode);
+    } else {
+      first.forward(x, outs_[first_].batch(n), mode);
+      std::memcpy(y.data(), outs_[first_].data(), count * sizeof(float));
+    }
+    for (size_t p = 0; p < paths_.size(); ++p) {
+      if (static_cast<int>(p) == first_) continue;
+      if (paths_[p].empty()) {
+        add_into(y.data(), x.data(), count);
+      } else {
+        const Tensor out = outs_[p].batch(n);
+        paths_[p].forward(x, out, mode);
+        add_into(y.data(), out.data(), count);
+      }
+    }
+  }
+
+  void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx) override {
+    const int64_t n = x.dim(0), count = x.numel();
+    bool dx_written = false;
+    for (size_t p = 0; p < paths_.size(); ++p) {
+      if (paths_[p].empty()) continue;
+      const Tensor out = outs_[p].empty() ? y.view() : outs_[p].batch(n);  // y only when never read
+      if (dx.empty()) {
+        paths_[p].backward(x, out, dy, Tensor());
+      } else if (!dx_written) {
+        paths_[p].backward(x, out, dy, dx);
+        dx_written = true;
+      } else {
+        const Tensor acc = dx_acc_.batch(n);
+        paths_[p].backward(x, out, dy, acc);
+        add_into(dx.data(), acc.data(), count);
+      }
+    }
+    if (dx.empty()) return;
+    for (size_t p = 0; p < paths_.size(); ++p)
+      if (paths_[p].empty()) add_into(dx.data(), dy.data(), count);  // identity: dy passes straight through
+  }
+
+ private:
+  int first_ = 0;
+  bool direct_ = false;
+  std::vector<Tensor> outs_;
+};
+
+class ConcatenationBlock final : public Block {
+ public:
+  using Block::Block;
+  std::string type() const override { return "ConcatenationBlock"; }
+
+  Shape build(const Shape& in, const BuildContext& ctx) override {
+    const std::vector<Shape> shapes = build_paths(in, ctx);
+    const auto channels = [&](const Shape& s) { return s.rank() == 1 ? s[0] : (layout_ == Layout::nhwc ? s[2] : s[0]); };
+    const auto spatial = [&](const Shape& s) { return s.numel() / channels(s); };
+    channels_.clear();
+    int64_t total = 0;
+    for (size_t p = 0; p < shapes.size(); ++p) {
+      DTNN_CHECK(shapes[p].rank() == shapes[0].rank(), "ConcatenationBlock: path ", p, " gives ", shapes[p].str(),
+                 ", which cannot be concatenated with ", shapes[0].str(), " along channels");
+      if (shapes[p].rank() == 3)
+        DTNN_CHECK(layout_ == Layout::nhwc ? (shapes[p][0] == shapes[0][0] && shapes[p][1] == shapes[0][1])
+                                           : (shapes[p][1] == shapes[0][1] && shapes[p][2] == shapes[0][2]),
+                   "ConcatenationBlock: path ", p, " gives ", shapes[p].str(), " but path 0 gives ", shapes[0].str(),
+                   " (spatial sizes differ)");
+      channels_.push_back(channels(shapes[p]));
+      total += channels(shapes[p]);
+    }
+    spatial_ = spatial(shapes[0]);
+    Shape out = shapes[0];
+    if (out.rank() == 1)
+      out[0] = total;
+    else if (layout_ == Layout::nhwc)
+      out[2] = total;
+    else
+      out[0] = total;
+    outs_.clear();
+    dys_.clear();
+    for (size_t p = 0; p < paths_.size(); ++p) {
+      outs_.push_back(paths_[p].empty() ? Tensor() : full(shapes[p], ctx.max_batch));
+      dys_.push_back(full(shapes[p], ctx.max_batch));
+    }
+    return out_sample_ = out;
+  }
+
+  void forward(const Tensor& x, const Tensor& y, Mode mode) override {
+    const int64_t n = x.dim(0);
+    int64_t offset = 0;
+    for (size_t p = 0; p < paths_.size(); ++p) {
+      float* src = x.data();
+      if (!paths_[p].empty()) {
+        const Tensor out = outs_[p].batch(n);
+        paths_[p].forward(x, out, mode);
+        src = out.data();
+      }
+      copy_channels(src, channels_[p], y.data(), total(), offset, n, /*to_slice=*/false);
+      offset += channels_[p];
+    }
+  }
+
+  void backward(const Tensor& x, const Tensor&, const Tensor& dy, const Tensor& dx) override {
+    const int64_t n = x.dim(0), count = x.numel();
+    int64_t offset = 0;
+    bool dx_written = false;
+    for (size_t p = 0; p < paths_.size(); ++p) {
+      const Tensor dyp = dys_[p].batch(n);
+      copy_channels(dyp.data(), channels_[p], dy.data(), total(), offset, n, /*to_slice=*/true);
+      offset += channels_[p];
+      if (paths_[p].empty()) continue;
+      const Tensor out = outs_[p].batch(n);
+      if (dx.empty()) {
+        paths_[p].backward(x, out, dyp, Tensor());
+      } else if (!dx_written) {
+        paths_[p].backward(x, out, dyp, dx);
+        dx_written = true;
+      } else {
+        const Tensor acc = dx_acc_.batch(n);
+        paths_[p].backward(x, out, dyp, acc);
+        add_into(dx.data(), acc.data(), count);
+      }
+    }
+    if (dx.empty()) return;
+    for (size_t p = 0; p < paths_.size(); ++p) {
+      if (!paths_[p].empty()) continue;
+      if (dx_written) {
+        add_into(dx.data(), dys_[p].data(), count);
+      } else {
+        std::memcpy(dx.data(), dys_[p].data(), count * sizeof(float));
+        dx_written = true;
+      }
+    }
+  }
+
+ private:
+  int64_t total() const {
+    int64_t t = 0;
+    for (int64_t c : channels_) t += c;
+    return t;
+  }
+  // Copies between a path's tensor (c channels) and channels [offset, offset + c) of the concatenated
+  // tensor (total channels): into the concatenation, or out of it when to_slice.
+  void copy_channels(float* part, int64_t c, float* whole, int64_t total, int64_t offset, int64_t n,
+                     bool to_slice) const {
+    if (layout_ == Layout::nchw) {
+      const int64_t block = c * spatial_;
+      for (int64_t b = 0; b < n; ++b) {
+        float* w = whole + (b * total + offset) * spatial_;
+        float* s = part + b * block;
+        std::memcpy(to_slice ? s : w, to_slice ? w : s, block * sizeof(float));
+      }
+      return;
+    }
+    const int64_t rows = n * spatial_;  // NHWC and flat: rows of channels
+    for (int64_t r = 0; r < rows; ++r) {
+      float* w = whole + r * total + offset;
+      float* s = part + r * c;
+      std::memcpy(to_slice ? s : w, to_slice ? w : s, c * sizeof(float));
+    }
+  }
+
+  std::vector<int64_t> channels_;
+  int64_t spatial_ = 1;
+  std::vector<Tensor> outs_, dys_;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_addition_block(std::vector<Path> paths) {
+  DTNN_CHECK(!paths.empty(), "AdditionBlock needs at least one path");
+  return std::make_unique<AdditionBlock>(std::move(paths));
+}
+
+std::unique_ptr<Layer> make_concatenation_block(std::vector<Path> paths) {
+  DTNN_CHECK(!paths.empty(), "ConcatenationBlock needs at least one path");
+  return std::make_unique<ConcatenationBlock>(std::move(paths));
+}
+
+}  // namespace dtnn

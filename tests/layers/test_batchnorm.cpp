@@ -1,0 +1,112 @@
+// BatchNormalization semantics beyond gradients: the running statistics (start values, momentum,
+// unbiased variance), inference with them, and layout independence. Expected values are computed here
+// in double from the definitions, not by the layer's code.
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "core/error.h"
+#include "helpers.h"
+#include "layers/layers.h"
+
+using namespace dtnn;
+
+namespace {
+
+struct Bn {
+  std::unique_ptr<Layer> layer = make_batchnorm();
+  explicit Bn(const Shape& sample, Layout layout, int64_t batch) {
+    BuildContext ctx;
+    ctx.layout = layout;
+    ctx.max_batch = batch;
+    layer->build(sample, ctx);
+    for (Param& p : layer->params()) {
+      p.value = Tensor::zeros(p.shape);
+      p.grad = Tensor::zeros(p.shape);
+    }
+    for (Param& b : layer->buffers()) b.value = Tensor::zeros(b.shape);
+    Rng rng(1);
+    layer->init_params(rng);
+  }
+  float* gamma() { return layer->params()[0].value.data(); }
+  float* beta() { return layer->params()[1].value.data(); }
+  float* running_mean() { return layer->buffers()[0].value.data(); }
+  float* running_var() { return layer->buffers()[1].value.data(); }
+};
+
+}  // namespace
+
+TEST_CASE("batchnorm: running statistics start at 0/1 and follow momentum with the unbiased variance",
+          "[batchnorm]") {
+  const int64_t n = 5, f = 4;
+  Bn bn(Shape{f}, Layout::flat, n);
+  for (int64_t c = 0; c < f; ++c) {
+    CHECK(bn.running_mean()[c] == 0.0f);
+    CHECK(bn.running_var()[c] == 1.0f);
+    CHECK(bn.gamma()[c] == 1.0f);
+    CHECK(bn.beta()[c] == 0.0f);
+  }
+  Rng rng(7);
+  Tensor x = Tensor::zeros(Shape{n, f}), y = Tensor::zeros(Shape{n, f});
+  test::fill_uniform(x, rng, -2.0f, 3.0f);
+  for (int64_t c = 0; c < f; ++c) {
+    bn.gamma()[c] = 0.5f + c;
+    bn.beta()[c] = -1.0f + c;
+  }
+  bn.layer->forward(x, y, Mode::train);
+  std::vector<double> mean(f, 0.0), var(f, 0.0);
+  for (int64_t c = 0; c < f; ++c) {
+    for (int64_t b = 0; b < n; ++b) mean[c] += x.data()[b * f + c] / double(n);
+    for (int64_t b = 0; b < n; ++b) var[c] += std::pow(x.data()[b * f + c] - mean[c], 2) / double(n);
+    for (int64_t b = 0; b < n; ++b) {
+      const double expect = (x.data()[b * f + c] - mean[c]) / std::sqrt(var[c] + 1e-5) * (0.5 + c) + (-1.0 + c);
+      CHECK(y.data()[b * f + c] == Approx(expect).margin(1e-5));
+    }
+    CHECK(bn.running_mean()[c] == Approx(0.1 * mean[c]).margin(1e-6));
+    CHECK(bn.running_var()[c] == Approx(0.9 + 0.1 * var[c] * n / (n - 1)).margin(1e-6));
+  }
+  // Inference uses the running statistics, not the batch's.
+  bn.layer->forward(x, y, Mode::evaluate);
+  for (int64_t c = 0; c < f; ++c)
+    for (int64_t b = 0; b < n; ++b) {
+      const double rm = bn.running_mean()[c], rv = bn.running_var()[c];
+      const double expect = (x.data()[b * f + c] - rm) / std::sqrt(rv + 1e-5) * (0.5 + c) + (-1.0 + c);
+      CHECK(y.data()[b * f + c] == Approx(expect).margin(1e-5));
+    }
+}
+
+TEST_CASE("batchnorm: NHWC and NCHW give the same result on the same logical batch", "[batchnorm]") {
+  const int64_t n = 3, c = 5, h = 4, w = 6;
+  Bn a(Shape{h, w, c}, Layout::nhwc, n), b(Shape{c, h, w}, Layout::nchw, n);
+  Rng rng(3);
+  Tensor xa = Tensor::zeros(Shape{n, h, w, c}, Layout::nhwc), xb = Tensor::zeros(Shape{n, c, h, w}, Layout::nchw);
+  Tensor ya = Tensor::zeros(Shape{n, h, w, c}, Layout::nhwc), yb = Tensor::zeros(Shape{n, c, h, w}, Layout::nchw);
+  test::fill_uniform(xa, rng, -1.0f, 4.0f);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t r = 0; r < h; ++r)
+        for (int64_t s = 0; s < w; ++s)
+          xb.data()[((i * c + ch) * h + r) * w + s] = xa.data()[((i * h + r) * w + s) * c + ch];
+  a.layer->forward(xa, ya, Mode::train);
+  b.layer->forward(xb, yb, Mode::train);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t r = 0; r < h; ++r)
+        for (int64_t s = 0; s < w; ++s)
+          REQUIRE(yb.data()[((i * c + ch) * h + r) * w + s] ==
+                  Approx(ya.data()[((i * h + r) * w + s) * c + ch]).margin(1e-5));
+  for (int64_t ch = 0; ch < c; ++ch) {
+    CHECK(a.running_mean()[ch] == Approx(b.running_mean()[ch]).margin(1e-6));
+    CHECK(a.running_var()[ch] == Approx(b.running_var()[ch]).margin(1e-6));
+  }
+}
+
+TEST_CASE("batchnorm: bad options are errors", "[batchnorm]") {
+  BatchNormSpec s;
+  s.momentum = 1.5;
+  CHECK_THROWS_AS(make_batchnorm(s), Error);
+  s.momentum = 0.9;
+  s.epsilon = 0.0;
+  CHECK_THROWS_AS(make_batchnorm(s), Error);
+  BuildContext ctx;
+  CHECK_THROWS_AS(make_batchnorm()->build(Shape{2, 3}, ctx), Error);
+}
