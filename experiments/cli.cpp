@@ -42,13 +42,27 @@ void add_train_options(CLI::App& app, TrainOptions& o) {
   app.add_option("--history_file", o.history_file, "Per-epoch history (PyDTNN format)");
   app.add_option("--tensor_format", o.tensor_format, "NHWC or NCHW")->capture_default_str();
   app.add_option("--conv_algo", o.conv_algo, "Convolution algorithm (see `dtnn algos`; auto picks per layer)")->capture_default_str();
+  add_bool(app, "enable_fused_bn_relu", o.enable_fused_bn_relu, "Fuse BatchNormalization + Relu");
+  add_bool(app, "enable_fused_conv_relu", o.enable_fused_conv_relu, "Fuse Conv2D + Relu");
+  add_bool(app, "enable_fused_conv_bn", o.enable_fused_conv_bn, "Fuse Conv2D + BatchNormalization");
+  add_bool(app, "enable_fused_conv_bn_relu", o.enable_fused_conv_bn_relu, "Fuse Conv2D + BatchNormalization + Relu");
+  add_bool(app, "sync_batchnorm", o.sync_batchnorm, "BatchNormalization statistics over every rank's batch");
   app.add_option("--dataset", o.dataset_name, "Dataset name")->capture_default_str();
   add_bool(app, "use_synthetic_data", o.use_synthetic_data, "Use synthetic data of the dataset's shape");
+  add_bool(app, "pad_to_cifar", o.pad_to_cifar, "Pad 28x28x1 MNIST-format images to 32x32x3 for CIFAR models");
   app.add_option("--dataset_train_path", o.dataset_train_path, "Directory of the training files");
   app.add_option("--dataset_test_path", o.dataset_test_path, "Directory of the test files (default: train path)");
   add_bool(app, "test_as_validation", o.test_as_validation, "Use the test set as the validation set");
   app.add_option("--validation_split", o.validation_split, "Fraction of the training set held out")->capture_default_str();
-  app.add_option("--optimizer", o.optimizer.name, "sgd or adam")->capture_default_str();
+  add_bool(app, "flip_images", o.flip_images, "Randomly flip training images horizontally");
+  app.add_option("--flip_images_prob", o.flip_images_prob, "Probability of a flip per sample")->capture_default_str();
+  add_bool(app, "crop_images", o.crop_images, "Random pad-and-crop of training images");
+  app.add_option("--crop_images_prob", o.crop_images_prob, "Probability of a crop per sample")->capture_default_str();
+  app.add_option("--crop_images_padding", o.crop_images_padding, "Zero padding P of the crop (offsets in [-P, P])")
+      ->capture_default_str();
+  app.add_option("--crop_images_size", o.crop_images_size, "PyDTNN's crop: not supported (use --crop_images_padding)");
+  add_bool(app, "prefetch", o.prefetch, "Load the next batch on a loader thread during the current step");
+  app.add_option("--optimizer", o.optimizer.name, "sgd, rmsprop, adam or nadam")->capture_default_str();
   app.add_option("--learning_rate", o.optimizer.learning_rate, "Learning rate")->capture_default_str();
   add_bool(app, "learning_rate_scaling", o.learning_rate_scaling, "With --parallel=data and sgd, multiply lr by ranks");
   app.add_option("--momentum", o.optimizer.momentum, "SGD momentum")->capture_default_str();
@@ -56,7 +70,8 @@ void add_train_options(CLI::App& app, TrainOptions& o) {
   app.add_option("--decay", o.optimizer.decay, "L2 decay applied to every trainable value")->capture_default_str();
   app.add_option("--beta1", o.optimizer.beta1, "Adam beta1")->capture_default_str();
   app.add_option("--beta2", o.optimizer.beta2, "Adam beta2")->capture_default_str();
-  app.add_option("--epsilon", o.optimizer.epsilon, "Adam epsilon (inside the square root)")->capture_default_str();
+  app.add_option("--rho", o.optimizer.rho, "RMSProp decay of the squared-gradient average")->capture_default_str();
+  app.add_option("--epsilon", o.optimizer.epsilon, "RMSProp/Adam/Nadam epsilon (inside the square root)")->capture_default_str();
   app.add_option("--loss_func", o.loss_func, "categorical_cross_entropy or binary_cross_entropy")->capture_default_str();
   app.add_option("--metrics", o.metrics, "Comma-separated metrics")->capture_default_str();
   app.add_option("--parallel", o.parallel, "sequential or data (run under mpirun)")->capture_default_str();
@@ -65,17 +80,45 @@ void add_train_options(CLI::App& app, TrainOptions& o) {
   app.add_option("--seed", o.seed, "Seed of every random choice")->capture_default_str();
   app.add_option("--report", o.report, "Write a JSON run report to this file");
   add_bool(app, "progress", o.progress, "Live progress bar on a terminal (False: one line per epoch)");
+  dtnn::LRSchedulerOptions& s = o.lr_schedulers;
+  app.add_option("--lr_schedulers", s.names,
+                 "Comma list applied in order: warm_up, early_stopping, reduce_lr_on_plateau, reduce_lr_every_nepochs, "
+                 "stop_at_loss, model_checkpoint (default none; PyDTNN's default list stops runs without validation)")
+      ->expected(0, 1)  // --lr_schedulers= (empty) means none
+      ->capture_default_str();
+  app.add_option("--warm_up_epochs", s.warm_up_epochs, "warm_up: epochs of linear ramp from lr/ranks to lr")->capture_default_str();
+  app.add_option("--early_stopping_metric", s.early_stopping_metric, "early_stopping: watched value (val_ prefix: validation)")->capture_default_str();
+  app.add_option("--early_stopping_patience", s.early_stopping_patience, "early_stopping: epochs without improvement")->capture_default_str();
+  app.add_option("--early_stopping_weights_filename", s.early_stopping_weights_filename,
+                 "early_stopping: also store the best weights in this NPZ (default: memory only)");
+  app.add_option("--reduce_lr_on_plateau_metric", s.reduce_lr_on_plateau_metric, "reduce_lr_on_plateau: watched value")->capture_default_str();
+  app.add_option("--reduce_lr_on_plateau_factor", s.reduce_lr_on_plateau_factor, "reduce_lr_on_plateau: lr multiplier")->capture_default_str();
+  app.add_option("--reduce_lr_on_plateau_patience", s.reduce_lr_on_plateau_patience, "reduce_lr_on_plateau: epochs without improvement")->capture_default_str();
+  app.add_option("--reduce_lr_on_plateau_min_lr", s.reduce_lr_on_plateau_min_lr, "reduce_lr_on_plateau: lowest rate")->capture_default_str();
+  app.add_option("--reduce_lr_every_nepochs_factor", s.reduce_lr_every_nepochs_factor, "reduce_lr_every_nepochs: lr multiplier")->capture_default_str();
+  app.add_option("--reduce_lr_every_nepochs_nepochs", s.reduce_lr_every_nepochs_nepochs, "reduce_lr_every_nepochs: period in epochs")->capture_default_str();
+  app.add_option("--reduce_lr_every_nepochs_min_lr", s.reduce_lr_every_nepochs_min_lr, "reduce_lr_every_nepochs: lowest rate")->capture_default_str();
+  app.add_option("--stop_at_loss_metric", s.stop_at_loss_metric, "stop_at_loss: watched value")->capture_default_str();
+  app.add_option("--stop_at_loss_threshold", s.stop_at_loss_threshold, "stop_at_loss: stop once the value is better than this")->capture_default_str();
+  app.add_option("--model_checkpoint_metric", s.model_checkpoint_metric, "model_checkpoint: watched value")->capture_default_str();
+  app.add_option("--model_checkpoint_save_freq", s.model_checkpoint_save_freq, "model_checkpoint: save only on epochs divisible by this")->capture_default_str();
+  app.add_option("--checkpoint_file", o.checkpoint_file, "Rewrite this checkpoint (NPZ) after every epoch (rank 0)");
+  app.add_option("--resume_from", o.resume_from, "Continue the run recorded in this checkpoint file");
 }
 
+// The zoo, one line per model: trainable parameters and forward GFLOPs per sample (a multiply-add is 2).
 int cmd_models() {
-  std::printf("%-12s %-8s %-14s %12s\n", "model", "dataset", "input (HWC)", "params");
+  std::printf("%-22s %-9s %-15s %12s %10s\n", "model", "dataset", "input (HWC)", "params", "GFLOPs");
   for (const dtnn::ModelInfo& info : dtnn::model_zoo()) {
     auto model = dtnn::create_model(info.name);
     dtnn::BuildContext ctx;
     ctx.max_batch = 1;
     model->build(ctx, 0);
-    std::printf("%-12s %-8s %-14s %12lld\n", info.name, info.dataset, model->input_shape().str().c_str(),
-                static_cast<long long>(model->num_params()));
+    double flops = 0.0;
+    for (size_t i = 0; i < model->num_layers(); ++i) flops += model->layer(i).forward_flops();  // blocks count their children
+    std::printf("%-22s %-9s %-15s %12lld %10.3f\n", info.name, info.dataset, model->input_shape().str().c_str(),
+                static_cast<long long>(model->num_params()), flops * 1e-9);
+    std::fflush(stdout);
   }
   return 0;
 }

@@ -65,7 +65,7 @@ std::string check_dataset(const std::string& v) {
 }
 
 std::string check_tensor_format(const std::string& v) { return one_of(v, {"NHWC", "NCHW"}); }
-std::string check_optimizer(const std::string& v) { return one_of(v, {"sgd", "adam"}); }
+std::string check_optimizer(const std::string& v) { return one_of(v, {"sgd", "rmsprop", "adam", "nadam"}); }
 std::string check_loss(const std::string& v) {
   return one_of(v, {"categorical_cross_entropy", "binary_cross_entropy"});
 }
@@ -86,12 +86,24 @@ const std::vector<Spec>& option_specs() {
       {"history_file", Kind::string},
       {"tensor_format", Kind::choice, 0, 0, check_tensor_format},
       {"conv_algo", Kind::choice, 0, 0, check_conv_algo},
+      {"enable_fused_bn_relu", Kind::boolean},
+      {"enable_fused_conv_relu", Kind::boolean},
+      {"enable_fused_conv_bn", Kind::boolean},
+      {"enable_fused_conv_bn_relu", Kind::boolean},
+      {"sync_batchnorm", Kind::boolean},
       {"dataset", Kind::choice, 0, 0, check_dataset},
       {"use_synthetic_data", Kind::boolean},
+      {"pad_to_cifar", Kind::boolean},
       {"dataset_train_path", Kind::string},
       {"dataset_test_path", Kind::string},
       {"test_as_validation", Kind::boolean},
       {"validation_split", Kind::number},
+      {"flip_images", Kind::boolean},
+      {"flip_images_prob", Kind::number},
+      {"crop_images", Kind::boolean},
+      {"crop_images_prob", Kind::number},
+      {"crop_images_padding", Kind::integer, 0},
+      {"prefetch", Kind::boolean},
       {"optimizer", Kind::choice, 0, 0, check_optimizer},
       {"learning_rate", Kind::number},
       {"learning_rate_scaling", Kind::boolean},
@@ -100,12 +112,31 @@ const std::vector<Spec>& option_specs() {
       {"decay", Kind::number},
       {"beta1", Kind::number},
       {"beta2", Kind::number},
+      {"rho", Kind::number},
       {"epsilon", Kind::number},
       {"loss_func", Kind::choice, 0, 0, check_loss},
       {"metrics", Kind::string},
       {"threads", Kind::integer, 0, INT_MAX},
       {"enable_gpu", Kind::boolean},
       {"seed", Kind::integer, 0},
+      {"lr_schedulers", Kind::string},
+      {"warm_up_epochs", Kind::integer, 0},
+      {"early_stopping_metric", Kind::string},
+      {"early_stopping_patience", Kind::integer, 0},
+      {"early_stopping_weights_filename", Kind::string},
+      {"reduce_lr_on_plateau_metric", Kind::string},
+      {"reduce_lr_on_plateau_factor", Kind::number},
+      {"reduce_lr_on_plateau_patience", Kind::integer, 0},
+      {"reduce_lr_on_plateau_min_lr", Kind::number},
+      {"reduce_lr_every_nepochs_factor", Kind::number},
+      {"reduce_lr_every_nepochs_nepochs", Kind::integer, 1},
+      {"reduce_lr_every_nepochs_min_lr", Kind::number},
+      {"stop_at_loss_metric", Kind::string},
+      {"stop_at_loss_threshold", Kind::number},
+      {"model_checkpoint_metric", Kind::string},
+      {"model_checkpoint_save_freq", Kind::integer, 1},
+      {"checkpoint_file", Kind::string},
+      {"resume_from", Kind::string},
   };
   return specs;
 }

@@ -46,7 +46,7 @@ const std::vector<std::string>& torch_options() {
       "num_epochs",    "steps_per_epoch", "optimizer",        "learning_rate",     "momentum",
       "nesterov",      "decay",         "beta1",              "beta2",             "epsilon",
       "validation_split", "test_as_validation", "use_synthetic_data", "seed",     "threads",
-      "tensor_format"};
+      "tensor_format", "pad_to_cifar"};
   return names;
 }
 

@@ -1,10 +1,29 @@
 #!/usr/bin/python3
 """PyTorch reference runner for dtnn.
 
-Trains the same models as `dtnn train` (PyDTNN's simplemlp and simplecnn) on the
-same MNIST-format data with the same PyDTNN-style options, and writes the same
-JSON run report ("dtnn.run_report/1"), so both frameworks can be compared side
-by side for speed and accuracy.
+Trains the same models as `dtnn train` on the same data with the same PyDTNN-style
+options, and writes the same JSON run report ("dtnn.run_report/1"), so both
+frameworks can be compared side by side for speed and accuracy.
+
+Models (built layer for layer like dtnn's builders in engine/models/):
+  simplemlp, simplecnn   PyDTNN's MNIST models (28x28x1)
+  resnet20_cifar10       He et al.'s CIFAR ResNet-20 as dtnn builds it (zoo_resnet.cpp): conv3x3 16
+                         (no bias) - BN - ReLU, 3 stages x 3 basic blocks (16/32/64), projection
+                         shortcuts (1x1 conv + BN) where the shape changes, GAP, FC10 (272,474 params)
+  vgg11bn_cifar10        PyDTNN's vgg11bn_cifar10 (zoo_vgg.cpp): VGG-11 conv3x3 - BN - ReLU stages,
+                         Drop .5 - FC512 - BN - ReLU - Drop .5 - FC512 - BN - ReLU - FC10
+Initialisation follows dtnn: glorot_uniform by default, he_uniform where the builder says so, zero
+biases, BN gamma 1 / beta 0 / running mean 0 / running var 1, BN momentum 0.1 (PyTorch's convention:
+1 - PyDTNN's 0.9), epsilon 1e-5.
+
+Datasets:
+  mnist    MNIST-format IDX files, x / 255 (also Fashion-MNIST); with --pad_to_cifar=True each image is
+           zero-padded by 2 pixels on every side to 32x32 and its gray channel copied to R, G and B, so
+           the CIFAR-shaped (32x32x3) models train on it
+  cifar10  CIFAR-10 binary version (data_batch_{1..5}.bin, test_batch.bin), x / 255 then per-channel
+           standardisation with the training pool's mean and population std (PyDTNN; the test set
+           reuses them)
+With --use_synthetic_data=True: standard-normal images of the dataset's (padded) shape and size.
 
 Run with Debian's PyTorch (python3-torch), e.g.:
 
@@ -12,6 +31,10 @@ Run with Debian's PyTorch (python3-torch), e.g.:
         --dataset=mnist --dataset_train_path=/usr/share/datasets/fashion-mnist \\
         --optimizer=adam --learning_rate=0.001 --batch_size=64 --num_epochs=5 \\
         --threads=1 --report=/tmp/torch_simplecnn.json
+
+    /usr/bin/python3 analysis/reference/torch_train.py --model=resnet20_cifar10 \\
+        --dataset=mnist --pad_to_cifar=True --dataset_train_path=/usr/share/datasets/fashion-mnist \\
+        --optimizer=sgd --learning_rate=0.1 --batch_size=64 --num_epochs=2 --threads=2
 
 Exit status: 0 on success, 1 on bad data files, 2 on bad options, 3 for a model this reference does not
 implement (the dtnn runner records that run as "unsupported").
@@ -32,8 +55,12 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-MODELS = ("simplecnn", "simplemlp")
-DATASETS = ("mnist",)
+MODELS = ("simplecnn", "simplemlp", "resnet20_cifar10", "vgg11bn_cifar10", "vgg3dobn")
+DATASETS = ("mnist", "cifar10")
+# The per-sample input shape (C, H, W) each model expects.
+MODEL_INPUT = {"simplecnn": (1, 28, 28), "simplemlp": (1, 28, 28),
+               "resnet20_cifar10": (3, 32, 32), "vgg11bn_cifar10": (3, 32, 32),
+               "vgg3dobn": (3, 32, 32)}
 
 
 class DataError(Exception):
@@ -60,6 +87,7 @@ OPTIONS = {
     "test_as_validation": (str2bool, False), "use_synthetic_data": (str2bool, False),
     "seed": (int, 0), "threads": (int, 1), "tensor_format": (str, "NHWC"),
     "report": (str, None), "evaluate_on_test": (str2bool, True),
+    "pad_to_cifar": (str2bool, False),
 }
 CHOICES = {"optimizer": ("sgd", "adam"), "tensor_format": ("NHWC", "NCHW")}
 
@@ -77,6 +105,13 @@ def parse_args(argv):
         fail(3, f"unknown model '{args.model}' (implemented: {', '.join(MODELS)})")
     if args.dataset not in DATASETS:
         fail(2, f"unknown dataset '{args.dataset}' (implemented: {', '.join(DATASETS)})")
+    if args.pad_to_cifar and args.dataset != "mnist":
+        fail(2, "--pad_to_cifar applies to --dataset=mnist only")
+    if MODEL_INPUT[args.model] != data_shape(args):
+        c, h, w = MODEL_INPUT[args.model]
+        dc, dh, dw = data_shape(args)
+        fail(2, f"model {args.model} takes {h}x{w}x{c} inputs but dataset {args.dataset} gives {dh}x{dw}x{dc}"
+                + (" (use --pad_to_cifar=True for MNIST)" if args.dataset == "mnist" and c == 3 else ""))
     if min(args.batch_size, args.threads) < 1 or min(args.num_epochs, args.steps_per_epoch, args.seed) < 0:
         fail(2, "batch_size and threads must be >= 1; num_epochs, steps_per_epoch and seed >= 0")
     if not 0.0 <= args.validation_split < 1.0:
@@ -84,6 +119,13 @@ def parse_args(argv):
     if args.optimizer == "sgd" and args.nesterov and args.momentum <= 0:
         fail(2, "nesterov requires momentum > 0")
     return args
+
+
+def data_shape(args):
+    """The per-sample (C, H, W) the data loader produces."""
+    if args.dataset == "cifar10" or args.pad_to_cifar:
+        return (3, 32, 32)
+    return (1, 28, 28)
 
 
 def fail(code, message):
@@ -124,8 +166,50 @@ def load_mnist(directory, prefix):
     return images, torch.from_numpy(y.astype(np.int64))
 
 
-def synthetic(n, rng):
-    return (torch.from_numpy(rng.standard_normal((n, 1, 28, 28), dtype=np.float32)),
+def pad_to_cifar(images):
+    """(N, 1, 28, 28) -> (N, 3, 32, 32): zero-pad 2 pixels on every side, gray copied to R, G, B
+    (an expanded view: batches indexed out of it are ordinary 3-channel tensors)."""
+    return F.pad(images, (2, 2, 2, 2)).expand(-1, 3, -1, -1)
+
+
+def read_cifar10(path):
+    """One CIFAR-10 binary file -> (uint8 images (N, 3, 32, 32), int64 labels (N,))."""
+    record = 1 + 3 * 32 * 32
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as e:
+        raise DataError(f"cannot read {path}: {e.strerror or e}") from None
+    if len(raw) == 0 or len(raw) % record != 0:
+        raise DataError(f"{path}: size {len(raw)} bytes is not a multiple of the {record}-byte CIFAR-10 record")
+    data = np.frombuffer(raw, dtype=np.uint8).reshape(-1, record)
+    labels = data[:, 0].astype(np.int64)
+    if labels.max() > 9:
+        raise DataError(f"{path}: labels out of range 0..9")
+    return data[:, 1:].reshape(-1, 3, 32, 32), labels
+
+
+def load_cifar10(train_dir, test_dir, need_test):
+    """Train pool and (optionally) test set, x / 255 standardised per channel with the train pool's
+    mean and population std (over N, H, W), as PyDTNN and dtnn do."""
+    parts = [read_cifar10(os.path.join(train_dir, f"data_batch_{k}.bin")) for k in range(1, 6)]
+    x = np.concatenate([p[0] for p in parts]).astype(np.float32) / 255.0
+    y = np.concatenate([p[1] for p in parts])
+    # statistics in float64 so they do not depend on the summation order
+    mean = x.astype(np.float64).mean(axis=(0, 2, 3))
+    std = x.astype(np.float64).std(axis=(0, 2, 3))
+    std[std == 0] = 1.0
+    norm = lambda a: ((a - mean[None, :, None, None]) / std[None, :, None, None]).astype(np.float32)
+    train = (torch.from_numpy(norm(x)), torch.from_numpy(y))
+    test = None
+    if need_test:
+        tx, ty = read_cifar10(os.path.join(test_dir, "test_batch.bin"))
+        test = (torch.from_numpy(norm(tx.astype(np.float32) / 255.0)), torch.from_numpy(ty))
+    return train, test
+
+
+def synthetic(n, shape, rng):
+    return (torch.from_numpy(rng.standard_normal((n,) + shape, dtype=np.float32)),
             torch.from_numpy(rng.integers(0, 10, size=n, dtype=np.int64)))
 
 
@@ -133,12 +217,18 @@ def load_data(args):
     """Return (train, val, test); each is (x, y) or None."""
     rng = np.random.default_rng(args.seed)
     need_test = args.evaluate_on_test or args.test_as_validation
+    sizes = {"mnist": (60000, 10000), "cifar10": (50000, 10000)}[args.dataset]
     if args.use_synthetic_data:
-        train = synthetic(60000, rng)
-        test = synthetic(10000, rng) if need_test else None
+        train = synthetic(sizes[0], data_shape(args), rng)
+        test = synthetic(sizes[1], data_shape(args), rng) if need_test else None
+    elif args.dataset == "cifar10":
+        train, test = load_cifar10(args.dataset_train_path, args.dataset_test_path, need_test)
     else:
         train = load_mnist(args.dataset_train_path, "train")
         test = load_mnist(args.dataset_test_path, "t10k") if need_test else None
+        if args.pad_to_cifar:
+            train = (pad_to_cifar(train[0]), train[1])
+            test = (pad_to_cifar(test[0]), test[1]) if test is not None else None
     val = None
     if args.test_as_validation:
         val = test
@@ -154,7 +244,97 @@ def load_data(args):
     return train, val, test
 
 
+def he_uniform_(weight):
+    """Keras/PyDTNN he_uniform: U(-sqrt(6 / fan_in), sqrt(6 / fan_in))."""
+    nn.init.kaiming_uniform_(weight, a=0.0, mode="fan_in", nonlinearity="relu")
+
+
+def batchnorm(features, spatial=True):
+    """PyDTNN BatchNormalization(momentum=0.9, epsilon=1e-5) in PyTorch's momentum convention."""
+    return (nn.BatchNorm2d if spatial else nn.BatchNorm1d)(features, eps=1e-5, momentum=1.0 - 0.9)
+
+
+class BasicBlock(nn.Module):
+    """dtnn's AdditionBlock([conv3x3/s - BN - ReLU - conv3x3 - BN], [shortcut]) followed by ReLU."""
+
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.residual = nn.Sequential(
+            nn.Conv2d(cin, cout, 3, stride=stride, padding=1, bias=False), batchnorm(cout), nn.ReLU(),
+            nn.Conv2d(cout, cout, 3, stride=1, padding=1, bias=False), batchnorm(cout))
+        self.shortcut = nn.Identity()
+        if stride != 1 or cin != cout:
+            self.shortcut = nn.Sequential(nn.Conv2d(cin, cout, 1, stride=stride, bias=False), batchnorm(cout))
+
+    def forward(self, x):
+        return F.relu(self.residual(x) + self.shortcut(x))
+
+
+def resnet_cifar(n):
+    """He et al.'s CIFAR ResNet-(6n+2) as dtnn's resnet_cifar10_6n2 builds it."""
+    layers = [nn.Conv2d(3, 16, 3, padding=1, bias=False), batchnorm(16), nn.ReLU()]
+    cin = 16
+    for s, cout in enumerate((16, 32, 64)):
+        for b in range(n):
+            layers.append(BasicBlock(cin, cout, 2 if s > 0 and b == 0 else 1))
+            cin = cout
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10)]
+    model = nn.Sequential(*layers)
+    for m in model.modules():  # he_uniform convs (no bias), glorot FC
+        if isinstance(m, nn.Conv2d):
+            he_uniform_(m.weight)
+        elif isinstance(m, nn.Linear):
+            nn.init.xavier_uniform_(m.weight)
+            nn.init.zeros_(m.bias)
+    return model
+
+
+def vgg11bn_cifar10():
+    """PyDTNN's vgg11bn_cifar10 as dtnn builds it: he_uniform everywhere, conv biases kept."""
+    layers, cin = [], 3
+    for n, cout in ((1, 64), (1, 128), (2, 256), (2, 512), (2, 512)):
+        for _ in range(n):
+            layers += [nn.Conv2d(cin, cout, 3, padding=1), batchnorm(cout), nn.ReLU()]
+            cin = cout
+        layers.append(nn.MaxPool2d(2, stride=2))
+    layers += [nn.Flatten(),
+               nn.Dropout(0.5), nn.Linear(512, 512), batchnorm(512, False), nn.ReLU(),
+               nn.Dropout(0.5), nn.Linear(512, 512), batchnorm(512, False), nn.ReLU(),
+               nn.Linear(512, 10)]
+    model = nn.Sequential(*layers)
+    for m in model.modules():
+        if isinstance(m, (nn.Conv2d, nn.Linear)):
+            he_uniform_(m.weight)
+            nn.init.zeros_(m.bias)
+    return model
+
+
+def vgg3dobn():
+    """PyDTNN's vgg3dobn as dtnn builds it (zoo_vgg.cpp): per stage (32, 64, 128) 2 x (conv3x3 - ReLU - BN),
+    maxpool 2/2, dropout .2/.3/.4; FC512 - ReLU - BN - dropout .5 - FC10; he_uniform, zero biases."""
+    layers, cin = [], 3
+    for cout, rate in ((32, 0.2), (64, 0.3), (128, 0.4)):
+        for _ in range(2):
+            layers += [nn.Conv2d(cin, cout, 3, padding=1), nn.ReLU(), batchnorm(cout)]
+            cin = cout
+        layers += [nn.MaxPool2d(2, stride=2), nn.Dropout(rate)]
+    layers += [nn.Flatten(), nn.Linear(128 * 4 * 4, 512), nn.ReLU(), batchnorm(512, False), nn.Dropout(0.5),
+               nn.Linear(512, 10)]
+    model = nn.Sequential(*layers)
+    for m in model.modules():
+        if isinstance(m, (nn.Conv2d, nn.Linear)):
+            he_uniform_(m.weight)
+            nn.init.zeros_(m.bias)
+    return model
+
+
 def build_model(name):
+    if name == "vgg3dobn":
+        return vgg3dobn()
+    if name == "resnet20_cifar10":
+        return resnet_cifar(3)
+    if name == "vgg11bn_cifar10":
+        return vgg11bn_cifar10()
     if name == "simplemlp":
         model = nn.Sequential(
             nn.Flatten(),

@@ -1,4 +1,6 @@
-// Synthetic data of any dataset's shape, and the dataset shape table.
+// Synthetic data of any dataset's shape, the dataset shape table, the default shuffle and the splits.
+#include <utility>
+
 #include "core/error.h"
 #include "data/dataset.h"
 
@@ -6,8 +8,17 @@ namespace dtnn {
 
 DatasetShape dataset_shape(const std::string& name) {
   if (name == "mnist") return {"mnist", 28, 28, 1, 10, 60000, 10000};
-  fail("unknown dataset '", name, "' (known: mnist)");
+  if (name == "cifar10") return {"cifar10", 32, 32, 3, 10, 50000, 10000};
+  if (name == "imagenet") return {"imagenet", 224, 224, 3, 1000, 1281167, 50000};
+  fail("unknown dataset '", name, "' (known: mnist, cifar10, imagenet)");
 }
+
+void fisher_yates(std::vector<int64_t>& indices, Rng& rng) {
+  for (int64_t i = static_cast<int64_t>(indices.size()) - 1; i > 0; --i)
+    std::swap(indices[i], indices[rng.below(static_cast<uint64_t>(i + 1))]);
+}
+
+void Dataset::shuffle(std::vector<int64_t>& indices, Rng& rng) const { fisher_yates(indices, rng); }
 
 namespace {
 

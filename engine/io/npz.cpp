@@ -11,6 +11,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <set>
 #include <unistd.h>
 
@@ -139,22 +140,30 @@ struct HeaderParser {
   }
 };
 
-NpyArray decode_npy(const std::string& path, const std::string& entry, const std::vector<uint8_t>& b) {
+// Size of the .npy prefix (magic, version, header length) plus the header, from the first bytes of an
+// entry (at least 12 of them, or all when the entry is shorter).
+size_t npy_header_size(const std::string& path, const std::string& entry, const uint8_t* b, size_t n) {
   static const uint8_t magic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
-  if (b.size() < 10 || std::memcmp(b.data(), magic, 6) != 0)
+  if (n < 10 || std::memcmp(b, magic, 6) != 0)
     fail_entry(path, entry, "bad .npy header (missing \\x93NUMPY magic)");
   uint8_t major = b[6];
-  size_t prefix, hlen;
-  if (major == 1) { prefix = 10; hlen = get16(&b[8]); }
-  else if (major == 2 || major == 3) {
-    if (b.size() < 12) fail_entry(path, entry, "bad .npy header (truncated)");
-    prefix = 12; hlen = get32(&b[8]);
-  } else {
-    fail_entry(path, entry, "unsupported .npy format version " + std::to_string(major) + "." +
-                                std::to_string(b[7]));
+  if (major == 1) return 10 + static_cast<size_t>(get16(&b[8]));
+  if (major == 2 || major == 3) {
+    if (n < 12) fail_entry(path, entry, "bad .npy header (truncated)");
+    return 12 + static_cast<size_t>(get32(&b[8]));
   }
-  if (hlen > b.size() - prefix) fail_entry(path, entry, "bad .npy header (truncated)");
-  std::string header(reinterpret_cast<const char*>(&b[prefix]), hlen);
+  fail_entry(path, entry, "unsupported .npy format version " + std::to_string(major) + "." + std::to_string(b[7]));
+}
+
+// Parses the .npy header at b (n bytes, at least npy_header_size of them): name, dtype and shape of the
+// array, whose data starts at *data_off. The caller checks the data size.
+NpyArray parse_npy_header(const std::string& path, const std::string& entry, const uint8_t* b, size_t n,
+                          size_t* data_off) {
+  const size_t end = npy_header_size(path, entry, b, n);
+  const size_t prefix = b[6] == 1 ? 10 : 12;
+  if (end > n) fail_entry(path, entry, "bad .npy header (truncated)");
+  std::string header(reinterpret_cast<const char*>(b + prefix), end - prefix);
+  *data_off = end;
 
   NpyArray a;
   a.name = entry.substr(0, entry.size() - 4);
@@ -197,15 +206,25 @@ NpyArray decode_npy(const std::string& path, const std::string& entry, const std
   if (!dt)
     fail_entry(path, entry, "unsupported dtype '" + descr + "' (supported: <f4 <f8 |u1 |i1 <i4 <i8)");
   a.dtype = dt->dtype;
+  if (checked_numel(a.shape, dt->size) < 0) fail_entry(path, entry, "bad .npy header: invalid shape");
+  return a;
+}
 
-  int64_t n = checked_numel(a.shape, dt->size);
-  if (n < 0) fail_entry(path, entry, "bad .npy header: invalid shape");
-  size_t data_off = prefix + hlen, expected = static_cast<size_t>(n) * dt->size;
-  if (b.size() - data_off != expected)
-    fail_entry(path, entry, "data size " + std::to_string(b.size() - data_off) +
-                                " bytes does not match shape and dtype '" + descr + "' (expected " +
+// Checks that an entry of `total` bytes whose data starts at data_off holds exactly the array's data.
+void check_npy_size(const std::string& path, const std::string& entry, const NpyArray& a, size_t data_off,
+                    uint64_t total) {
+  const uint64_t expected = static_cast<uint64_t>(a.numel()) * a.itemsize();
+  if (total - data_off != expected)
+    fail_entry(path, entry, "data size " + std::to_string(total - data_off) +
+                                " bytes does not match shape and dtype '" + info(a.dtype).descr + "' (expected " +
                                 std::to_string(expected) + " bytes)");
-  a.bytes.assign(b.begin() + data_off, b.end());
+}
+
+NpyArray decode_npy(const std::string& path, const std::string& entry, const std::vector<uint8_t>& b) {
+  size_t data_off = 0;
+  NpyArray a = parse_npy_header(path, entry, b.data(), b.size(), &data_off);
+  check_npy_size(path, entry, a, data_off, b.size());
+  a.bytes.assign(b.begin() + static_cast<std::ptrdiff_t>(data_off), b.end());
   return a;
 }
 
@@ -413,11 +432,17 @@ void write_npz(const std::string& path, const std::vector<NpyArray>& arrays, boo
 }
 
 // ---- reader ----
-std::vector<NpyArray> read_npz(const std::string& path) {
-  const std::vector<uint8_t> file = read_file(path);
-  const uint8_t* d = file.data();
-  const size_t size = file.size();
-  const bool looks_zip = size >= 4 && get32(d) == kLocalSig;
+namespace {
+
+struct Directory { uint64_t count, offset, size; };
+
+// Finds the central directory from the last tail_size bytes of a file of file_size bytes (the whole
+// file for read_npz; its end for read_npz_info). looks_zip: the file starts with a local header.
+Directory find_directory(const std::string& path, const uint8_t* tail, size_t tail_size, uint64_t file_size,
+                         bool looks_zip) {
+  const uint8_t* d = tail;
+  const size_t size = tail_size;
+  const uint64_t tail_pos = file_size - tail_size;
   const std::string bad_tail = looks_zip ? "truncated zip archive (no end-of-central-directory record)"
                                          : "not a zip archive (no end-of-central-directory record)";
   if (size < 22) fail(path, bad_tail);
@@ -435,18 +460,24 @@ std::vector<NpyArray> read_npz(const std::string& path) {
   if (eocd == SIZE_MAX) eocd = loose;
   if (eocd == SIZE_MAX) fail(path, bad_tail);
 
-  uint64_t count = get16(d + eocd + 10), cd_size = get32(d + eocd + 12), cd_off = get32(d + eocd + 16);
+  Directory dir{get16(d + eocd + 10), get32(d + eocd + 16), get32(d + eocd + 12)};
   if (get16(d + eocd + 4) != 0 || get16(d + eocd + 6) != 0) fail(path, "multi-disk zip archives are not supported");
   if (eocd >= 20 && get32(d + eocd - 20) == kEocd64LocSig) {
     uint64_t rec = get64(d + eocd - 20 + 8);
-    if (rec > size || size - rec < 56 || get32(d + rec) != kEocd64Sig)
+    if (rec < tail_pos || rec > file_size || file_size - rec < 56 || get32(d + (rec - tail_pos)) != kEocd64Sig)
       fail(path, "corrupt zip64 end-of-central-directory record");
-    count = get64(d + rec + 32); cd_size = get64(d + rec + 40); cd_off = get64(d + rec + 48);
+    const uint8_t* r = d + (rec - tail_pos);
+    dir.count = get64(r + 32); dir.size = get64(r + 40); dir.offset = get64(r + 48);
   }
-  if (cd_off > size || cd_size > size - cd_off) fail(path, "truncated or corrupt zip archive (central directory out of range)");
+  if (dir.offset > file_size || dir.size > file_size - dir.offset)
+    fail(path, "truncated or corrupt zip archive (central directory out of range)");
+  return dir;
+}
 
+// Parses the central directory (cd_size bytes at cd) into its entries.
+std::vector<Entry> parse_directory(const std::string& path, const uint8_t* d, uint64_t cd_size, uint64_t count) {
   std::vector<Entry> entries;
-  size_t p = cd_off, cd_end = cd_off + cd_size;
+  size_t p = 0, cd_end = cd_size;
   for (uint64_t k = 0; k < count; ++k) {
     if (cd_end - p < 46 || get32(d + p) != kCentralSig) fail(path, "corrupt zip central directory");
     Entry e;
@@ -473,15 +504,122 @@ std::vector<NpyArray> read_npz(const std::string& path) {
     entries.push_back(e);
     p += 46 + nlen + xlen + clen;
   }
+  return entries;
+}
+
+// The checks every array entry must pass before its data is read. Returns false for a directory entry.
+bool check_entry(const std::string& path, const Entry& e) {
+  if (!e.name.empty() && e.name.back() == '/') return false;  // directory entry
+  if (e.name.size() < 5 || e.name.compare(e.name.size() - 4, 4, ".npy") != 0)
+    fail_entry(path, e.name, "not a .npy file");
+  if (e.flags & 1) fail_entry(path, e.name, "encrypted entries are not supported");
+  if (e.method != kStored && e.method != kDeflated)
+    fail_entry(path, e.name, "unsupported compression method " + std::to_string(e.method) + " (only stored and deflate)");
+  return true;
+}
+
+struct FileCloser {
+  void operator()(std::FILE* f) const { std::fclose(f); }
+};
+
+// Reads n bytes at offset (fewer only at the end of the file).
+std::vector<uint8_t> read_at(const std::string& path, std::FILE* f, uint64_t offset, size_t n) {
+  std::vector<uint8_t> out(n);
+  if (std::fseek(f, static_cast<long>(offset), SEEK_SET) != 0) fail(path, "seek error");
+  out.resize(std::fread(out.data(), 1, n, f));
+  if (std::ferror(f)) fail(path, "read error");
+  return out;
+}
+
+// The first `want` bytes (fewer when the entry is shorter) of a deflated entry whose compressed data
+// starts at offset: inflates only as much input as it takes.
+std::vector<uint8_t> inflate_prefix(const std::string& path, const Entry& e, std::FILE* f, uint64_t offset,
+                                    size_t want) {
+  z_stream z{};
+  if (inflateInit2(&z, -15) != Z_OK) fail_entry(path, e.name, "zlib inflateInit2 failed");
+  std::vector<uint8_t> out(want), in;
+  uint64_t consumed = 0;
+  std::string err;
+  z.next_out = out.data();
+  z.avail_out = static_cast<uInt>(want);
+  while (z.avail_out > 0) {
+    if (z.avail_in == 0) {
+      if (consumed >= e.csize) { err = "compressed data truncated"; break; }
+      in = read_at(path, f, offset + consumed, static_cast<size_t>(std::min<uint64_t>(1u << 16, e.csize - consumed)));
+      if (in.empty()) { err = "truncated zip archive (entry data out of range)"; break; }
+      consumed += in.size();
+      z.next_in = in.data();
+      z.avail_in = static_cast<uInt>(in.size());
+    }
+    const int ret = inflate(&z, Z_NO_FLUSH);
+    if (ret == Z_STREAM_END) break;
+    if (ret != Z_OK && ret != Z_BUF_ERROR) { err = std::string("inflate failed: ") + (z.msg ? z.msg : "corrupt data"); break; }
+  }
+  out.resize(want - z.avail_out);
+  inflateEnd(&z);
+  if (!err.empty()) fail_entry(path, e.name, err);
+  return out;
+}
+
+}  // namespace
+
+std::vector<NpyInfo> read_npz_info(const std::string& path) {
+  std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
+  if (!file) fail(path, std::string("cannot open: ") + std::strerror(errno));
+  std::FILE* f = file.get();
+  if (std::fseek(f, 0, SEEK_END) != 0) fail(path, "seek error");
+  const long end = std::ftell(f);
+  if (end < 0) fail(path, "cannot tell the file size");
+  const uint64_t file_size = static_cast<uint64_t>(end);
+  const std::vector<uint8_t> head = read_at(path, f, 0, 4);
+  const bool looks_zip = head.size() == 4 && get32(head.data()) == kLocalSig;
+  // The EOCD record (with its comment) and a zip64 locator and record fit in the last 64 KiB + 98 bytes.
+  const size_t tail_size = static_cast<size_t>(std::min<uint64_t>(file_size, 65535 + 22 + 20 + 56));
+  const std::vector<uint8_t> tail = read_at(path, f, file_size - tail_size, tail_size);
+  if (tail.size() != tail_size) fail(path, "read error");
+  const Directory dir = find_directory(path, tail.data(), tail.size(), file_size, looks_zip);
+  const std::vector<uint8_t> cd = read_at(path, f, dir.offset, static_cast<size_t>(dir.size));
+  if (cd.size() != dir.size) fail(path, "truncated or corrupt zip archive (central directory out of range)");
+
+  std::vector<NpyInfo> out;
+  for (const Entry& e : parse_directory(path, cd.data(), dir.size, dir.count)) {
+    if (!check_entry(path, e)) continue;
+    const std::vector<uint8_t> local = read_at(path, f, e.offset, 30);
+    if (local.size() < 30 || get32(local.data()) != kLocalSig)
+      fail_entry(path, e.name, "truncated or corrupt zip archive (bad local header)");
+    const uint64_t data_off = e.offset + 30 + get16(&local[26]) + get16(&local[28]);
+    if (data_off > file_size || e.csize > file_size - data_off)
+      fail_entry(path, e.name, "truncated zip archive (entry data out of range)");
+    if (e.method == kStored && e.csize != e.usize) fail_entry(path, e.name, "stored entry with differing sizes");
+    if (e.method == kDeflated && e.usize > e.csize * 1100 + 1024)
+      fail_entry(path, e.name, "implausible uncompressed size " + std::to_string(e.usize));
+    // Two reads: the fixed prefix gives the header length, then the whole header.
+    auto prefix = [&](size_t want) {
+      want = static_cast<size_t>(std::min<uint64_t>(want, e.usize));
+      return e.method == kStored ? read_at(path, f, data_off, want) : inflate_prefix(path, e, f, data_off, want);
+    };
+    std::vector<uint8_t> b = prefix(12);
+    b = prefix(npy_header_size(path, e.name, b.data(), b.size()));
+    size_t npy_data_off = 0;
+    NpyArray a = parse_npy_header(path, e.name, b.data(), b.size(), &npy_data_off);
+    if (npy_data_off > e.usize) fail_entry(path, e.name, "bad .npy header (truncated)");
+    check_npy_size(path, e.name, a, npy_data_off, e.usize);
+    out.push_back(NpyInfo{a.name, a.dtype, a.shape});
+  }
+  return out;
+}
+
+std::vector<NpyArray> read_npz(const std::string& path) {
+  const std::vector<uint8_t> file = read_file(path);
+  const uint8_t* d = file.data();
+  const size_t size = file.size();
+  const bool looks_zip = size >= 4 && get32(d) == kLocalSig;
+  const Directory dir = find_directory(path, d, size, size, looks_zip);
+  const std::vector<Entry> entries = parse_directory(path, d + dir.offset, dir.size, dir.count);
 
   std::vector<NpyArray> out;
   for (const Entry& e : entries) {
-    if (!e.name.empty() && e.name.back() == '/') continue;  // directory entry
-    if (e.name.size() < 5 || e.name.compare(e.name.size() - 4, 4, ".npy") != 0)
-      fail_entry(path, e.name, "not a .npy file");
-    if (e.flags & 1) fail_entry(path, e.name, "encrypted entries are not supported");
-    if (e.method != kStored && e.method != kDeflated)
-      fail_entry(path, e.name, "unsupported compression method " + std::to_string(e.method) + " (only stored and deflate)");
+    if (!check_entry(path, e)) continue;
     // Sizes come from the central directory; the local header is only used to find the data,
     // since writers may leave its sizes zero/0xffffffff (data descriptors, numpy's force_zip64).
     if (e.offset > size || size - e.offset < 30 || get32(d + e.offset) != kLocalSig)

@@ -39,6 +39,20 @@ void write_npz(const std::string& path, const std::vector<NpyArray>& arrays, boo
 // unsupported dtype, data size not matching the shape.
 std::vector<NpyArray> read_npz(const std::string& path);
 
+// What read_npz_info reports of one array: everything but the data.
+struct NpyInfo {
+  std::string name;
+  NpyDType dtype = NpyDType::f32;
+  std::vector<int64_t> shape;
+};
+
+// Names, dtypes and shapes of the arrays of an .npz archive, in archive order, without reading their
+// data: only the zip directory and the first bytes of each entry (its .npy header; deflated entries are
+// inflated only that far) are read, so it costs a few KiB of I/O whatever the archive's size. Checks
+// the header and that each entry's size matches its shape and dtype; CRCs are not checked (that needs
+// the data). Throws NpzError like read_npz.
+std::vector<NpyInfo> read_npz_info(const std::string& path);
+
 // Helper to build an f32 array (copies numel(shape) floats from `data`).
 NpyArray make_f32(std::string name, std::vector<int64_t> shape, const float* data);
 

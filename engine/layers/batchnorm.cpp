@@ -23,13 +23,14 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "layers/fusable.h"
 #include "layers/layers.h"
 #include "parallel/communicator.h"
 
 namespace dtnn {
 namespace {
 
-class BatchNorm final : public Layer {
+class BatchNorm final : public Layer, public InferenceAffine {
  public:
   explicit BatchNorm(const BatchNormSpec& spec) : spec_(spec) {}
   std::string type() const override { return "BatchNormalization"; }
@@ -66,11 +67,7 @@ class BatchNorm final : public Layer {
     float* rmean = buffers_[0].value.data();
     float* rvar = buffers_[1].value.data();
     if (mode == Mode::evaluate) {
-      for (int64_t c = 0; c < C; ++c) {
-        const double inv = 1.0 / std::sqrt(static_cast<double>(rvar[c]) + spec_.epsilon);
-        scale[c] = static_cast<float>(gamma[c] * inv);
-        shift[c] = static_cast<float>(beta[c] - rmean[c] * gamma[c] * inv);
-      }
+      inference_affine(scale, shift);
       apply(x.data(), y.data(), n, scale, shift);
       return;
     }
@@ -133,6 +130,19 @@ class BatchNorm final : public Layer {
       k[ch] = static_cast<float>(-g * (acc_[ch] / count_) + g * t * mean_[ch]);
     }
     affine2(dy.data(), x.data(), dx.data(), n, a, b, k);
+  }
+
+  int64_t channels() const override { return channels_; }
+  void inference_affine(float* scale, float* shift) const override {
+    const float* gamma = params_[0].value.data();
+    const float* beta = params_[1].value.data();
+    const float* rmean = buffers_[0].value.data();
+    const float* rvar = buffers_[1].value.data();
+    for (int64_t c = 0; c < channels_; ++c) {
+      const double inv = 1.0 / std::sqrt(static_cast<double>(rvar[c]) + spec_.epsilon);
+      scale[c] = static_cast<float>(gamma[c] * inv);
+      shift[c] = static_cast<float>(beta[c] - rmean[c] * gamma[c] * inv);
+    }
   }
 
   double forward_flops() const override { return 2.0 * spatial_ * channels_; }

@@ -30,6 +30,7 @@ class Chain {
     }
   }
   bool empty() const { return layers_.empty(); }
+  Path& layers() { return layers_; }
   bool last_reads_output() const { return !empty() && layers_.back()->backward_reads_output(); }
 
   Shape build(const Shape& in, const BuildContext& ctx) {
@@ -113,6 +114,9 @@ class Block : public Layer {
   }
   void init_params(Rng& rng) override {
     for (Chain& c : paths_) c.init_params(rng);
+  }
+  void transform_paths(const std::function<void(Path&)>& f) override {
+    for (Chain& c : paths_) f(c.layers());
   }
   double forward_flops() const override {
     double f = 0.0;

@@ -6,12 +6,13 @@
 
 #include "conv/conv_algorithm.h"
 #include "core/error.h"
+#include "layers/fusable.h"
 #include "layers/layers.h"
 
 namespace dtnn {
 namespace {
 
-class Conv2D final : public Layer {
+class Conv2D final : public Layer, public FoldableConv {
  public:
   explicit Conv2D(const Conv2DSpec& spec) : spec_(spec) {}
   std::string type() const override { return "Conv2D"; }
@@ -62,9 +63,14 @@ class Conv2D final : public Layer {
   }
 
   void forward(const Tensor& x, const Tensor& y, Mode) override {
+    forward_with(x, y, params_[0].value.data(), spec_.use_bias ? params_[1].value.data() : nullptr);
+  }
+
+  const ConvProblem& conv_problem() const override { return problem_; }
+  bool has_bias() const override { return spec_.use_bias; }
+  void forward_with(const Tensor& x, const Tensor& y, const float* w, const float* bias) override {
     const ConvProblem p = problem_.with_batch(x.dim(0));
-    algo_->forward(p, x.data(), params_[0].value.data(), spec_.use_bias ? params_[1].value.data() : nullptr, y.data(),
-                   workspace_.data());
+    algo_->forward(p, x.data(), w, bias, y.data(), workspace_.data());
   }
 
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, const Tensor& dx) override {

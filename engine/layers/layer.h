@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,6 +24,9 @@
 namespace dtnn {
 
 class Communicator;
+class Layer;
+// A chain of layers: a block's path, or a model's top-level list.
+using Path = std::vector<std::unique_ptr<Layer>>;
 
 enum class Mode { train, evaluate };
 
@@ -95,6 +99,8 @@ class Layer {
   // Every layer inside a block (AdditionBlock, ConcatenationBlock), nested blocks' layers included,
   // depth-first in PyDTNN's id order; empty for plain layers. Parameters, buffers and ids of children belong to the children.
   virtual std::vector<Layer*> children() const { return {}; }
+  // Blocks apply f to each of their paths (before build); used by the fusion pass to rewrite them.
+  virtual void transform_paths(const std::function<void(Path&)>& f) {}
 
   std::vector<Param>& params() { return params_; }
   const std::vector<Param>& params() const { return params_; }

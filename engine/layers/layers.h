@@ -59,9 +59,23 @@ std::unique_ptr<Layer> make_batchnorm(const BatchNormSpec& spec = {});
 // Blocks: every path receives the block's input; an empty path is the identity.
 //   AdditionBlock      y = sum of the paths' outputs (all of the same shape)   (ResNet)
 //   ConcatenationBlock y = the paths' outputs concatenated along channels      (DenseNet, Inception)
-using Path = std::vector<std::unique_ptr<Layer>>;
 std::unique_ptr<Layer> make_addition_block(std::vector<Path> paths);
 std::unique_ptr<Layer> make_concatenation_block(std::vector<Path> paths);
+// Layer fusion (PyDTNN's --enable_fused_* options): rewrites, in place and before build, the sequences
+//   Conv2D, BatchNormalization, Relu -> Conv2DBatchNormalizationRelu   (conv_bn_relu)
+//   Conv2D, Relu                     -> Conv2DRelu                     (conv_relu)
+//   Conv2D, BatchNormalization       -> Conv2DBatchNormalization       (conv_bn)
+//   BatchNormalization, Relu         -> BatchNormalizationRelu         (bn_relu)
+// in that order of preference, inside blocks too. A fused layer owns the original layers (same ids,
+// parameters and weight-file keys, so weight files work with and without fusion). In inference it folds
+// BatchNormalization into the convolution's weights and bias and applies ReLU in the same pass; in
+// training it runs the same computation as the separate layers (exactly the unfused results).
+struct FusionOptions {
+  bool bn_relu = false, conv_relu = false, conv_bn = false, conv_bn_relu = false;
+  bool any() const { return bn_relu || conv_relu || conv_bn || conv_bn_relu; }
+};
+void fuse_layers(Path& layers, const FusionOptions& options);
+
 // Builds a Path from layers (a std::vector of unique_ptr cannot come from an initializer list).
 template <typename... L>
 Path path(L&&... layers) {

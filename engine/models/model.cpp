@@ -17,6 +17,11 @@ void Model::add(std::unique_ptr<Layer> layer, const std::string& activation) {
   if (!activation.empty()) add(make_activation(activation));
 }
 
+void Model::fuse(const FusionOptions& options) {
+  DTNN_CHECK(!built_, "model ", name_, ": fuse() after build()");
+  if (options.any()) fuse_layers(layers_, options);
+}
+
 void Model::build(const BuildContext& ctx, uint64_t seed, int64_t reduce_tail) {
   DTNN_CHECK(!built_, "model ", name_, " built twice");
   DTNN_CHECK(ctx.max_batch > 0, "batch size must be positive (got ", ctx.max_batch, ")");

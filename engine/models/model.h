@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "layers/layer.h"
+#include "layers/layers.h"
 
 namespace dtnn {
 
@@ -27,6 +28,8 @@ class Model {
   // Appends a layer (ids follow PyDTNN: Input is 0, each layer and each activation gets the next id).
   void add(std::unique_ptr<Layer> layer, const std::string& activation = "");
 
+  // Applies the layer-fusion pass (layers.h) to the layers added so far; before build().
+  void fuse(const FusionOptions& options);
   void build(const BuildContext& ctx, uint64_t seed, int64_t reduce_tail = 0);
   // Seeds per-layer randomness (dropout) for this rank; different ranks get different streams.
   void seed_layers(uint64_t seed, int rank);

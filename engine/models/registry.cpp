@@ -1,8 +1,11 @@
 // The model zoo, in one list. Each builder mirrors PyDTNN's create_<name>(model) file (research notes:
-// models are declared with HWC input shapes; "activation" arguments append a separate activation layer).
+// models are declared with HWC input shapes; "activation" arguments append a separate activation layer),
+// with PyDTNN's bugs fixed and canonical ImageNet architectures where PyDTNN's were not; every builder
+// says what it changed. The builders live in zoo_*.cpp, one family per file.
 #include "core/error.h"
 #include "layers/layers.h"
 #include "models/model.h"
+#include "models/zoo.h"
 
 namespace dtnn {
 namespace {
@@ -42,11 +45,74 @@ void build_simplecnn(Model& m) {
 }  // namespace
 
 const std::vector<ModelInfo>& model_zoo() {
-  static const std::vector<ModelInfo> zoo = {
+  using namespace zoo;
+  static const std::vector<ModelInfo> models = {
+      // MNIST (28x28x1)
       {"simplecnn", "mnist", build_simplecnn},
       {"simplemlp", "mnist", build_simplemlp},
+      // AlexNet
+      {"alexnet", "imagenet", build_alexnet_imagenet},
+      {"alexnet_imagenet", "imagenet", build_alexnet_imagenet},
+      {"alexnet_cifar10", "cifar10", build_alexnet_cifar10},
+      // VGG
+      {"vgg1", "cifar10", build_vgg1},
+      {"vgg2", "cifar10", build_vgg2},
+      {"vgg3", "cifar10", build_vgg3},
+      {"vgg3do", "cifar10", build_vgg3do},
+      {"vgg3do2", "cifar10", build_vgg3do2},
+      {"vgg3dobn", "cifar10", build_vgg3dobn},
+      {"vgg11", "imagenet", build_vgg11},
+      {"vgg11_imagenet", "imagenet", build_vgg11_imagenet},
+      {"vgg11bn_imagenet", "imagenet", build_vgg11bn_imagenet},
+      {"vgg11_cifar10", "cifar10", build_vgg11_cifar10},
+      {"vgg11bn_cifar10", "cifar10", build_vgg11bn_cifar10},
+      {"vgg16", "imagenet", build_vgg16},
+      {"vgg16_imagenet", "imagenet", build_vgg16_imagenet},
+      {"vgg16bn_imagenet", "imagenet", build_vgg16bn_imagenet},
+      {"vgg16_cifar10", "cifar10", build_vgg16_cifar10},
+      {"vgg16bn_cifar10", "cifar10", build_vgg16bn_cifar10},
+      {"vgg19", "imagenet", build_vgg19_imagenet},
+      {"vgg19_imagenet", "imagenet", build_vgg19_imagenet},
+      {"vgg19bn_imagenet", "imagenet", build_vgg19bn_imagenet},
+      {"vgg19_cifar10", "cifar10", build_vgg19_cifar10},
+      {"vgg19bn_cifar10", "cifar10", build_vgg19bn_cifar10},
+      // ResNet
+      {"resnet18_imagenet", "imagenet", build_resnet18_imagenet},
+      {"resnet34_imagenet", "imagenet", build_resnet34_imagenet},
+      {"resnet50_imagenet", "imagenet", build_resnet50_imagenet},
+      {"resnet101_imagenet", "imagenet", build_resnet101_imagenet},
+      {"resnet152_imagenet", "imagenet", build_resnet152_imagenet},
+      {"resnet18_cifar10", "cifar10", build_resnet18_cifar10},
+      {"resnet34_cifar10", "cifar10", build_resnet34_cifar10},
+      {"resnet50_cifar10", "cifar10", build_resnet50_cifar10},
+      {"resnet101_cifar10", "cifar10", build_resnet101_cifar10},
+      {"resnet152_cifar10", "cifar10", build_resnet152_cifar10},
+      {"resnet20_cifar10", "cifar10", build_resnet20_cifar10},
+      {"resnet32_cifar10", "cifar10", build_resnet32_cifar10},
+      {"resnet44_cifar10", "cifar10", build_resnet44_cifar10},
+      {"resnet56_cifar10", "cifar10", build_resnet56_cifar10},
+      {"resnet110_cifar10", "cifar10", build_resnet110_cifar10},
+      {"resnet1202_cifar10", "cifar10", build_resnet1202_cifar10},
+      // DenseNet
+      {"densenet_cifar10", "cifar10", build_densenet_cifar10},
+      {"densenet121_cifar10", "cifar10", build_densenet121_cifar10},
+      {"densenet161_cifar10", "cifar10", build_densenet161_cifar10},
+      {"densenet169_cifar10", "cifar10", build_densenet169_cifar10},
+      {"densenet201_cifar10", "cifar10", build_densenet201_cifar10},
+      {"densenet121_imagenet", "imagenet", build_densenet121_imagenet},
+      {"densenet161_imagenet", "imagenet", build_densenet161_imagenet},
+      {"densenet169_imagenet", "imagenet", build_densenet169_imagenet},
+      {"densenet201_imagenet", "imagenet", build_densenet201_imagenet},
+      // Inception
+      {"googlenet_cifar10", "cifar10", build_googlenet_cifar10},
+      {"googlenet_imagenet", "imagenet", build_googlenet_imagenet},
+      {"inceptionv3_cifar10", "cifar10", build_inceptionv3_cifar10},
+      {"inceptionv3_imagenet", "imagenet", build_inceptionv3_imagenet},
+      // MobileNet
+      {"mobilenetv1_cifar10", "cifar10", build_mobilenetv1_cifar10},
+      {"mobilenetv1_imagenet", "imagenet", build_mobilenetv1_imagenet},
   };
-  return zoo;
+  return models;
 }
 
 std::unique_ptr<Model> create_model(const std::string& name) {

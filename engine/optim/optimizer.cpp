@@ -7,15 +7,20 @@
 namespace dtnn {
 namespace {
 
+Tensor state_slab(int64_t n) { return Tensor::zeros(Shape{std::max<int64_t>(n, 1)}); }
+
 class Sgd final : public Optimizer {
  public:
   Sgd(const OptimizerOptions& o, int64_t n)
       : n_(n), momentum_(static_cast<float>(o.momentum)), decay_(static_cast<float>(o.decay)), nesterov_(o.nesterov),
-        velocity_(Tensor::zeros(Shape{std::max<int64_t>(n, 1)})) {
+        velocity_(state_slab(n)) {
     lr_ = o.learning_rate;
   }
   const char* name() const override { return "sgd"; }
-  void step(float* w, const float* g) override {
+  std::vector<std::pair<std::string, Tensor*>> state() override { return {{"velocity", &velocity_}}; }
+
+ protected:
+  void update(float* w, const float* g) override {
     const float lr = static_cast<float>(lr_), mu = momentum_, decay = decay_;
     float* v = velocity_.data();
     if (nesterov_) {
@@ -38,36 +43,73 @@ class Sgd final : public Optimizer {
   Tensor velocity_;
 };
 
-class Adam final : public Optimizer {
+class RmsProp final : public Optimizer {
  public:
-  Adam(const OptimizerOptions& o, int64_t n)
-      : n_(n), beta1_(o.beta1), beta2_(o.beta2), epsilon_(static_cast<float>(o.epsilon)),
-        decay_(static_cast<float>(o.decay)), m_(Tensor::zeros(Shape{std::max<int64_t>(n, 1)})),
-        v_(Tensor::zeros(Shape{std::max<int64_t>(n, 1)})) {
+  RmsProp(const OptimizerOptions& o, int64_t n)
+      : n_(n), rho_(static_cast<float>(o.rho)), epsilon_(static_cast<float>(o.epsilon)),
+        decay_(static_cast<float>(o.decay)), cache_(state_slab(n)) {
     lr_ = o.learning_rate;
   }
-  const char* name() const override { return "adam"; }
-  void step(float* w, const float* g) override {
-    ++t_;
-    const float b1 = static_cast<float>(beta1_), b2 = static_cast<float>(beta2_);
-    const float c1 = static_cast<float>(1.0 / (1.0 - std::pow(beta1_, t_)));
-    const float c2 = static_cast<float>(1.0 / (1.0 - std::pow(beta2_, t_)));
-    const float lr = static_cast<float>(lr_), eps = epsilon_, decay = decay_;
-    float* m = m_.data();
-    float* v = v_.data();
+  const char* name() const override { return "rmsprop"; }
+  std::vector<std::pair<std::string, Tensor*>> state() override { return {{"cache", &cache_}}; }
+
+ protected:
+  void update(float* w, const float* g) override {
+    const float lr = static_cast<float>(lr_), rho = rho_, eps = epsilon_, decay = decay_;
+    float* c = cache_.data();
     for (int64_t i = 0; i < n_; ++i) {
-      m[i] = b1 * m[i] + (1.0f - b1) * g[i];
-      v[i] = b2 * v[i] + (1.0f - b2) * g[i] * g[i];
-      w[i] -= lr * (decay * w[i] + (m[i] * c1) / std::sqrt(v[i] * c2 + eps));
+      c[i] = rho * c[i] + (1.0f - rho) * g[i] * g[i];
+      w[i] -= lr * (decay * w[i] + g[i] / std::sqrt(c[i] + eps));
     }
   }
 
  private:
   int64_t n_;
+  float rho_, epsilon_, decay_;
+  Tensor cache_;
+};
+
+// adam and nadam differ only in the bias-corrected numerator.
+class Adam final : public Optimizer {
+ public:
+  Adam(const OptimizerOptions& o, int64_t n, bool nesterov)
+      : n_(n), nesterov_(nesterov), beta1_(o.beta1), beta2_(o.beta2), epsilon_(static_cast<float>(o.epsilon)),
+        decay_(static_cast<float>(o.decay)), m_(state_slab(n)), v_(state_slab(n)) {
+    lr_ = o.learning_rate;
+  }
+  const char* name() const override { return nesterov_ ? "nadam" : "adam"; }
+  std::vector<std::pair<std::string, Tensor*>> state() override { return {{"m", &m_}, {"v", &v_}}; }
+
+ protected:
+  void update(float* w, const float* g) override {
+    const double t = static_cast<double>(steps_);
+    const float b1 = static_cast<float>(beta1_), b2 = static_cast<float>(beta2_);
+    const float c1 = static_cast<float>(1.0 / (1.0 - std::pow(beta1_, t)));
+    const float c2 = static_cast<float>(1.0 / (1.0 - std::pow(beta2_, t)));
+    const float lr = static_cast<float>(lr_), eps = epsilon_, decay = decay_;
+    float* m = m_.data();
+    float* v = v_.data();
+    if (nesterov_) {
+      for (int64_t i = 0; i < n_; ++i) {
+        m[i] = b1 * m[i] + (1.0f - b1) * g[i];
+        v[i] = b2 * v[i] + (1.0f - b2) * g[i] * g[i];
+        w[i] -= lr * (decay * w[i] + ((m[i] + (1.0f - b1) * g[i]) * c1) / std::sqrt(v[i] * c2 + eps));
+      }
+    } else {
+      for (int64_t i = 0; i < n_; ++i) {
+        m[i] = b1 * m[i] + (1.0f - b1) * g[i];
+        v[i] = b2 * v[i] + (1.0f - b2) * g[i] * g[i];
+        w[i] -= lr * (decay * w[i] + (m[i] * c1) / std::sqrt(v[i] * c2 + eps));
+      }
+    }
+  }
+
+ private:
+  int64_t n_;
+  bool nesterov_;
   double beta1_, beta2_;
   float epsilon_, decay_;
   Tensor m_, v_;
-  int64_t t_ = 0;
 };
 
 }  // namespace
@@ -79,12 +121,17 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& o, int64_t siz
     DTNN_CHECK(o.momentum >= 0 && o.momentum < 1, "--momentum must be in [0, 1) (got ", o.momentum, ")");
     return std::make_unique<Sgd>(o, size);
   }
-  if (o.name == "adam") {
+  if (o.name == "rmsprop") {
+    DTNN_CHECK(o.rho >= 0 && o.rho < 1, "--rho must be in [0, 1) (got ", o.rho, ")");
+    DTNN_CHECK(o.epsilon > 0, "--epsilon must be positive (got ", o.epsilon, ")");
+    return std::make_unique<RmsProp>(o, size);
+  }
+  if (o.name == "adam" || o.name == "nadam") {
     DTNN_CHECK(o.beta1 >= 0 && o.beta1 < 1 && o.beta2 >= 0 && o.beta2 < 1, "--beta1 and --beta2 must be in [0, 1)");
     DTNN_CHECK(o.epsilon > 0, "--epsilon must be positive (got ", o.epsilon, ")");
-    return std::make_unique<Adam>(o, size);
+    return std::make_unique<Adam>(o, size, o.name == "nadam");
   }
-  fail("unknown optimizer '", o.name, "' (known: sgd, adam)");
+  fail("unknown optimizer '", o.name, "' (known: sgd, rmsprop, adam, nadam)");
 }
 
 }  // namespace dtnn

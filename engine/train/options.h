@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "optim/lr_scheduler.h"
 #include "optim/optimizer.h"
 
 namespace dtnn {
@@ -24,13 +25,29 @@ struct TrainOptions {
   std::string history_file;
   std::string tensor_format = "NHWC";
   std::string conv_algo = "auto";
+  // Layer fusion (PyDTNN's options): Conv2D+BatchNormalization+Relu, Conv2D+Relu, Conv2D+BatchNormalization
+  // and BatchNormalization+Relu sequences run as one layer, in training and in inference.
+  bool enable_fused_bn_relu = false;
+  bool enable_fused_conv_relu = false;
+  bool enable_fused_conv_bn = false;
+  bool enable_fused_conv_bn_relu = false;
+  bool sync_batchnorm = false;      // BatchNormalization statistics over all ranks' batches
   // Dataset
   std::string dataset_name = "mnist";
   bool use_synthetic_data = false;
+  bool pad_to_cifar = false;        // MNIST-format 28x28x1 images as 32x32x3 (CIFAR-shaped models)
   std::string dataset_train_path;
   std::string dataset_test_path;    // defaults to dataset_train_path
   bool test_as_validation = false;
   double validation_split = 0.0;
+  // Augmentation of training batches (data/augment.h): per-sample decisions from (seed, epoch, index)
+  bool flip_images = false;         // horizontal flip (along W in both layouts)
+  double flip_images_prob = 0.5;
+  bool crop_images = false;         // zero-pad by crop_images_padding, random crop of the original size
+  double crop_images_prob = 0.5;
+  int64_t crop_images_padding = 4;
+  int64_t crop_images_size = 0;     // PyDTNN's corner-zeroing "crop": not reproduced; > 0 is an error
+  bool prefetch = true;             // load the next batch on a loader thread (data/loader.h)
   // Optimizer, loss, metrics
   OptimizerOptions optimizer;
   bool learning_rate_scaling = true;  // sgd with --parallel=data: lr *= ranks
@@ -43,6 +60,11 @@ struct TrainOptions {
   uint64_t seed = 0;
   std::string report;                   // run report JSON path (rank 0 writes it)
   bool progress = true;                 // live bar on a terminal; false: one plain line per epoch
+  // LR schedulers (optim/lr_scheduler.h; --lr_schedulers defaults to "" = none, unlike PyDTNN)
+  LRSchedulerOptions lr_schedulers;
+  // Checkpoint/resume (train/checkpoint.h)
+  std::string checkpoint_file;          // rank 0 rewrites it atomically after every epoch
+  std::string resume_from;              // continue the run a checkpoint file recorded
 };
 
 // (name, value) pairs of every option, in a fixed order, values printed as a user would type them.

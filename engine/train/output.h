@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "io/npz.h"
 #include "models/model.h"
 #include "train/options.h"
 #include "train/trainer.h"
@@ -48,6 +49,8 @@ void write_history(const std::string& path, const RunSummary& run);
 void save_weights(const Model& model, const std::string& path);
 // Loads every parameter; throws dtnn::Error naming the first missing key or mismatching shape.
 void load_weights(Model& model, const std::string& path);
+// The arrays save_weights writes (checkpoints add their own keys to them).
+std::vector<io::NpyArray> weight_arrays(const Model& model);
 
 // Writes `text` to path atomically.
 void write_file_atomically(const std::string& path, const std::string& text);

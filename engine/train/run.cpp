@@ -11,6 +11,8 @@
 #include "backend/cpu/blas.h"
 #include "backend/gpu.h"
 #include "core/error.h"
+#include "optim/lr_scheduler.h"
+#include "train/checkpoint.h"
 #include "train/output.h"
 #include "train/trainer.h"
 
@@ -39,15 +41,42 @@ void validate(const TrainOptions& o) {
   DTNN_CHECK(o.parallel == "sequential" || o.parallel == "data", "unknown --parallel '", o.parallel,
              "' (known: sequential, data)");
   DTNN_CHECK(o.threads >= 0, "--threads must be positive (got ", o.threads, ")");
+  DTNN_CHECK(o.crop_images_size == 0, "--crop_images_size (PyDTNN's corner-zeroing roll) is not supported: use "
+             "--crop_images with --crop_images_padding=P (zero-pad by P, random crop of the original size)");
+  DTNN_CHECK(o.flip_images_prob >= 0 && o.flip_images_prob <= 1, "--flip_images_prob must be in [0, 1] (got ",
+             o.flip_images_prob, ")");
+  DTNN_CHECK(o.crop_images_prob >= 0 && o.crop_images_prob <= 1, "--crop_images_prob must be in [0, 1] (got ",
+             o.crop_images_prob, ")");
+  DTNN_CHECK(o.crop_images_padding >= 0, "--crop_images_padding must be non-negative (got ", o.crop_images_padding,
+             ")");
+  dataset_shape(o.dataset_name);  // an unknown --dataset fails before the model is built
   if (o.enable_gpu) require_gpu();
 }
 
-std::unique_ptr<Dataset> open_data(const TrainOptions& o) {
-  const DatasetShape shape = dataset_shape(o.dataset_name);
+}  // namespace
+
+std::unique_ptr<Dataset> open_dataset(const TrainOptions& o, const Model& model) {
+  DatasetShape shape = dataset_shape(o.dataset_name);
+  const Shape in = model.input_shape();  // per sample: (h, w, c) in NHWC, (c, h, w) in NCHW
+  if (in.rank() == 3 && (o.use_synthetic_data || shape.name == "imagenet")) {
+    const bool nchw = model.layout() == Layout::nchw;
+    shape.h = nchw ? in[1] : in[0];
+    shape.w = nchw ? in[2] : in[1];
+  }
+  DTNN_CHECK(!o.pad_to_cifar || (shape.name == "mnist" && !o.use_synthetic_data),
+             "--pad_to_cifar applies to MNIST-format files (--dataset=mnist), not to ", o.use_synthetic_data ? "synthetic " : "",
+             shape.name, " data");
   if (o.use_synthetic_data) return make_synthetic(shape, o.seed);
   DTNN_CHECK(!o.dataset_train_path.empty(), "--dataset_train_path is required unless --use_synthetic_data=True");
-  return open_mnist(o.dataset_train_path, o.dataset_test_path.empty() ? o.dataset_train_path : o.dataset_test_path);
+  const std::string& train = o.dataset_train_path;
+  const std::string& test = o.dataset_test_path.empty() ? o.dataset_train_path : o.dataset_test_path;
+  if (shape.name == "cifar10") return open_cifar10(train, test);
+  if (shape.name == "imagenet") return open_imagenet(train, test, shape.h, shape.w);
+  if (o.pad_to_cifar) return pad_to_cifar(open_mnist(train, test), o.batch_size);
+  return open_mnist(train, test);
 }
+
+namespace {
 
 void print_pass(std::ostream& out, const Trainer& trainer, const char* what, const PassResult& r) {
   char buf[128];
@@ -67,16 +96,24 @@ int run_training(TrainOptions o, Communicator& comm, std::ostream& out) {
     o.optimizer.learning_rate *= comm.size();  // PyDTNN scales only SGD's rate
 
   auto model = create_model(o.model_name);
+  FusionOptions fusion;
+  fusion.bn_relu = o.enable_fused_bn_relu;
+  fusion.conv_relu = o.enable_fused_conv_relu;
+  fusion.conv_bn = o.enable_fused_conv_bn;
+  fusion.conv_bn_relu = o.enable_fused_conv_bn_relu;
+  model->fuse(fusion);
   BuildContext ctx;
   ctx.layout = parse_layout(o.tensor_format);
   ctx.max_batch = o.batch_size;
   ctx.conv_algo = o.conv_algo;
+  ctx.comm = &comm;
+  ctx.sync_batchnorm = o.sync_batchnorm;
   model->build(ctx, o.seed, Trainer::reduce_tail_floats(o));
   model->seed_layers(o.seed, comm.rank());
   if (root) print_model_table(out, *model);
 
   if (root) out << "**** Loading " << o.dataset_name << " dataset...\n";
-  const std::unique_ptr<Dataset> data = open_data(o);
+  const std::unique_ptr<Dataset> data = open_dataset(o, *model);
   const Splits splits = make_splits(*data, o.validation_split, o.test_as_validation, o.seed);
 
   namespace fs = std::filesystem;
@@ -90,12 +127,40 @@ int run_training(TrainOptions o, Communicator& comm, std::ostream& out) {
   auto optimizer = make_optimizer(o.optimizer, model->slab_size());
   Trainer trainer(*model, *data, comm, *optimizer, o);
   if (root) trainer.set_progress(make_progress_printer(out, o.progress && isatty(STDOUT_FILENO) == 1, trainer));
+
+  SchedulerSetup sched;
+  sched.value_names = trainer.value_names();
+  sched.has_validation = !splits.val.empty();
+  const int64_t global_batch = o.batch_size * comm.size();
+  sched.steps_per_epoch = o.steps_per_epoch > 0
+                              ? o.steps_per_epoch
+                              : (static_cast<int64_t>(splits.train.size()) + global_batch - 1) / global_batch;
+  sched.ranks = comm.size();
+  sched.model_name = o.model_name;
+  sched.optimizer = optimizer.get();
+  sched.model = model.get();
+  sched.root = root;
+  sched.out = root ? &out : nullptr;
+  sched.save_weights = [&model](const std::string& path) { save_weights(*model, path); };
+  LRSchedulers schedulers(o.lr_schedulers, sched);
+  if (!schedulers.empty()) trainer.set_batch_begin([&schedulers] { schedulers.on_batch_begin(); });
+
+  CheckpointState progress;
+  if (!o.resume_from.empty()) {
+    progress = load_checkpoint(o.resume_from, *model, *optimizer, schedulers, o, comm.size(), root ? &out : nullptr);
+    if (root)
+      out << "**** Resuming from " << o.resume_from << " after epoch " << progress.epoch << " (learning rate "
+          << optimizer->learning_rate() << ")\n";
+    if (root && progress.stopped)
+      out << "**** The checkpointed run was stopped by an LR scheduler: nothing more to train\n";
+  }
   if (root) print_parameters(out, o);
 
   std::vector<int64_t> test_indices(static_cast<size_t>(data->count(Pool::test)));
   for (size_t i = 0; i < test_indices.size(); ++i) test_indices[i] = static_cast<int64_t>(i);
   const Environment env = capture_environment(comm.size(), o.threads, comm.library_version());
   RunSummary run;
+  run.epochs = progress.epochs;  // a resumed run's history and report list every epoch
 
   if (o.evaluate || o.evaluate_only) {
     if (root) out << "**** Evaluating on test dataset...\n";
@@ -112,16 +177,25 @@ int run_training(TrainOptions o, Communicator& comm, std::ostream& out) {
   if (root) out << "**** Training...\n";
   comm.barrier();
   const double t0 = now_s();
-  for (int epoch = 1; epoch <= o.num_epochs; ++epoch) {
+  int epochs_run = 0;
+  for (int epoch = static_cast<int>(progress.epoch) + 1; epoch <= o.num_epochs && !progress.stopped; ++epoch) {
     EpochRecord rec = trainer.run_epoch(epoch, static_cast<int>(o.num_epochs), splits);
     if (root && rec.val) {
       char buf[64];
       std::snprintf(buf, sizeof buf, "  validation (%lld samples): ", static_cast<long long>(rec.val->samples));
       out << buf << format_values(trainer, rec.val->values, "val_") << "\n";
     }
+    schedulers.on_epoch_end(rec.train.values, rec.val ? &rec.val->values : nullptr);
     run.train_time_s += rec.train.time_s;
     run.train_samples += rec.train.samples;
     run.epochs.push_back(std::move(rec));
+    ++epochs_run;
+    progress.epoch = epoch;
+    progress.stopped = schedulers.stop_training();
+    if (root && !o.checkpoint_file.empty()) {
+      progress.epochs = run.epochs;
+      save_checkpoint(o.checkpoint_file, *model, *optimizer, schedulers, o, comm.size(), progress);
+    }
   }
   comm.barrier();
   run.wall_time_s = now_s() - t0;
@@ -130,12 +204,12 @@ int run_training(TrainOptions o, Communicator& comm, std::ostream& out) {
     std::snprintf(buf, sizeof buf,
                   "**** Done...\nTraining time: %.4f s\nTime per epoch: %.4f s\nTraining throughput: %.4f samples/s\n"
                   "Training time (training loops only): %.4f s\n",
-                  run.wall_time_s, run.epochs.empty() ? 0.0 : run.wall_time_s / run.epochs.size(),
+                  run.wall_time_s, epochs_run == 0 ? 0.0 : run.wall_time_s / epochs_run,
                   run.train_time_s > 0 ? run.train_samples / run.train_time_s : 0.0, run.train_time_s);
     out << buf;
   }
 
-  if (root && !run.epochs.empty()) print_layer_times(out, *model);
+  if (root && epochs_run > 0) print_layer_times(out, *model);
   if (root && !o.weights_and_bias_filename.empty()) save_weights(*model, o.weights_and_bias_filename);
   if (root && !o.history_file.empty()) write_history(o.history_file, run);
 

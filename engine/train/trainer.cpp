@@ -12,7 +12,22 @@ double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+Augmentation augmentation_of(const TrainOptions& o) {
+  Augmentation a;
+  a.flip = o.flip_images;
+  a.flip_prob = o.flip_images_prob;
+  a.crop = o.crop_images;
+  a.crop_prob = o.crop_images_prob;
+  a.crop_padding = o.crop_images_padding;
+  a.seed = o.seed;
+  return a;
+}
+
 }  // namespace
+
+uint64_t epoch_seed(uint64_t seed, int epoch) { return Rng(seed ^ 0xE90C5EEDull).fork(static_cast<uint64_t>(epoch)).next_u64(); }
+
+Rng epoch_rng(uint64_t seed, int epoch) { return Rng(seed ^ 0x5F1FF1E5ull).fork(static_cast<uint64_t>(epoch)); }
 
 int64_t Trainer::reduce_tail_floats(const TrainOptions& options) {
   return 2 + static_cast<int64_t>(parse_metrics(options.metrics).size());  // loss, metrics, count
@@ -22,7 +37,8 @@ Trainer::Trainer(Model& model, const Dataset& data, Communicator& comm, Optimize
                  const TrainOptions& options)
     : model_(model), data_(data), comm_(comm), optimizer_(optimizer), options_(options),
       loss_{parse_loss(options.loss_func)}, metrics_(parse_metrics(options.metrics)),
-      shuffle_rng_(options.seed ^ 0x5F1FF1E5ull) {
+      shuffle_rng_(options.seed ^ 0x5F1FF1E5ull),
+      loader_(data, model.layout(), model.max_batch(), augmentation_of(options), options.prefetch) {
   const Shape out = model.output_shape();
   DTNN_CHECK(out.rank() == 1, "model ", model.name(), " must end in a flat output, not ", out.str());
   classes_ = out[0];
@@ -35,7 +51,6 @@ Trainer::Trainer(Model& model, const Dataset& data, Communicator& comm, Optimize
   fused_softmax_ = loss_[0] == LossKind::categorical_cross_entropy &&
                    model.layer(model.num_layers() - 1).type() == "Softmax" && model.num_layers() >= 3;
   batch_indices_.resize(model.max_batch());
-  labels_ = Tensor::zeros(Shape{model.max_batch(), classes_});
   eval_sums_.resize(2 + metrics_.size());
   permutation_.reserve(data.count(Pool::train));
 }
@@ -53,27 +68,29 @@ void Trainer::local_share(int64_t global, int64_t* offset, int64_t* count) const
   *offset = r * base + std::min(r, extra);
 }
 
-void Trainer::train_step(const int64_t* indices, int64_t n, int64_t global_n) {
+void Trainer::train_step(const Batch& batch, int64_t global_n) {
   const size_t last = model_.num_layers() - 1;
+  const int64_t n = batch.count;
+  const float* labels = batch.y;
   float* tail = model_.reduce_tail();
   if (n > 0) {
-    data_.load_batch(Pool::train, indices, n, model_.layout(), model_.input().data(), labels_.data());
+    std::memcpy(model_.input().data(), batch.x, sizeof(float) * n * model_.input_shape().numel());
     model_.forward(n, Mode::train);
     const Tensor p = model_.output(n);
     double loss;
     if (fused_softmax_) {
       const Tensor dz = model_.gradient(last - 1, n);
-      loss = cce_from_logits(model_.activation(last - 1, n).data(), labels_.data(), n, classes_,
+      loss = cce_from_logits(model_.activation(last - 1, n).data(), labels, n, classes_,
                              static_cast<double>(global_n), dz.data());
       model_.backward(n, last - 1);
     } else {
-      loss = loss_from_output(loss_[0], p.data(), labels_.data(), n, classes_, static_cast<double>(global_n),
+      loss = loss_from_output(loss_[0], p.data(), labels, n, classes_, static_cast<double>(global_n),
                               model_.gradient(last, n).data());
       model_.backward(n, last);
     }
     tail[0] = static_cast<float>(loss);
     for (size_t m = 0; m < metrics_.size(); ++m)
-      tail[1 + m] = static_cast<float>(metric_sum(metrics_[m], p.data(), labels_.data(), n, classes_));
+      tail[1 + m] = static_cast<float>(metric_sum(metrics_[m], p.data(), labels, n, classes_));
   } else {
     std::memset(model_.grad_slab(), 0, model_.slab_size() * sizeof(float));
     for (size_t m = 0; m <= metrics_.size(); ++m) tail[m] = 0.0f;
@@ -86,12 +103,12 @@ void Trainer::train_step(const int64_t* indices, int64_t n, int64_t global_n) {
 EpochRecord Trainer::run_epoch(int epoch, int num_epochs, const Splits& splits) {
   EpochRecord rec;
   rec.epoch = epoch;
-  rec.learning_rate = optimizer_.learning_rate();
   const int64_t ntrain = static_cast<int64_t>(splits.train.size());
-  // Same permutation on every rank (Fisher-Yates from the shared seed stream).
+  shuffle_rng_ = epoch_rng(options_.seed, epoch);
+  model_.seed_layers(epoch_seed(options_.seed, epoch), comm_.rank());
+  // Same permutation on every rank (the dataset's shuffle from the shared seed stream).
   permutation_.assign(splits.train.begin(), splits.train.end());
-  for (int64_t i = ntrain - 1; i > 0; --i)
-    std::swap(permutation_[i], permutation_[shuffle_rng_.below(static_cast<uint64_t>(i + 1))]);
+  data_.shuffle(permutation_, shuffle_rng_);
 
   const int64_t global_batch = options_.batch_size * comm_.size();
   const int64_t steps = options_.steps_per_epoch > 0 ? options_.steps_per_epoch
@@ -101,14 +118,23 @@ EpochRecord Trainer::run_epoch(int epoch, int num_epochs, const Splits& splits) 
   std::vector<double> sums(1 + metrics_.size(), 0.0), means(sums.size());
   int64_t done = 0;
   const float* tail = model_.reduce_tail();
-  const double t0 = now_s();
-  for (int64_t step = 0; step < steps; ++step) {
+  const bool augment = options_.flip_images || options_.crop_images;
+  auto submit = [&](int64_t step) {  // this rank's share of global batch `step`, to the loader
     const int64_t start = step * global_batch;
-    const int64_t global_n = std::min(global_batch, total - start);
     int64_t offset, n;
-    local_share(global_n, &offset, &n);
+    local_share(std::min(global_batch, total - start), &offset, &n);
     for (int64_t i = 0; i < n; ++i) batch_indices_[i] = permutation_[(start + offset + i) % ntrain];
-    train_step(batch_indices_.data(), n, global_n);
+    loader_.submit(Pool::train, batch_indices_.data(), n, augment, epoch);
+  };
+  const double t0 = now_s();
+  loader_.reset();
+  if (steps > 0) submit(0);
+  for (int64_t step = 0; step < steps; ++step) {
+    const int64_t global_n = std::min(global_batch, total - step * global_batch);
+    const Batch batch = loader_.wait();
+    if (step + 1 < steps) submit(step + 1);  // decoded while this step computes
+    if (batch_begin_) batch_begin_();
+    train_step(batch, global_n);
     for (size_t v = 0; v < sums.size(); ++v) sums[v] += tail[v];
     done += static_cast<int64_t>(tail[sums.size()]);
     if (progress_) {
@@ -117,6 +143,7 @@ EpochRecord Trainer::run_epoch(int epoch, int num_epochs, const Splits& splits) 
     }
   }
   rec.train.time_s = comm_.max(now_s() - t0);
+  rec.learning_rate = optimizer_.learning_rate();
   rec.train.samples = done;
   rec.train.values.resize(sums.size());
   for (size_t v = 0; v < sums.size(); ++v) rec.train.values[v] = done ? sums[v] / static_cast<double>(done) : 0.0;
@@ -131,18 +158,28 @@ PassResult Trainer::evaluate(Pool pool, const std::vector<int64_t>& indices, con
   const int64_t global_batch = options_.batch_size * comm_.size();
   std::vector<double> local(1 + metrics_.size(), 0.0);
   int64_t local_count = 0;
-  const double t0 = now_s();
-  for (int64_t start = 0; start < total; start += global_batch) {
+  const int64_t batches = (total + global_batch - 1) / global_batch;
+  auto submit = [&](int64_t k) {  // this rank's share of batch k (never augmented), to the loader
+    const int64_t start = k * global_batch;
     int64_t offset, n;
     local_share(std::min(global_batch, total - start), &offset, &n);
-    if (n == 0) continue;
     for (int64_t i = 0; i < n; ++i) batch_indices_[i] = indices[start + offset + i];
-    data_.load_batch(pool, batch_indices_.data(), n, model_.layout(), model_.input().data(), labels_.data());
+    loader_.submit(pool, batch_indices_.data(), n, false, 0);
+  };
+  const double t0 = now_s();
+  loader_.reset();
+  if (batches > 0) submit(0);
+  for (int64_t k = 0; k < batches; ++k) {
+    const Batch batch = loader_.wait();
+    if (k + 1 < batches) submit(k + 1);
+    const int64_t n = batch.count;
+    if (n == 0) continue;
+    std::memcpy(model_.input().data(), batch.x, sizeof(float) * n * model_.input_shape().numel());
     model_.forward(n, Mode::evaluate);
     const float* p = model_.output(n).data();
     const float* logits = fused_softmax_ ? model_.activation(last - 1, n).data() : nullptr;
-    local[0] += loss_value(loss_[0], logits, p, labels_.data(), n, classes_);
-    for (size_t m = 0; m < metrics_.size(); ++m) local[1 + m] += metric_sum(metrics_[m], p, labels_.data(), n, classes_);
+    local[0] += loss_value(loss_[0], logits, p, batch.y, n, classes_);
+    for (size_t m = 0; m < metrics_.size(); ++m) local[1 + m] += metric_sum(metrics_[m], p, batch.y, n, classes_);
     local_count += n;
     if (progress_ && !label.empty() && comm_.size() == 1) {
       std::vector<double> means(local.size());

@@ -7,8 +7,20 @@
 // loss/metric sums packed behind it) is summed over ranks in ONE allreduce, and every rank applies the
 // same optimizer step, so the weights stay identical without further communication.
 //
+// Per-epoch randomness is a pure function of (seed, epoch): run_epoch(e) draws its shuffle from
+// epoch_rng(seed, e) and reseeds the dropout streams with Model::seed_layers(epoch_seed(seed, e), rank),
+// so a run resumed from a checkpoint at epoch e continues bit-identically.
+//
 // Nothing here allocates after construction: batch indices, labels and reduction buffers are sized for
 // the largest batch up front.
+//
+// Data: batches come from a BatchLoader (data/loader.h). Each pass submits batch k + 1 before computing
+// batch k, so with --prefetch (the default) the next batch is decoded, augmented and laid out on the
+// loader thread while this one computes; the ready batch is copied into model.input() (one memcpy) and
+// its one-hot labels are used in place. Training batches get the augmentation of --flip_images /
+// --crop_images (decided per sample by (seed, epoch, pool index)); validation and test batches never do,
+// even when validation samples come from the training pool. The epoch's order comes from
+// Dataset::shuffle (Fisher-Yates, or shard-grouped for ImageNet).
 #pragma once
 
 #include <cstdint>
@@ -18,6 +30,7 @@
 #include <vector>
 
 #include "data/dataset.h"
+#include "data/loader.h"
 #include "models/model.h"
 #include "optim/optimizer.h"
 #include "parallel/communicator.h"
@@ -36,7 +49,7 @@ struct PassResult {
 
 struct EpochRecord {
   int epoch = 0;  // 1-based
-  double learning_rate = 0.0;
+  double learning_rate = 0.0;  // the rate of the epoch's last training step
   PassResult train;
   std::optional<PassResult> val;
 };
@@ -45,6 +58,10 @@ struct EpochRecord {
 // epoch total, and the running means; `done` is true once per pass, at its end.
 using ProgressFn = std::function<void(const std::string& label, int64_t done, int64_t total, double elapsed_s,
                                       const std::vector<double>& means, bool finished)>;
+
+// The seed of epoch e's dropout streams and the generator of its shuffle (e is 1-based).
+uint64_t epoch_seed(uint64_t seed, int epoch);
+Rng epoch_rng(uint64_t seed, int epoch);
 
 class Trainer {
  public:
@@ -56,6 +73,8 @@ class Trainer {
   PassResult evaluate(Pool pool, const std::vector<int64_t>& indices, const std::string& label);
 
   void set_progress(ProgressFn fn) { progress_ = std::move(fn); }
+  // Called before every training step (the LR schedulers' on_batch_begin); must not allocate.
+  void set_batch_begin(std::function<void()> fn) { batch_begin_ = std::move(fn); }
   const std::vector<LossKind>& losses() const { return loss_; }
   const std::vector<MetricKind>& metrics() const { return metrics_; }
   // Names of the values of a PassResult: loss name then metric names.
@@ -65,7 +84,7 @@ class Trainer {
  private:
   // Rank r's share [offset, offset + count) of a global batch of `global` samples.
   void local_share(int64_t global, int64_t* offset, int64_t* count) const;
-  void train_step(const int64_t* indices, int64_t local_n, int64_t global_n);
+  void train_step(const Batch& batch, int64_t global_n);
 
   Model& model_;
   const Dataset& data_;
@@ -78,9 +97,10 @@ class Trainer {
   int64_t classes_ = 0;
   Rng shuffle_rng_;
   std::vector<int64_t> permutation_, batch_indices_;
-  Tensor labels_;
   std::vector<float> eval_sums_;
   ProgressFn progress_;
+  std::function<void()> batch_begin_;
+  BatchLoader loader_;  // last member: its thread stops before anything it could touch is destroyed
 };
 
 }  // namespace dtnn

@@ -187,3 +187,30 @@ TEST_CASE("splits: validation window, test as validation, synthetic determinism"
   CHECK(a == b);
   CHECK(ya == yb);
 }
+
+TEST_CASE("pad_to_cifar: 28x28x1 images become zero-padded 32x32x3 in both layouts", "[data]") {
+  const DatasetShape mnist = dataset_shape("mnist");
+  auto padded = pad_to_cifar(make_synthetic(mnist, 5), 4);
+  auto plain = make_synthetic(mnist, 5);
+  CHECK(padded->shape().h == 32);
+  CHECK(padded->shape().w == 32);
+  CHECK(padded->shape().c == 3);
+  CHECK(padded->count(Pool::train) == plain->count(Pool::train));
+  const int64_t idx[3] = {7, 0, 59999};
+  std::vector<float> gray(3 * 784), gy(3 * 10), x(3 * 3072), y(3 * 10);
+  plain->load_batch(Pool::train, idx, 3, Layout::nhwc, gray.data(), gy.data());
+  for (Layout layout : {Layout::nhwc, Layout::nchw}) {
+    padded->load_batch(Pool::train, idx, 3, layout, x.data(), y.data());
+    CHECK(y == gy);
+    for (int64_t b = 0; b < 3; ++b)
+      for (int64_t c = 0; c < 3; ++c)
+        for (int64_t i = 0; i < 32; ++i)
+          for (int64_t j = 0; j < 32; ++j) {
+            const bool inside = i >= 2 && i < 30 && j >= 2 && j < 30;
+            const float expect = inside ? gray[b * 784 + (i - 2) * 28 + (j - 2)] : 0.0f;
+            const int64_t at = layout == Layout::nhwc ? ((b * 32 + i) * 32 + j) * 3 + c : ((b * 3 + c) * 32 + i) * 32 + j;
+            REQUIRE(x[at] == expect);
+          }
+  }
+  CHECK_THROWS_AS(pad_to_cifar(make_synthetic(dataset_shape("cifar10"), 1), 4), Error);
+}

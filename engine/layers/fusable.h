@@ -1,0 +1,28 @@
+// What the layer-fusion pass (layers/fused.cpp) needs from the layers it fuses, beyond Layer.
+#pragma once
+
+#include "conv/conv_problem.h"
+#include "layers/layer.h"
+
+namespace dtnn {
+
+// A convolution that can run with other weights and bias than its own parameters (the fused layer
+// passes weights with BatchNormalization folded in). w has the layer's weight layout; bias K floats.
+class FoldableConv {
+ public:
+  virtual ~FoldableConv() = default;
+  virtual const ConvProblem& conv_problem() const = 0;  // at the build batch size
+  virtual bool has_bias() const = 0;
+  virtual void forward_with(const Tensor& x, const Tensor& y, const float* w, const float* bias) = 0;
+};
+
+// A per-channel affine map in inference: y = x * scale[c] + shift[c] (BatchNormalization with its
+// running statistics).
+class InferenceAffine {
+ public:
+  virtual ~InferenceAffine() = default;
+  virtual void inference_affine(float* scale, float* shift) const = 0;  // channels() floats each
+  virtual int64_t channels() const = 0;
+};
+
+}  // namespace dtnn

@@ -1,0 +1,208 @@
+#include "train/checkpoint.h"
+
+#include <cstdio>
+
+#include "core/error.h"
+#include "io/npz_values.h"
+#include "train/losses.h"
+#include "train/output.h"
+
+namespace dtnn {
+namespace {
+
+constexpr int64_t kVersion = 1;
+
+std::string num(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+std::string num(int64_t v) { return std::to_string(v); }
+std::string num(bool v) { return v ? "True" : "False"; }
+
+using Pairs = std::vector<std::pair<std::string, std::string>>;
+
+// The options a resumed run must share with the checkpointed one.
+Pairs must_match(const TrainOptions& o, int ranks) {
+  const OptimizerOptions& op = o.optimizer;
+  const LRSchedulerOptions& s = o.lr_schedulers;
+  return {{"model", o.model_name},
+          {"dataset", o.dataset_name},
+          {"use_synthetic_data", num(o.use_synthetic_data)},
+          {"tensor_format", o.tensor_format},
+          {"batch_size", num(o.batch_size)},
+          {"ranks", num(static_cast<int64_t>(ranks))},
+          {"parallel", o.parallel},
+          {"seed", std::to_string(o.seed)},
+          {"steps_per_epoch", num(o.steps_per_epoch)},
+          {"validation_split", num(o.validation_split)},
+          {"test_as_validation", num(o.test_as_validation)},
+          {"loss_func", o.loss_func},
+          {"metrics", o.metrics},
+          {"optimizer", op.name},
+          {"learning_rate", num(op.learning_rate)},
+          {"learning_rate_scaling", num(o.learning_rate_scaling)},
+          {"momentum", num(op.momentum)},
+          {"nesterov", num(op.nesterov)},
+          {"decay", num(op.decay)},
+          {"rho", num(op.rho)},
+          {"beta1", num(op.beta1)},
+          {"beta2", num(op.beta2)},
+          {"epsilon", num(op.epsilon)},
+          {"lr_schedulers", s.names},
+          {"warm_up_epochs", num(s.warm_up_epochs)},
+          {"early_stopping_metric", s.early_stopping_metric},
+          {"early_stopping_patience", num(s.early_stopping_patience)},
+          {"reduce_lr_on_plateau_metric", s.reduce_lr_on_plateau_metric},
+          {"reduce_lr_on_plateau_factor", num(s.reduce_lr_on_plateau_factor)},
+          {"reduce_lr_on_plateau_patience", num(s.reduce_lr_on_plateau_patience)},
+          {"reduce_lr_on_plateau_min_lr", num(s.reduce_lr_on_plateau_min_lr)},
+          {"reduce_lr_every_nepochs_factor", num(s.reduce_lr_every_nepochs_factor)},
+          {"reduce_lr_every_nepochs_nepochs", num(s.reduce_lr_every_nepochs_nepochs)},
+          {"reduce_lr_every_nepochs_min_lr", num(s.reduce_lr_every_nepochs_min_lr)},
+          {"stop_at_loss_metric", s.stop_at_loss_metric},
+          {"stop_at_loss_threshold", num(s.stop_at_loss_threshold)},
+          {"model_checkpoint_metric", s.model_checkpoint_metric},
+          {"model_checkpoint_save_freq", num(s.model_checkpoint_save_freq)}};
+}
+
+// Options that may differ, at the price of bit-identity.
+Pairs may_differ(const TrainOptions& o) { return {{"threads", num(static_cast<int64_t>(o.threads))}, {"conv_algo", o.conv_algo}}; }
+
+std::string to_text(const Pairs& must, const Pairs& may) {
+  std::string t;
+  for (const auto& [k, v] : must) t += k + "=" + v + "\n";
+  for (const auto& [k, v] : may) t += "~" + k + "=" + v + "\n";  // '~': informative only
+  return t;
+}
+
+Pairs parse_text(const std::string& text) {
+  Pairs out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(start, end - start);
+    const size_t eq = line.find('=');
+    if (eq != std::string::npos) out.emplace_back(line.substr(0, eq), line.substr(eq + 1));
+    start = end + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+void save_checkpoint(const std::string& path, const Model& model, Optimizer& optimizer, const LRSchedulers& schedulers,
+                     const TrainOptions& options, int ranks, const CheckpointState& state) {
+  std::vector<io::NpyArray> arrays = weight_arrays(model);
+  arrays.push_back(io::make_i64("dtnn_checkpoint_version", kVersion));
+  arrays.push_back(io::make_i64("dtnn_epoch", state.epoch));
+  arrays.push_back(io::make_i64("dtnn_stopped", state.stopped ? 1 : 0));
+  arrays.push_back(io::make_f64("dtnn_learning_rate", {optimizer.learning_rate()}));
+  arrays.push_back(io::make_i64("dtnn_optimizer_steps", optimizer.steps()));
+  for (const auto& [name, t] : optimizer.state())
+    arrays.push_back(io::make_f32("dtnn_optimizer_" + name, {t->numel()}, t->data()));
+  arrays.push_back(io::make_f32("dtnn_state_slab", {model.state_size()}, model.state_slab()));
+  schedulers.save_state(arrays);
+
+  const size_t k = 1 + parse_metrics(options.metrics).size();
+  std::vector<double> rows;
+  for (const EpochRecord& e : state.epochs) {
+    DTNN_ASSERT(e.train.values.size() == k && (!e.val || e.val->values.size() == k));
+    rows.insert(rows.end(), {static_cast<double>(e.epoch), e.learning_rate, static_cast<double>(e.train.samples),
+                             e.train.time_s});
+    rows.insert(rows.end(), e.train.values.begin(), e.train.values.end());
+    rows.insert(rows.end(), {e.val ? 1.0 : 0.0, e.val ? static_cast<double>(e.val->samples) : 0.0,
+                             e.val ? e.val->time_s : 0.0});
+    for (size_t v = 0; v < k; ++v) rows.push_back(e.val ? e.val->values[v] : 0.0);
+  }
+  arrays.push_back(io::make_f64("dtnn_epochs", rows,
+                                {static_cast<int64_t>(state.epochs.size()), static_cast<int64_t>(7 + 2 * k)}));
+  arrays.push_back(io::make_text("dtnn_options", to_text(must_match(options, ranks), may_differ(options))));
+  // Uncompressed: the file is rewritten every epoch and optimizer slabs barely compress.
+  io::write_npz(path, arrays, false);
+}
+
+CheckpointState load_checkpoint(const std::string& path, Model& model, Optimizer& optimizer, LRSchedulers& schedulers,
+                                const TrainOptions& options, int ranks, std::ostream* warn) {
+  io::NpyArrayMap arrays;
+  for (io::NpyArray& a : io::read_npz(path)) arrays.emplace(a.name, std::move(a));
+  DTNN_CHECK(arrays.count("dtnn_checkpoint_version"), path,
+             ": not a dtnn checkpoint (no array 'dtnn_checkpoint_version'; a weights file is loaded with "
+             "--weights_and_bias_filename)");
+  const int64_t version = io::read_i64(arrays, "dtnn_checkpoint_version", path);
+  DTNN_CHECK(version == kVersion, path, ": checkpoint version ", version, " is not supported (this dtnn reads ", kVersion, ")");
+
+  // Options first: a checkpoint of another run is refused by name, before any shape check.
+  const Pairs stored = parse_text(io::read_text(arrays, "dtnn_options", path));
+  const auto lookup = [&](const std::string& key) -> const std::string* {
+    for (const auto& [k, v] : stored)
+      if (k == key) return &v;
+    return nullptr;
+  };
+  for (const auto& [key, value] : must_match(options, ranks)) {
+    const std::string* was = lookup(key);
+    DTNN_CHECK(was != nullptr, path, ": checkpoint does not record --", key);
+    DTNN_CHECK(*was == value, path, ": checkpoint was written with ", key == "ranks" ? "" : "--", key, "=", *was,
+               ", this run has ", key == "ranks" ? "" : "--", key, "=", value, " (a resumed run must use the same)");
+  }
+  if (warn)
+    for (const auto& [key, value] : may_differ(options)) {
+      const std::string* was = lookup("~" + key);
+      if (was && *was != value)
+        *warn << "**** Warning: checkpoint was written with --" << key << "=" << *was << ", this run has --" << key
+              << "=" << value << ": training continues, but not bit-identically to an uninterrupted run\n";
+    }
+
+  CheckpointState state;
+  state.epoch = io::read_i64(arrays, "dtnn_epoch", path);
+  DTNN_CHECK(state.epoch >= 0, path, ": negative epoch count");
+  state.stopped = io::read_i64(arrays, "dtnn_stopped", path) != 0;
+  const std::vector<double> lr = io::read_f64(arrays, "dtnn_learning_rate", path);
+  DTNN_CHECK(lr.size() == 1 && lr[0] > 0, path, ": array 'dtnn_learning_rate' must hold one positive rate");
+  const int64_t steps = io::read_i64(arrays, "dtnn_optimizer_steps", path);
+
+  const size_t k = 1 + parse_metrics(options.metrics).size(), cols = 7 + 2 * k;
+  const io::NpyArray& ea = io::require_array(arrays, "dtnn_epochs", path);
+  DTNN_CHECK(ea.shape.size() == 2 && ea.shape[0] == state.epoch && ea.shape[1] == static_cast<int64_t>(cols), path,
+             ": array 'dtnn_epochs' must have shape (", state.epoch, ", ", cols, ")");
+  const std::vector<double> rows = io::read_f64(arrays, "dtnn_epochs", path);
+  for (int64_t e = 0; e < state.epoch; ++e) {
+    const double* r = rows.data() + e * cols;
+    EpochRecord rec;
+    rec.epoch = static_cast<int>(r[0]);
+    rec.learning_rate = r[1];
+    rec.train.samples = static_cast<int64_t>(r[2]);
+    rec.train.time_s = r[3];
+    rec.train.values.assign(r + 4, r + 4 + k);
+    if (r[4 + k] != 0.0) {
+      PassResult val;
+      val.samples = static_cast<int64_t>(r[5 + k]);
+      val.time_s = r[6 + k];
+      val.values.assign(r + 7 + k, r + 7 + 2 * k);
+      rec.val = val;
+    }
+    state.epochs.push_back(std::move(rec));
+  }
+
+  // Check every remaining array's presence and size before changing anything.
+  for (const auto& [name, t] : optimizer.state()) {
+    const io::NpyArray& a = io::require_array(arrays, "dtnn_optimizer_" + name, path);
+    DTNN_CHECK(a.dtype == io::NpyDType::f32 && a.numel() == t->numel(), path, ": array 'dtnn_optimizer_", name,
+               "' must hold ", t->numel(), " float32 values (has ", a.numel(), ")");
+  }
+  const io::NpyArray& sa = io::require_array(arrays, "dtnn_state_slab", path);
+  DTNN_CHECK(sa.dtype == io::NpyDType::f32 && sa.numel() == model.state_size(), path,
+             ": array 'dtnn_state_slab' must hold ", model.state_size(), " float32 values (has ", sa.numel(), ")");
+
+  load_weights(model, path);  // checks every key and shape before it changes anything
+  io::read_f32_into(arrays, "dtnn_state_slab", path, model.state_slab(), model.state_size());
+  for (const auto& [name, t] : optimizer.state())
+    io::read_f32_into(arrays, "dtnn_optimizer_" + name, path, t->data(), t->numel());
+  optimizer.set_steps(steps);
+  optimizer.set_learning_rate(lr[0]);
+  schedulers.load_state(arrays, path);
+  return state;
+}
+
+}  // namespace dtnn

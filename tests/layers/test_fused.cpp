@@ -1,0 +1,110 @@
+// Fused layers against the same model unfused: identical training steps (the fused layer runs the same
+// computation) and inference within 1e-5 relative (BatchNormalization folded into the weights rounds
+// differently), in both layouts, with fusion inside residual blocks too.
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "helpers.h"
+#include "layers/layers.h"
+#include "models/model.h"
+
+using namespace dtnn;
+
+namespace {
+
+std::unique_ptr<Layer> conv(int64_t k, bool bias) {
+  Conv2DSpec s;
+  s.nfilters = k;
+  s.padding = 1;
+  s.use_bias = bias;
+  return make_conv2d(s);
+}
+
+// conv-BN-ReLU, conv-ReLU, a residual block of conv-BN-ReLU-conv-BN, BN-ReLU, conv-BN, pool, FC.
+std::unique_ptr<Model> make(Layout layout, const FusionOptions& fusion) {
+  auto m = std::make_unique<Model>("fusion_test");
+  m->add(make_input(8, 7, 3));
+  m->add(conv(4, false));
+  m->add(make_batchnorm(), "relu");
+  m->add(conv(4, true), "relu");
+  std::vector<Path> paths;
+  paths.push_back(path(conv(4, false), make_batchnorm(), make_activation("relu"), conv(4, true), make_batchnorm()));
+  paths.push_back(Path{});
+  m->add(make_addition_block(std::move(paths)));
+  m->add(make_batchnorm(), "relu");
+  m->add(conv(5, true));
+  m->add(make_batchnorm());
+  Pool2DSpec global;
+  global.pool_shape = {0, 0};
+  m->add(make_avg_pool2d(global));
+  m->add(make_flatten());
+  m->add(make_fc(6), "softmax");
+  m->fuse(fusion);
+  BuildContext ctx;
+  ctx.layout = layout;
+  ctx.max_batch = 4;
+  m->build(ctx, 9);
+  return m;
+}
+
+double max_rel(const float* a, const float* b, int64_t n) {
+  double err = 0.0, scale = 1e-30;
+  for (int64_t i = 0; i < n; ++i) {
+    err = std::max(err, std::fabs(double(a[i]) - b[i]));
+    scale = std::max(scale, std::fabs(double(b[i])));
+  }
+  return err / scale;
+}
+
+int count_type(const Model& m, const std::string& type) {
+  int n = 0;
+  for (const Layer* l : m.all_layers()) n += l->type() == type;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("fused layers: same training steps and inference as the unfused model", "[fused]") {
+  FusionOptions all;
+  all.bn_relu = all.conv_relu = all.conv_bn = all.conv_bn_relu = true;
+  for (Layout layout : {Layout::nhwc, Layout::nchw}) {
+    INFO("layout " << layout_name(layout));
+    auto plain = make(layout, FusionOptions{});
+    auto fused = make(layout, all);
+    CHECK(count_type(*fused, "Conv2DBatchNormalizationRelu") == 2);  // one inside the block
+    CHECK(count_type(*fused, "Conv2DRelu") == 1);
+    CHECK(count_type(*fused, "Conv2DBatchNormalization") == 2);      // one inside the block
+    CHECK(count_type(*fused, "BatchNormalizationRelu") == 1);
+    REQUIRE(plain->slab_size() == fused->slab_size());
+    REQUIRE(plain->state_size() == fused->state_size());
+    REQUIRE(max_rel(plain->param_slab(), fused->param_slab(), plain->slab_size()) == 0.0);
+
+    Rng rng(4);
+    const int64_t n = 4, out = 6;
+    std::vector<float> grad(n * out);
+    for (int step = 0; step < 3; ++step) {
+      test::fill_uniform(plain->input(), rng, -1.0f, 1.0f);
+      fused->input().copy_from(plain->input());
+      test::fill_uniform(grad, rng, -1.0f, 1.0f);
+      for (Model* m : {plain.get(), fused.get()}) {
+        m->forward(n, Mode::train);
+        const size_t top = m->num_layers() - 1;
+        std::copy(grad.begin(), grad.end(), m->gradient(top, n).data());
+        m->backward(n, top);
+        for (int64_t i = 0; i < m->slab_size(); ++i) m->param_slab()[i] -= 0.05f * m->grad_slab()[i];
+      }
+      CHECK(max_rel(fused->output(n).data(), plain->output(n).data(), n * out) <= 1e-6);
+      CHECK(max_rel(fused->grad_slab(), plain->grad_slab(), plain->slab_size()) <= 1e-6);
+    }
+    CHECK(max_rel(fused->state_slab(), plain->state_slab(), plain->state_size()) <= 1e-6);
+    // Inference with the trained running statistics: folded weights.
+    test::fill_uniform(plain->input(), rng, -1.0f, 1.0f);
+    fused->input().copy_from(plain->input());
+    plain->forward(n, Mode::evaluate);
+    fused->forward(n, Mode::evaluate);
+    // Compare the logits (before softmax) and the probabilities.
+    const size_t logits = plain->num_layers() - 2;
+    CHECK(max_rel(fused->activation(fused->num_layers() - 2, n).data(), plain->activation(logits, n).data(), n * out) <= 1e-5);
+    CHECK(max_rel(fused->output(n).data(), plain->output(n).data(), n * out) <= 1e-5);
+  }
+}
