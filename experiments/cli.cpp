@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "experiments/runner.h"
 #include "models/model.h"
+#include "models/plan.h"
 #include "parallel/communicator.h"
 #include "results/store.h"
 #include "train/run.h"
@@ -106,19 +107,14 @@ void add_train_options(CLI::App& app, TrainOptions& o) {
   app.add_option("--resume_from", o.resume_from, "Continue the run recorded in this checkpoint file");
 }
 
-// The zoo, one line per model: trainable parameters and forward GFLOPs per sample (a multiply-add is 2).
+// The zoo, one line per model: trainable parameters and forward GFLOPs per sample (a multiply-add is 2),
+// from the models' plans (shapes only: listing the zoo allocates no weights).
 int cmd_models() {
   std::printf("%-22s %-9s %-15s %12s %10s\n", "model", "dataset", "input (HWC)", "params", "GFLOPs");
   for (const dtnn::ModelInfo& info : dtnn::model_zoo()) {
-    auto model = dtnn::create_model(info.name);
-    dtnn::BuildContext ctx;
-    ctx.max_batch = 1;
-    model->build(ctx, 0);
-    double flops = 0.0;
-    for (size_t i = 0; i < model->num_layers(); ++i) flops += model->layer(i).forward_flops();  // blocks count their children
-    std::printf("%-22s %-9s %-15s %12lld %10.3f\n", info.name, info.dataset, model->input_shape().str().c_str(),
-                static_cast<long long>(model->num_params()), flops * 1e-9);
-    std::fflush(stdout);
+    const dtnn::ModelPlan p = dtnn::plan_model(info.name);
+    std::printf("%-22s %-9s %-15s %12lld %10.3f\n", info.name, info.dataset, p.input.str().c_str(),
+                static_cast<long long>(p.params), p.forward_flops * 1e-9);
   }
   return 0;
 }

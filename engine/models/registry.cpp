@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "layers/layers.h"
 #include "models/model.h"
+#include "models/plan.h"
 #include "models/zoo.h"
 
 namespace dtnn {
@@ -126,6 +127,25 @@ std::unique_ptr<Model> create_model(const std::string& name) {
     known += (known.empty() ? "" : ", ") + std::string(info.name);
   }
   fail("unknown model '", name, "' (known: ", known, ")");
+}
+
+ModelPlan plan_model(const std::string& name) {
+  auto model = create_model(name);
+  ModelPlan p;
+  p.name = name;
+  for (const ModelInfo& info : model_zoo())
+    if (name == info.name) p.dataset = info.dataset;
+  BuildContext ctx;  // NHWC, batch 1
+  Shape shape;
+  for (size_t i = 0; i < model->num_layers(); ++i) {
+    Layer& layer = model->layer(i);
+    shape = layer.build(shape, ctx);
+    if (i == 0) p.input = shape;
+    p.params += layer.num_params();  // a block counts its children's
+    p.forward_flops += layer.forward_flops();
+  }
+  p.output = shape;
+  return p;
 }
 
 }  // namespace dtnn
