@@ -32,10 +32,7 @@ class Failing final : public Dataset {
 
 }  // namespace
 
-// KNOWN FAILURE (session 3, recorded in the issue note): 4 of 24 batches differ from the synchronous
-// reference and the augment flag of a resubmitted batch is not honoured; training through the loader is
-// still bit-identical to training without it (the test below). [!mayfail] keeps it visible, not hidden.
-TEST_CASE("loader: batches equal load_batch + augment_batch, with and without the thread", "[data][!mayfail]") {
+TEST_CASE("loader: batches equal load_batch + augment_batch, with and without the thread", "[data]") {
   const auto data = make_synthetic(dataset_shape("cifar10"), 5);
   const DatasetShape& s = data->shape();
   Augmentation aug;
