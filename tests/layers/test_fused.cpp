@@ -47,14 +47,6 @@ std::unique_ptr<Model> make(Layout layout, const FusionOptions& fusion) {
   return m;
 }
 
-double max_rel(const float* a, const float* b, int64_t n) {
-  double err = 0.0, scale = 1e-30;
-  for (int64_t i = 0; i < n; ++i) {
-    err = std::max(err, std::fabs(double(a[i]) - b[i]));
-    scale = std::max(scale, std::fabs(double(b[i])));
-  }
-  return err / scale;
-}
 
 int count_type(const Model& m, const std::string& type) {
   int n = 0;
@@ -77,7 +69,7 @@ TEST_CASE("fused layers: same training steps and inference as the unfused model"
     CHECK(count_type(*fused, "BatchNormalizationRelu") == 1);
     REQUIRE(plain->slab_size() == fused->slab_size());
     REQUIRE(plain->state_size() == fused->state_size());
-    REQUIRE(max_rel(plain->param_slab(), fused->param_slab(), plain->slab_size()) == 0.0);
+    REQUIRE(test::max_rel_error(plain->param_slab(), fused->param_slab(), plain->slab_size()) == 0.0);
 
     Rng rng(4);
     const int64_t n = 4, out = 6;
@@ -93,10 +85,10 @@ TEST_CASE("fused layers: same training steps and inference as the unfused model"
         m->backward(n, top);
         for (int64_t i = 0; i < m->slab_size(); ++i) m->param_slab()[i] -= 0.05f * m->grad_slab()[i];
       }
-      CHECK(max_rel(fused->output(n).data(), plain->output(n).data(), n * out) <= 1e-6);
-      CHECK(max_rel(fused->grad_slab(), plain->grad_slab(), plain->slab_size()) <= 1e-6);
+      CHECK(test::max_rel_error(fused->output(n).data(), plain->output(n).data(), n * out) <= 1e-6);
+      CHECK(test::max_rel_error(fused->grad_slab(), plain->grad_slab(), plain->slab_size()) <= 1e-6);
     }
-    CHECK(max_rel(fused->state_slab(), plain->state_slab(), plain->state_size()) <= 1e-6);
+    CHECK(test::max_rel_error(fused->state_slab(), plain->state_slab(), plain->state_size()) <= 1e-6);
     // Inference with the trained running statistics: folded weights.
     test::fill_uniform(plain->input(), rng, -1.0f, 1.0f);
     fused->input().copy_from(plain->input());
@@ -104,7 +96,7 @@ TEST_CASE("fused layers: same training steps and inference as the unfused model"
     fused->forward(n, Mode::evaluate);
     // Compare the logits (before softmax) and the probabilities.
     const size_t logits = plain->num_layers() - 2;
-    CHECK(max_rel(fused->activation(fused->num_layers() - 2, n).data(), plain->activation(logits, n).data(), n * out) <= 1e-5);
-    CHECK(max_rel(fused->output(n).data(), plain->output(n).data(), n * out) <= 1e-5);
+    CHECK(test::max_rel_error(fused->activation(fused->num_layers() - 2, n).data(), plain->activation(logits, n).data(), n * out) <= 1e-5);
+    CHECK(test::max_rel_error(fused->output(n).data(), plain->output(n).data(), n * out) <= 1e-5);
   }
 }

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "cli_helpers.h"
 #include "helpers.h"
 #include "io/npz_values.h"
 #include "models/model.h"
@@ -84,29 +85,9 @@ TrainOptions options() {
   return o;
 }
 
-struct Command {
-  int status;
-  std::string out, err;
-};
-
-Command run(const std::string& args) {
-  const std::string out = test::temp_path("ck.out"), err = test::temp_path("ck.err");
-  const int rc = std::system((std::string(DTNN_BINARY) + " " + args + " > " + out + " 2> " + err).c_str());
-  Command c{WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, "", ""};
-  std::ifstream o(out), e(err);
-  std::stringstream so, se;
-  so << o.rdbuf();
-  se << e.rdbuf();
-  c.out = so.str();
-  c.err = se.str();
-  fs::remove(out);
-  fs::remove(err);
-  return c;
-}
-
-bool one_line_error(const Command& c) {
-  return c.status != 0 && c.err.rfind("dtnn: ", 0) == 0 && std::count(c.err.begin(), c.err.end(), '\n') == 1;
-}
+using test::Command;
+using test::one_line_error;
+Command run(const std::string& args) { return test::run_dtnn(args); }
 
 std::string slurp(const std::string& path) {
   std::ifstream f(path, std::ios::binary);

@@ -1,0 +1,42 @@
+// Running the dtnn binary from a test: exit status, stdout and stderr, and the CLI's error contract
+// (one line "dtnn: ..." on stderr and a non-zero exit). DTNN_BINARY is defined by tests/CMakeLists.txt.
+#pragma once
+
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "helpers.h"
+
+namespace dtnn::test {
+
+struct Command {
+  int status;
+  std::string out, err;
+};
+
+inline Command run_dtnn(const std::string& args) {
+  const std::string out = temp_path("cmd.out"), err = temp_path("cmd.err");
+  const int rc = std::system((std::string(DTNN_BINARY) + " " + args + " > " + out + " 2> " + err).c_str());
+  Command c{WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, "", ""};
+  std::ifstream o(out), e(err);
+  std::stringstream so, se;
+  so << o.rdbuf();
+  se << e.rdbuf();
+  c.out = so.str();
+  c.err = se.str();
+  std::filesystem::remove(out);
+  std::filesystem::remove(err);
+  return c;
+}
+
+inline bool one_line_error(const Command& c) {
+  return c.status != 0 && c.err.rfind("dtnn: ", 0) == 0 && std::count(c.err.begin(), c.err.end(), '\n') == 1;
+}
+
+}  // namespace dtnn::test
