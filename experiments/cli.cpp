@@ -1,4 +1,4 @@
-// The dtnn command line: `dtnn train`, `models`, `algos` (the engine) and `run`, `query`, `check`,
+// The dtnn command line: `dtnn train`, `models`, `algos`, `conv` (the engine) and `run`, `query`, `check`,
 // `compare`, `report` (the harness). The only translation unit that includes CLI11 (it is heavy to
 // compile). Bad input prints one line, "dtnn: <what>", and exits non-zero: 2 for a malformed command line,
 // 3 (kUnsupportedExit) for a valid request this build or machine cannot run, 1 for everything else.
@@ -15,6 +15,7 @@
 #include "backend/gpu.h"
 #include "conv/conv_algorithm.h"
 #include "core/error.h"
+#include "experiments/conv_command.h"
 #include "experiments/runner.h"
 #include "models/model.h"
 #include "models/plan.h"
@@ -190,6 +191,20 @@ int main(int argc, char** argv) {
   add_train_options(*train, options);
   CLI::App* models = app.add_subcommand("models", "List the model zoo");
   CLI::App* algos = app.add_subcommand("algos", "List the convolution algorithms of this build");
+  dtnn::ConvCommandOptions conv_options;
+  CLI::App* conv = app.add_subcommand("conv", "Time one convolution problem over algorithms and directions");
+  conv->add_option("problem", conv_options.problem,
+                   "Canonical problem string, e.g. n64_c64h32w32_k64r3s3_st1x1_pd1x1_dl1x1_g1_nhwc_f32")
+      ->required();
+  conv->add_option("--algo", conv_options.algos, "Algorithms (comma-separated names, or all)")
+      ->delimiter(',')
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  conv->add_option("--dir", conv_options.dirs, "Directions: fwd, bwd_data, bwd_filter, or all")
+      ->delimiter(',')
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  conv->add_option("--threads", conv_options.threads, "Threads")->capture_default_str();
+  conv->add_option("--samples", conv_options.samples, "Timed samples (each >= 20 ms)")->capture_default_str();
+  add_bool(*conv, "check", conv_options.check, "Compare every output with cpu.reference");
 
   dtnn::RunnerOptions run_options;
   CLI::App* run = app.add_subcommand("run", "Run an experiment matrix (experiments/*.toml) into the results store");
@@ -244,6 +259,7 @@ int main(int argc, char** argv) {
   try {
     if (models->parsed()) return cmd_models();
     if (algos->parsed()) return cmd_algos();
+    if (conv->parsed()) return dtnn::run_conv_command(conv_options, std::cout);
     if (train->parsed()) {
       comm = options.parallel == "data" ? dtnn::make_mpi_communicator() : dtnn::make_local_communicator();
       return dtnn::run_training(options, *comm, std::cout);

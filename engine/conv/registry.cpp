@@ -16,6 +16,7 @@ const ConvAlgorithm& conv_reference() {
 
 const std::vector<const ConvAlgorithm*>& conv_algorithms() {
   static const std::vector<const ConvAlgorithm*> all = {
+      &conv_convgemm(),
       &conv_im2row_gemm(),
       &conv_im2col_gemm(),
       &conv_reference(),

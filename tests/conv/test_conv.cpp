@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 #include <map>
 
+#include "backend/cpu/blas.h"
 #include "conv/conv_algorithm.h"
 #include "core/error.h"
 #include "helpers.h"
@@ -54,6 +55,15 @@ std::vector<ConvProblem> problems() {
         "n2_c1h11w12_k4r3s3_st2x1_pd0x2_dl2x1_g1_%s_f32",
         "n1_c1h10w11_k8r3s3_st2x3_pd1x0_dl1x2_g1_%s_f32",
         "n64_c1h28w28_k4r3s3_st1x1_pd1x1_dl1x1_g1_%s_f32",
+        // Register-tile edges of the implicit GEMMs (tiles of 6 pixels x 16 channels, 6 x 16 weight tiles):
+        // K and C not multiples of 16 or 6, stride-2 and stride-3 phases of backward_data, padding wider
+        // than the dilated filter (negative transposed padding), fewer pixels than one tile.
+        "n2_c20h7w9_k37r3s3_st1x1_pd1x1_dl1x1_g1_%s_f32",
+        "n3_c33h9w8_k17r3s3_st2x2_pd1x1_dl1x1_g1_%s_f32",
+        "n1_c16h5w5_k13r3s3_st1x1_pd3x3_dl1x1_g1_%s_f32",
+        "n2_c17h9w7_k6r2s2_st3x2_pd2x1_dl2x1_g1_%s_f32",
+        "n1_c16h2w2_k16r1s1_st1x1_pd0x0_dl1x1_g1_%s_f32",
+        "n2_c32h6w6_k32r3s3_st1x1_pd1x1_dl1x1_g1_%s_f32",
     };
     for (const char* f : fixed) {
       char buf[128];
@@ -119,6 +129,7 @@ TEST_CASE("conv: every algorithm matches the reference in all directions", "[con
   // Each GEMM algorithm takes its own layout (48 problems each) and declines the other with a reason.
   CHECK(checked["cpu.im2row_gemm"] >= 30);
   CHECK(checked["cpu.im2col_gemm"] >= 30);
+  CHECK(checked["cpu.convgemm"] == checked["cpu.im2row_gemm"]);
   CHECK(declined["cpu.im2row_gemm"] == checked["cpu.im2col_gemm"]);
 }
 
@@ -132,4 +143,34 @@ TEST_CASE("conv: the registry resolves names, falls back with a reason, rejects 
   CHECK(note.find("NHWC") != std::string::npos);
   CHECK(choose_conv_algorithm("auto", nchw, nullptr).name() == "cpu.im2col_gemm");
   CHECK(choose_conv_algorithm("reference", nchw, nullptr).name() == "cpu.reference");
+}
+
+// The OpenMP-threaded algorithms split outputs, never reductions, between threads: two threads must give
+// bit-identical results to one.
+TEST_CASE("conv: threaded algorithms give bit-identical results at 1 and 2 threads", "[conv]") {
+  Rng rng(11);
+  int compared = 0;
+  for (const ConvProblem& p : problems()) {
+    for (const ConvAlgorithm* algo : {&find_conv_algorithm("convgemm")}) {
+      if (!algo->supports(p).ok) continue;
+      std::vector<float> x(p.x_numel()), w(p.w_numel()), dy(p.y_numel()), bias(p.k);
+      for (auto* v : {&x, &w, &dy, &bias}) test::fill_uniform(*v, rng);
+      std::vector<float> out[2][4];
+      for (int threads : {1, 2}) {
+        cpu::set_threads(threads);
+        std::vector<float> ws(std::max<int64_t>(1, algo->workspace_floats(p)));
+        auto& o = out[threads - 1];
+        o[0].assign(p.y_numel(), 0.0f), o[1].assign(p.x_numel(), 0.0f), o[2].assign(p.w_numel(), 0.0f);
+        o[3].assign(p.k, 0.0f);
+        algo->forward(p, x.data(), w.data(), bias.data(), o[0].data(), ws.data());
+        algo->backward_data(p, dy.data(), w.data(), o[1].data(), ws.data());
+        algo->backward_filter(p, x.data(), dy.data(), o[2].data(), o[3].data(), ws.data());
+      }
+      cpu::set_threads(1);
+      INFO(algo->name() << " on " << p.str());
+      for (int d = 0; d < 4; ++d) CHECK(out[0][d] == out[1][d]);
+      ++compared;
+    }
+  }
+  CHECK(compared >= 30);
 }

@@ -5,6 +5,7 @@
 
 namespace dtnn {
 
+const ConvAlgorithm& conv_convgemm();     // NHWC: implicit GEMM, own AVX2 tiles, OpenMP threads
 const ConvAlgorithm& conv_im2row_gemm();  // NHWC: im2row (chunked, cache-sized) + OpenBLAS sgemm
 const ConvAlgorithm& conv_im2col_gemm();  // NCHW: per-sample im2col + OpenBLAS sgemm
 const ConvAlgorithm& conv_reference();    // every problem, double accumulation (the oracle)

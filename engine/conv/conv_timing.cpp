@@ -1,0 +1,122 @@
+#include "conv/conv_timing.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "backend/cpu/blas.h"
+#include "core/rng.h"
+
+namespace dtnn {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+Tensor random_tensor(int64_t n, Rng& rng) {
+  Tensor t = Tensor::zeros(Shape{std::max<int64_t>(1, n)});
+  for (int64_t i = 0; i < t.numel(); ++i) t.data()[i] = rng.uniform_f() - 0.5f;
+  return t;
+}
+
+ConvTiming summarize(std::vector<double> samples, double flops) {
+  std::sort(samples.begin(), samples.end());
+  ConvTiming t;
+  const size_t n = samples.size();
+  t.median_ms = n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
+  t.min_ms = samples.front();
+  t.max_ms = samples.back();
+  t.gflops = t.median_ms > 0 ? flops / (t.median_ms * 1e6) : 0.0;
+  return t;
+}
+
+// Times `call` as in TimingOptions: warm-up calls, then samples of >= min_sample_ms each.
+template <typename Call>
+std::vector<double> sample_ms(Call&& call, const TimingOptions& opt) {
+  for (int i = 0; i < opt.warmup; ++i) call();
+  std::vector<double> out;
+  for (int s = 0; s < std::max(1, opt.samples); ++s) {
+    const auto t0 = Clock::now();
+    int calls = 0;
+    double elapsed = 0.0;
+    do {
+      call();
+      ++calls;
+      elapsed = ms_since(t0);
+    } while (elapsed < opt.min_sample_ms);
+    out.push_back(elapsed / calls);
+  }
+  return out;
+}
+
+}  // namespace
+
+ConvBench::ConvBench(const ConvProblem& p, uint64_t seed) : p_(p) {
+  p_.validate();
+  Rng rng(seed);
+  x_ = random_tensor(p.x_numel(), rng);
+  w_ = random_tensor(p.w_numel(), rng);
+  dy_ = random_tensor(p.y_numel(), rng);
+  bias_ = random_tensor(p.k, rng);
+  y_ = Tensor::zeros(Shape{std::max<int64_t>(1, p.y_numel())});
+  dx_ = Tensor::zeros(Shape{std::max<int64_t>(1, p.x_numel())});
+  dw_ = Tensor::zeros(Shape{std::max<int64_t>(1, p.w_numel())});
+  db_ = Tensor::zeros(Shape{p.k});
+}
+
+float* ConvBench::workspace(const ConvAlgorithm& algo) {
+  auto it = ws_.find(&algo);
+  if (it == ws_.end())
+    it = ws_.emplace(&algo, Tensor::zeros(Shape{std::max<int64_t>(1, algo.workspace_floats(p_))})).first;
+  return it->second.data();
+}
+
+void ConvBench::run(const ConvAlgorithm& algo, ConvDir dir) {
+  float* ws = workspace(algo);
+  switch (dir) {
+    case ConvDir::fwd: algo.forward(p_, x_.data(), w_.data(), bias_.data(), y_.data(), ws); break;
+    case ConvDir::bwd_data: algo.backward_data(p_, dy_.data(), w_.data(), dx_.data(), ws); break;
+    case ConvDir::bwd_filter: algo.backward_filter(p_, x_.data(), dy_.data(), dw_.data(), db_.data(), ws); break;
+  }
+}
+
+ConvTiming ConvBench::time(const ConvAlgorithm& algo, ConvDir dir, const TimingOptions& opt) {
+  workspace(algo);  // allocated before the clock starts
+  return summarize(sample_ms([&] { run(algo, dir); }, opt), p_.flops(dir));
+}
+
+const std::vector<float>& ConvBench::reference(ConvDir dir) {
+  auto it = ref_.find(dir);
+  if (it != ref_.end()) return it->second;
+  run(find_conv_algorithm("reference"), dir);
+  const Tensor& out = dir == ConvDir::fwd ? y_ : dir == ConvDir::bwd_data ? dx_ : dw_;
+  return ref_[dir] = std::vector<float>(out.data(), out.data() + out.numel());
+}
+
+double ConvBench::max_rel_error(const ConvAlgorithm& algo, ConvDir dir) {
+  const std::vector<float>& ref = reference(dir);
+  run(algo, dir);
+  const Tensor& out = dir == ConvDir::fwd ? y_ : dir == ConvDir::bwd_data ? dx_ : dw_;
+  double err = 0.0, scale = 1e-30;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    err = std::max(err, std::fabs(static_cast<double>(out.data()[i]) - ref[i]));
+    scale = std::max(scale, std::fabs(static_cast<double>(ref[i])));
+  }
+  return err / scale;
+}
+
+double measure_sgemm_gflops(int64_t n) {
+  Rng rng(3);
+  const Tensor a = random_tensor(n * n, rng), b = random_tensor(n * n, rng);
+  Tensor c = Tensor::zeros(Shape{n * n});
+  TimingOptions opt;
+  opt.samples = 5;
+  opt.min_sample_ms = 50.0;
+  const auto samples = sample_ms([&] { cpu::sgemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n); }, opt);
+  return summarize(samples, 2.0 * n * n * n).gflops;
+}
+
+}  // namespace dtnn

@@ -1,0 +1,57 @@
+// Timing one convolution problem per algorithm and direction: the measurement behind `dtnn conv`,
+// `dtnn layers` and --conv_algo=best_of.
+//
+// ConvBench owns random operands for one problem (x, w, dy, bias in [-0.5, 0.5)) and one workspace per
+// algorithm it has timed (sized when first used, so an algorithm's buffers are not re-allocated between
+// samples). A sample is as many back-to-back calls as last at least `min_sample_ms` (at least one); its
+// value is the mean time per call. Reported: median, min and max of `samples` samples after `warmup` calls.
+// Threads are whatever cpu::set_threads() set before the call.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "conv/conv_algorithm.h"
+#include "tensor/tensor.h"
+
+namespace dtnn {
+
+struct TimingOptions {
+  int warmup = 1;
+  int samples = 7;
+  double min_sample_ms = 20.0;
+};
+
+struct ConvTiming {
+  double median_ms = 0, min_ms = 0, max_ms = 0;
+  double gflops = 0;  // problem.flops(dir) / median
+};
+
+class ConvBench {
+ public:
+  explicit ConvBench(const ConvProblem& p, uint64_t seed = 1);
+  const ConvProblem& problem() const { return p_; }
+
+  // One call of `algo` in direction `dir` on this bench's operands (outputs overwritten).
+  void run(const ConvAlgorithm& algo, ConvDir dir);
+  ConvTiming time(const ConvAlgorithm& algo, ConvDir dir, const TimingOptions& opt);
+  // max |out - ref| / max |ref| of one direction against cpu.reference (computed once per direction).
+  double max_rel_error(const ConvAlgorithm& algo, ConvDir dir);
+
+ private:
+  float* workspace(const ConvAlgorithm& algo);
+  const std::vector<float>& reference(ConvDir dir);
+
+  ConvProblem p_;
+  Tensor x_, w_, dy_, bias_, y_, dx_, dw_, db_;
+  std::map<const ConvAlgorithm*, Tensor> ws_;
+  std::map<ConvDir, std::vector<float>> ref_;
+};
+
+// OpenBLAS SGEMM rate (GFLOP/s, median of 5 samples) on square n x n x n at the current thread count: the
+// ceiling GEMM-based convolutions are compared with ("% of SGEMM").
+double measure_sgemm_gflops(int64_t n = 1024);
+
+}  // namespace dtnn

@@ -1,0 +1,38 @@
+// The two AVX2/FMA register-tile kernels of cpu.convgemm (convgemm.cpp). Both keep a 6 x 16 float tile of
+// the output in twelve ymm registers for a whole reduction and read their operands straight from the
+// activations through pointers the caller computed (the im2row transform lives in those pointers: no
+// patch matrix is ever written). Only B, the small weight operand of the forward kernel, is packed.
+//
+// tile_gather  out[i][0:16] = init[0:16] + sum_{t < ntaps} sum_{c < C} rows[6t + i][c] * b[(btap[t]*C + c)*16 + 0:16]
+//              i < 6: six output pixels; rows: per tap, the six pixels' input rows (each C contiguous floats,
+//              or a zero row for padding); b: one packed 16-column weight panel. init may be null (zeros).
+// tile_segments  out[i][0:16] = (accumulate ? out : 0) + sum_{segments} sum_{u < count} a[u*astep + i] * b[u*bstep + 0:16]
+//              with a = seg.a + a_off, b = seg.b + b_off;
+//              i < MR <= 6: output channels of dy (a: one dy pixel's channels k0.., step K per pixel; rows
+//              MR..5 of out are written as zeros);
+//              b: 16 contiguous input channels of x (step stride*C per pixel). kMasked: only nb < 16 columns are
+//              loaded (the channel tail), the rest read as zero.
+// `out` has leading dimension ldo; all 6 x 16 entries are written (callers point edge tiles at a scratch tile).
+#pragma once
+
+#include <cstdint>
+
+namespace dtnn::convgemm {
+
+constexpr int kMR = 6;   // output pixels (forward) or output channels of dy (weight gradient) per tile
+constexpr int kNR = 16;  // output channels (forward) or input channels (weight gradient) per tile
+
+struct Segment {
+  const float* a;  // first dy element of the run
+  const float* b;  // first x element of the run
+  int64_t count;   // pixels in the run
+};
+
+void tile_gather(int ntaps, const float* const* rows, const int* btap, int64_t C, const float* b,
+                 const float* init, float* out, int64_t ldo);
+
+template <int MR, bool kMasked>
+void tile_segments(const Segment* segs, int nsegs, int64_t a_off, int64_t b_off, int64_t astep, int64_t bstep,
+                   int nb, bool accumulate, float* out, int64_t ldo);
+
+}  // namespace dtnn::convgemm

@@ -1,0 +1,28 @@
+// `dtnn conv PROBLEM`: benchdnn-style timing of one convolution problem over algorithms and directions.
+//
+// Prints the parsed problem (its canonical string: parse -> print round trip), the OpenBLAS SGEMM rate at
+// this thread count, then one row per algorithm x direction: median ms (min-max over the samples),
+// GFLOP/s (direct-convolution FLOPs, 2 per multiply-add), % of the SGEMM rate, and the max relative error
+// against cpu.reference (--check; the reference is slow on big problems). Declined algorithms get a row
+// with their reason.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace dtnn {
+
+struct ConvCommandOptions {
+  std::string problem;
+  std::vector<std::string> algos = {"all"};  // names, or "all" (every algorithm but the reference)
+  std::vector<std::string> dirs = {"all"};   // fwd, bwd_data, bwd_filter, or "all"
+  int threads = 1;
+  int samples = 7;
+  bool check = true;
+};
+
+// Returns the exit code (0). Throws dtnn::Error for a malformed problem, an unknown algorithm or direction.
+int run_conv_command(const ConvCommandOptions& options, std::ostream& out);
+
+}  // namespace dtnn
