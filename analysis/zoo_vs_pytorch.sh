@@ -5,11 +5,12 @@
 #       resnet20_cifar10 on synthetic CIFAR-shaped data, batch 64, threads 1 then 2: EPOCHS (default 5)
 #       epochs of 20 steps each, dtnn and PyTorch alternating; prints the median samples/s, the spread
 #       and the ratio dtnn/PyTorch per thread count.
-#   analysis/zoo_vs_pytorch.sh accuracy [MODELS] [DATA_DIR]
+#   [SEEDS="0 1 2"] analysis/zoo_vs_pytorch.sh accuracy [MODELS] [DATA_DIR]
 #       2-epoch runs on Fashion-MNIST padded to 32x32x3 (--pad_to_cifar) of each model in MODELS
-#       (default "resnet20_cifar10 vgg3dobn"), SGD lr 0.01 momentum 0.9, batch 64, 1 thread each; dtnn
-#       and PyTorch run concurrently (one core each: the accuracy, not the speed, is compared). Prints
-#       test accuracy and the difference.
+#       (default "resnet20_cifar10 vgg3dobn"), SGD lr 0.01 momentum 0.9, batch 64, 1 thread each, once per
+#       seed in SEEDS (default "0"); dtnn and PyTorch run concurrently (one core each: the accuracy, not the
+#       speed, is compared). Prints the mean test accuracy over the seeds (min-max) and the difference of
+#       the means: with 2 epochs, one seed's accuracy moves by a point or two between seeds.
 # Run it alone: the machine has 2 cores and any other load distorts the throughput figures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,24 +47,31 @@ elif [ "$what" = "accuracy" ]; then
   models="${2:-resnet20_cifar10 vgg3dobn}"
   data="${3:-/usr/share/datasets/fashion-mnist}"
   recipe=(--dataset=mnist --dataset_train_path="$data" --pad_to_cifar=True --optimizer=sgd --learning_rate=0.01
-          --momentum=0.9 --batch_size=64 --num_epochs=2 --threads=1 --seed=0)
+          --momentum=0.9 --batch_size=64 --num_epochs=2 --threads=1)
+  seeds="${SEEDS:-0}"
   for m in $models; do
-    OMP_NUM_THREADS=1 "$dtnn" train --model="$m" "${recipe[@]}" --progress=false --report="$out/dtnn_$m.json" \
-      > "$out/dtnn_$m.log" &
-    OMP_NUM_THREADS=1 "${torch[@]}" --model="$m" "${recipe[@]}" --report="$out/torch_$m.json" > "$out/torch_$m.log" &
-    wait
+    for seed in $seeds; do
+      OMP_NUM_THREADS=1 "$dtnn" train --model="$m" "${recipe[@]}" --seed="$seed" --progress=false \
+        --report="$out/dtnn_${m}_$seed.json" > "$out/dtnn_${m}_$seed.log" &
+      OMP_NUM_THREADS=1 "${torch[@]}" --model="$m" "${recipe[@]}" --seed="$seed" --report="$out/torch_${m}_$seed.json" \
+        > "$out/torch_${m}_$seed.log" &
+      wait
+    done
   done
-  /usr/bin/python3 - "$out" $models <<'PY'
-import json, sys
-d, models = sys.argv[1], sys.argv[2:]
-print("Fashion-MNIST padded to 32x32x3, 2 epochs, sgd lr 0.01 momentum 0.9, batch 64 (test accuracy %)")
-print(f"{'model':<20}{'dtnn':>10}{'PyTorch':>10}{'difference':>12}")
+  /usr/bin/python3 - "$out" "$seeds" $models <<'PY'
+import json, statistics, sys
+d, seeds, models = sys.argv[1], sys.argv[2].split(), sys.argv[3:]
+def acc(name, m):
+    return [json.load(open(f"{d}/{name}_{m}_{s}.json"))["test"]["categorical_accuracy"] for s in seeds]
+print(f"Fashion-MNIST padded to 32x32x3, 2 epochs, sgd lr 0.01 momentum 0.9, batch 64, seeds {' '.join(seeds)}")
+print("(test accuracy %: mean over the seeds, min-max)")
+print(f"{'model':<20}{'dtnn':>22}{'PyTorch':>22}{'difference':>12}")
 for m in models:
-    a = json.load(open(f"{d}/dtnn_{m}.json"))["test"]["categorical_accuracy"]
-    b = json.load(open(f"{d}/torch_{m}.json"))["test"]["categorical_accuracy"]
-    print(f"{m:<20}{a:>10.2f}{b:>10.2f}{a - b:>+12.2f}")
+    a, b = acc("dtnn", m), acc("torch", m)
+    ma, mb = statistics.mean(a), statistics.mean(b)
+    print(f"{m:<20}{ma:>8.2f} ({min(a):.2f}-{max(a):.2f}){mb:>8.2f} ({min(b):.2f}-{max(b):.2f}){ma - mb:>+12.2f}")
 PY
 else
-  echo "usage: $0 throughput [EPOCHS] | accuracy [MODELS] [DATA_DIR]" >&2
+  echo "usage: $0 throughput [EPOCHS] | [SEEDS=...] accuracy [MODELS] [DATA_DIR]" >&2
   exit 2
 fi

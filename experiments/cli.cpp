@@ -1,4 +1,4 @@
-// The dtnn command line: `dtnn train`, `models`, `algos`, `conv` (the engine) and `run`, `query`, `check`,
+// The dtnn command line: `dtnn train`, `models`, `algos`, `conv`, `layers` (the engine) and `run`, `query`, `check`,
 // `compare`, `report` (the harness). The only translation unit that includes CLI11 (it is heavy to
 // compile). Bad input prints one line, "dtnn: <what>", and exits non-zero: 2 for a malformed command line,
 // 3 (kUnsupportedExit) for a valid request this build or machine cannot run, 1 for everything else.
@@ -16,6 +16,7 @@
 #include "conv/conv_algorithm.h"
 #include "core/error.h"
 #include "experiments/conv_command.h"
+#include "experiments/layers_command.h"
 #include "experiments/runner.h"
 #include "models/model.h"
 #include "models/plan.h"
@@ -43,7 +44,7 @@ void add_train_options(CLI::App& app, TrainOptions& o) {
                  "NPZ weights: loaded before training if the file exists, stored after");
   app.add_option("--history_file", o.history_file, "Per-epoch history (PyDTNN format)");
   app.add_option("--tensor_format", o.tensor_format, "NHWC or NCHW")->capture_default_str();
-  app.add_option("--conv_algo", o.conv_algo, "Convolution algorithm (see `dtnn algos`; auto picks per layer)")->capture_default_str();
+  app.add_option("--conv_algo", o.conv_algo, "Convolution algorithm: a name (see `dtnn algos`), auto (cache or heuristic) or best_of (time each layer)")->capture_default_str();
   add_bool(app, "enable_fused_bn_relu", o.enable_fused_bn_relu, "Fuse BatchNormalization + Relu");
   add_bool(app, "enable_fused_conv_relu", o.enable_fused_conv_relu, "Fuse Conv2D + Relu");
   add_bool(app, "enable_fused_conv_bn", o.enable_fused_conv_bn, "Fuse Conv2D + BatchNormalization");
@@ -205,6 +206,19 @@ int main(int argc, char** argv) {
   conv->add_option("--threads", conv_options.threads, "Threads")->capture_default_str();
   conv->add_option("--samples", conv_options.samples, "Timed samples (each >= 20 ms)")->capture_default_str();
   add_bool(*conv, "check", conv_options.check, "Compare every output with cpu.reference");
+  dtnn::LayersCommandOptions layers_options;
+  CLI::App* layers = app.add_subcommand("layers", "Time every convolution layer of a model under each algorithm");
+  layers->add_option("--model", layers_options.model, "Model name (see `dtnn models`)")->required();
+  layers->add_option("--dataset", layers_options.dataset, "Dataset (must be the model's)");
+  layers->add_option("--batch_size", layers_options.batch_size, "Batch size")->capture_default_str();
+  layers->add_option("--tensor_format", layers_options.tensor_format, "NHWC or NCHW")->capture_default_str();
+  layers->add_option("--conv_algo", layers_options.algos, "Algorithms (comma-separated names, or all)")
+      ->delimiter(',')
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  layers->add_option("--threads", layers_options.threads, "Threads")->capture_default_str();
+  layers->add_option("--samples", layers_options.samples, "Timed samples per direction")->capture_default_str();
+  layers->add_flag("--list", layers_options.list, "Only list the distinct convolution problems");
+  layers->add_option("--json", layers_options.json_path, "Also write the measurements to this JSON file");
 
   dtnn::RunnerOptions run_options;
   CLI::App* run = app.add_subcommand("run", "Run an experiment matrix (experiments/*.toml) into the results store");
@@ -260,6 +274,7 @@ int main(int argc, char** argv) {
     if (models->parsed()) return cmd_models();
     if (algos->parsed()) return cmd_algos();
     if (conv->parsed()) return dtnn::run_conv_command(conv_options, std::cout);
+    if (layers->parsed()) return dtnn::run_layers_command(layers_options, std::cout);
     if (train->parsed()) {
       comm = options.parallel == "data" ? dtnn::make_mpi_communicator() : dtnn::make_local_communicator();
       return dtnn::run_training(options, *comm, std::cout);

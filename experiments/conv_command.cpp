@@ -1,6 +1,8 @@
 #include "experiments/conv_command.h"
 
+#include <chrono>
 #include <cstdio>
+#include <thread>
 #include <ostream>
 
 #include "backend/cpu/blas.h"
@@ -51,6 +53,9 @@ int run_conv_command(const ConvCommandOptions& o, std::ostream& out) {
   DTNN_CHECK(o.samples >= 1, "--samples must be at least 1 (got ", o.samples, ")");
   cpu::set_threads(o.threads);
   const double peak = measure_sgemm_gflops();
+  // OpenBLAS's idle worker threads spin for a while after a call (its THREAD_TIMEOUT, ~0.1 s here) and
+  // would take a core from the OpenMP algorithms timed next: let them go to sleep first.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
   out << "problem  " << p.str() << "\n";
   out << "threads  " << o.threads << "   OpenBLAS SGEMM 1024^3: " << fmt("%.1f", peak) << " GFLOP/s\n";
   out << "GFLOP    fwd " << fmt("%.3f", p.flops(ConvDir::fwd) / 1e9) << ", bwd_data "

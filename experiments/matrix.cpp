@@ -55,7 +55,7 @@ std::string check_model(const std::string& v) {
 
 // The registry's full name, so "im2col_gemm" and "cpu.im2col_gemm" give one trial key.
 std::string check_conv_algo(const std::string& v) {
-  if (v == "auto") return v;
+  if (v == "auto" || v == "best_of") return v;
   return std::string(find_conv_algorithm(v).name());
 }
 

@@ -18,6 +18,8 @@ const std::vector<const ConvAlgorithm*>& conv_algorithms() {
   static const std::vector<const ConvAlgorithm*> all = {
       &conv_convgemm(),
       &conv_im2row_gemm(),
+      &conv_winograd_f4(),
+      &conv_winograd_f2(),
       &conv_im2col_gemm(),
       &conv_reference(),
   };

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "conv/conv_algorithm.h"
+#include "conv/conv_select.h"
 #include "core/error.h"
 #include "layers/fusable.h"
 #include "layers/layers.h"
@@ -37,7 +38,10 @@ class Conv2D final : public Layer, public FoldableConv {
     p.dil_w = spec_.dilation.h;
     p.groups = spec_.groups == 0 ? p.c : spec_.groups;  // 0: depthwise
     p.validate();
-    algo_ = &choose_conv_algorithm(ctx.conv_algo, p, &algo_note_);
+    const ConvChoice choice = select_conv_algorithm(ctx.conv_algo, p);
+    algo_ = choice.algo;
+    algo_how_ = choice.how;
+    if (choice.how == "fallback") algo_note_ = choice.note;
     workspace_ = Tensor::zeros(Shape{std::max<int64_t>(1, algo_->workspace_floats(p))});
     // Fans per output unit: the inputs (and outputs) one filter tap connects within its group.
     const int64_t rs = p.r * p.s, fan_in = p.c / p.groups * rs, fan_out = p.k / p.groups * rs;
@@ -96,12 +100,13 @@ class Conv2D final : public Layer, public FoldableConv {
   std::string algorithm_name() const override { return std::string(algo_->name()); }
   std::string problem_string() const override { return problem_.str(); }
   std::string algorithm_note() const override { return algo_note_; }
+  std::string algorithm_choice() const override { return algo_how_; }
 
  private:
   Conv2DSpec spec_;
   ConvProblem problem_;
   const ConvAlgorithm* algo_ = nullptr;
-  std::string algo_note_;
+  std::string algo_note_, algo_how_;
   Tensor workspace_;
 };
 

@@ -47,6 +47,7 @@ class Fused final : public Layer {
   std::string describe() const override { return conv_ ? conv_->describe() : bn_->describe(); }
   std::string algorithm_name() const override { return conv_ ? conv_->algorithm_name() : ""; }
   std::string algorithm_note() const override { return conv_ ? conv_->algorithm_note() : ""; }
+  std::string algorithm_choice() const override { return conv_ ? conv_->algorithm_choice() : ""; }
   std::string problem_string() const override { return conv_ ? conv_->problem_string() : ""; }
   Shape weights_shape() const override { return conv_ ? conv_->weights_shape() : Shape{}; }
 

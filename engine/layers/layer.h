@@ -89,6 +89,8 @@ class Layer {
   // The convolution algorithm a layer runs ("" for layers without one), and why it is not the requested one.
   virtual std::string algorithm_name() const { return {}; }
   virtual std::string algorithm_note() const { return {}; }
+  // How the algorithm was chosen: "requested", "fallback", "heuristic", "best_of (timed)", ... (conv_select.h).
+  virtual std::string algorithm_choice() const { return {}; }
   // The canonical problem string of the layer's convolution at the build batch size ("" for others).
   virtual std::string problem_string() const { return {}; }
   // Forward floating-point operations per sample (a multiply-add counts 2), children included;

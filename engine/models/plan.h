@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "tensor/tensor.h"
 
@@ -17,6 +18,9 @@ struct ModelPlan {
   Shape output;                // per sample
   int64_t params = 0;          // trainable values: what Model::num_params() reports after build
   double forward_flops = 0.0;  // per sample, a multiply-add counts 2
+  // Every convolution layer's canonical problem string at batch 1, NHWC, in layer order (blocks'
+  // children included); one entry per layer, so repeated shapes repeat.
+  std::vector<std::string> conv_problems;
 };
 
 // Throws dtnn::Error for an unknown name (listing the known ones), like create_model.

@@ -143,6 +143,10 @@ ModelPlan plan_model(const std::string& name) {
     if (i == 0) p.input = shape;
     p.params += layer.num_params();  // a block counts its children's
     p.forward_flops += layer.forward_flops();
+    std::vector<Layer*> all = {&layer};
+    for (Layer* child : layer.children()) all.push_back(child);
+    for (const Layer* l : all)
+      if (!l->problem_string().empty()) p.conv_problems.push_back(l->problem_string());
   }
   p.output = shape;
   return p;

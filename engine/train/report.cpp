@@ -105,8 +105,14 @@ void write_report(const std::string& path, const TrainOptions& options, const En
     if (t.backward_calls) lj["backward_ms"] = 1e3 * t.backward_s / t.backward_calls;
     layers.push_back(lj);
   }
+  // Every convolution, block children included: its problem, algorithm and how that was chosen.
+  nlohmann::json convs = nlohmann::json::array();
+  for (const Layer* l : model.all_layers())
+    if (!l->problem_string().empty())
+      convs.push_back({{"id", l->id}, {"problem", l->problem_string()}, {"conv_algo", l->algorithm_name()},
+                       {"choice", l->algorithm_choice()}});
   j["model"] = {{"name", model.name()}, {"params", model.num_params()}, {"tensor_format", layout_name(model.layout())},
-                {"layers", layers}};
+                {"layers", layers}, {"conv_layers", convs}};
   j["parallel"] = {{"ranks", env.ranks}, {"threads", env.threads}, {"mode", options.parallel}};
   nlohmann::json epochs = nlohmann::json::array();
   for (const EpochRecord& e : run.epochs) {

@@ -38,7 +38,11 @@ void print_model_table(std::ostream& out, const Model& model) {
     const Layer& l = *layer;
     const Shape w = l.weights_shape();
     std::string details = l.describe();
-    if (!l.algorithm_name().empty()) details += (details.empty() ? "" : ", ") + l.algorithm_name();
+    if (!l.algorithm_name().empty()) {
+      details += (details.empty() ? "" : ", ") + l.algorithm_name();
+      const std::string how = l.algorithm_choice();
+      if (how.rfind("best_of", 0) == 0 || how == "auto (cache)") details += " [" + how.substr(0, how.find(' ')) + "]";
+    }
     out << "|" << center(std::to_string(l.id), 7) << "|" << center(std::string(2 * depth, ' ') + l.type(), 26) << "|"
         << center(std::to_string(l.num_params()), 9) << "|" << center(l.output_shape().str(), 15) << "|"
         << center(w.rank() ? w.str() : "", 19) << "|" << center(details, 37) << "|\n";

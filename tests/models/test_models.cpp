@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "conv/conv_problem.h"
 #include "data/dataset.h"
 #include "helpers.h"
 #include "models/model.h"
@@ -301,5 +302,29 @@ TEST_CASE("models: every model over 1 GFLOP per sample trains (loss on a fixed b
     }
     // Batch 2 for the ImageNet models; 4 for the CIFAR ones, whose FC - BN heads degenerate on 2 samples.
     check_trains(info.name, is_imagenet(info) ? 2 : 4, 2, 1e-4);
+  }
+}
+
+// suites/shapes/<model>.txt are `dtnn layers --model <model> --list` outputs: the benchmark suite must time
+// the convolutions the zoo actually has, so a changed model fails here until its file is regenerated.
+TEST_CASE("models: suites/shapes files list each model's convolution layers", "[models]") {
+  for (const char* name : {"resnet20_cifar10", "vgg16_cifar10", "resnet50_imagenet", "alexnet_imagenet",
+                           "mobilenetv1_imagenet", "simplecnn"}) {
+    INFO(name);
+    std::map<std::string, int> expected;
+    for (const std::string& text : dtnn::plan_model(name).conv_problems) {
+      dtnn::ConvProblem p = dtnn::ConvProblem::parse(text).with_batch(64);
+      ++expected[p.str()];
+    }
+    std::map<std::string, int> listed;
+    std::ifstream f(std::string(DTNN_SOURCE_DIR) + "/suites/shapes/" + name + ".txt");
+    REQUIRE(f.good());
+    for (std::string line; std::getline(f, line);) {
+      if (line.empty() || line[0] == '#') continue;
+      const auto hash = line.find("  # x");
+      REQUIRE(hash != std::string::npos);
+      listed[line.substr(0, hash)] = std::stoi(line.substr(hash + 5));
+    }
+    CHECK(listed == expected);
   }
 }

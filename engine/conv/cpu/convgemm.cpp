@@ -182,27 +182,6 @@ void pack_panels(int64_t in_ch, int64_t out_ch, int64_t taps, float* dst, Get&& 
 
 // ---- backward_filter ----
 
-template <int MR>
-void filter_tile(bool masked, const Segment* segs, int nsegs, int64_t a_off, int64_t b_off, int64_t astep,
-                 int64_t bstep, int nb, bool accumulate, float* out, int64_t ldo) {
-  if (masked)
-    convgemm::tile_segments<MR, true>(segs, nsegs, a_off, b_off, astep, bstep, nb, accumulate, out, ldo);
-  else
-    convgemm::tile_segments<MR, false>(segs, nsegs, a_off, b_off, astep, bstep, nb, accumulate, out, ldo);
-}
-
-void filter_tile_any(int mr, bool masked, const Segment* segs, int nsegs, int64_t a_off, int64_t b_off,
-                     int64_t astep, int64_t bstep, int nb, bool accumulate, float* out, int64_t ldo) {
-  switch (mr) {
-    case 1: return filter_tile<1>(masked, segs, nsegs, a_off, b_off, astep, bstep, nb, accumulate, out, ldo);
-    case 2: return filter_tile<2>(masked, segs, nsegs, a_off, b_off, astep, bstep, nb, accumulate, out, ldo);
-    case 3: return filter_tile<3>(masked, segs, nsegs, a_off, b_off, astep, bstep, nb, accumulate, out, ldo);
-    case 4: return filter_tile<4>(masked, segs, nsegs, a_off, b_off, astep, bstep, nb, accumulate, out, ldo);
-    case 5: return filter_tile<5>(masked, segs, nsegs, a_off, b_off, astep, bstep, nb, accumulate, out, ldo);
-    default: return filter_tile<6>(masked, segs, nsegs, a_off, b_off, astep, bstep, nb, accumulate, out, ldo);
-  }
-}
-
 class ConvGemm final : public ConvAlgorithm {
  public:
   std::string_view name() const override { return "cpu.convgemm"; }
@@ -318,14 +297,14 @@ class ConvGemm final : public ConvAlgorithm {
           }
           const int mr = static_cast<int>(std::min<int64_t>(kMR, K - kt * kMR));
           const int nb = static_cast<int>(std::min<int64_t>(kNR, C - ct * kNR));
-          filter_tile_any(mr, nb < kNR, segs, nsegs, kt * kMR, ct * kNR, K, p.stride_w * C, nb, row0 > 0,
+          convgemm::tile_segments_any(mr, nb < kNR, segs, nsegs, kt * kMR, ct * kNR, K, p.stride_w * C, nb, row0 > 0,
                           dwt + kt * kMR * ldo + tap * Cpad + ct * kNR, ldo);
         }
       }
       if (rows == 0)  // no pixels: the gradient is zero
         for (int64_t tile = first; tile < last; ++tile) {
           const int64_t tap = tile / (kt_count * ct_count), kt = (tile / ct_count) % kt_count, ct = tile % ct_count;
-          filter_tile_any(kMR, false, nullptr, 0, 0, 0, 0, 0, kNR, false, dwt + kt * kMR * ldo + tap * Cpad + ct * kNR, ldo);
+          convgemm::tile_segments_any(kMR, false, nullptr, 0, 0, 0, 0, 0, kNR, false, dwt + kt * kMR * ldo + tap * Cpad + ct * kNR, ldo);
         }
 #pragma omp barrier
 #pragma omp for schedule(static)

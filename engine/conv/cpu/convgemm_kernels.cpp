@@ -136,4 +136,25 @@ DTNN_INSTANTIATE(5)
 DTNN_INSTANTIATE(6)
 #undef DTNN_INSTANTIATE
 
+namespace {
+template <int MR>
+void segments_mr(bool masked, const Segment* segs, int nsegs, int64_t a_off, int64_t b_off, int64_t astep,
+                 int64_t bstep, int nb, bool accumulate, float* out, int64_t ldo) {
+  if (masked) tile_segments<MR, true>(segs, nsegs, a_off, b_off, astep, bstep, nb, accumulate, out, ldo);
+  else tile_segments<MR, false>(segs, nsegs, a_off, b_off, astep, bstep, nb, accumulate, out, ldo);
+}
+}  // namespace
+
+void tile_segments_any(int mr, bool masked, const Segment* segs, int nsegs, int64_t a_off, int64_t b_off,
+                       int64_t astep, int64_t bstep, int nb, bool accumulate, float* out, int64_t ldo) {
+  switch (mr) {
+    case 1: return segments_mr<1>(masked, segs, nsegs, a_off, b_off, astep, bstep, nb, accumulate, out, ldo);
+    case 2: return segments_mr<2>(masked, segs, nsegs, a_off, b_off, astep, bstep, nb, accumulate, out, ldo);
+    case 3: return segments_mr<3>(masked, segs, nsegs, a_off, b_off, astep, bstep, nb, accumulate, out, ldo);
+    case 4: return segments_mr<4>(masked, segs, nsegs, a_off, b_off, astep, bstep, nb, accumulate, out, ldo);
+    case 5: return segments_mr<5>(masked, segs, nsegs, a_off, b_off, astep, bstep, nb, accumulate, out, ldo);
+    default: return segments_mr<6>(masked, segs, nsegs, a_off, b_off, astep, bstep, nb, accumulate, out, ldo);
+  }
+}
+
 }  // namespace dtnn::convgemm

@@ -35,4 +35,8 @@ template <int MR, bool kMasked>
 void tile_segments(const Segment* segs, int nsegs, int64_t a_off, int64_t b_off, int64_t astep, int64_t bstep,
                    int nb, bool accumulate, float* out, int64_t ldo);
 
+// tile_segments with the row count and the column mask chosen at run time (1 <= mr <= 6).
+void tile_segments_any(int mr, bool masked, const Segment* segs, int nsegs, int64_t a_off, int64_t b_off,
+                       int64_t astep, int64_t bstep, int nb, bool accumulate, float* out, int64_t ldo);
+
 }  // namespace dtnn::convgemm

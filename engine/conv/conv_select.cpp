@@ -1,0 +1,167 @@
+#include "conv/conv_select.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+#include "backend/cpu/blas.h"
+#include "conv/conv_timing.h"
+#include "core/error.h"
+
+namespace dtnn {
+namespace {
+
+struct CacheEntry {
+  std::string algo;
+  double ms = 0;
+};
+
+std::string cache_key(const std::string& cpu, int threads, const std::string& problem) {
+  return cpu + "\t" + std::to_string(threads) + "\t" + problem;
+}
+
+std::map<std::string, CacheEntry> read_cache(const std::string& path) {
+  std::map<std::string, CacheEntry> out;
+  std::ifstream f(path);
+  for (std::string line; std::getline(f, line);) {
+    std::vector<std::string> cols;
+    std::stringstream ss(line);
+    for (std::string col; std::getline(ss, col, '\t');) cols.push_back(col);
+    if (cols.size() != 5) continue;
+    try {
+      out[cache_key(cols[0], std::stoi(cols[1]), cols[2])] = {cols[3], std::stod(cols[4])};
+    } catch (const std::exception&) {
+      // a malformed line (another build's format, a partial write) is skipped
+    }
+  }
+  return out;
+}
+
+void append_cache(const std::string& path, const std::string& key, const CacheEntry& e) {
+  std::error_code ec;
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  if (!dir.empty()) std::filesystem::create_directories(dir, ec);
+  std::ofstream f(path, std::ios::app);
+  char ms[32];
+  std::snprintf(ms, sizeof ms, "%.4f", e.ms);
+  if (f) f << key << "\t" << e.algo << "\t" << ms << "\n";
+  if (!f) std::cerr << "dtnn: warning: cannot write the conv_algo cache " << path << "\n";
+}
+
+const ConvAlgorithm* lookup(const std::string& name, const ConvProblem& p) {
+  for (const ConvAlgorithm* a : conv_algorithms())
+    if (a->name() == name && a->supports(p).ok) return a;
+  return nullptr;
+}
+
+// Timings made by this process, so identical layers are timed once.
+std::mutex g_mutex;
+std::map<std::string, CacheEntry>& memo() {
+  static std::map<std::string, CacheEntry> m;
+  return m;
+}
+
+CacheEntry time_all(const std::vector<const ConvAlgorithm*>& candidates, const ConvProblem& p, std::string* note) {
+  ConvBench bench(p);
+  TimingOptions opt;
+  opt.samples = 3;
+  opt.min_sample_ms = 5.0;
+  CacheEntry best;
+  for (const ConvAlgorithm* a : candidates) {
+    if (!a->supports(p).ok) continue;
+    double ms = 0.0;
+    for (ConvDir d : {ConvDir::fwd, ConvDir::bwd_data, ConvDir::bwd_filter}) ms += bench.time(*a, d, opt).median_ms;
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "%s%s %.3f ms", note->empty() ? "" : ", ", std::string(a->name()).c_str(), ms);
+    *note += buf;
+    if (best.algo.empty() || ms < best.ms) best = {std::string(a->name()), ms};
+  }
+  return best;
+}
+
+}  // namespace
+
+std::string default_conv_cache_path() {
+  if (const char* p = std::getenv("DTNN_CONV_CACHE"); p && *p) return p;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/dtnn/conv_best_of.tsv";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/dtnn/conv_best_of.tsv";
+  return "conv_best_of.tsv";
+}
+
+std::string cpu_model_name() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string model = "unknown cpu", family, number, stepping;
+  for (std::string line; std::getline(f, line);) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) {
+      if (line.empty() && !family.empty()) break;  // first processor's block is enough
+      continue;
+    }
+    std::string key = line.substr(0, colon), value = colon + 2 <= line.size() ? line.substr(colon + 2) : "";
+    while (!key.empty() && (key.back() == ' ' || key.back() == '\t')) key.pop_back();
+    if (key == "model name") model = value;
+    if (key == "cpu family") family = value;
+    if (key == "model") number = value;
+    if (key == "stepping") stepping = value;
+  }
+  return model + " (family " + family + " model " + number + " stepping " + stepping + ")";
+}
+
+ConvChoice select_conv_algorithm(std::string_view requested, const ConvProblem& p, const std::string& cache_path) {
+  ConvChoice c;
+  if (requested != "auto" && requested != "best_of") {
+    const ConvAlgorithm& algo = find_conv_algorithm(requested);
+    const Support s = algo.supports(p);
+    if (s.ok) return {&algo, "requested", ""};
+    c.note = s.why;
+    c.how = "fallback";
+    for (const ConvAlgorithm* a : conv_algorithms())
+      if (a->supports(p).ok) return c.algo = a, c;
+    fail("no convolution algorithm supports ", p.str());
+  }
+  const std::string path = cache_path.empty() ? default_conv_cache_path() : cache_path;
+  const std::string key = cache_key(cpu_model_name(), cpu::threads(), p.str());
+  std::lock_guard<std::mutex> lock(g_mutex);
+  auto mem = memo().find(key);
+  const auto cache = read_cache(path);
+  const auto hit = cache.find(key);
+  if (mem != memo().end() || hit != cache.end()) {
+    const CacheEntry& e = mem != memo().end() ? mem->second : hit->second;
+    if (const ConvAlgorithm* a = lookup(e.algo, p)) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.3f ms fwd+bwd when timed", e.ms);
+      return {a, requested == "auto" ? "auto (cache)" : "best_of (cache)", buf};
+    }
+  }
+  if (requested == "auto") {
+    for (const ConvAlgorithm* a : conv_algorithms())
+      if (a->supports(p).ok) return {a, "heuristic", ""};
+    fail("no convolution algorithm supports ", p.str());
+  }
+  std::vector<const ConvAlgorithm*> contenders;
+  for (const ConvAlgorithm* a : conv_algorithms())
+    if (a->name() != "cpu.reference" && a->supports(p).ok) contenders.push_back(a);
+  if (contenders.empty())  // only the reference supports it: nothing to choose
+    return {&find_conv_algorithm("reference"), "best_of (only choice)", ""};
+  ConvChoice choice = best_of_among(contenders, p, path);
+  memo()[key] = {std::string(choice.algo->name()), choice.ms};
+  return choice;
+}
+
+ConvChoice best_of_among(const std::vector<const ConvAlgorithm*>& candidates, const ConvProblem& p,
+                         const std::string& cache_path) {
+  std::string timings;
+  const CacheEntry best = time_all(candidates, p, &timings);
+  DTNN_CHECK(!best.algo.empty(), "best_of: none of the candidates supports ", p.str());
+  append_cache(cache_path, cache_key(cpu_model_name(), cpu::threads(), p.str()), best);
+  ConvChoice c{lookup(best.algo, p), "best_of (timed)", timings};
+  c.ms = best.ms;
+  return c;
+}
+
+}  // namespace dtnn

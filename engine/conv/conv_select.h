@@ -1,0 +1,46 @@
+// Choosing a layer's convolution algorithm: a fixed name, "auto", or "best_of" (auto-tuning).
+//
+//   NAME     the named algorithm; if it declines the problem, the first supporting one in preference order
+//            (conv_algorithms()), with the reason in the choice's note.
+//   best_of  times every supporting algorithm except the reference on the layer's real problem: forward +
+//            backward_data + backward_filter, one warm-up call each, then the median of 3 samples of
+//            >= 5 ms; keeps the fastest. The choice is appended to the cache file, so a later run on the
+//            same CPU model and thread count reads it instead of timing. Identical problems within one
+//            process are timed once.
+//   auto     the cache's choice when it has one for (CPU model, threads, problem); otherwise the heuristic:
+//            the first supporting algorithm in preference order (conv/registry.cpp: convgemm for NHWC,
+//            im2col_gemm for NCHW, the reference for what nothing else supports).
+//
+// The cache is a text file, one choice a line: "<cpu model>\t<threads>\t<problem>\t<algorithm>\t<ms>".
+// Default path: $DTNN_CONV_CACHE, else $XDG_CACHE_HOME/dtnn/conv_best_of.tsv, else
+// ~/.cache/dtnn/conv_best_of.tsv. Unreadable lines and unknown algorithms in it are ignored (a cache
+// written by another build); a cache that cannot be written is a warning on stderr, not an error.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "conv/conv_algorithm.h"
+
+namespace dtnn {
+
+struct ConvChoice {
+  const ConvAlgorithm* algo = nullptr;
+  std::string how;   // "requested", "fallback", "heuristic", "best_of (timed)", "best_of (cache)", "auto (cache)"
+  std::string note;  // why a requested algorithm was not used, or the best_of timings
+  double ms = 0.0;   // best_of (timed): the winner's fwd + bwd_data + bwd_filter milliseconds
+};
+
+// Throws dtnn::Error for an unknown algorithm name.
+ConvChoice select_conv_algorithm(std::string_view requested, const ConvProblem& p, const std::string& cache_path = "");
+
+// The timing behind best_of, over the given candidates (those that decline the problem are skipped),
+// appending the winner to the cache file. Exposed for tests that plant a known-slow candidate.
+ConvChoice best_of_among(const std::vector<const ConvAlgorithm*>& candidates, const ConvProblem& p,
+                         const std::string& cache_path);
+
+std::string default_conv_cache_path();
+std::string cpu_model_name();  // /proc/cpuinfo "model name" plus family/model/stepping
+
+}  // namespace dtnn

@@ -1,0 +1,176 @@
+#include "experiments/layers_command.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <ostream>
+
+#include "backend/cpu/blas.h"
+#include "conv/conv_timing.h"
+#include "core/error.h"
+#include "models/plan.h"
+
+namespace dtnn {
+namespace {
+
+struct LayerProblem {
+  ConvProblem problem;
+  int count = 0;       // layers with this problem
+  int first_layer = 0; // index of the first such conv layer (1-based, model order)
+};
+
+std::vector<LayerProblem> distinct_problems(const ModelPlan& plan, int64_t batch, Layout layout) {
+  std::vector<LayerProblem> out;
+  std::map<std::string, size_t> index;
+  int layer = 0;
+  for (const std::string& text : plan.conv_problems) {
+    ++layer;
+    ConvProblem p = ConvProblem::parse(text).with_batch(batch);
+    p.layout = layout;
+    auto [it, inserted] = index.emplace(p.str(), out.size());
+    if (inserted) out.push_back({p, 0, layer});
+    ++out[it->second].count;
+  }
+  return out;
+}
+
+std::vector<const ConvAlgorithm*> contenders(const std::vector<std::string>& names) {
+  std::vector<const ConvAlgorithm*> out;
+  for (const std::string& n : names) {
+    if (n == "all") {
+      for (const ConvAlgorithm* a : conv_algorithms())
+        if (a->name() != "cpu.reference") out.push_back(a);
+    } else {
+      out.push_back(&find_conv_algorithm(n));
+    }
+  }
+  return out;
+}
+
+std::string short_name(std::string_view full) {
+  const auto dot = full.find('.');
+  return std::string(dot == std::string_view::npos ? full : full.substr(dot + 1));
+}
+
+}  // namespace
+
+int run_layers_command(const LayersCommandOptions& o, std::ostream& out) {
+  const ModelPlan plan = plan_model(o.model);
+  DTNN_CHECK(o.dataset.empty() || o.dataset == plan.dataset, "--dataset: model ", o.model, " is built for dataset ",
+             plan.dataset, " (got '", o.dataset, "')");
+  DTNN_CHECK(o.batch_size >= 1, "--batch_size must be at least 1 (got ", o.batch_size, ")");
+  DTNN_CHECK(o.threads >= 1, "--threads must be at least 1 (got ", o.threads, ")");
+  DTNN_CHECK(!plan.conv_problems.empty(), "model ", o.model, " has no convolution layers");
+  const Layout layout = parse_layout(o.tensor_format);
+  const std::vector<LayerProblem> layers = distinct_problems(plan, o.batch_size, layout);
+  if (o.list) {
+    out << "# " << o.model << "'s convolutions at batch " << o.batch_size << " (" << plan.conv_problems.size()
+        << " layers, " << layers.size() << " distinct; `dtnn layers --model " << o.model << " --list`)\n";
+    for (const LayerProblem& l : layers) out << l.problem.str() << "  # x" << l.count << "\n";
+    return 0;
+  }
+  const std::vector<const ConvAlgorithm*> algos = contenders(o.algos);
+  cpu::set_threads(o.threads);
+  TimingOptions topt;
+  topt.samples = o.samples;
+  constexpr double kNone = std::numeric_limits<double>::infinity();
+
+  out << o.model << ", batch " << o.batch_size << ", " << o.tensor_format << ", " << o.threads
+      << " thread(s): ms per call of fwd + bwd_data + bwd_filter (sum of medians of " << o.samples << " samples)\n";
+  char line[512];
+  std::string header = "layer  x  ";
+  std::snprintf(line, sizeof line, "%-52s", "problem");
+  header += line;
+  for (const ConvAlgorithm* a : algos) {
+    std::snprintf(line, sizeof line, "%14s", short_name(a->name()).c_str());
+    header += line;
+  }
+  out << header << "   fastest\n";
+
+  nlohmann::json rows = nlohmann::json::array();
+  std::vector<std::vector<double>> ms(layers.size(), std::vector<double>(algos.size(), kNone));
+  for (size_t li = 0; li < layers.size(); ++li) {
+    const LayerProblem& l = layers[li];
+    ConvBench bench(l.problem);
+    std::snprintf(line, sizeof line, "%-5d  %-2d %-52s", l.first_layer, l.count, l.problem.str().c_str());
+    std::string row = line;
+    size_t best = algos.size();
+    for (size_t ai = 0; ai < algos.size(); ++ai) {
+      const Support s = algos[ai]->supports(l.problem);
+      nlohmann::json j = {{"model", o.model}, {"layer", l.first_layer}, {"count", l.count},
+                          {"problem", l.problem.str()}, {"algorithm", algos[ai]->name()}, {"threads", o.threads}};
+      if (!s.ok) {
+        row += "             -";
+        j["declined"] = s.why;
+        rows.push_back(j);
+        continue;
+      }
+      double total = 0.0;
+      for (ConvDir d : {ConvDir::fwd, ConvDir::bwd_data, ConvDir::bwd_filter}) {
+        const ConvTiming t = bench.time(*algos[ai], d, topt);
+        total += t.median_ms;
+        j[std::string(conv_dir_name(d)) + "_ms"] = t.median_ms;
+        j[std::string(conv_dir_name(d)) + "_min_ms"] = t.min_ms;
+        j[std::string(conv_dir_name(d)) + "_max_ms"] = t.max_ms;
+      }
+      ms[li][ai] = total;
+      if (best == algos.size() || total < ms[li][best]) best = ai;
+      std::snprintf(line, sizeof line, "%14.3f", total);
+      row += line;
+      rows.push_back(j);
+    }
+    out << row << "   " << (best < algos.size() ? short_name(algos[best]->name()) : "-") << "\n" << std::flush;
+  }
+
+  // Model-level totals: a fixed algorithm runs each layer where it is supported, else what
+  // choose_conv_algorithm falls back to (timed here if it is a contender, else measured now).
+  std::vector<double> fixed(algos.size(), 0.0);
+  std::vector<bool> fell_back(algos.size(), false);
+  double best_of = 0.0;
+  for (size_t li = 0; li < layers.size(); ++li) {
+    double layer_best = kNone;
+    for (size_t ai = 0; ai < algos.size(); ++ai) layer_best = std::min(layer_best, ms[li][ai]);
+    best_of += layers[li].count * layer_best;
+    for (size_t ai = 0; ai < algos.size(); ++ai) {
+      double t = ms[li][ai];
+      if (t == kNone) {
+        fell_back[ai] = true;
+        const ConvAlgorithm& fb = choose_conv_algorithm(algos[ai]->name(), layers[li].problem, nullptr);
+        for (size_t bi = 0; bi < algos.size(); ++bi)
+          if (algos[bi] == &fb) t = ms[li][bi];
+        if (t == kNone) {
+          ConvBench bench(layers[li].problem);
+          t = 0.0;
+          for (ConvDir d : {ConvDir::fwd, ConvDir::bwd_data, ConvDir::bwd_filter}) t += bench.time(fb, d, topt).median_ms;
+        }
+      }
+      fixed[ai] += layers[li].count * t;
+    }
+  }
+  double best_fixed = kNone;
+  std::snprintf(line, sizeof line, "%-5s  %-2s %-52s", "", "", "model total, ms per step (* = with fallbacks)");
+  std::string row = line;
+  for (size_t ai = 0; ai < algos.size(); ++ai) {
+    std::snprintf(line, sizeof line, "%13.2f%s", fixed[ai], fell_back[ai] ? "*" : " ");
+    row += line;
+    best_fixed = std::min(best_fixed, fixed[ai]);
+  }
+  out << row << "\n";
+  std::snprintf(line, sizeof line, "best_of (fastest per layer): %.2f ms per step = %.3f x the best fixed algorithm\n",
+                best_of, best_of / best_fixed);
+  out << line;
+  if (!o.json_path.empty()) {
+    std::ofstream f(o.json_path);
+    DTNN_CHECK(f.good(), o.json_path, ": cannot write");
+    f << nlohmann::json{{"model", o.model}, {"batch_size", o.batch_size}, {"threads", o.threads},
+                        {"tensor_format", o.tensor_format}, {"best_of_ms", best_of}, {"layers", rows}}
+             .dump(1)
+      << "\n";
+  }
+  return 0;
+}
+
+}  // namespace dtnn

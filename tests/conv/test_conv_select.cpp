@@ -1,0 +1,80 @@
+// --conv_algo=best_of / auto: the timing picks the measurably fastest candidate, and the cache file is
+// what later runs (and auto) use.
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "backend/cpu/blas.h"
+#include "conv/conv_select.h"
+#include "core/error.h"
+#include "helpers.h"
+
+using namespace dtnn;
+
+namespace {
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+}  // namespace
+
+TEST_CASE("conv_select: best_of picks the fastest of a planted pair and records it in the cache", "[conv]") {
+  cpu::set_threads(1);
+  const std::string cache = test::temp_path("best_of_planted.tsv");
+  std::remove(cache.c_str());
+  // The double-accumulating reference is ~100x slower than convgemm on 32 channels: a planted loser.
+  const ConvProblem p = ConvProblem::parse("n4_c32h12w12_k32r3s3_st1x1_pd1x1_dl1x1_g1_nhwc_f32");
+  const ConvChoice c = best_of_among({&find_conv_algorithm("reference"), &find_conv_algorithm("convgemm")}, p, cache);
+  CHECK(c.algo->name() == "cpu.convgemm");
+  CHECK(c.how == "best_of (timed)");
+  CHECK(c.note.find("cpu.reference") != std::string::npos);  // both were timed
+  CHECK(c.ms > 0.0);
+  const std::string text = slurp(cache);
+  CHECK(text.find(p.str() + "\tcpu.convgemm\t") != std::string::npos);
+  CHECK(text.find(cpu_model_name()) == 0);
+  std::remove(cache.c_str());
+}
+
+TEST_CASE("conv_select: a cached choice is reused without timing, by best_of and by auto", "[conv]") {
+  cpu::set_threads(1);
+  const std::string cache = test::temp_path("best_of_cached.tsv");
+  const ConvProblem p = ConvProblem::parse("n2_c16h9w9_k24r3s3_st1x1_pd1x1_dl1x1_g1_nhwc_f32");
+  {
+    // The cache names the reference, which timing would never pick: getting it back proves no timing ran.
+    std::ofstream f(cache);
+    f << "garbage line without tabs\n";
+    f << cpu_model_name() << "\t1\t" << p.str() << "\tcpu.reference\t1.0\n";
+    f << cpu_model_name() << "\t1\t" << p.str() << "x\tcpu.convgemm\t1.0\n";  // another problem
+  }
+  const ConvChoice b = select_conv_algorithm("best_of", p, cache);
+  CHECK(b.algo->name() == "cpu.reference");
+  CHECK(b.how == "best_of (cache)");
+  const ConvChoice a = select_conv_algorithm("auto", p, cache);
+  CHECK(a.algo->name() == "cpu.reference");
+  CHECK(a.how == "auto (cache)");
+  // Another thread count is another key: auto falls back to the heuristic (preference order).
+  cpu::set_threads(2);
+  const ConvChoice h = select_conv_algorithm("auto", p, cache);
+  CHECK(h.algo->name() == "cpu.convgemm");
+  CHECK(h.how == "heuristic");
+  cpu::set_threads(1);
+  std::remove(cache.c_str());
+}
+
+TEST_CASE("conv_select: named algorithms, fallbacks with a reason, unknown names", "[conv]") {
+  const ConvProblem nchw = ConvProblem::parse("n1_c3h8w8_k4r3s3_st1x1_pd1x1_dl1x1_g1_nchw_f32");
+  const ConvChoice c = select_conv_algorithm("convgemm", nchw, test::temp_path("unused.tsv"));
+  CHECK(c.algo->name() == "cpu.im2col_gemm");
+  CHECK(c.how == "fallback");
+  CHECK(c.note.find("NHWC") != std::string::npos);
+  CHECK(select_conv_algorithm("im2col_gemm", nchw, "").how == "requested");
+  CHECK_THROWS_AS(select_conv_algorithm("fastest_please", nchw, ""), Error);
+  // Grouped convolutions: only the reference supports them today, so best_of has nothing to time.
+  const ConvProblem grouped = ConvProblem::parse("n1_c8h6w6_k8r3s3_st1x1_pd1x1_dl1x1_g8_nhwc_f32");
+  const ConvChoice g = select_conv_algorithm("best_of", grouped, test::temp_path("unused.tsv"));
+  CHECK(g.algo->name() == "cpu.reference");
+  CHECK(g.how == "best_of (only choice)");
+}
