@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Issue 4's two measurements, dtnn against PyTorch (Debian's python3-torch) side by side in one call:
 #
-#   analysis/zoo_vs_pytorch.sh throughput [EPOCHS]
+#   [CONV_ALGO=best_of] analysis/zoo_vs_pytorch.sh throughput [EPOCHS]
 #       resnet20_cifar10 on synthetic CIFAR-shaped data, batch 64, threads 1 then 2: EPOCHS (default 5)
 #       epochs of 20 steps each, dtnn and PyTorch alternating; prints the median samples/s, the spread
-#       and the ratio dtnn/PyTorch per thread count.
+#       and the ratio dtnn/PyTorch per thread count. dtnn runs with --conv_algo=$CONV_ALGO (default auto;
+#       best_of tunes in the first run of each thread count and reads its cache afterwards).
 #   [SEEDS="0 1 2"] analysis/zoo_vs_pytorch.sh accuracy [MODELS] [DATA_DIR]
 #       2-epoch runs on Fashion-MNIST padded to 32x32x3 (--pad_to_cifar) of each model in MODELS
 #       (default "resnet20_cifar10 vgg3dobn"), SGD lr 0.01 momentum 0.9, batch 64, 1 thread each, once per
@@ -26,17 +27,18 @@ if [ "$what" = "throughput" ]; then
           --batch_size=64 --num_epochs=1 --steps_per_epoch=20 --seed=0)
   for threads in 1 2; do
     for ((e = 1; e <= epochs; e++)); do
-      OMP_NUM_THREADS=$threads "$dtnn" train "${recipe[@]}" --threads="$threads" --progress=false \
+      OMP_NUM_THREADS=$threads "$dtnn" train "${recipe[@]}" --threads="$threads" --conv_algo="${CONV_ALGO:-auto}" --progress=false \
         --report="$out/dtnn_t${threads}_$e.json" > /dev/null
       OMP_NUM_THREADS=$threads "${torch[@]}" "${recipe[@]}" --threads="$threads" --report="$out/torch_t${threads}_$e.json" > /dev/null
     done
   done
-  /usr/bin/python3 - "$out" "$epochs" <<'PY'
+  /usr/bin/python3 - "$out" "$epochs" "${CONV_ALGO:-auto}" <<'PY'
 import json, statistics, sys
 d, epochs = sys.argv[1], int(sys.argv[2])
 def rates(name, t):
     return [json.load(open(f"{d}/{name}_t{t}_{e}.json"))["epochs"][0]["samples_per_s"] for e in range(1, epochs + 1)]
 print(f"resnet20_cifar10, synthetic 32x32x3, batch 64, {epochs} runs x 20 steps (median, min-max samples/s)")
+print(f"dtnn --conv_algo={sys.argv[3]}")
 print(f"{'threads':<9}{'dtnn':>22}{'PyTorch':>22}{'dtnn/PyTorch':>14}")
 for t in (1, 2):
     a, b = rates("dtnn", t), rates("torch", t)

@@ -405,3 +405,16 @@ TEST_CASE("matrix: every experiments/*.toml in the repository loads", "[matrix]"
   }
   SUCCEED(loaded << " matrices loaded");
 }
+
+// The matrices shipped in experiments/ are user-facing: each must parse and expand.
+TEST_CASE("matrix: every experiments/*.toml parses and expands", "[harness]") {
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(DTNN_SOURCE_DIR) + "/experiments")) {
+    if (entry.path().extension() != ".toml") continue;
+    INFO(entry.path().string());
+    const dtnn::Matrix m = dtnn::load_matrix(entry.path().string());
+    CHECK_FALSE(m.trials.empty());
+    ++files;
+  }
+  CHECK(files >= 3);
+}

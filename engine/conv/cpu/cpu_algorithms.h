@@ -10,6 +10,7 @@ const ConvAlgorithm& conv_winograd_f2();  // NHWC 3x3 stride 1: F(2x2,3x3)
 const ConvAlgorithm& conv_winograd_f4();  // NHWC 3x3 stride 1: F(4x4,3x3)
 const ConvAlgorithm& conv_im2row_gemm();  // NHWC: im2row (chunked, cache-sized) + OpenBLAS sgemm
 const ConvAlgorithm& conv_im2col_gemm();  // NCHW: per-sample im2col + OpenBLAS sgemm
+const ConvAlgorithm& conv_onednn();       // oneDNN 2.6 primitives, both layouts, groups
 const ConvAlgorithm& conv_reference();    // every problem, double accumulation (the oracle)
 
 }  // namespace dtnn
