@@ -24,19 +24,6 @@ std::vector<ConvDir> parse_dirs(const std::vector<std::string>& names) {
   return out;
 }
 
-std::vector<const ConvAlgorithm*> parse_algos(const std::vector<std::string>& names) {
-  std::vector<const ConvAlgorithm*> out;
-  for (const std::string& n : names) {
-    if (n == "all") {
-      for (const ConvAlgorithm* a : conv_algorithms())
-        if (a->name() != "cpu.reference") out.push_back(a);
-      continue;
-    }
-    out.push_back(&find_conv_algorithm(n));
-  }
-  return out;
-}
-
 std::string fmt(const char* f, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, f, v);
@@ -48,7 +35,7 @@ std::string fmt(const char* f, double v) {
 int run_conv_command(const ConvCommandOptions& o, std::ostream& out) {
   const ConvProblem p = ConvProblem::parse(o.problem);
   const std::vector<ConvDir> dirs = parse_dirs(o.dirs);
-  const std::vector<const ConvAlgorithm*> algos = parse_algos(o.algos);
+  const std::vector<const ConvAlgorithm*> algos = conv_algorithms_named(o.algos);
   DTNN_CHECK(o.threads >= 1, "--threads must be at least 1 (got ", o.threads, ")");
   DTNN_CHECK(o.samples >= 1, "--samples must be at least 1 (got ", o.samples, ")");
   cpu::set_threads(o.threads);

@@ -37,19 +37,6 @@ std::vector<LayerProblem> distinct_problems(const ModelPlan& plan, int64_t batch
   return out;
 }
 
-std::vector<const ConvAlgorithm*> contenders(const std::vector<std::string>& names) {
-  std::vector<const ConvAlgorithm*> out;
-  for (const std::string& n : names) {
-    if (n == "all") {
-      for (const ConvAlgorithm* a : conv_algorithms())
-        if (a->name() != "cpu.reference") out.push_back(a);
-    } else {
-      out.push_back(&find_conv_algorithm(n));
-    }
-  }
-  return out;
-}
-
 std::string short_name(std::string_view full) {
   const auto dot = full.find('.');
   return std::string(dot == std::string_view::npos ? full : full.substr(dot + 1));
@@ -72,7 +59,7 @@ int run_layers_command(const LayersCommandOptions& o, std::ostream& out) {
     for (const LayerProblem& l : layers) out << l.problem.str() << "  # x" << l.count << "\n";
     return 0;
   }
-  const std::vector<const ConvAlgorithm*> algos = contenders(o.algos);
+  const std::vector<const ConvAlgorithm*> algos = conv_algorithms_named(o.algos);
   cpu::set_threads(o.threads);
   TimingOptions topt;
   topt.samples = o.samples;

@@ -52,6 +52,10 @@ const std::vector<const ConvAlgorithm*>& conv_algorithms();
 // Throws dtnn::Error listing the known names when there is no such algorithm.
 const ConvAlgorithm& find_conv_algorithm(std::string_view name);
 
+// The algorithms a list of names selects, in list order: "all" expands to every algorithm of the
+// registry except the reference (the contenders of a comparison). Throws for an unknown name.
+std::vector<const ConvAlgorithm*> conv_algorithms_named(const std::vector<std::string>& names);
+
 // Picks the algorithm for a layer: the named one if it supports the problem; "auto" (or a declined name)
 // takes the first supporting algorithm in preference order. `note` receives why a fallback happened.
 const ConvAlgorithm& choose_conv_algorithm(std::string_view requested, const ConvProblem& p, std::string* note);

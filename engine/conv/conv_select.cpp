@@ -139,6 +139,10 @@ ConvChoice select_conv_algorithm(std::string_view requested, const ConvProblem& 
     }
   }
   if (requested == "auto") {
+    // Few input or output channels (first layers, simplecnn): im2row_gemm's implicit K = 4/8 and skinny
+    // kernels beat convgemm's 16-channel panels there (measured 2-4x, analysis/baselines/conv_cpu_2core.md).
+    const ConvAlgorithm& im2row = find_conv_algorithm("im2row_gemm");
+    if ((p.c < 8 || p.k < 16) && im2row.supports(p).ok) return {&im2row, "heuristic", ""};
     for (const ConvAlgorithm* a : conv_algorithms())
       if (a->supports(p).ok) return {a, "heuristic", ""};
     fail("no convolution algorithm supports ", p.str());

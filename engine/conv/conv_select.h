@@ -8,8 +8,10 @@
 //            same CPU model and thread count reads it instead of timing. Identical problems within one
 //            process are timed once.
 //   auto     the cache's choice when it has one for (CPU model, threads, problem); otherwise the heuristic:
-//            the first supporting algorithm in preference order (conv/registry.cpp: convgemm for NHWC,
-//            im2col_gemm for NCHW, the reference for what nothing else supports).
+//            im2row_gemm for NHWC layers with C < 8 or K < 16, else the first supporting algorithm in
+//            preference order (conv/registry.cpp: convgemm for NHWC
+//            with groups == 1, im2col_gemm for NCHW, onednn for grouped and depthwise layers). On an
+//            AVX-512 machine onednn is usually faster still: run best_of once to fill the cache.
 //
 // The cache is a text file, one choice a line: "<cpu model>\t<threads>\t<problem>\t<algorithm>\t<ms>".
 // Default path: $DTNN_CONV_CACHE, else $XDG_CACHE_HOME/dtnn/conv_best_of.tsv, else

@@ -101,6 +101,19 @@ const ConvAlgorithm& find_conv_algorithm(std::string_view name) {
   fail("unknown convolution algorithm '", name, "' (known: auto, ", known, ")");
 }
 
+std::vector<const ConvAlgorithm*> conv_algorithms_named(const std::vector<std::string>& names) {
+  std::vector<const ConvAlgorithm*> out;
+  for (const std::string& n : names) {
+    if (n != "all") {
+      out.push_back(&find_conv_algorithm(n));
+      continue;
+    }
+    for (const ConvAlgorithm* a : conv_algorithms())
+      if (a != &conv_reference()) out.push_back(a);
+  }
+  return out;
+}
+
 const ConvAlgorithm& choose_conv_algorithm(std::string_view requested, const ConvProblem& p, std::string* note) {
   if (requested != "auto") {
     const ConvAlgorithm& algo = find_conv_algorithm(requested);
