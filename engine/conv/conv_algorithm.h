@@ -9,6 +9,8 @@
 // cache-resident output chunk) instead of a separate sweep over y and dy.
 // `ws` is a workspace of at least workspace_floats(problem) floats, 64-byte aligned, owned by the caller
 // (the layer allocates it once for its largest batch). Algorithms are stateless and never allocate.
+// workspace_floats() may grow with cpu::threads() (Winograd keeps per-thread tile buffers): size the
+// workspace after cpu::set_threads(), and again if the thread count grows.
 // supports() is cheap; an unsupported problem is an answer with a reason, never a crash.
 #pragma once
 

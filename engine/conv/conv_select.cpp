@@ -113,16 +113,11 @@ std::string cpu_model_name() {
 }
 
 ConvChoice select_conv_algorithm(std::string_view requested, const ConvProblem& p, const std::string& cache_path) {
-  ConvChoice c;
   if (requested != "auto" && requested != "best_of") {
-    const ConvAlgorithm& algo = find_conv_algorithm(requested);
-    const Support s = algo.supports(p);
-    if (s.ok) return {&algo, "requested", ""};
-    c.note = s.why;
-    c.how = "fallback";
-    for (const ConvAlgorithm* a : conv_algorithms())
-      if (a->supports(p).ok) return c.algo = a, c;
-    fail("no convolution algorithm supports ", p.str());
+    ConvChoice c;
+    c.algo = &choose_conv_algorithm(requested, p, &c.note);
+    c.how = c.note.empty() ? "requested" : "fallback";
+    return c;
   }
   const std::string path = cache_path.empty() ? default_conv_cache_path() : cache_path;
   const std::string key = cache_key(cpu_model_name(), cpu::threads(), p.str());

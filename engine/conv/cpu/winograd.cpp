@@ -364,7 +364,6 @@ void winograd_filter(const Matrices& t, const ConvProblem& p, const float* x, co
           }
       }
   }
-  if (tiles == 0) std::fill(dw, dw + p.w_numel(), 0.0f);
 }
 
 class ConvWinograd final : public ConvAlgorithm {
