@@ -3,15 +3,26 @@
 
 Trains the same models as `dtnn train` on the same data with the same PyDTNN-style
 options, and writes the same JSON run report ("dtnn.run_report/1"), so both
-frameworks can be compared side by side for speed and accuracy.
+frameworks can be compared side by side for speed and accuracy, on the CPU or (--enable_gpu=True) on
+CUDA device 0.
 
-Models (built layer for layer like dtnn's builders in engine/models/):
-  simplemlp, simplecnn   PyDTNN's MNIST models (28x28x1)
+Models (built layer for layer like dtnn's builders in engine/models/; parameter counts as `dtnn models`
+prints them, checked on every run and by --self_check):
+  simplemlp, simplecnn   PyDTNN's MNIST models (28x28x1; 932,362 and 202,458 params)
   resnet20_cifar10       He et al.'s CIFAR ResNet-20 as dtnn builds it (zoo_resnet.cpp): conv3x3 16
                          (no bias) - BN - ReLU, 3 stages x 3 basic blocks (16/32/64), projection
                          shortcuts (1x1 conv + BN) where the shape changes, GAP, FC10 (272,474 params)
+  resnet50_imagenet      torchvision's ResNet-50 v1.5 as dtnn builds it (zoo_resnet.cpp): 224x224x3,
+                         conv7x7/2 64 (no bias) - BN - ReLU - maxpool 3x3/2 p1, bottleneck blocks
+                         (1x1 - BN - ReLU - 3x3/s - BN - ReLU - 1x1 x4 - BN, stride on the 3x3) 3/4/6/3 with
+                         64/128/256/512 filters, projection shortcuts (1x1/s conv + BN) in the first block
+                         of each stage, GAP, FC1000; he_uniform convs, glorot FC (25,557,032 params)
+  vgg3dobn               PyDTNN's vgg3dobn (zoo_vgg.cpp; 1,343,146 params)
   vgg11bn_cifar10        PyDTNN's vgg11bn_cifar10 (zoo_vgg.cpp): VGG-11 conv3x3 - BN - ReLU stages,
-                         Drop .5 - FC512 - BN - ReLU - Drop .5 - FC512 - BN - ReLU - FC10
+                         Drop .5 - FC512 - BN - ReLU - Drop .5 - FC512 - BN - ReLU - FC10 (9,758,474 params)
+  vgg16_cifar10          PyDTNN's vgg16_cifar10 (zoo_vgg.cpp): VGG-16 stages of conv3x3 (bias) - ReLU, maxpool
+                         2/2 after each, FC512 - ReLU - Drop .5 - FC512 - ReLU - Drop .5 - FC10; he_uniform
+                         everywhere (15,245,130 params)
 Initialisation follows dtnn: glorot_uniform by default, he_uniform where the builder says so, zero
 biases, BN gamma 1 / beta 0 / running mean 0 / running var 1, BN momentum 0.1 (PyTorch's convention:
 1 - PyDTNN's 0.9), epsilon 1e-5.
@@ -23,7 +34,32 @@ Datasets:
   cifar10  CIFAR-10 binary version (data_batch_{1..5}.bin, test_batch.bin), x / 255 then per-channel
            standardisation with the training pool's mean and population std (PyDTNN; the test set
            reuses them)
-With --use_synthetic_data=True: standard-normal images of the dataset's (padded) shape and size.
+  imagenet --use_synthetic_data=True only (real ImageNet files: exit 3, unsupported)
+With --use_synthetic_data=True: standard-normal images of the dataset's (padded) shape and uniform labels,
+as many as dtnn's synthetic data has (mnist 60,000 / 10,000, cifar10 50,000 / 10,000, imagenet
+1,281,167 / 50,000 train / test samples). For imagenet, sample i is image i mod 256 of a pool of 256
+distinct images (the whole set would not fit in memory; every sample still has its own label), so an epoch
+has dtnn's length; throughput runs cap it with --steps_per_epoch.
+
+Options (PyDTNN's names and dtnn's defaults; booleans as --name=True/False):
+  --model, --dataset, --dataset_train_path, --dataset_test_path, --batch_size, --num_epochs,
+  --steps_per_epoch (> 0: that many batches per epoch), --optimizer (sgd|adam), --learning_rate, --momentum,
+  --nesterov, --decay, --beta1, --beta2, --epsilon, --validation_split, --test_as_validation,
+  --use_synthetic_data, --pad_to_cifar, --seed, --threads (CPU threads), --report (JSON run report),
+  --evaluate_on_test (default True)
+  --enable_gpu (False)   train on CUDA device 0: model, loss and optimizer on the GPU; the data stays in
+                         host memory and every batch is gathered into a pinned buffer and copied with
+                         non_blocking=True (as dtnn does); epochs are timed between torch.cuda.synchronize()
+                         calls. Without a CUDA device: exit 3.
+  --allow_tf32 (False)   TF32 in cuBLAS matmuls and cuDNN convolutions, both or neither (False: strict
+                         float32; note PyTorch's own default allows it in cuDNN)
+  --enable_cudnn_auto_conv_alg (True)  torch.backends.cudnn.benchmark (PyDTNN's cudnnFind per layer)
+  --tensor_format (AUTO) NHWC, NCHW or AUTO (dtnn's default: NCHW with --enable_gpu, else NHWC; the report
+                         records the resolved format). On the GPU, NCHW trains in PyTorch's default memory
+                         format and NHWC in torch.channels_last (model and inputs, the host data stored as
+                         NHWC); the CPU path always computes in NCHW whatever the option says
+  --self_check           (alone) build every model, check its parameter count against dtnn's (and, where
+                         torchvision is installed, resnet50's against torchvision's) and its output shape
 
 Run with Debian's PyTorch (python3-torch), e.g.:
 
@@ -36,8 +72,18 @@ Run with Debian's PyTorch (python3-torch), e.g.:
         --dataset=mnist --pad_to_cifar=True --dataset_train_path=/usr/share/datasets/fashion-mnist \\
         --optimizer=sgd --learning_rate=0.1 --batch_size=64 --num_epochs=2 --threads=2
 
-Exit status: 0 on success, 1 on bad data files, 2 on bad options, 3 for a model this reference does not
-implement (the dtnn runner records that run as "unsupported").
+On a GPU machine (any PyTorch with CUDA, e.g. 2.x), ResNet-50 throughput on synthetic ImageNet, strict
+float32, the first epoch being warm-up (cudnn benchmark):
+
+    python3 analysis/reference/torch_train.py --model=resnet50_imagenet --dataset=imagenet \\
+        --use_synthetic_data=True --batch_size=64 --optimizer=sgd --learning_rate=0.01 \\
+        --num_epochs=3 --steps_per_epoch=30 --evaluate_on_test=False --enable_gpu=True \\
+        --allow_tf32=False --tensor_format=NCHW --threads=4 --report=/tmp/torch_resnet50_gpu.json
+
+(analysis/gpu_vs_pytorch.sh runs this against `dtnn train --enable_gpu=True`.)
+
+Exit status: 0 on success, 1 on bad data files, 2 on bad options, 3 for a model, dataset or device this
+reference does not implement or this machine lacks (the dtnn runner records that run as "unsupported").
 """
 import argparse
 import gzip
@@ -55,12 +101,21 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-MODELS = ("simplecnn", "simplemlp", "resnet20_cifar10", "vgg11bn_cifar10", "vgg3dobn")
-DATASETS = ("mnist", "cifar10")
+MODELS = ("simplecnn", "simplemlp", "resnet20_cifar10", "resnet50_imagenet", "vgg11bn_cifar10", "vgg16_cifar10",
+          "vgg3dobn")
+DATASETS = ("mnist", "cifar10", "imagenet")
 # The per-sample input shape (C, H, W) each model expects.
 MODEL_INPUT = {"simplecnn": (1, 28, 28), "simplemlp": (1, 28, 28),
-               "resnet20_cifar10": (3, 32, 32), "vgg11bn_cifar10": (3, 32, 32),
-               "vgg3dobn": (3, 32, 32)}
+               "resnet20_cifar10": (3, 32, 32), "resnet50_imagenet": (3, 224, 224),
+               "vgg11bn_cifar10": (3, 32, 32), "vgg16_cifar10": (3, 32, 32), "vgg3dobn": (3, 32, 32)}
+# Trainable parameters as `dtnn models` counts them (BN gamma and beta count, running statistics do not).
+EXPECTED_PARAMS = {"simplecnn": 202458, "simplemlp": 932362, "resnet20_cifar10": 272474,
+                   "resnet50_imagenet": 25557032, "vgg11bn_cifar10": 9758474, "vgg16_cifar10": 15245130,
+                   "vgg3dobn": 1343146}
+# dtnn's dataset table (engine/data/synthetic.cpp): classes, train and test sample counts.
+DATASET_SIZES = {"mnist": (10, 60000, 10000), "cifar10": (10, 50000, 10000), "imagenet": (1000, 1281167, 50000)}
+# Distinct synthetic images behind a synthetic dataset that would not fit in memory (imagenet).
+SYNTHETIC_POOL = 256
 
 
 class DataError(Exception):
@@ -85,26 +140,34 @@ OPTIONS = {
     "nesterov": (str2bool, False), "decay": (float, 0.0), "beta1": (float, 0.9),
     "beta2": (float, 0.999), "epsilon": (float, 1e-7), "validation_split": (float, 0.0),
     "test_as_validation": (str2bool, False), "use_synthetic_data": (str2bool, False),
-    "seed": (int, 0), "threads": (int, 1), "tensor_format": (str, "NHWC"),
+    "seed": (int, 0), "threads": (int, 1), "tensor_format": (str, "AUTO"),
     "report": (str, None), "evaluate_on_test": (str2bool, True),
     "pad_to_cifar": (str2bool, False),
+    "enable_gpu": (str2bool, False), "allow_tf32": (str2bool, False),
+    "enable_cudnn_auto_conv_alg": (str2bool, True),
 }
-CHOICES = {"optimizer": ("sgd", "adam"), "tensor_format": ("NHWC", "NCHW")}
+CHOICES = {"optimizer": ("sgd", "adam"), "tensor_format": ("NHWC", "NCHW", "AUTO", "auto")}
 
 
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="torch_train", allow_abbrev=False,
-                                description="PyTorch reference runner for dtnn")
+                                description="PyTorch reference runner for dtnn (--self_check alone: check the "
+                                            "models' parameter counts)")
     for name, (kind, default) in OPTIONS.items():
         p.add_argument("--" + name, type=kind, default=default, choices=CHOICES.get(name),
                        required=(name == "model"), metavar=name.upper())
     args = p.parse_args(argv)
     if args.dataset_test_path is None:
         args.dataset_test_path = args.dataset_train_path
+    if args.tensor_format.upper() == "AUTO":  # dtnn's (PyDTNN's) AUTO; the report records the resolved format
+        args.tensor_format = "NCHW" if args.enable_gpu else "NHWC"
     if args.model not in MODELS:
         fail(3, f"unknown model '{args.model}' (implemented: {', '.join(MODELS)})")
     if args.dataset not in DATASETS:
         fail(2, f"unknown dataset '{args.dataset}' (implemented: {', '.join(DATASETS)})")
+    if args.dataset == "imagenet" and not args.use_synthetic_data:
+        fail(3, "--dataset=imagenet: this reference reads no ImageNet files (unsupported); "
+                "use --use_synthetic_data=True")
     if args.pad_to_cifar and args.dataset != "mnist":
         fail(2, "--pad_to_cifar applies to --dataset=mnist only")
     if MODEL_INPUT[args.model] != data_shape(args):
@@ -123,6 +186,8 @@ def parse_args(argv):
 
 def data_shape(args):
     """The per-sample (C, H, W) the data loader produces."""
+    if args.dataset == "imagenet":
+        return (3, 224, 224)
     if args.dataset == "cifar10" or args.pad_to_cifar:
         return (3, 32, 32)
     return (1, 28, 28)
@@ -208,19 +273,62 @@ def load_cifar10(train_dir, test_dir, need_test):
     return train, test
 
 
-def synthetic(n, shape, rng):
-    return (torch.from_numpy(rng.standard_normal((n,) + shape, dtype=np.float32)),
-            torch.from_numpy(rng.integers(0, 10, size=n, dtype=np.int64)))
+class TiledImages:
+    """A synthetic image set of len(index) samples over a smaller pool of distinct images: sample i is
+    pool[index[i] % len(pool)]. Only batches are ever materialised (see gather)."""
+
+    def __init__(self, pool, index):
+        self.pool, self.index = pool, index
+
+    @property
+    def shape(self):
+        return (self.index.shape[0],) + tuple(self.pool.shape[1:])
+
+    def rows(self, idx):
+        """Pool rows of the samples idx (an int64 tensor)."""
+        return torch.remainder(self.index[idx], self.pool.shape[0])
+
+    def take(self, idx):
+        return TiledImages(self.pool, self.index[idx])
+
+
+def gather(x, idx, out=None):
+    """Samples idx (int64 tensor) of x (a tensor or TiledImages), into `out` when given."""
+    if isinstance(x, TiledImages):
+        return torch.index_select(x.pool, 0, x.rows(idx), out=out)
+    return torch.index_select(x, 0, idx, out=out)
+
+
+def take(x, idx):
+    """A subset of a dataset's images, for the validation split (a TiledImages stays one)."""
+    return x.take(idx) if isinstance(x, TiledImages) else x[idx]
+
+
+def to_nhwc(x):
+    """Host images (N, C, H, W) stored as (N, H, W, C) (dtnn's NHWC host layout)."""
+    if isinstance(x, TiledImages):
+        return TiledImages(x.pool.permute(0, 2, 3, 1).contiguous(), x.index)
+    return x.permute(0, 2, 3, 1).contiguous()
+
+
+def synthetic(n, shape, classes, rng, pool=None):
+    """n standard-normal images and uniform labels; with pool < n, a TiledImages over `pool` images."""
+    images = rng.standard_normal((min(n, pool or n),) + shape, dtype=np.float32)
+    labels = torch.from_numpy(rng.integers(0, classes, size=n, dtype=np.int64))
+    if images.shape[0] < n:
+        return TiledImages(torch.from_numpy(images), torch.arange(n, dtype=torch.int64)), labels
+    return torch.from_numpy(images), labels
 
 
 def load_data(args):
     """Return (train, val, test); each is (x, y) or None."""
     rng = np.random.default_rng(args.seed)
     need_test = args.evaluate_on_test or args.test_as_validation
-    sizes = {"mnist": (60000, 10000), "cifar10": (50000, 10000)}[args.dataset]
+    classes, n_train, n_test = DATASET_SIZES[args.dataset]
     if args.use_synthetic_data:
-        train = synthetic(sizes[0], data_shape(args), rng)
-        test = synthetic(sizes[1], data_shape(args), rng) if need_test else None
+        pool = SYNTHETIC_POOL if args.dataset == "imagenet" else None
+        train = synthetic(n_train, data_shape(args), classes, rng, pool)
+        test = synthetic(n_test, data_shape(args), classes, rng, pool) if need_test else None
     elif args.dataset == "cifar10":
         train, test = load_cifar10(args.dataset_train_path, args.dataset_test_path, need_test)
     else:
@@ -239,8 +347,8 @@ def load_data(args):
             window = (int(rng.integers(0, n)) + np.arange(n)) % n  # wraps around the end
             val_idx = torch.from_numpy(window[:n_val])
             train_idx = torch.from_numpy(np.sort(window[n_val:]))
-            val = (train[0][val_idx], train[1][val_idx])
-            train = (train[0][train_idx], train[1][train_idx])
+            val = (take(train[0], val_idx), train[1][val_idx])
+            train = (take(train[0], train_idx), train[1][train_idx])
     return train, val, test
 
 
@@ -254,33 +362,46 @@ def batchnorm(features, spatial=True):
     return (nn.BatchNorm2d if spatial else nn.BatchNorm1d)(features, eps=1e-5, momentum=1.0 - 0.9)
 
 
-class BasicBlock(nn.Module):
-    """dtnn's AdditionBlock([conv3x3/s - BN - ReLU - conv3x3 - BN], [shortcut]) followed by ReLU."""
+class ResidualBlock(nn.Module):
+    """dtnn's AdditionBlock([residual path], [shortcut path]) followed by ReLU; an empty shortcut path is
+    the identity."""
 
-    def __init__(self, cin, cout, stride):
+    def __init__(self, residual, shortcut=None):
         super().__init__()
-        self.residual = nn.Sequential(
-            nn.Conv2d(cin, cout, 3, stride=stride, padding=1, bias=False), batchnorm(cout), nn.ReLU(),
-            nn.Conv2d(cout, cout, 3, stride=1, padding=1, bias=False), batchnorm(cout))
-        self.shortcut = nn.Identity()
-        if stride != 1 or cin != cout:
-            self.shortcut = nn.Sequential(nn.Conv2d(cin, cout, 1, stride=stride, bias=False), batchnorm(cout))
+        self.residual = residual
+        self.shortcut = shortcut if shortcut is not None else nn.Identity()
 
     def forward(self, x):
         return F.relu(self.residual(x) + self.shortcut(x))
 
 
-def resnet_cifar(n):
-    """He et al.'s CIFAR ResNet-(6n+2) as dtnn's resnet_cifar10_6n2 builds it."""
-    layers = [nn.Conv2d(3, 16, 3, padding=1, bias=False), batchnorm(16), nn.ReLU()]
-    cin = 16
-    for s, cout in enumerate((16, 32, 64)):
-        for b in range(n):
-            layers.append(BasicBlock(cin, cout, 2 if s > 0 and b == 0 else 1))
-            cin = cout
-    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10)]
-    model = nn.Sequential(*layers)
-    for m in model.modules():  # he_uniform convs (no bias), glorot FC
+def projection(cin, cout, stride):
+    """A projection shortcut: 1x1 conv with the block's stride (no bias) + BN."""
+    return nn.Sequential(nn.Conv2d(cin, cout, 1, stride=stride, bias=False), batchnorm(cout))
+
+
+def basic_block(cin, cout, stride):
+    """conv3x3/s - BN - ReLU - conv3x3 - BN (+ shortcut), ReLU; projection where the shape changes."""
+    residual = nn.Sequential(
+        nn.Conv2d(cin, cout, 3, stride=stride, padding=1, bias=False), batchnorm(cout), nn.ReLU(),
+        nn.Conv2d(cout, cout, 3, stride=1, padding=1, bias=False), batchnorm(cout))
+    return ResidualBlock(residual, projection(cin, cout, stride) if stride != 1 or cin != cout else None)
+
+
+def bottleneck_block(cin, filters, stride):
+    """v1.5 bottleneck (stride on the 3x3): conv1x1 n - BN - ReLU - conv3x3/s n - BN - ReLU - conv1x1 4n - BN
+    (+ shortcut), ReLU; projection where the shape changes."""
+    cout = 4 * filters
+    residual = nn.Sequential(
+        nn.Conv2d(cin, filters, 1, bias=False), batchnorm(filters), nn.ReLU(),
+        nn.Conv2d(filters, filters, 3, stride=stride, padding=1, bias=False), batchnorm(filters), nn.ReLU(),
+        nn.Conv2d(filters, cout, 1, bias=False), batchnorm(cout))
+    return ResidualBlock(residual, projection(cin, cout, stride) if stride != 1 or cin != cout else None)
+
+
+def init_resnet(model):
+    """dtnn's ResNets: he_uniform convs (no bias), glorot FC with a zero bias."""
+    for m in model.modules():
         if isinstance(m, nn.Conv2d):
             he_uniform_(m.weight)
         elif isinstance(m, nn.Linear):
@@ -289,24 +410,74 @@ def resnet_cifar(n):
     return model
 
 
-def vgg11bn_cifar10():
-    """PyDTNN's vgg11bn_cifar10 as dtnn builds it: he_uniform everywhere, conv biases kept."""
-    layers, cin = [], 3
-    for n, cout in ((1, 64), (1, 128), (2, 256), (2, 512), (2, 512)):
-        for _ in range(n):
-            layers += [nn.Conv2d(cin, cout, 3, padding=1), batchnorm(cout), nn.ReLU()]
+def resnet_cifar(n):
+    """He et al.'s CIFAR ResNet-(6n+2) as dtnn's resnet_cifar10_6n2 builds it."""
+    layers = [nn.Conv2d(3, 16, 3, padding=1, bias=False), batchnorm(16), nn.ReLU()]
+    cin = 16
+    for s, cout in enumerate((16, 32, 64)):
+        for b in range(n):
+            layers.append(basic_block(cin, cout, 2 if s > 0 and b == 0 else 1))
             cin = cout
-        layers.append(nn.MaxPool2d(2, stride=2))
-    layers += [nn.Flatten(),
-               nn.Dropout(0.5), nn.Linear(512, 512), batchnorm(512, False), nn.ReLU(),
-               nn.Dropout(0.5), nn.Linear(512, 512), batchnorm(512, False), nn.ReLU(),
-               nn.Linear(512, 10)]
-    model = nn.Sequential(*layers)
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10)]
+    return init_resnet(nn.Sequential(*layers))
+
+
+def resnet_imagenet(blocks):
+    """dtnn's resnet_imagenet with bottleneck blocks (torchvision's ResNet-50/101/152 v1.5): conv7x7/2 p3 64
+    - BN - ReLU - maxpool 3x3/2 p1, four stages (64, 128, 256, 512 filters; stride 1, 2, 2, 2), GAP, FC1000."""
+    layers = [nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False), batchnorm(64), nn.ReLU(),
+              nn.MaxPool2d(3, stride=2, padding=1)]
+    channels = 64
+    for s, filters in enumerate((64, 128, 256, 512)):
+        for b in range(blocks[s]):
+            layers.append(bottleneck_block(channels, filters, 2 if s > 0 and b == 0 else 1))
+            channels = 4 * filters
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(channels, 1000)]
+    return init_resnet(nn.Sequential(*layers))
+
+
+def init_he(model):
+    """he_uniform for every conv and FC weight, zero biases (PyDTNN's CIFAR VGGs)."""
     for m in model.modules():
         if isinstance(m, (nn.Conv2d, nn.Linear)):
             he_uniform_(m.weight)
             nn.init.zeros_(m.bias)
     return model
+
+
+def vgg_features(stages, bn):
+    """dtnn's VGG features: per stage, `layers` x (conv3x3 p1 with bias [- BN] - ReLU), then maxpool 2/2."""
+    layers, cin = [], 3
+    for n, cout in stages:
+        for _ in range(n):
+            layers += [nn.Conv2d(cin, cout, 3, padding=1)] + ([batchnorm(cout)] if bn else []) + [nn.ReLU()]
+            cin = cout
+        layers.append(nn.MaxPool2d(2, stride=2))
+    return layers
+
+
+VGG11 = ((1, 64), (1, 128), (2, 256), (2, 512), (2, 512))
+VGG16 = ((2, 64), (2, 128), (3, 256), (3, 512), (3, 512))
+
+
+def vgg11bn_cifar10():
+    """PyDTNN's vgg11bn_cifar10 as dtnn builds it: he_uniform everywhere, conv biases kept."""
+    layers = vgg_features(VGG11, bn=True)
+    layers += [nn.Flatten(),
+               nn.Dropout(0.5), nn.Linear(512, 512), batchnorm(512, False), nn.ReLU(),
+               nn.Dropout(0.5), nn.Linear(512, 512), batchnorm(512, False), nn.ReLU(),
+               nn.Linear(512, 10)]
+    return init_he(nn.Sequential(*layers))
+
+
+def vgg16_cifar10():
+    """PyDTNN's vgg16_cifar10 as dtnn builds it (plain head, no BN): he_uniform everywhere, zero biases."""
+    layers = vgg_features(VGG16, bn=False)
+    layers += [nn.Flatten(),
+               nn.Linear(512, 512), nn.ReLU(), nn.Dropout(0.5),
+               nn.Linear(512, 512), nn.ReLU(), nn.Dropout(0.5),
+               nn.Linear(512, 10)]
+    return init_he(nn.Sequential(*layers))
 
 
 def vgg3dobn():
@@ -320,12 +491,7 @@ def vgg3dobn():
         layers += [nn.MaxPool2d(2, stride=2), nn.Dropout(rate)]
     layers += [nn.Flatten(), nn.Linear(128 * 4 * 4, 512), nn.ReLU(), batchnorm(512, False), nn.Dropout(0.5),
                nn.Linear(512, 10)]
-    model = nn.Sequential(*layers)
-    for m in model.modules():
-        if isinstance(m, (nn.Conv2d, nn.Linear)):
-            he_uniform_(m.weight)
-            nn.init.zeros_(m.bias)
-    return model
+    return init_he(nn.Sequential(*layers))
 
 
 def build_model(name):
@@ -333,8 +499,12 @@ def build_model(name):
         return vgg3dobn()
     if name == "resnet20_cifar10":
         return resnet_cifar(3)
+    if name == "resnet50_imagenet":
+        return resnet_imagenet((3, 4, 6, 3))
     if name == "vgg11bn_cifar10":
         return vgg11bn_cifar10()
+    if name == "vgg16_cifar10":
+        return vgg16_cifar10()
     if name == "simplemlp":
         model = nn.Sequential(
             nn.Flatten(),
@@ -358,6 +528,39 @@ def build_model(name):
     return model
 
 
+def count_params(model):
+    return sum(p.numel() for p in model.parameters())
+
+
+def self_check():
+    """Build every model: parameter count against dtnn's, output shape of a 2-sample forward pass, and
+    resnet50_imagenet's count against torchvision's where torchvision is installed. Returns an exit status."""
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    bad = 0
+    for name in MODELS:
+        model = build_model(name).eval()
+        n = count_params(model)
+        classes = 1000 if name.endswith("_imagenet") else 10
+        with torch.no_grad():
+            out = model(torch.randn((2,) + MODEL_INPUT[name]))
+        ok = n == EXPECTED_PARAMS[name] and tuple(out.shape) == (2, classes)
+        bad += not ok
+        c, h, w = MODEL_INPUT[name]
+        print(f"{name:<18} input {f'{h}x{w}x{c}':<10} params {n:>11,} (dtnn {EXPECTED_PARAMS[name]:,})  "
+              f"output {tuple(out.shape)}  {'ok' if ok else 'MISMATCH'}")
+    try:
+        import torchvision
+    except ImportError:
+        print("torchvision not installed: resnet50 not compared with torchvision's")
+    else:
+        n = count_params(torchvision.models.resnet50())
+        ok = n == EXPECTED_PARAMS["resnet50_imagenet"]
+        bad += not ok
+        print(f"torchvision {torchvision.__version__} resnet50 params {n:,}  {'ok' if ok else 'MISMATCH'}")
+    return 1 if bad else 0
+
+
 def build_optimizer(args, params):
     if args.optimizer == "sgd":
         return torch.optim.SGD(params, lr=args.learning_rate, momentum=args.momentum,
@@ -366,44 +569,125 @@ def build_optimizer(args, params):
                             eps=args.epsilon, weight_decay=args.decay)
 
 
-def train_epoch(model, optimizer, data, args, rng):
-    """One epoch over a fresh shuffle; returns (samples, seconds, mean loss, acc %)."""
+def backend_attr(obj, name):
+    """getattr that is None for what this PyTorch lacks (torch.backends.cuda.matmul raises AssertionError
+    for unknown names in 1.x)."""
+    try:
+        return getattr(obj, name)
+    except (AttributeError, AssertionError):
+        return None
+
+
+def set_cuda_math(allow_tf32, benchmark):
+    """TF32 on or off in both cuBLAS matmuls and cuDNN convolutions, and cudnn.benchmark. PyTorch >= 2.9
+    has the fp32_precision settings (and warns on the legacy allow_tf32 flags); older ones only the flags.
+    Returns what is now in force, for the report."""
+    torch.backends.cudnn.benchmark = benchmark
+    conv = backend_attr(torch.backends.cudnn, "conv")
+    if backend_attr(torch.backends.cuda.matmul, "fp32_precision") is not None and conv is not None:
+        mode = "tf32" if allow_tf32 else "ieee"
+        torch.backends.cuda.matmul.fp32_precision = mode
+        conv.fp32_precision = mode
+        return {"matmul_tf32": torch.backends.cuda.matmul.fp32_precision == "tf32",
+                "cudnn_conv_tf32": conv.fp32_precision == "tf32", "cudnn_benchmark": torch.backends.cudnn.benchmark}
+    torch.backends.cuda.matmul.allow_tf32 = allow_tf32
+    torch.backends.cudnn.allow_tf32 = allow_tf32
+    return {"matmul_tf32": torch.backends.cuda.matmul.allow_tf32,
+            "cudnn_conv_tf32": torch.backends.cudnn.allow_tf32, "cudnn_benchmark": torch.backends.cudnn.benchmark}
+
+
+class Feeder:
+    """Batches (x, y) on the training device. On the CPU, plain indexing. On the GPU, dtnn's input path: the
+    samples are gathered in host memory into one of two pinned staging buffers and copied asynchronously
+    (non_blocking=True); a buffer is reused only after its previous copy has completed (a CUDA event), so
+    nothing forces a per-step synchronisation. With NHWC host data the device batch is the (N, C, H, W)
+    view of the copied (N, H, W, C) block, i.e. a channels_last tensor."""
+
+    def __init__(self, device, batch_size, sample_shape, nhwc):
+        self.device, self.nhwc = device, nhwc
+        if device.type == "cuda":
+            self.buffers = [(torch.empty((batch_size,) + tuple(sample_shape), pin_memory=True),
+                             torch.empty(batch_size, dtype=torch.int64, pin_memory=True)) for _ in range(2)]
+            self.events = [None, None]
+            self.next = 0
+
+    def __call__(self, x, y, idx):
+        """Samples idx (an int64 tensor, or a slice for consecutive samples) of (x, y)."""
+        if self.device.type == "cpu":
+            if isinstance(idx, slice) and not isinstance(x, TiledImages):
+                return x[idx], y[idx]
+            if isinstance(idx, slice):
+                idx = torch.arange(idx.start, min(idx.stop, y.shape[0]), dtype=torch.int64)
+            return gather(x, idx), y[idx]
+        if isinstance(idx, slice):
+            idx = torch.arange(idx.start, min(idx.stop, y.shape[0]), dtype=torch.int64)
+        k, self.next = self.next, 1 - self.next
+        if self.events[k] is not None:
+            self.events[k].synchronize()
+        n = idx.shape[0]
+        xb, yb = self.buffers[k][0][:n], self.buffers[k][1][:n]
+        gather(x, idx, out=xb)
+        torch.index_select(y, 0, idx, out=yb)
+        xd = xb.to(self.device, non_blocking=True)
+        yd = yb.to(self.device, non_blocking=True)
+        event = torch.cuda.Event()
+        event.record()
+        self.events[k] = event
+        return (xd.permute(0, 3, 1, 2) if self.nhwc else xd), yd
+
+
+def sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def train_epoch(model, optimizer, data, args, rng, feed, device):
+    """One epoch over a fresh shuffle; returns (samples, seconds, mean loss, acc %). The sums stay on the
+    device until the epoch ends."""
     x, y = data
-    order = torch.from_numpy(rng.permutation(x.shape[0]))
-    n_batches = (x.shape[0] + args.batch_size - 1) // args.batch_size
+    order = torch.from_numpy(rng.permutation(y.shape[0]))
+    n_batches = (y.shape[0] + args.batch_size - 1) // args.batch_size
     if args.steps_per_epoch > 0:
         n_batches = min(n_batches, args.steps_per_epoch)
     model.train()
-    samples, loss_sum, correct = 0, 0.0, 0
+    samples = 0
+    loss_sum = torch.zeros((), dtype=torch.float64, device=device)
+    correct = torch.zeros((), dtype=torch.int64, device=device)
+    sync(device)
     start = time.perf_counter()
     for b in range(n_batches):
-        idx = order[b * args.batch_size:(b + 1) * args.batch_size]
-        xb, yb = x[idx], y[idx]
+        xb, yb = feed(x, y, order[b * args.batch_size:(b + 1) * args.batch_size])
         optimizer.zero_grad()
         logits = model(xb)
         loss = F.cross_entropy(logits, yb)
         loss.backward()
         optimizer.step()
         samples += yb.shape[0]
-        loss_sum += loss.item() * yb.shape[0]
-        correct += (logits.argmax(1) == yb).sum().item()
+        loss_sum += loss.detach().double() * yb.shape[0]
+        correct += (logits.argmax(1) == yb).sum()
+    loss_sum, correct = loss_sum.item(), correct.item()
+    sync(device)
     elapsed = time.perf_counter() - start
     return samples, elapsed, loss_sum / max(samples, 1), 100.0 * correct / max(samples, 1)
 
 
-def evaluate(model, data, batch_size):
+def evaluate(model, data, batch_size, feed, device):
     x, y = data
     model.eval()
-    loss_sum, correct = 0.0, 0
+    loss_sum = torch.zeros((), dtype=torch.float64, device=device)
+    correct = torch.zeros((), dtype=torch.int64, device=device)
+    sync(device)
     start = time.perf_counter()
     with torch.no_grad():
-        for i in range(0, x.shape[0], batch_size):
-            logits = model(x[i:i + batch_size])
-            yb = y[i:i + batch_size]
-            loss_sum += F.cross_entropy(logits, yb, reduction="sum").item()
-            correct += (logits.argmax(1) == yb).sum().item()
+        for i in range(0, y.shape[0], batch_size):
+            xb, yb = feed(x, y, slice(i, i + batch_size))
+            logits = model(xb)
+            loss_sum += F.cross_entropy(logits, yb, reduction="sum").double()
+            correct += (logits.argmax(1) == yb).sum()
+    loss_sum, correct = loss_sum.item(), correct.item()
+    sync(device)
     elapsed = time.perf_counter() - start
-    n = x.shape[0]
+    n = y.shape[0]
     return {"categorical_cross_entropy": loss_sum / n, "categorical_accuracy": 100.0 * correct / n,
             "samples": n, "time_s": elapsed, "samples_per_s": n / elapsed if elapsed > 0 else 0.0}
 
@@ -417,7 +701,14 @@ def cpu_model():
     return names[0] if names else (platform.processor() or "unknown")
 
 
-def build_report(args, n_params, epochs, total_time, total_samples, test_result):
+def gpu_environment(device, math):
+    props = torch.cuda.get_device_properties(device)
+    cudnn = torch.backends.cudnn.version()
+    return {"gpu": props.name, "gpu_memory_gib": round(props.total_memory / 2 ** 30, 1),
+            "cuda": f"CUDA {torch.version.cuda}, cuDNN {cudnn}, {props.name}", "cudnn": cudnn, **math}
+
+
+def build_report(args, n_params, epochs, total_time, total_samples, test_result, gpu_env):
     report = {
         "schema": "dtnn.run_report/1",
         "framework": "pytorch",
@@ -426,8 +717,10 @@ def build_report(args, n_params, epochs, total_time, total_samples, test_result)
         "environment": {"host": socket.gethostname(), "cpu_model": cpu_model(),
                         "cores": os.cpu_count(), "python": platform.python_version(),
                         "torch": torch.__version__, "numpy": np.__version__,
-                        "threads": torch.get_num_threads()},
-        "model": {"name": args.model, "params": n_params},
+                        "threads": torch.get_num_threads(), "device": "cuda:0" if gpu_env else "cpu",
+                        **(gpu_env or {})},
+        "model": {"name": args.model, "params": n_params,
+                  "tensor_format": args.tensor_format if gpu_env else "NCHW"},
         "parallel": {"ranks": 1, "threads": torch.get_num_threads()},
         "epochs": epochs,
         "training": {"time_s": total_time, "samples": total_samples,
@@ -454,25 +747,47 @@ def write_report(path, report):
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if "--self_check" in argv:
+        if len(argv) != 1:
+            fail(2, "--self_check takes no other options")
+        return self_check()
     args = parse_args(argv)
+    if args.enable_gpu and not torch.cuda.is_available():
+        fail(3, f"--enable_gpu: no CUDA device available to PyTorch {torch.__version__} "
+                f"(CUDA {torch.version.cuda or 'not built'}): unsupported")
+    device = torch.device("cuda", 0) if args.enable_gpu else torch.device("cpu")
+    nhwc = args.enable_gpu and args.tensor_format == "NHWC"
     torch.set_num_threads(args.threads)
     torch.set_num_interop_threads(args.threads)
+    math = set_cuda_math(args.allow_tf32, args.enable_cudnn_auto_conv_alg)
     torch.manual_seed(args.seed)
     try:
         train, val, test = load_data(args)
     except DataError as e:
         fail(1, str(e))
+    if nhwc:
+        train, val, test = [(to_nhwc(d[0]), d[1]) if d is not None else None for d in (train, val, test)]
 
-    model = build_model(args.model)
+    model = build_model(args.model)  # on the CPU, so the initial weights do not depend on the device
+    n_params = count_params(model)
+    if n_params != EXPECTED_PARAMS[args.model]:
+        fail(1, f"internal error: {args.model} has {n_params} parameters, dtnn's has {EXPECTED_PARAMS[args.model]}")
+    model.to(device)
+    if nhwc:
+        model.to(memory_format=torch.channels_last)
     optimizer = build_optimizer(args, model.parameters())
-    n_params = sum(p.numel() for p in model.parameters())
+    gpu_env = gpu_environment(device, math) if args.enable_gpu else None
+    feed = Feeder(device, args.batch_size, train[0].shape[1:], nhwc)
+    where = (f"GPU {gpu_env['gpu']} ({args.tensor_format}, TF32 {'on' if args.allow_tf32 else 'off'}, "
+             f"cudnn benchmark {'on' if args.enable_cudnn_auto_conv_alg else 'off'})" if gpu_env else "CPU")
     print(f"Model {args.model}: {n_params} parameters; train {train[0].shape[0]} samples"
-          + (f", val {val[0].shape[0]}" if val else "") + f"; {args.threads} thread(s)")
+          + (f", val {val[0].shape[0]}" if val else "") + f"; {where}; {args.threads} thread(s)")
 
     shuffle_rng = np.random.default_rng([args.seed, 1])  # independent of the data stream
     epochs, total_time, total_samples = [], 0.0, 0
     for epoch in range(1, args.num_epochs + 1):
-        samples, secs, loss, acc = train_epoch(model, optimizer, train, args, shuffle_rng)
+        samples, secs, loss, acc = train_epoch(model, optimizer, train, args, shuffle_rng, feed, device)
         total_time += secs
         total_samples += samples
         rate = samples / secs if secs > 0 else 0.0
@@ -482,7 +797,7 @@ def main(argv=None):
         line = (f"Epoch {epoch}/{args.num_epochs}: {samples} samples, {rate:.1f} samples/s, "
                 f"cce: {loss:.7f}, acc: {acc:.2f}%")
         if val is not None:
-            v = evaluate(model, val, args.batch_size)
+            v = evaluate(model, val, args.batch_size, feed, device)
             record["val"] = {k: v[k] for k in ("categorical_cross_entropy", "categorical_accuracy")}
             line += f", val_cce: {v['categorical_cross_entropy']:.7f}, val_acc: {v['categorical_accuracy']:.2f}%"
         print(line, flush=True)
@@ -493,12 +808,12 @@ def main(argv=None):
     print(f"Training throughput: {throughput:.1f} samples/s")
     test_result = None
     if args.evaluate_on_test:
-        test_result = evaluate(model, test, args.batch_size)
+        test_result = evaluate(model, test, args.batch_size, feed, device)
         print(f"Test: cce {test_result['categorical_cross_entropy']:.7f}, "
               f"acc {test_result['categorical_accuracy']:.2f}%")
 
     if args.report:
-        report = build_report(args, n_params, epochs, total_time, total_samples, test_result)
+        report = build_report(args, n_params, epochs, total_time, total_samples, test_result, gpu_env)
         try:
             write_report(args.report, report)
         except OSError as e:
