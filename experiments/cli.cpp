@@ -40,10 +40,12 @@ void add_train_options(CLI::App& app, TrainOptions& o) {
   app.add_option("--steps_per_epoch", o.steps_per_epoch, "Global batches per epoch (0: whole epochs)")->capture_default_str();
   add_bool(app, "evaluate", o.evaluate, "Evaluate on the test set before training");
   add_bool(app, "evaluate_only", o.evaluate_only, "Only evaluate on the test set");
+  add_bool(app, "evaluate_on_test", o.evaluate_on_test, "Evaluate on the test set after training");
   app.add_option("--weights_and_bias_filename", o.weights_and_bias_filename,
                  "NPZ weights: loaded before training if the file exists, stored after");
   app.add_option("--history_file", o.history_file, "Per-epoch history (PyDTNN format)");
-  app.add_option("--tensor_format", o.tensor_format, "NHWC or NCHW")->capture_default_str();
+  app.add_option("--tensor_format", o.tensor_format, "NHWC, NCHW or AUTO (NHWC on the CPU, NCHW on the GPU)")
+      ->capture_default_str();
   app.add_option("--conv_algo", o.conv_algo, "Convolution algorithm: a name (see `dtnn algos`), auto (cache or heuristic) or best_of (time each layer)")->capture_default_str();
   add_bool(app, "enable_fused_bn_relu", o.enable_fused_bn_relu, "Fuse BatchNormalization + Relu");
   add_bool(app, "enable_fused_conv_relu", o.enable_fused_conv_relu, "Fuse Conv2D + Relu");
@@ -79,7 +81,12 @@ void add_train_options(CLI::App& app, TrainOptions& o) {
   app.add_option("--metrics", o.metrics, "Comma-separated metrics")->capture_default_str();
   app.add_option("--parallel", o.parallel, "sequential or data (run under mpirun)")->capture_default_str();
   app.add_option("--threads", o.threads, "Threads per rank (0: OMP_NUM_THREADS, else cores/ranks)")->capture_default_str();
-  add_bool(app, "enable_gpu", o.enable_gpu, "Train on the GPU");
+  add_bool(app, "enable_gpu", o.enable_gpu, "Train on the GPU (rank r uses GPU r % GPUs of its node)");
+  add_bool(app, "allow_tf32", o.allow_tf32, "GPU: TF32 tensor-core math for float32 convolutions and GEMMs");
+  add_bool(app, "enable_nccl", o.enable_nccl, "GPU + --parallel=data: allreduce gradients with NCCL");
+  add_bool(app, "enable_cudnn_auto_conv_alg", o.enable_cudnn_auto_conv_alg,
+           "GPU, --conv_algo=auto: time every cuDNN algorithm per layer (cudnnFind); False: PyDTNN's fixed algorithms");
+  add_bool(app, "gpu_layer_times", o.gpu_layer_times, "GPU: measure per-layer times (synchronises after each layer)");
   app.add_option("--seed", o.seed, "Seed of every random choice")->capture_default_str();
   app.add_option("--report", o.report, "Write a JSON run report to this file");
   add_bool(app, "progress", o.progress, "Live progress bar on a terminal (False: one line per epoch)");
@@ -124,6 +131,17 @@ int cmd_models() {
 int cmd_algos() {
   std::printf("Convolution algorithms, in fallback order (--conv_algo=NAME or auto):\n");
   for (const dtnn::ConvAlgorithm* a : dtnn::conv_algorithms()) std::printf("  %s\n", std::string(a->name()).c_str());
+  if (!dtnn::gpu_conv_algorithms().empty()) {
+    std::printf("GPU convolution algorithms (--enable_gpu; per direction, the others by gpu.cudnn_find):\n");
+    for (const dtnn::ConvAlgorithm* a : dtnn::gpu_conv_algorithms()) {
+      std::string dirs;
+      for (dtnn::ConvDir d : {dtnn::ConvDir::fwd, dtnn::ConvDir::bwd_data, dtnn::ConvDir::bwd_filter}) {
+        const dtnn::Support s = a->supports_dir(dtnn::ConvProblem{}, d);
+        if (s.ok || s.why.find(" has no ") == std::string::npos) dirs += std::string(dirs.empty() ? "" : ", ") + dtnn::conv_dir_name(d);
+      }
+      std::printf("  %-34s %s\n", std::string(a->name()).c_str(), dirs.c_str());
+    }
+  }
   std::printf("BLAS: %s\nGPU backend: %s\n", dtnn::cpu::blas_version().c_str(), dtnn::gpu_description().c_str());
   return 0;
 }
@@ -206,6 +224,8 @@ int main(int argc, char** argv) {
   conv->add_option("--threads", conv_options.threads, "Threads")->capture_default_str();
   conv->add_option("--samples", conv_options.samples, "Timed samples (each >= 20 ms)")->capture_default_str();
   add_bool(*conv, "check", conv_options.check, "Compare every output with cpu.reference");
+  conv->add_option("--device", conv_options.device, "cpu or gpu (the cuDNN algorithms)")->capture_default_str();
+  add_bool(*conv, "allow_tf32", conv_options.allow_tf32, "GPU: TF32 tensor-core math");
   dtnn::LayersCommandOptions layers_options;
   CLI::App* layers = app.add_subcommand("layers", "Time every convolution layer of a model under each algorithm");
   layers->add_option("--model", layers_options.model, "Model name (see `dtnn models`)")->required();
@@ -219,6 +239,9 @@ int main(int argc, char** argv) {
   layers->add_option("--samples", layers_options.samples, "Timed samples per direction")->capture_default_str();
   layers->add_flag("--list", layers_options.list, "Only list the distinct convolution problems");
   layers->add_option("--json", layers_options.json_path, "Also write the measurements to this JSON file");
+  layers->add_option("--device", layers_options.device, "cpu or gpu (cuDNN algorithms per direction)")
+      ->capture_default_str();
+  add_bool(*layers, "allow_tf32", layers_options.allow_tf32, "GPU: TF32 tensor-core math");
 
   dtnn::RunnerOptions run_options;
   CLI::App* run = app.add_subcommand("run", "Run an experiment matrix (experiments/*.toml) into the results store");

@@ -6,6 +6,7 @@
 #include <ostream>
 
 #include "backend/cpu/blas.h"
+#include "backend/gpu_ops.h"
 #include "conv/conv_timing.h"
 #include "core/error.h"
 
@@ -35,22 +36,34 @@ std::string fmt(const char* f, double v) {
 int run_conv_command(const ConvCommandOptions& o, std::ostream& out) {
   const ConvProblem p = ConvProblem::parse(o.problem);
   const std::vector<ConvDir> dirs = parse_dirs(o.dirs);
-  const std::vector<const ConvAlgorithm*> algos = conv_algorithms_named(o.algos);
+  DTNN_CHECK(o.device == "cpu" || o.device == "gpu", "--device must be cpu or gpu (got '", o.device, "')");
+  const bool gpu = o.device == "gpu";
+  const std::vector<const ConvAlgorithm*> algos = conv_algorithms_named(o.algos, gpu ? Device::gpu : Device::cpu);
   DTNN_CHECK(o.threads >= 1, "--threads must be at least 1 (got ", o.threads, ")");
   DTNN_CHECK(o.samples >= 1, "--samples must be at least 1 (got ", o.samples, ")");
   cpu::set_threads(o.threads);
-  const double peak = measure_sgemm_gflops();
-  // OpenBLAS's idle worker threads spin for a while after a call (its THREAD_TIMEOUT, ~0.1 s here) and
-  // would take a core from the OpenMP algorithms timed next: let them go to sleep first.
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  double peak = 0.0;
   out << "problem  " << p.str() << "\n";
-  out << "threads  " << o.threads << "   OpenBLAS SGEMM 1024^3: " << fmt("%.1f", peak) << " GFLOP/s\n";
+  if (gpu) {
+    gpu::init(0);
+    gpu::set_allow_tf32(o.allow_tf32);
+    peak = measure_gpu_sgemm_gflops();
+    out << "device   " << gpu::device_name() << (o.allow_tf32 ? ", TF32 allowed" : ", TF32 off")
+        << "   cuBLAS SGEMM 8192^3: " << fmt("%.1f", peak / 1e3) << " TFLOP/s\n";
+  } else {
+    peak = measure_sgemm_gflops();
+    // OpenBLAS's idle worker threads spin for a while after a call (its THREAD_TIMEOUT, ~0.1 s here) and
+    // would take a core from the OpenMP algorithms timed next: let them go to sleep first.
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    out << "threads  " << o.threads << "   OpenBLAS SGEMM 1024^3: " << fmt("%.1f", peak) << " GFLOP/s\n";
+  }
   out << "GFLOP    fwd " << fmt("%.3f", p.flops(ConvDir::fwd) / 1e9) << ", bwd_data "
       << fmt("%.3f", p.flops(ConvDir::bwd_data) / 1e9) << ", bwd_filter "
       << fmt("%.3f", p.flops(ConvDir::bwd_filter) / 1e9) << "\n\n";
   char line[256];
-  std::snprintf(line, sizeof line, "%-18s %-11s %10s %19s %9s %7s %12s\n", "algorithm", "direction", "median ms",
-                "(min - max)", "GFLOP/s", "%SGEMM", "max rel err");
+  const int width = gpu ? 32 : 18;
+  std::snprintf(line, sizeof line, "%-*s %-11s %10s %19s %9s %7s %12s\n", width, "algorithm", "direction",
+                "median ms", "(min - max)", gpu ? "TFLOP/s" : "GFLOP/s", "%SGEMM", "max rel err");
   out << line;
   ConvBench bench(p);
   TimingOptions topt;
@@ -58,17 +71,29 @@ int run_conv_command(const ConvCommandOptions& o, std::ostream& out) {
   for (const ConvAlgorithm* algo : algos) {
     const Support s = algo->supports(p);
     if (!s.ok) {
-      std::snprintf(line, sizeof line, "%-18s %-11s declined: %s\n", std::string(algo->name()).c_str(), "-",
+      std::snprintf(line, sizeof line, "%-*s %-11s declined: %s\n", width, std::string(algo->name()).c_str(), "-",
                     s.why.c_str());
       out << line;
       continue;
     }
     for (ConvDir d : dirs) {
+      std::string name(algo->name());
+      const Support sd = algo->supports_dir(p, d);
+      if (!sd.ok) {  // a cuDNN algorithm of another direction needs no row; one cuDNN declines does
+        if (sd.why.find(" has no ") == std::string::npos) {
+          std::snprintf(line, sizeof line, "%-*s %-11s declined: %s\n", width, name.c_str(), conv_dir_name(d),
+                        sd.why.c_str());
+          out << line;
+        }
+        continue;
+      }
+      const std::string chosen = algo->chosen_for(p, d);
+      if (chosen != name) name += " -> " + chosen.substr(chosen.rfind('.') + 1);
       const ConvTiming t = bench.time(*algo, d, topt);
       const std::string err = o.check ? fmt("%.1e", bench.max_rel_error(*algo, d)) : std::string("-");
       const std::string range = "(" + fmt("%.3f", t.min_ms) + " - " + fmt("%.3f", t.max_ms) + ")";
-      std::snprintf(line, sizeof line, "%-18s %-11s %10.3f %19s %9.1f %6.0f%% %12s\n",
-                    std::string(algo->name()).c_str(), conv_dir_name(d), t.median_ms, range.c_str(), t.gflops,
+      std::snprintf(line, sizeof line, "%-*s %-11s %10.3f %19s %9.*f %6.0f%% %12s\n", width, name.c_str(),
+                    conv_dir_name(d), t.median_ms, range.c_str(), gpu ? 2 : 1, gpu ? t.gflops / 1e3 : t.gflops,
                     100.0 * t.gflops / peak, err.c_str());
       out << line << std::flush;
     }

@@ -5,6 +5,9 @@
 // GFLOP/s (direct-convolution FLOPs, 2 per multiply-add), % of the SGEMM rate, and the max relative error
 // against cpu.reference (--check; the reference is slow on big problems). Declined algorithms get a row
 // with their reason.
+// --device gpu: the GPU algorithms (every cuDNN algorithm per direction, gpu.cudnn_find with the algorithm
+// it chose), timed with CUDA events, against the cuBLAS SGEMM rate in the same math mode (--allow_tf32),
+// TFLOP/s instead of GFLOP/s.
 #pragma once
 
 #include <iosfwd>
@@ -20,6 +23,8 @@ struct ConvCommandOptions {
   int threads = 1;
   int samples = 7;
   bool check = true;
+  std::string device = "cpu";  // cpu | gpu
+  bool allow_tf32 = false;     // GPU math mode
 };
 
 // Returns the exit code (0). Throws dtnn::Error for a malformed problem, an unknown algorithm or direction.

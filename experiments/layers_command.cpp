@@ -9,6 +9,7 @@
 #include <ostream>
 
 #include "backend/cpu/blas.h"
+#include "backend/gpu_ops.h"
 #include "conv/conv_timing.h"
 #include "core/error.h"
 #include "models/plan.h"
@@ -42,6 +43,99 @@ std::string short_name(std::string_view full) {
   return std::string(dot == std::string_view::npos ? full : full.substr(dot + 1));
 }
 
+// The --device gpu table (see layers_command.h).
+int run_layers_gpu(const LayersCommandOptions& o, const std::vector<LayerProblem>& layers, std::ostream& out) {
+  gpu::init(0);
+  gpu::set_allow_tf32(o.allow_tf32);
+  std::vector<const ConvAlgorithm*> algos;
+  const ConvAlgorithm* find = nullptr;
+  const ConvAlgorithm* fixed = nullptr;
+  for (const ConvAlgorithm* a : conv_algorithms_named(o.algos, Device::gpu)) {
+    if (a->name() == "gpu.cudnn_find") find = a;
+    else if (a->name() == "gpu.cudnn.pydtnn_fixed") fixed = a;
+    else algos.push_back(a);
+  }
+  if (!find) find = &find_conv_algorithm("gpu.cudnn_find");
+  if (!fixed) fixed = &find_conv_algorithm("gpu.cudnn.pydtnn_fixed");
+  TimingOptions topt;
+  topt.samples = o.samples;
+  topt.min_sample_ms = 5.0;
+  out << o.model << ", batch " << o.batch_size << ", " << o.tensor_format << ", " << gpu::device_name()
+      << (o.allow_tf32 ? ", TF32 allowed" : ", TF32 off") << ": ms per call (median of " << o.samples
+      << " CUDA-event samples)\n";
+  char line[512];
+  std::string header;
+  std::snprintf(line, sizeof line, "%-5s %-2s %-50s %-10s", "layer", "x", "problem", "dir");
+  header = line;
+  for (const ConvAlgorithm* a : algos) {
+    std::snprintf(line, sizeof line, "%10.10s", short_name(a->name()).substr(6).c_str());  // drop "cudnn."
+    header += line;
+  }
+  out << header << "  fastest (TFLOP/s)            cudnn_find\n";
+  nlohmann::json rows = nlohmann::json::array();
+  double best_total = 0.0, find_total = 0.0, fixed_total = 0.0;
+  for (const LayerProblem& l : layers) {
+    ConvBench bench(l.problem);
+    for (ConvDir d : {ConvDir::fwd, ConvDir::bwd_data, ConvDir::bwd_filter}) {
+      std::snprintf(line, sizeof line, "%-5d %-2d %-50s %-10s", l.first_layer, l.count, l.problem.str().c_str(),
+                    conv_dir_name(d));
+      std::string row = line;
+      double best = std::numeric_limits<double>::infinity();
+      std::string best_name = "-";
+      for (const ConvAlgorithm* a : algos) {
+        const Support s = a->supports_dir(l.problem, d);
+        nlohmann::json j = {{"model", o.model}, {"layer", l.first_layer}, {"count", l.count},
+                            {"problem", l.problem.str()}, {"algorithm", a->name()}, {"direction", conv_dir_name(d)},
+                            {"device", "gpu"}, {"tf32", o.allow_tf32}};
+        if (!s.ok) {
+          row += "         -";
+          if (s.why.find(" has no ") == std::string::npos) {
+            j["declined"] = s.why;
+            rows.push_back(j);
+          }
+          continue;
+        }
+        const ConvTiming t = bench.time(*a, d, topt);
+        j["ms"] = t.median_ms;
+        j["min_ms"] = t.min_ms;
+        j["max_ms"] = t.max_ms;
+        j["tflops"] = t.gflops / 1e3;
+        rows.push_back(j);
+        std::snprintf(line, sizeof line, "%10.3f", t.median_ms);
+        row += line;
+        if (t.median_ms < best) {
+          best = t.median_ms;
+          best_name = short_name(a->name()).substr(6);
+        }
+      }
+      const ConvTiming tf = bench.time(*find, d, topt);
+      const ConvTiming tx = bench.time(*fixed, d, topt);
+      best_total += l.count * best;
+      find_total += l.count * tf.median_ms;
+      fixed_total += l.count * tx.median_ms;
+      const std::string chosen = find->chosen_for(l.problem, d);
+      std::snprintf(line, sizeof line, "  %-20s %6.1f  %s %.3f ms", best_name.c_str(), l.problem.flops(d) / (best * 1e9),
+                    chosen.substr(chosen.rfind('.') + 1).c_str(), tf.median_ms);
+      out << row << line << "\n" << std::flush;
+    }
+  }
+  std::snprintf(line, sizeof line,
+                "model total per step (fwd + bwd_data + bwd_filter of every conv layer): fastest per direction %.2f ms, "
+                "gpu.cudnn_find %.2f ms, gpu.cudnn.pydtnn_fixed %.2f ms\n",
+                best_total, find_total, fixed_total);
+  out << line;
+  if (!o.json_path.empty()) {
+    std::ofstream f(o.json_path);
+    DTNN_CHECK(f.good(), o.json_path, ": cannot write");
+    f << nlohmann::json{{"model", o.model}, {"batch_size", o.batch_size}, {"device", gpu::device_name()},
+                        {"tensor_format", o.tensor_format}, {"tf32", o.allow_tf32}, {"fastest_ms", best_total},
+                        {"cudnn_find_ms", find_total}, {"pydtnn_fixed_ms", fixed_total}, {"layers", rows}}
+             .dump(1)
+      << "\n";
+  }
+  return 0;
+}
+
 }  // namespace
 
 int run_layers_command(const LayersCommandOptions& o, std::ostream& out) {
@@ -59,6 +153,8 @@ int run_layers_command(const LayersCommandOptions& o, std::ostream& out) {
     for (const LayerProblem& l : layers) out << l.problem.str() << "  # x" << l.count << "\n";
     return 0;
   }
+  DTNN_CHECK(o.device == "cpu" || o.device == "gpu", "--device must be cpu or gpu (got '", o.device, "')");
+  if (o.device == "gpu") return run_layers_gpu(o, layers, out);
   const std::vector<const ConvAlgorithm*> algos = conv_algorithms_named(o.algos);
   cpu::set_threads(o.threads);
   TimingOptions topt;

@@ -6,6 +6,11 @@
 // per step for each fixed algorithm (a layer it declines is counted at the algorithm training would fall
 // back to, marked *) and for best_of (each layer at its fastest algorithm), with best_of's ratio to the
 // best fixed algorithm. --list prints the problem strings only (the suites/shapes/*.txt format).
+//
+// --device gpu: cuDNN algorithms are per direction, so the table has one row per layer problem x
+// direction, a column per cuDNN algorithm (ms, "-" where cuDNN declines), the fastest with its TFLOP/s, and
+// what gpu.cudnn_find picked; the totals compare, per training step, the fastest per direction, cudnn_find
+// and PyDTNN's fixed algorithms. Times are CUDA-event medians; --allow_tf32 sets the math mode.
 #pragma once
 
 #include <iosfwd>
@@ -24,6 +29,8 @@ struct LayersCommandOptions {
   int samples = 5;
   bool list = false;
   std::string json_path;  // optional: the per-layer measurements as JSON
+  std::string device = "cpu";
+  bool allow_tf32 = false;
 };
 
 int run_layers_command(const LayersCommandOptions& options, std::ostream& out);

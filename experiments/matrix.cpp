@@ -64,7 +64,7 @@ std::string check_dataset(const std::string& v) {
   return v;
 }
 
-std::string check_tensor_format(const std::string& v) { return one_of(v, {"NHWC", "NCHW"}); }
+std::string check_tensor_format(const std::string& v) { return one_of(v, {"NHWC", "NCHW", "AUTO"}); }
 std::string check_optimizer(const std::string& v) { return one_of(v, {"sgd", "rmsprop", "adam", "nadam"}); }
 std::string check_loss(const std::string& v) {
   return one_of(v, {"categorical_cross_entropy", "binary_cross_entropy"});
@@ -82,6 +82,7 @@ const std::vector<Spec>& option_specs() {
       {"steps_per_epoch", Kind::integer, 0},
       {"evaluate", Kind::boolean},
       {"evaluate_only", Kind::boolean},
+      {"evaluate_on_test", Kind::boolean},
       {"weights_and_bias_filename", Kind::string},
       {"history_file", Kind::string},
       {"tensor_format", Kind::choice, 0, 0, check_tensor_format},
@@ -118,6 +119,10 @@ const std::vector<Spec>& option_specs() {
       {"metrics", Kind::string},
       {"threads", Kind::integer, 0, INT_MAX},
       {"enable_gpu", Kind::boolean},
+      {"allow_tf32", Kind::boolean},
+      {"enable_nccl", Kind::boolean},
+      {"enable_cudnn_auto_conv_alg", Kind::boolean},
+      {"gpu_layer_times", Kind::boolean},
       {"seed", Kind::integer, 0},
       {"lr_schedulers", Kind::string},
       {"warm_up_epochs", Kind::integer, 0},

@@ -46,7 +46,7 @@ const std::vector<std::string>& torch_options() {
       "num_epochs",    "steps_per_epoch", "optimizer",        "learning_rate",     "momentum",
       "nesterov",      "decay",         "beta1",              "beta2",             "epsilon",
       "validation_split", "test_as_validation", "use_synthetic_data", "seed",     "threads",
-      "tensor_format", "pad_to_cifar"};
+      "tensor_format", "pad_to_cifar",  "allow_tf32",   "enable_cudnn_auto_conv_alg", "evaluate_on_test"};
   return names;
 }
 
@@ -213,10 +213,13 @@ std::vector<std::string> trial_argv(const Matrix& matrix, const Trial& trial, co
   std::vector<std::string> argv;
   if (framework == "pytorch") {
     if (ranks != 1) unsupported_why = "the PyTorch reference runs on 1 rank";
-    if (trial.get("device", "cpu") != "cpu") unsupported_why = "the PyTorch reference runs on the CPU";
     if (trial.get("conv_algo", "auto") != "auto")
       unsupported_why = "the PyTorch reference has no --conv_algo (exclude it in the matrix)";
-    argv = {"/usr/bin/python3", std::string(DTNN_SOURCE_DIR) + "/analysis/reference/torch_train.py"};
+    // $DTNN_PYTHON: the interpreter with PyTorch (Debian's /usr/bin/python3 here; plain python3 on the GPU machines)
+    const char* python = std::getenv("DTNN_PYTHON");
+    argv = {python && *python ? python : "/usr/bin/python3",
+            std::string(DTNN_SOURCE_DIR) + "/analysis/reference/torch_train.py"};
+    if (trial.get("device", "cpu") == "gpu") argv.push_back("--enable_gpu=True");
     for (const auto& [name, value] : trial.params) {
       if (is_harness_param(name) || name == "conv_algo") continue;
       if (std::find(torch_options().begin(), torch_options().end(), name) == torch_options().end()) {

@@ -2,6 +2,11 @@
 // (or the files given with --shapes=a.txt,b.txt), at the thread counts of --threads=1,2 (default 1). Each
 // case is named "<algorithm>/<dir>/<problem>/threads:<T>", so the name doubles as a `dtnn conv` reproducer. Algorithms that decline a problem are skipped with
 // their reason (SkipWithError), never run. Forward adds a bias and backward_filter sums it, as in training.
+//
+// --device=gpu: the GPU algorithms of this build (every cuDNN algorithm in the directions it computes, and
+// gpu.cudnn_find), manual timing with CUDA events around each iteration (Google Benchmark's UseManualTime),
+// TFLOP/s counters; --layout=nchw|nhwc overrides the shapes' layout (cuDNN is fastest in NCHW) and
+// --allow_tf32=1 switches on TF32 math. Without a CUDA device the GPU cases are skipped with the reason.
 #include <benchmark/benchmark.h>
 
 #include <filesystem>
@@ -13,6 +18,8 @@
 #include <vector>
 
 #include "backend/cpu/blas.h"
+#include "backend/gpu.h"
+#include "backend/gpu_ops.h"
 #include "conv/conv_algorithm.h"
 #include "core/rng.h"
 #include "tensor/tensor.h"
@@ -58,6 +65,41 @@ void run_case(benchmark::State& state, const dtnn::ConvAlgorithm* algo, dtnn::Co
   state.counters["GFLOP/s"] = benchmark::Counter(p.flops(dir), benchmark::Counter::kIsIterationInvariantRate);
 }
 
+void run_case_gpu(benchmark::State& state, const dtnn::ConvAlgorithm* algo, dtnn::ConvDir dir, dtnn::ConvProblem p) {
+  if (dtnn::gpu_device_count() == 0) {
+    state.SkipWithError(("no CUDA device: " + dtnn::gpu_description()).c_str());
+    return;
+  }
+  const dtnn::Support s = algo->supports_dir(p, dir);
+  if (!s.ok) {
+    state.SkipWithError(s.why.c_str());
+    return;
+  }
+  using dtnn::Tensor;
+  const auto dev = [](int64_t n) { return Tensor::zeros(dtnn::Shape{std::max<int64_t>(1, n)}, dtnn::Layout::flat, dtnn::Device::gpu); };
+  Tensor x = dev(p.x_numel()), y = dev(p.y_numel()), w = dev(p.w_numel()), b = dev(p.k), ws = dev(algo->workspace_floats(p));
+  dtnn::gpu::fill_uniform(x.data(), p.x_numel(), -0.5f, 0.5f, 1);
+  dtnn::gpu::fill_uniform(y.data(), p.y_numel(), -0.5f, 0.5f, 2);
+  dtnn::gpu::fill_uniform(w.data(), p.w_numel(), -0.5f, 0.5f, 3);
+  const auto call = [&] {
+    switch (dir) {
+      case dtnn::ConvDir::fwd: algo->forward(p, x.data(), w.data(), b.data(), y.data(), ws.data()); break;
+      case dtnn::ConvDir::bwd_data: algo->backward_data(p, y.data(), w.data(), x.data(), ws.data()); break;
+      case dtnn::ConvDir::bwd_filter: algo->backward_filter(p, x.data(), y.data(), w.data(), b.data(), ws.data()); break;
+    }
+  };
+  call();  // warm-up (and cudnn_find's search)
+  dtnn::gpu::Timer timer;
+  for (auto _ : state) {
+    timer.start();
+    call();
+    timer.stop();
+    state.SetIterationTime(timer.elapsed_ms() / 1e3);
+  }
+  state.counters["TFLOP/s"] = benchmark::Counter(p.flops(dir) / 1e12, benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(algo->chosen_for(p, dir));
+}
+
 std::vector<std::string> split_commas(const std::string& text) {
   std::vector<std::string> out;
   std::stringstream ss(text);
@@ -72,11 +114,19 @@ int main(int argc, char** argv) {
   // Our own flags are taken out of argv before Google Benchmark sees (and rejects) them.
   std::vector<std::string> files;
   std::vector<int> thread_counts;
+  bool gpu = false, tf32 = false;
+  std::string layout;
   int kept = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg.rfind("--shapes=", 0) == 0) {
       files = split_commas(arg.substr(9));
+    } else if (arg == "--device=gpu" || arg == "--device=cpu") {
+      gpu = arg == "--device=gpu";
+    } else if (arg.rfind("--layout=", 0) == 0) {
+      layout = arg.substr(9);
+    } else if (arg.rfind("--allow_tf32=", 0) == 0) {
+      tf32 = arg.substr(13) == "1" || arg.substr(13) == "True" || arg.substr(13) == "true";
     } else if (arg.rfind("--threads=", 0) == 0) {
       for (const std::string& t : split_commas(arg.substr(10))) thread_counts.push_back(std::stoi(t));
     } else {
@@ -97,8 +147,24 @@ int main(int argc, char** argv) {
   std::vector<std::string> problems;
   for (const std::string& f : files)
     for (const std::string& s : read_shapes(f)) problems.push_back(s);
+  if (gpu && dtnn::gpu_device_count() > 0) {
+    dtnn::gpu::init(0);
+    dtnn::gpu::set_allow_tf32(tf32);
+  }
   for (const std::string& text : problems) {
-    const dtnn::ConvProblem p = dtnn::ConvProblem::parse(text);
+    dtnn::ConvProblem p = dtnn::ConvProblem::parse(text);
+    if (!layout.empty()) p.layout = dtnn::parse_layout(layout);
+    if (gpu) {
+      for (const dtnn::ConvAlgorithm* algo : dtnn::gpu_conv_algorithms())
+        for (dtnn::ConvDir dir : {dtnn::ConvDir::fwd, dtnn::ConvDir::bwd_data, dtnn::ConvDir::bwd_filter}) {
+          if (algo->supports_dir(p, dir).why.find(" has no ") != std::string::npos) continue;  // another direction's
+          const std::string name = std::string(algo->name()) + "/" + dtnn::conv_dir_name(dir) + "/" + p.str();
+          benchmark::RegisterBenchmark(name.c_str(), run_case_gpu, algo, dir, p)
+              ->UseManualTime()
+              ->Unit(benchmark::kMillisecond);
+        }
+      continue;
+    }
     for (const dtnn::ConvAlgorithm* algo : dtnn::conv_algorithms()) {
       if (algo->name() == "cpu.reference") continue;  // the oracle is not a contender
       for (dtnn::ConvDir dir : {dtnn::ConvDir::fwd, dtnn::ConvDir::bwd_data, dtnn::ConvDir::bwd_filter})

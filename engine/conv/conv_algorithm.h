@@ -12,6 +12,11 @@
 // workspace_floats() may grow with cpu::threads() (Winograd keeps per-thread tile buffers): size the
 // workspace after cpu::set_threads(), and again if the thread count grows.
 // supports() is cheap; an unsupported problem is an answer with a reason, never a crash.
+//
+// Devices: CPU algorithms take host pointers; GPU algorithms (device() == gpu, names "gpu.*") take device
+// pointers and queue their work on the GPU backend's stream (backend/gpu_ops.h) without synchronising.
+// A GPU algorithm may compute only some directions (cuDNN's algorithms are per direction):
+// supports_dir() says which; supports() is true when it computes at least one.
 #pragma once
 
 #include <string>
@@ -34,6 +39,11 @@ class ConvAlgorithm {
   virtual ~ConvAlgorithm() = default;
   virtual std::string_view name() const = 0;  // "cpu.im2row_gemm"
   virtual Support supports(const ConvProblem& p) const = 0;
+  virtual Support supports_dir(const ConvProblem& p, ConvDir dir) const { return supports(p); }
+  virtual Device device() const { return Device::cpu; }
+  // The algorithm that actually runs direction `dir` of `p`: name() except for choosers (gpu.cudnn_find
+  // names the cuDNN algorithm it picked).
+  virtual std::string chosen_for(const ConvProblem&, ConvDir) const { return std::string(name()); }
   virtual int64_t workspace_floats(const ConvProblem& p) const = 0;
   virtual void forward(const ConvProblem& p, const float* x, const float* w, const float* bias, float* y,
                        float* ws) const = 0;
@@ -47,16 +57,19 @@ class ConvAlgorithm {
 void conv_add_bias(const ConvProblem& p, const float* bias, float* y, int64_t first, int64_t count);
 void conv_sum_bias(const ConvProblem& p, const float* dy, float* db, int64_t first, int64_t count, bool accumulate);
 
-// All algorithms of this build, in preference order (conv/registry.cpp).
+// All CPU algorithms of this build, in preference order (conv/registry.cpp).
 const std::vector<const ConvAlgorithm*>& conv_algorithms();
+// All GPU algorithms of this build (empty without CUDA): every cuDNN algorithm, then gpu.cudnn_find.
+const std::vector<const ConvAlgorithm*>& gpu_conv_algorithms();
 
-// Looks an algorithm up by name; accepts the short form without the "cpu." prefix ("im2row_gemm").
-// Throws dtnn::Error listing the known names when there is no such algorithm.
+// Looks an algorithm (CPU or GPU) up by name; accepts the short form without the "cpu." / "gpu." prefix
+// ("im2row_gemm", "cudnn.fft"). Throws dtnn::Error listing the known names when there is no such algorithm.
 const ConvAlgorithm& find_conv_algorithm(std::string_view name);
 
-// The algorithms a list of names selects, in list order: "all" expands to every algorithm of the
+// The algorithms a list of names selects, in list order: "all" expands to every algorithm of the device's
 // registry except the reference (the contenders of a comparison). Throws for an unknown name.
-std::vector<const ConvAlgorithm*> conv_algorithms_named(const std::vector<std::string>& names);
+std::vector<const ConvAlgorithm*> conv_algorithms_named(const std::vector<std::string>& names,
+                                                        Device device = Device::cpu);
 
 // Picks the algorithm for a layer: the named one if it supports the problem; "auto" (or a declined name)
 // takes the first supporting algorithm in preference order. `note` receives why a fallback happened.

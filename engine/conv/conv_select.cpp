@@ -163,4 +163,32 @@ ConvChoice best_of_among(const std::vector<const ConvAlgorithm*>& candidates, co
   return c;
 }
 
+GpuConvChoice select_gpu_conv_algorithm(std::string_view requested, const ConvProblem& p) {
+  const ConvAlgorithm& find = find_conv_algorithm("gpu.cudnn_find");
+  GpuConvChoice c;
+  for (auto& a : c.algo) a = &find;
+  if (requested == "auto" || requested == "best_of" || requested == "gpu.cudnn_find" || requested == "cudnn_find") {
+    c.how = "auto (cudnn_find)";
+    return c;
+  }
+  const ConvAlgorithm& want = find_conv_algorithm(requested);
+  if (want.device() != Device::gpu) {
+    c.how = "fallback";
+    c.note = std::string(want.name()) + " is a CPU algorithm";
+    return c;
+  }
+  int used = 0;
+  for (ConvDir dir : {ConvDir::fwd, ConvDir::bwd_data, ConvDir::bwd_filter}) {
+    const Support s = want.supports_dir(p, dir);
+    if (s.ok) {
+      c.algo[static_cast<int>(dir)] = &want;
+      ++used;
+    } else {
+      c.note += std::string(c.note.empty() ? "" : "; ") + conv_dir_name(dir) + " by gpu.cudnn_find (" + s.why + ")";
+    }
+  }
+  c.how = used == 3 ? "requested" : used > 0 ? "partly requested" : "fallback";
+  return c;
+}
+
 }  // namespace dtnn

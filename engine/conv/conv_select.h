@@ -42,6 +42,17 @@ ConvChoice select_conv_algorithm(std::string_view requested, const ConvProblem& 
 ConvChoice best_of_among(const std::vector<const ConvAlgorithm*>& candidates, const ConvProblem& p,
                          const std::string& cache_path);
 
+// A GPU layer's algorithm per direction (fwd, bwd_data, bwd_filter): the requested GPU algorithm in the
+// directions it computes and accepts, gpu.cudnn_find (every cuDNN algorithm timed per direction, the
+// fastest kept; PyDTNN's --enable_cudnn_auto_conv_alg) in the others, with the reason in `note`. "auto" and
+// "best_of" mean gpu.cudnn_find in every direction. A CPU algorithm's name is declined with a note.
+struct GpuConvChoice {
+  const ConvAlgorithm* algo[3] = {nullptr, nullptr, nullptr};
+  std::string how;   // "requested", "partly requested", "fallback", "auto (cudnn_find)"
+  std::string note;
+};
+GpuConvChoice select_gpu_conv_algorithm(std::string_view requested, const ConvProblem& p);
+
 std::string default_conv_cache_path();
 std::string cpu_model_name();  // /proc/cpuinfo "model name" plus family/model/stepping
 

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "backend/cpu/blas.h"
+#include "backend/gpu_ops.h"
 #include "core/rng.h"
 
 namespace dtnn {
@@ -70,12 +71,40 @@ ConvBench::ConvBench(const ConvProblem& p, uint64_t seed) : p_(p) {
 float* ConvBench::workspace(const ConvAlgorithm& algo) {
   auto it = ws_.find(&algo);
   if (it == ws_.end())
-    it = ws_.emplace(&algo, Tensor::zeros(Shape{std::max<int64_t>(1, algo.workspace_floats(p_))})).first;
+    it = ws_.emplace(&algo, Tensor::zeros(Shape{std::max<int64_t>(1, algo.workspace_floats(p_))}, Layout::flat,
+                                          algo.device()))
+             .first;
   return it->second.data();
+}
+
+void ConvBench::make_device_operands() {
+  if (!gx_.empty()) return;
+  const auto mirror = [](const Tensor& host) {
+    Tensor t = Tensor::zeros(host.shape(), Layout::flat, Device::gpu);
+    t.copy_from(host);
+    return t;
+  };
+  gx_ = mirror(x_);
+  gw_ = mirror(w_);
+  gdy_ = mirror(dy_);
+  gbias_ = mirror(bias_);
+  gy_ = mirror(y_);
+  gdx_ = mirror(dx_);
+  gdw_ = mirror(dw_);
+  gdb_ = mirror(db_);
 }
 
 void ConvBench::run(const ConvAlgorithm& algo, ConvDir dir) {
   float* ws = workspace(algo);
+  if (algo.device() == Device::gpu) {
+    make_device_operands();
+    switch (dir) {
+      case ConvDir::fwd: algo.forward(p_, gx_.data(), gw_.data(), gbias_.data(), gy_.data(), ws); break;
+      case ConvDir::bwd_data: algo.backward_data(p_, gdy_.data(), gw_.data(), gdx_.data(), ws); break;
+      case ConvDir::bwd_filter: algo.backward_filter(p_, gx_.data(), gdy_.data(), gdw_.data(), gdb_.data(), ws); break;
+    }
+    return;
+  }
   switch (dir) {
     case ConvDir::fwd: algo.forward(p_, x_.data(), w_.data(), bias_.data(), y_.data(), ws); break;
     case ConvDir::bwd_data: algo.backward_data(p_, dy_.data(), w_.data(), dx_.data(), ws); break;
@@ -85,7 +114,23 @@ void ConvBench::run(const ConvAlgorithm& algo, ConvDir dir) {
 
 ConvTiming ConvBench::time(const ConvAlgorithm& algo, ConvDir dir, const TimingOptions& opt) {
   workspace(algo);  // allocated before the clock starts
-  return summarize(sample_ms([&] { run(algo, dir); }, opt), p_.flops(dir));
+  if (algo.device() == Device::cpu) return summarize(sample_ms([&] { run(algo, dir); }, opt), p_.flops(dir));
+  // GPU: warm-up calls, one timed call to size the samples, then samples of `calls` queued calls each.
+  for (int i = 0; i < std::max(1, opt.warmup); ++i) run(algo, dir);
+  gpu::Timer timer;
+  timer.start();
+  run(algo, dir);
+  timer.stop();
+  const double once = std::max(1e-3, timer.elapsed_ms());
+  const int calls = static_cast<int>(std::clamp(opt.min_sample_ms / once, 1.0, 1000.0));
+  std::vector<double> samples;
+  for (int s = 0; s < std::max(1, opt.samples); ++s) {
+    timer.start();
+    for (int c = 0; c < calls; ++c) run(algo, dir);
+    timer.stop();
+    samples.push_back(timer.elapsed_ms() / calls);
+  }
+  return summarize(std::move(samples), p_.flops(dir));
 }
 
 const std::vector<float>& ConvBench::reference(ConvDir dir) {
@@ -98,11 +143,20 @@ const std::vector<float>& ConvBench::reference(ConvDir dir) {
 
 double ConvBench::max_rel_error(const ConvAlgorithm& algo, ConvDir dir) {
   const std::vector<float>& ref = reference(dir);
-  run(algo, dir);
   const Tensor& out = dir == ConvDir::fwd ? y_ : dir == ConvDir::bwd_data ? dx_ : dw_;
+  if (algo.device() == Device::gpu) {
+    make_device_operands();
+    const Tensor& dev = dir == ConvDir::fwd ? gy_ : dir == ConvDir::bwd_data ? gdx_ : gdw_;
+    dev.fill(std::nanf(""));  // every element must be written
+    run(algo, dir);
+    out.copy_from(dev);
+  } else {
+    run(algo, dir);
+  }
   double err = 0.0, scale = 1e-30;
   for (size_t i = 0; i < ref.size(); ++i) {
-    err = std::max(err, std::fabs(static_cast<double>(out.data()[i]) - ref[i]));
+    const double d = std::fabs(static_cast<double>(out.data()[i]) - ref[i]);
+    err = std::isnan(d) ? INFINITY : std::max(err, d);
     scale = std::max(scale, std::fabs(static_cast<double>(ref[i])));
   }
   return err / scale;
@@ -117,6 +171,24 @@ double measure_sgemm_gflops(int64_t n) {
   opt.min_sample_ms = 50.0;
   const auto samples = sample_ms([&] { cpu::sgemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n); }, opt);
   return summarize(samples, 2.0 * n * n * n).gflops;
+}
+
+double measure_gpu_sgemm_gflops(int64_t n) {
+  Tensor a = Tensor::zeros(Shape{n * n}, Layout::flat, Device::gpu), b = Tensor::zeros(Shape{n * n}, Layout::flat, Device::gpu),
+         c = Tensor::zeros(Shape{n * n}, Layout::flat, Device::gpu);
+  gpu::fill_uniform(a.data(), n * n, -1.0f, 1.0f, 11);
+  gpu::fill_uniform(b.data(), n * n, -1.0f, 1.0f, 12);
+  const auto call = [&] { gpu::sgemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n); };
+  for (int i = 0; i < 3; ++i) call();
+  gpu::Timer timer;
+  std::vector<double> samples;
+  for (int s = 0; s < 5; ++s) {
+    timer.start();
+    for (int i = 0; i < 5; ++i) call();
+    timer.stop();
+    samples.push_back(timer.elapsed_ms() / 5);
+  }
+  return summarize(std::move(samples), 2.0 * n * n * n).gflops;
 }
 
 }  // namespace dtnn

@@ -6,6 +6,9 @@
 // samples). A sample is as many back-to-back calls as last at least `min_sample_ms` (at least one); its
 // value is the mean time per call. Reported: median, min and max of `samples` samples after `warmup` calls.
 // Threads are whatever cpu::set_threads() set before the call.
+// GPU algorithms (device() == gpu) run on device copies of the same operands, made on first use, with a
+// device workspace; their samples are timed with CUDA events on the backend's stream (a sample is as many
+// queued calls as fill min_sample_ms), and their outputs are copied back for the error check.
 #pragma once
 
 #include <cstdint>
@@ -43,9 +46,11 @@ class ConvBench {
  private:
   float* workspace(const ConvAlgorithm& algo);
   const std::vector<float>& reference(ConvDir dir);
+  void make_device_operands();
 
   ConvProblem p_;
   Tensor x_, w_, dy_, bias_, y_, dx_, dw_, db_;
+  Tensor gx_, gw_, gdy_, gbias_, gy_, gdx_, gdw_, gdb_;  // device copies (GPU algorithms)
   std::map<const ConvAlgorithm*, Tensor> ws_;
   std::map<ConvDir, std::vector<float>> ref_;
 };
@@ -53,5 +58,8 @@ class ConvBench {
 // OpenBLAS SGEMM rate (GFLOP/s, median of 5 samples) on square n x n x n at the current thread count: the
 // ceiling GEMM-based convolutions are compared with ("% of SGEMM").
 double measure_sgemm_gflops(int64_t n = 1024);
+// cuBLAS SGEMM rate (GFLOP/s, median of 5 event-timed samples) on n x n x n in the current math mode
+// (gpu::allow_tf32()): the GPU ceiling of "% of SGEMM".
+double measure_gpu_sgemm_gflops(int64_t n = 8192);
 
 }  // namespace dtnn

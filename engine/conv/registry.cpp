@@ -6,6 +6,9 @@
 #include "conv/cpu/cpu_algorithms.h"
 #include "conv/reference/conv_reference.h"
 #include "core/error.h"
+#if DTNN_CUDA
+#include "conv/gpu/gpu_algorithms.h"
+#endif
 
 namespace dtnn {
 
@@ -25,6 +28,15 @@ const std::vector<const ConvAlgorithm*>& conv_algorithms() {
       &conv_reference(),
   };
   return all;
+}
+
+const std::vector<const ConvAlgorithm*>& gpu_conv_algorithms() {
+#if DTNN_CUDA
+  return cudnn_algorithms();
+#else
+  static const std::vector<const ConvAlgorithm*> none;
+  return none;
+#endif
 }
 
 void conv_add_bias(const ConvProblem& p, const float* bias, float* y, int64_t first, int64_t count) {
@@ -94,21 +106,22 @@ bool name_matches(std::string_view full, std::string_view requested) {
 
 const ConvAlgorithm& find_conv_algorithm(std::string_view name) {
   std::string known;
-  for (const ConvAlgorithm* a : conv_algorithms()) {
-    if (name_matches(a->name(), name)) return *a;
-    known += (known.empty() ? "" : ", ") + std::string(a->name());
-  }
-  fail("unknown convolution algorithm '", name, "' (known: auto, ", known, ")");
+  for (const auto* list : {&conv_algorithms(), &gpu_conv_algorithms()})
+    for (const ConvAlgorithm* a : *list) {
+      if (name_matches(a->name(), name)) return *a;
+      known += (known.empty() ? "" : ", ") + std::string(a->name());
+    }
+  fail("unknown convolution algorithm '", name, "' (known: auto, best_of, ", known, ")");
 }
 
-std::vector<const ConvAlgorithm*> conv_algorithms_named(const std::vector<std::string>& names) {
+std::vector<const ConvAlgorithm*> conv_algorithms_named(const std::vector<std::string>& names, Device device) {
   std::vector<const ConvAlgorithm*> out;
   for (const std::string& n : names) {
     if (n != "all") {
       out.push_back(&find_conv_algorithm(n));
       continue;
     }
-    for (const ConvAlgorithm* a : conv_algorithms())
+    for (const ConvAlgorithm* a : device == Device::gpu ? gpu_conv_algorithms() : conv_algorithms())
       if (a != &conv_reference()) out.push_back(a);
   }
   return out;
@@ -117,7 +130,9 @@ std::vector<const ConvAlgorithm*> conv_algorithms_named(const std::vector<std::s
 const ConvAlgorithm& choose_conv_algorithm(std::string_view requested, const ConvProblem& p, std::string* note) {
   if (requested != "auto") {
     const ConvAlgorithm& algo = find_conv_algorithm(requested);
-    const Support support = algo.supports(p);
+    const Support support = algo.device() == Device::cpu
+                                ? algo.supports(p)
+                                : Support::no(std::string(algo.name()) + " runs on the GPU (needs --enable_gpu)");
     if (support.ok) return algo;
     if (note) *note = support.why;
   }

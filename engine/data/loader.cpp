@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "backend/gpu_ops.h"
 #include "core/error.h"
 
 namespace dtnn {
@@ -20,13 +21,28 @@ BatchLoader::BatchLoader(const Dataset& data, Layout layout, int64_t max_batch, 
 }
 
 BatchLoader::~BatchLoader() {
-  if (!thread_.joinable()) return;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
+  if (thread_.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
   }
-  cv_.notify_all();
-  thread_.join();
+  if (pinned_)
+    for (Slot& slot : slots_) {
+      gpu::host_unregister(slot.x.data());
+      gpu::host_unregister(slot.y.data());
+    }
+}
+
+void BatchLoader::pin_host_memory() {
+  if (pinned_) return;
+  for (Slot& slot : slots_) {
+    gpu::host_register(slot.x.data(), static_cast<size_t>(slot.x.numel()) * sizeof(float));
+    gpu::host_register(slot.y.data(), static_cast<size_t>(slot.y.numel()) * sizeof(float));
+  }
+  pinned_ = true;
 }
 
 void BatchLoader::load(Slot& slot) const {

@@ -52,6 +52,8 @@ class BatchLoader {
   void reset();
 
   int64_t max_batch() const { return max_batch_; }
+  // Page-locks both buffer sets (GPU training: asynchronous host-to-device copies straight from them).
+  void pin_host_memory();
 
  private:
   struct Slot {
@@ -74,7 +76,7 @@ class BatchLoader {
   int64_t submitted_ = 0, completed_ = 0, waited_ = 0;  // batch counters; slot = counter % 2
   std::mutex mu_;
   std::condition_variable cv_;
-  bool stop_ = false;
+  bool stop_ = false, pinned_ = false;
   std::thread thread_;  // not started when threaded is false
 };
 

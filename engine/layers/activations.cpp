@@ -4,6 +4,7 @@
 // entropy the Model skips its backward and uses the fused (p - y) / B gradient instead.
 #include <cmath>
 
+#include "backend/gpu_ops.h"
 #include "core/error.h"
 #include "layers/layers.h"
 
@@ -12,15 +13,22 @@ namespace {
 
 class Elementwise : public Layer {
  public:
-  Shape build(const Shape& in, const BuildContext&) override { return out_sample_ = in; }
+  Shape build(const Shape& in, const BuildContext& ctx) override {
+    gpu_ = ctx.gpu();
+    return out_sample_ = in;
+  }
   bool can_run_in_place() const override { return true; }
   bool backward_reads_output() const override { return true; }
+
+ protected:
+  bool gpu_ = false;
 };
 
 class Relu final : public Elementwise {
  public:
   std::string type() const override { return "Relu"; }
   void forward(const Tensor& x, const Tensor& y, Mode) override {
+    if (gpu_) return gpu::relu_forward(x.data(), y.data(), x.numel());
     const float* in = x.data();
     float* out = y.data();
     const int64_t n = x.numel();
@@ -29,6 +37,7 @@ class Relu final : public Elementwise {
   }
   void backward(const Tensor&, const Tensor& y, const Tensor& dy, const Tensor& dx) override {
     if (dx.empty()) return;
+    if (gpu_) return gpu::relu_backward(y.data(), dy.data(), dx.data(), y.numel());
     const float* out = y.data();
     const float* g = dy.data();
     float* d = dx.data();
@@ -42,10 +51,12 @@ class Sigmoid final : public Elementwise {
  public:
   std::string type() const override { return "Sigmoid"; }
   void forward(const Tensor& x, const Tensor& y, Mode) override {
+    if (gpu_) return gpu::sigmoid_forward(x.data(), y.data(), x.numel());
     for (int64_t i = 0; i < x.numel(); ++i) y.data()[i] = 1.0f / (1.0f + std::exp(-x.data()[i]));
   }
   void backward(const Tensor&, const Tensor& y, const Tensor& dy, const Tensor& dx) override {
     if (dx.empty()) return;
+    if (gpu_) return gpu::sigmoid_backward(y.data(), dy.data(), dx.data(), y.numel());
     for (int64_t i = 0; i < y.numel(); ++i) {
       const float s = y.data()[i];
       dx.data()[i] = dy.data()[i] * s * (1.0f - s);
@@ -57,10 +68,12 @@ class Tanh final : public Elementwise {
  public:
   std::string type() const override { return "Tanh"; }
   void forward(const Tensor& x, const Tensor& y, Mode) override {
+    if (gpu_) return gpu::tanh_forward(x.data(), y.data(), x.numel());
     for (int64_t i = 0; i < x.numel(); ++i) y.data()[i] = std::tanh(x.data()[i]);
   }
   void backward(const Tensor&, const Tensor& y, const Tensor& dy, const Tensor& dx) override {
     if (dx.empty()) return;
+    if (gpu_) return gpu::tanh_backward(y.data(), dy.data(), dx.data(), y.numel());
     for (int64_t i = 0; i < y.numel(); ++i) {
       const float t = y.data()[i];
       dx.data()[i] = dy.data()[i] * (1.0f - t * t);
@@ -72,12 +85,14 @@ class Softmax final : public Layer {
  public:
   std::string type() const override { return "Softmax"; }
   bool backward_reads_output() const override { return true; }
-  Shape build(const Shape& in, const BuildContext&) override {
+  Shape build(const Shape& in, const BuildContext& ctx) override {
     DTNN_CHECK(in.rank() == 1, "Softmax needs a flat input (add Flatten/FC first), got ", in.str());
+    gpu_ = ctx.gpu();
     return out_sample_ = in;
   }
   void forward(const Tensor& x, const Tensor& y, Mode) override {
     const int64_t n = x.dim(0), k = out_sample_[0];
+    if (gpu_) return gpu::softmax_forward(x.data(), y.data(), n, k);
     for (int64_t b = 0; b < n; ++b) {
       const float* z = x.data() + b * k;
       float* p = y.data() + b * k;
@@ -92,6 +107,7 @@ class Softmax final : public Layer {
   void backward(const Tensor&, const Tensor& y, const Tensor& dy, const Tensor& dx) override {
     if (dx.empty()) return;
     const int64_t n = y.dim(0), k = out_sample_[0];
+    if (gpu_) return gpu::softmax_backward(y.data(), dy.data(), dx.data(), n, k);
     for (int64_t b = 0; b < n; ++b) {
       const float* p = y.data() + b * k;
       const float* g = dy.data() + b * k;
@@ -100,6 +116,9 @@ class Softmax final : public Layer {
       for (int64_t j = 0; j < k; ++j) dx.data()[b * k + j] = p[j] * (g[j] - dot);
     }
   }
+
+ private:
+  bool gpu_ = false;
 };
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "backend/gpu_ops.h"
 #include "core/error.h"
 #include "layers/fusable.h"
 #include "layers/layers.h"
@@ -55,11 +56,32 @@ class BatchNorm final : public Layer, public InferenceAffine {
     shift_ = Tensor::zeros(c);
     konst_ = Tensor::zeros(c);
     reduce_ = Tensor::zeros(Shape{2 * channels_ + 1});
+    if (ctx.gpu()) {
+      gpu::BatchNormShape shape;
+      shape.layout = layout_ == Layout::flat ? Layout::nchw : layout_;
+      shape.c = channels_;
+      shape.h = in.rank() == 3 ? (layout_ == Layout::nhwc ? in[0] : in[1]) : 1;
+      shape.w = in.rank() == 3 ? (layout_ == Layout::nhwc ? in[1] : in[2]) : 1;
+      shape.epsilon = spec_.epsilon;
+      shape.momentum = spec_.momentum;
+      gpu_op_ = gpu::make_batchnorm(shape, sync_ ? &BatchNorm::device_allreduce : nullptr, this);
+      scratch_ = ctx.workspace;  // dx of backward when the model wants none
+      scratch_->reserve(in.numel() * ctx.max_batch);
+    }
     return out_sample_ = in;
   }
 
   void forward(const Tensor& x, const Tensor& y, Mode mode) override {
     const int64_t n = x.dim(0), C = channels_;
+    if (gpu_op_) {
+      if (mode == Mode::evaluate)
+        gpu_op_->forward_inference(n, x.data(), y.data(), params_[0].value.data(), params_[1].value.data(),
+                                   buffers_[0].value.data(), buffers_[1].value.data());
+      else
+        gpu_op_->forward_training(n, x.data(), y.data(), params_[0].value.data(), params_[1].value.data(),
+                                  buffers_[0].value.data(), buffers_[1].value.data());
+      return;
+    }
     float* scale = scale_.data();
     float* shift = shift_.data();
     const float* gamma = params_[0].value.data();
@@ -95,6 +117,11 @@ class BatchNorm final : public Layer, public InferenceAffine {
 
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, const Tensor& dx) override {
     const int64_t n = x.dim(0), C = channels_;
+    if (gpu_op_) {
+      gpu_op_->backward(n, x.data(), dy.data(), dx.empty() ? scratch_->data : dx.data(), params_[0].value.data(),
+                        params_[0].grad.data(), params_[1].grad.data());
+      return;
+    }
     const float* inv_std = inv_std_.data();
     // dbeta = sum(dy) into acc_, dgamma = sum(dy * (x - mean)) * inv_std into acc2_.
     dot_sums(x.data(), dy.data(), n);
@@ -298,7 +325,14 @@ class BatchNorm final : public Layer, public InferenceAffine {
     return r[channels_];
   }
 
+  // Synchronised statistics on the GPU: sums C+1 device floats over the ranks.
+  static void device_allreduce(void* self, float* values, int64_t count) {
+    static_cast<BatchNorm*>(self)->comm_->allreduce_sum_device(values, count);
+  }
+
   BatchNormSpec spec_;
+  std::unique_ptr<gpu::BatchNormOp> gpu_op_;
+  SharedWorkspace* scratch_ = nullptr;
   int64_t channels_ = 0, spatial_ = 0;
   bool sync_ = false;
   Communicator* comm_ = nullptr;

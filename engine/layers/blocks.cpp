@@ -13,6 +13,7 @@
 // assigns them). Parameters belong to the children; a block has none of its own.
 #include <cstring>
 
+#include "backend/gpu_ops.h"
 #include "core/error.h"
 #include "layers/layers.h"
 
@@ -48,8 +49,8 @@ class Chain {
         acts_.push_back(acts_[i - 1].view());
         grads_.push_back(grads_[i - 1].view());
       } else {
-        acts_.push_back(Tensor::zeros(shape.prepend(ctx.max_batch), layout_of(shape)));
-        grads_.push_back(Tensor::zeros(shape.prepend(ctx.max_batch), layout_of(shape)));
+        acts_.push_back(ctx.zeros(shape.prepend(ctx.max_batch), layout_of(shape)));
+        grads_.push_back(ctx.zeros(shape.prepend(ctx.max_batch), layout_of(shape)));
       }
     }
     return shape;
@@ -97,9 +98,16 @@ class Chain {
   std::vector<Tensor> acts_, grads_;  // boundaries between layers i and i+1
 };
 
-void add_into(float* dst, const float* src, int64_t n) {
+// dst += src and dst = src over n floats, on the block's device.
+void add_into(float* dst, const float* src, int64_t n, bool gpu) {
+  if (gpu) return gpu::add_into(dst, src, n);
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) dst[i] += src[i];
+}
+
+void copy_floats(float* dst, const float* src, int64_t n, bool gpu) {
+  if (gpu) return gpu::copy_device(dst, src, static_cast<size_t>(n) * sizeof(float));
+  std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
 }
 
 class Block : public Layer {
@@ -130,15 +138,20 @@ class Block : public Layer {
   std::vector<Shape> build_paths(const Shape& in, const BuildContext& ctx) {
     layout_ = in.rank() == 3 ? ctx.layout : Layout::flat;
     in_sample_ = in;
+    ctx_ = &ctx;
+    gpu_ = ctx.gpu();
     std::vector<Shape> shapes;
     for (Chain& c : paths_) shapes.push_back(c.empty() ? in : c.build(in, ctx));
-    dx_acc_ = Tensor::zeros(in.prepend(ctx.max_batch), layout_);
+    dx_acc_ = ctx.zeros(in.prepend(ctx.max_batch), layout_);
     return shapes;
   }
+  // A buffer for max_batch samples of `sample` on the model's device (only inside build()).
   Tensor full(const Shape& sample, int64_t max_batch) const {
-    return Tensor::zeros(sample.prepend(max_batch), sample.rank() == 3 ? layout_ : Layout::flat);
+    return ctx_->zeros(sample.prepend(max_batch), sample.rank() == 3 ? layout_ : Layout::flat);
   }
 
+  const BuildContext* ctx_ = nullptr;  // valid during build() only
+  bool gpu_ = false;
   std::vector<Chain> paths_;
   Shape in_sample_;
   Tensor dx_acc_;
@@ -177,16 +190,16 @@ class AdditionBlock final : public Block {
       first.forward(x, y, mode);
     } else {
       first.forward(x, outs_[first_].batch(n), mode);
-      std::memcpy(y.data(), outs_[first_].data(), count * sizeof(float));
+      copy_floats(y.data(), outs_[first_].data(), count, gpu_);
     }
     for (size_t p = 0; p < paths_.size(); ++p) {
       if (static_cast<int>(p) == first_) continue;
       if (paths_[p].empty()) {
-        add_into(y.data(), x.data(), count);
+        add_into(y.data(), x.data(), count, gpu_);
       } else {
         const Tensor out = outs_[p].batch(n);
         paths_[p].forward(x, out, mode);
-        add_into(y.data(), out.data(), count);
+        add_into(y.data(), out.data(), count, gpu_);
       }
     }
   }
@@ -205,12 +218,12 @@ class AdditionBlock final : public Block {
       } else {
         const Tensor acc = dx_acc_.batch(n);
         paths_[p].backward(x, out, dy, acc);
-        add_into(dx.data(), acc.data(), count);
+        add_into(dx.data(), acc.data(), count, gpu_);
       }
     }
     if (dx.empty()) return;
     for (size_t p = 0; p < paths_.size(); ++p)
-      if (paths_[p].empty()) add_into(dx.data(), dy.data(), count);  // identity: dy passes straight through
+      if (paths_[p].empty()) add_into(dx.data(), dy.data(), count, gpu_);  // identity: dy passes straight through
   }
 
  private:
@@ -291,16 +304,16 @@ class ConcatenationBlock final : public Block {
       } else {
         const Tensor acc = dx_acc_.batch(n);
         paths_[p].backward(x, out, dyp, acc);
-        add_into(dx.data(), acc.data(), count);
+        add_into(dx.data(), acc.data(), count, gpu_);
       }
     }
     if (dx.empty()) return;
     for (size_t p = 0; p < paths_.size(); ++p) {
       if (!paths_[p].empty()) continue;
       if (dx_written) {
-        add_into(dx.data(), dys_[p].data(), count);
+        add_into(dx.data(), dys_[p].data(), count, gpu_);
       } else {
-        std::memcpy(dx.data(), dys_[p].data(), count * sizeof(float));
+        copy_floats(dx.data(), dys_[p].data(), count, gpu_);
         dx_written = true;
       }
     }
@@ -316,6 +329,18 @@ class ConcatenationBlock final : public Block {
   // tensor (total channels): into the concatenation, or out of it when to_slice.
   void copy_channels(float* part, int64_t c, float* whole, int64_t total, int64_t offset, int64_t n,
                      bool to_slice) const {
+    if (gpu_) {  // the same slices as rows of a 2-D copy
+      const bool nchw = layout_ == Layout::nchw;
+      const size_t f = sizeof(float), rows = static_cast<size_t>(nchw ? n : n * spatial_);
+      const size_t width = static_cast<size_t>(nchw ? c * spatial_ : c) * f;
+      const size_t whole_pitch = static_cast<size_t>(nchw ? total * spatial_ : total) * f;
+      float* w = whole + (nchw ? offset * spatial_ : offset);
+      if (to_slice)
+        gpu::copy_2d(part, width, w, whole_pitch, width, rows);
+      else
+        gpu::copy_2d(w, whole_pitch, part, width, width, rows);
+      return;
+    }
     if (layout_ == Layout::nchw) {
       const int64_t block = c * spatial_;
       for (int64_t b = 0; b < n; ++b) {

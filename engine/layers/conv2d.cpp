@@ -38,11 +38,22 @@ class Conv2D final : public Layer, public FoldableConv {
     p.dil_w = spec_.dilation.h;
     p.groups = spec_.groups == 0 ? p.c : spec_.groups;  // 0: depthwise
     p.validate();
-    const ConvChoice choice = select_conv_algorithm(ctx.conv_algo, p);
-    algo_ = choice.algo;
-    algo_how_ = choice.how;
-    if (choice.how == "fallback") algo_note_ = choice.note;
-    workspace_ = Tensor::zeros(Shape{std::max<int64_t>(1, algo_->workspace_floats(p))});
+    if (ctx.gpu()) {
+      const GpuConvChoice choice = select_gpu_conv_algorithm(ctx.conv_algo, p);
+      for (int d = 0; d < 3; ++d) algo_[d] = choice.algo[d];
+      algo_how_ = choice.how;
+      algo_note_ = choice.note;
+      int64_t need = 1;
+      for (const ConvAlgorithm* a : algo_) need = std::max(need, a->workspace_floats(p));
+      shared_ = ctx.workspace;
+      shared_->reserve(need);
+    } else {
+      const ConvChoice choice = select_conv_algorithm(ctx.conv_algo, p);
+      for (auto& a : algo_) a = choice.algo;
+      algo_how_ = choice.how;
+      if (choice.how == "fallback") algo_note_ = choice.note;
+      workspace_ = Tensor::zeros(Shape{std::max<int64_t>(1, choice.algo->workspace_floats(p))});
+    }
     // Fans per output unit: the inputs (and outputs) one filter tap connects within its group.
     const int64_t rs = p.r * p.s, fan_in = p.c / p.groups * rs, fan_out = p.k / p.groups * rs;
     params_.push_back({"weights", p.w_shape(), spec_.weights_initializer, fan_in, fan_out, {}, {}});
@@ -74,14 +85,14 @@ class Conv2D final : public Layer, public FoldableConv {
   bool has_bias() const override { return spec_.use_bias; }
   void forward_with(const Tensor& x, const Tensor& y, const float* w, const float* bias) override {
     const ConvProblem p = problem_.with_batch(x.dim(0));
-    algo_->forward(p, x.data(), w, bias, y.data(), workspace_.data());
+    algo_[0]->forward(p, x.data(), w, bias, y.data(), ws());
   }
 
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, const Tensor& dx) override {
     const ConvProblem p = problem_.with_batch(x.dim(0));
-    algo_->backward_filter(p, x.data(), dy.data(), params_[0].grad.data(),
-                           spec_.use_bias ? params_[1].grad.data() : nullptr, workspace_.data());
-    if (!dx.empty()) algo_->backward_data(p, dy.data(), params_[0].value.data(), dx.data(), workspace_.data());
+    algo_[2]->backward_filter(p, x.data(), dy.data(), params_[0].grad.data(),
+                              spec_.use_bias ? params_[1].grad.data() : nullptr, ws());
+    if (!dx.empty()) algo_[1]->backward_data(p, dy.data(), params_[0].value.data(), dx.data(), ws());
   }
 
   std::string describe() const override {
@@ -97,17 +108,24 @@ class Conv2D final : public Layer, public FoldableConv {
 
   double forward_flops() const override { return problem_.with_batch(1).flops(ConvDir::fwd); }
 
-  std::string algorithm_name() const override { return std::string(algo_->name()); }
+  // One name, or "fwd/bwd_data/bwd_filter" names when the directions differ (GPU).
+  std::string algorithm_name() const override {
+    if (algo_[0] == algo_[1] && algo_[1] == algo_[2]) return std::string(algo_[0]->name());
+    return std::string(algo_[0]->name()) + "/" + std::string(algo_[1]->name()) + "/" + std::string(algo_[2]->name());
+  }
   std::string problem_string() const override { return problem_.str(); }
   std::string algorithm_note() const override { return algo_note_; }
   std::string algorithm_choice() const override { return algo_how_; }
 
  private:
+  float* ws() const { return shared_ ? shared_->data : workspace_.data(); }
+
   Conv2DSpec spec_;
   ConvProblem problem_;
-  const ConvAlgorithm* algo_ = nullptr;
+  const ConvAlgorithm* algo_[3] = {nullptr, nullptr, nullptr};  // fwd, bwd_data, bwd_filter
   std::string algo_note_, algo_how_;
-  Tensor workspace_;
+  Tensor workspace_;                  // CPU: this layer's own
+  SharedWorkspace* shared_ = nullptr;  // GPU: the model's shared scratch
 };
 
 }  // namespace

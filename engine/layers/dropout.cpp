@@ -3,6 +3,7 @@
 // mask across the batch: fixed here). Evaluation is the identity.
 #include <cstdio>
 
+#include "backend/gpu_ops.h"
 #include "core/error.h"
 #include "layers/layers.h"
 
@@ -14,7 +15,8 @@ class Dropout final : public Layer {
   explicit Dropout(double rate) : rate_(rate) {}
   std::string type() const override { return "Dropout"; }
   Shape build(const Shape& in, const BuildContext& ctx) override {
-    mask_ = Tensor::zeros(in.prepend(ctx.max_batch));
+    gpu_ = ctx.gpu();
+    mask_ = ctx.zeros(in.prepend(ctx.max_batch));
     return out_sample_ = in;
   }
   void seed(uint64_t s) override { rng_.reseed(s); }
@@ -26,6 +28,10 @@ class Dropout final : public Layer {
       return;
     }
     const float keep = static_cast<float>(1.0 - rate_), scale = 1.0f / keep;
+    if (gpu_) {  // one draw of the layer's stream seeds this call's counter-based mask
+      gpu::dropout_forward(x.data(), y.data(), mask_.data(), n, keep, rng_.next_u64(), 0);
+      return;
+    }
     float* m = mask_.data();
     for (int64_t i = 0; i < n; ++i) m[i] = rng_.uniform_f() < keep ? scale : 0.0f;
     for (int64_t i = 0; i < n; ++i) y.data()[i] = x.data()[i] * m[i];
@@ -36,6 +42,7 @@ class Dropout final : public Layer {
       if (dx.data() != dy.data()) dx.copy_from(dy);
       return;
     }
+    if (gpu_) return gpu::multiply(dy.data(), mask_.data(), dx.data(), dy.numel());
     for (int64_t i = 0; i < dy.numel(); ++i) dx.data()[i] = dy.data()[i] * mask_.data()[i];
   }
   std::string describe() const override {
@@ -46,6 +53,7 @@ class Dropout final : public Layer {
 
  private:
   double rate_;
+  bool gpu_ = false;
   Tensor mask_;
   Rng rng_;
 };

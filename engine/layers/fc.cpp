@@ -1,6 +1,7 @@
 // FC (fully connected): y = x . W + b, with W stored (in, out) as in PyDTNN.
 //   dW = x^T . dy,  db = sum over the batch of dy,  dx = dy . W^T
 #include "backend/cpu/blas.h"
+#include "backend/gpu_ops.h"
 #include "core/error.h"
 #include "layers/layers.h"
 
@@ -12,7 +13,8 @@ class FC final : public Layer {
   FC(int64_t units, bool use_bias, Init w, Init b) : units_(units), use_bias_(use_bias), w_init_(w), b_init_(b) {}
   std::string type() const override { return "FC"; }
 
-  Shape build(const Shape& in, const BuildContext&) override {
+  Shape build(const Shape& in, const BuildContext& ctx) override {
+    gpu_ = ctx.gpu();
     in_ = in.numel();
     params_.push_back({"weights", Shape{in_, units_}, w_init_, in_, units_, {}, {}});
     if (use_bias_) params_.push_back({"biases", Shape{units_}, b_init_, in_, units_, {}, {}});
@@ -25,6 +27,11 @@ class FC final : public Layer {
     const int64_t n = x.dim(0);
     const float* w = params_[0].value.data();
     float* out = y.data();
+    if (gpu_) {
+      if (use_bias_) gpu::broadcast_rows(out, params_[1].value.data(), n, units_);
+      gpu::sgemm(false, false, n, units_, in_, 1.0f, x.data(), in_, w, units_, use_bias_ ? 1.0f : 0.0f, out, units_);
+      return;
+    }
     if (use_bias_) {
       const float* b = params_[1].value.data();
       for (int64_t i = 0; i < n; ++i)
@@ -35,6 +42,15 @@ class FC final : public Layer {
 
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, const Tensor& dx) override {
     const int64_t n = x.dim(0);
+    if (gpu_) {
+      gpu::sgemm(true, false, in_, units_, n, 1.0f, x.data(), in_, dy.data(), units_, 0.0f, params_[0].grad.data(),
+                 units_);
+      if (use_bias_) gpu::sum_rows(dy.data(), params_[1].grad.data(), n, units_);
+      if (!dx.empty())
+        gpu::sgemm(false, true, n, in_, units_, 1.0f, dy.data(), units_, params_[0].value.data(), units_, 0.0f,
+                   dx.data(), in_);
+      return;
+    }
     cpu::sgemm(true, false, in_, units_, n, 1.0f, x.data(), in_, dy.data(), units_, 0.0f,
                params_[0].grad.data(), units_);
     if (use_bias_) {
@@ -50,7 +66,7 @@ class FC final : public Layer {
 
  private:
   int64_t units_, in_ = 0;
-  bool use_bias_;
+  bool use_bias_, gpu_ = false;
   Init w_init_, b_init_;
 };
 

@@ -7,6 +7,8 @@
 //     is applied in place right after; BN + ReLU without a convolution is one pass max(0, x*scale+shift);
 //   - training: the member layers run one after the other over the fused layer's own buffers, so results
 //     are exactly those of the unfused model (batch statistics cannot be folded into the weights).
+// On the GPU the members always run one after the other (cuDNN's convolution and batch normalization;
+// no folding), in inference too.
 // The folded weights are recomputed on every inference call (a K x C x R x S sweep, small next to the
 // convolution), into a buffer allocated at build.
 #include <algorithm>
@@ -60,11 +62,12 @@ class Fused final : public Layer {
     if (relu_) shape = relu_->build(shape, ctx);
     const Layout layout = shape.rank() == 3 ? ctx.layout : Layout::flat;
     const Shape full = shape.prepend(ctx.max_batch);
+    gpu_ = ctx.gpu();
     if (conv_ && bn_) {  // the convolution's output, which BN's backward reads, and its gradient
-      mid_ = Tensor::zeros(conv_out.prepend(ctx.max_batch), layout);
-      dmid_ = Tensor::zeros(conv_out.prepend(ctx.max_batch), layout);
+      mid_ = ctx.zeros(conv_out.prepend(ctx.max_batch), layout);
+      dmid_ = ctx.zeros(conv_out.prepend(ctx.max_batch), layout);
     }
-    if (relu_) dpre_ = Tensor::zeros(full, layout);  // the gradient before the ReLU
+    if (relu_) dpre_ = ctx.zeros(full, layout);  // the gradient before the ReLU
     if (bn_) {
       const auto* affine = dynamic_cast<const InferenceAffine*>(bn_.get());
       DTNN_CHECK(affine, "fusion: ", bn_->type(), " has no inference affine form");
@@ -82,7 +85,7 @@ class Fused final : public Layer {
 
   void forward(const Tensor& x, const Tensor& y, Mode mode) override {
     const int64_t n = x.dim(0);
-    if (mode == Mode::evaluate) {
+    if (mode == Mode::evaluate && !gpu_) {
       forward_inference(x, y);
       return;
     }
@@ -172,6 +175,7 @@ class Fused final : public Layer {
   }
 
   std::unique_ptr<Layer> conv_, bn_, relu_;
+  bool gpu_ = false;
   Tensor mid_, dmid_, dpre_, scale_, shift_, folded_w_, folded_b_;
 };
 

@@ -2,9 +2,16 @@
 
 #include <cmath>
 
+#include "backend/gpu_ops.h"
 #include "core/error.h"
 
 namespace dtnn {
+
+Tensor BuildContext::zeros(const Shape& shape, Layout layout) const {
+  if (device == Device::cpu) return Tensor::zeros(shape, layout);
+  DTNN_ASSERT(arena != nullptr);
+  return Tensor::wrap(arena->allocate_floats(shape.numel()), shape, layout, Device::gpu);
+}
 
 Init parse_init(const std::string& name) {
   static const std::pair<const char*, Init> table[] = {

@@ -7,6 +7,11 @@
 // layer allocates: forward/backward get views of Model-owned activations whose dimension 0 may be any
 // batch size up to max_batch.
 //
+// Devices: with BuildContext::device == gpu every tensor a layer sees (x, y, dy, dx, parameters, its own
+// buffers from BuildContext::zeros) is GPU memory, and the layer queues GPU work (backend/gpu_ops.h, the
+// GPU convolution algorithms) on the backend's one stream without synchronising. init_params() always
+// writes host memory (the Model uploads it).
+//
 // backward() overwrites the parameter gradients with this batch's gradient and, when dx is not empty,
 // overwrites dx with the gradient with respect to the input. It may use what forward() stashed (masks,
 // argmax indices), so it must follow a forward() in train mode on the same batch.
@@ -25,10 +30,22 @@ namespace dtnn {
 
 class Communicator;
 class Layer;
+namespace gpu {
+class Arena;
+}
 // A chain of layers: a block's path, or a model's top-level list.
 using Path = std::vector<std::unique_ptr<Layer>>;
 
 enum class Mode { train, evaluate };
+
+// Scratch memory shared by every layer of a GPU model (they run one at a time on one stream): a layer
+// reserve()s what one of its calls needs while it is built; the Model allocates the largest request once
+// after build, and layers use data() only inside forward/backward.
+struct SharedWorkspace {
+  int64_t floats = 0;
+  float* data = nullptr;
+  void reserve(int64_t f) { floats = f > floats ? f : floats; }
+};
 
 // What every layer's build() needs to know about the model it is part of.
 struct BuildContext {
@@ -39,6 +56,12 @@ struct BuildContext {
   // Null: one process. Must outlive the model.
   Communicator* comm = nullptr;
   bool sync_batchnorm = false;     // --sync_batchnorm: every BatchNormalization uses global statistics
+  Device device = Device::cpu;     // --enable_gpu
+  gpu::Arena* arena = nullptr;     // the model's device memory (device == gpu); set by Model::build
+  SharedWorkspace* workspace = nullptr;  // GPU scratch shared by the layers; set by Model::build
+  // A zero-filled buffer on the model's device (GPU: carved from the arena; freed with the model).
+  Tensor zeros(const Shape& shape, Layout layout = Layout::flat) const;
+  bool gpu() const { return device == Device::gpu; }
 };
 
 enum class Init { zeros, ones, glorot_uniform, glorot_normal, he_uniform, he_normal, lecun_uniform, lecun_normal };
@@ -55,8 +78,9 @@ struct Param {
   Shape shape;
   Init init = Init::zeros;
   int64_t fan_in = 0, fan_out = 0;
-  Tensor value;  // views into the Model's parameter slab
-  Tensor grad;   // views into the Model's gradient slab
+  Tensor value;  // views into the Model's parameter slab (on the model's device)
+  Tensor grad;   // views into the Model's gradient slab (on the model's device)
+  Tensor host;   // the value's host copy (== value on the CPU; on the GPU valid after Model::download())
 };
 
 class Layer {

@@ -11,6 +11,7 @@
 #include <limits>
 #include <vector>
 
+#include "backend/gpu_ops.h"
 #include "conv/conv_problem.h"
 #include "core/error.h"
 #include "layers/layers.h"
@@ -57,6 +58,15 @@ class Pool2D : public Layer {
     }
     out_sample_ = nhwc ? Shape{g.p, g.q, g.c} : Shape{g.c, g.p, g.q};
     taps_.assign(g.r * g.s, 0);
+    gpu_ = ctx.gpu();
+    if (gpu_) {
+      gg_.max = type() == "MaxPool2D";
+      gg_.layout = layout_;
+      gg_.c = g.c; gg_.h = g.h; gg_.w = g.w; gg_.r = g.r; gg_.s = g.s; gg_.p = g.p; gg_.q = g.q;
+      gg_.sh = g.sh; gg_.sw = g.sw; gg_.ph = g.ph; gg_.pw = g.pw; gg_.dh = g.dh; gg_.dw = g.dw;
+      if (gg_.max) argmax_dev_ = ctx.zeros(Shape{ctx.max_batch * g.ys_n});  // int32 indices in float storage
+      return out_sample_;
+    }
     on_build(ctx.max_batch * g.ys_n);
     return out_sample_;
   }
@@ -100,9 +110,23 @@ class Pool2D : public Layer {
         }
   }
 
+  // GPU: the kernels of backend/gpu/pool.cu (max pooling keeps its argmax in argmax_dev_).
+  bool gpu_forward(const Tensor& x, const Tensor& y) {
+    if (gpu_) gpu::pool_forward(gg_, x.dim(0), x.data(), y.data(), argmax());
+    return gpu_;
+  }
+  bool gpu_backward(const Tensor& x, const Tensor& dy, const Tensor& dx) {
+    if (gpu_ && !dx.empty()) gpu::pool_backward(gg_, x.dim(0), dy.data(), argmax(), dx.data());
+    return gpu_;
+  }
+  int32_t* argmax() const { return argmax_dev_.empty() ? nullptr : reinterpret_cast<int32_t*>(argmax_dev_.data()); }
+
   Pool2DSpec spec_;
   Geometry g_{};
   std::vector<int64_t> taps_;  // input offsets of one window's in-bounds taps
+  bool gpu_ = false;
+  gpu::PoolGeometry gg_;
+  Tensor argmax_dev_;
 };
 
 class MaxPool2D final : public Pool2D {
@@ -111,6 +135,7 @@ class MaxPool2D final : public Pool2D {
   std::string type() const override { return "MaxPool2D"; }
 
   void forward(const Tensor& x, const Tensor& y, Mode) override {
+    if (gpu_forward(x, y)) return;
     const float* in = x.data();
     float* out = y.data();
     int32_t* arg = argmax_.data();
@@ -129,7 +154,7 @@ class MaxPool2D final : public Pool2D {
   }
 
   void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx) override {
-    if (dx.empty()) return;
+    if (gpu_backward(x, dy, dx) || dx.empty()) return;
 #ifdef __AVX2__
     if (tiles_exactly()) return backward_nhwc_2x2_avx2(dy.data(), dx.data(), x.dim(0));
 #endif
@@ -264,6 +289,7 @@ class AveragePool2D final : public Pool2D {
   std::string type() const override { return "AveragePool2D"; }
 
   void forward(const Tensor& x, const Tensor& y, Mode) override {
+    if (gpu_forward(x, y)) return;
     const float* in = x.data();
     float* out = y.data();
     for_each_window(x.dim(0), [&](int64_t yo, const int64_t* tap, int64_t count, int64_t co) {
@@ -274,7 +300,7 @@ class AveragePool2D final : public Pool2D {
   }
 
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, const Tensor& dx) override {
-    if (dx.empty()) return;
+    if (gpu_backward(x, dy, dx) || dx.empty()) return;
     std::memset(dx.data(), 0, dx.numel() * sizeof(float));
     const float* g = dy.data();
     float* d = dx.data();

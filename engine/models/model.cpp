@@ -26,8 +26,14 @@ void Model::build(const BuildContext& ctx, uint64_t seed, int64_t reduce_tail) {
   DTNN_CHECK(!built_, "model ", name_, " built twice");
   DTNN_CHECK(ctx.max_batch > 0, "batch size must be positive (got ", ctx.max_batch, ")");
   ctx_ = ctx;
+  const bool gpu = ctx.device == Device::gpu;
+  if (gpu) {
+    arena_ = std::make_unique<gpu::Arena>();
+    ctx_.arena = arena_.get();
+    ctx_.workspace = &workspace_;
+  }
   Shape shape;
-  for (auto& layer : layers_) shape = layer->build(shape, ctx);
+  for (auto& layer : layers_) shape = layer->build(shape, ctx_);
   all_.clear();
   for (auto& layer : layers_) {
     all_.push_back(layer.get());
@@ -35,7 +41,7 @@ void Model::build(const BuildContext& ctx, uint64_t seed, int64_t reduce_tail) {
   }
 
   // Parameter and gradient slabs, each parameter starting on a 64-byte boundary; buffers likewise in
-  // the state slab.
+  // the state slab. Parameters are initialised on the host, then (GPU) uploaded.
   const auto padded = [](const Param& p) { return (p.shape.numel() + 15) / 16 * 16; };
   slab_size_ = 0;
   num_params_ = 0;
@@ -48,22 +54,40 @@ void Model::build(const BuildContext& ctx, uint64_t seed, int64_t reduce_tail) {
     for (Param& b : layer->buffers()) state_size_ += padded(b);
   }
   params_ = Tensor::zeros(Shape{std::max<int64_t>(slab_size_, 1)});
-  grads_slab_ = Tensor::zeros(Shape{slab_size_ + reduce_tail});
   state_ = Tensor::zeros(Shape{std::max<int64_t>(state_size_, 1)});
+  grads_slab_ = ctx_.zeros(Shape{slab_size_ + reduce_tail});
+  dev_params_ = gpu ? ctx_.zeros(params_.shape()) : params_.view();
+  dev_state_ = gpu ? ctx_.zeros(state_.shape()) : state_.view();
   int64_t offset = 0, state_offset = 0;
   for (Layer* layer : all_) {
     for (Param& p : layer->params()) {
-      p.value = Tensor::wrap(params_.data() + offset, p.shape);
-      p.grad = Tensor::wrap(grads_slab_.data() + offset, p.shape);
+      p.host = Tensor::wrap(params_.data() + offset, p.shape);
+      p.value = p.host.view();  // init_params() writes the host copy
+      p.grad = Tensor::wrap(grads_slab_.data() + offset, p.shape, Layout::flat, ctx.device);
       offset += padded(p);
     }
     for (Param& b : layer->buffers()) {
-      b.value = Tensor::wrap(state_.data() + state_offset, b.shape);
+      b.host = Tensor::wrap(state_.data() + state_offset, b.shape);
+      b.value = b.host.view();
       state_offset += padded(b);
     }
   }
   Rng rng(seed);
   for (auto& layer : layers_) layer->init_params(rng);
+  if (gpu) {  // from now on layers see the device copies
+    offset = state_offset = 0;
+    for (Layer* layer : all_) {
+      for (Param& p : layer->params()) {
+        p.value = Tensor::wrap(dev_params_.data() + offset, p.shape, Layout::flat, Device::gpu);
+        offset += padded(p);
+      }
+      for (Param& b : layer->buffers()) {
+        b.value = Tensor::wrap(dev_state_.data() + state_offset, b.shape, Layout::flat, Device::gpu);
+        state_offset += padded(b);
+      }
+    }
+    upload();
+  }
 
   // Activations and their gradients.
   const auto full = [&](const Shape& sample, Layout) { return sample.prepend(ctx.max_batch); };
@@ -88,15 +112,31 @@ void Model::build(const BuildContext& ctx, uint64_t seed, int64_t reduce_tail) {
       grads_.push_back(grads_[i - 1].view());
       continue;
     }
-    acts_.push_back(Tensor::zeros(full(out, layout), layout));
+    acts_.push_back(ctx_.zeros(full(out, layout), layout));
     // Layer i's output gradient exists when some computing layer after Input precedes layer i+1, i.e.
     // when layer i itself is (or follows) a computing layer.
     if (i > 0) seen_compute = true;
-    grads_.push_back(seen_compute ? Tensor::zeros(full(out, layout), layout) : Tensor());
+    grads_.push_back(seen_compute ? ctx_.zeros(full(out, layout), layout) : Tensor());
   }
+  if (gpu) workspace_.data = arena_->allocate_floats(std::max<int64_t>(workspace_.floats, 1));
   times_.assign(layers_.size(), LayerTime{});
+  time_layers_ = !gpu;
   built_ = true;
 }
+
+void Model::download() const {
+  if (ctx_.device != Device::gpu) return;
+  params_.copy_from(dev_params_);
+  state_.copy_from(dev_state_);
+}
+
+void Model::upload() {
+  if (ctx_.device != Device::gpu) return;
+  dev_params_.copy_from(params_);
+  dev_state_.copy_from(state_);
+}
+
+size_t Model::device_bytes() const { return arena_ ? arena_->bytes_reserved() : 0; }
 
 void Model::reset_layer_times() { times_.assign(layers_.size(), LayerTime{}); }
 
@@ -116,10 +156,17 @@ void Model::seed_layers(uint64_t seed, int rank) {
 
 void Model::forward(int64_t n, Mode mode) {
   DTNN_ASSERT(built_ && n <= ctx_.max_batch);
+  const bool sync = time_layers_ && ctx_.device == Device::gpu;
   for (size_t i = 1; i < layers_.size(); ++i) {
     if (layers_[i]->is_reshape()) continue;
+    if (!time_layers_) {
+      layers_[i]->forward(acts_[i - 1].batch(n), acts_[i].batch(n), mode);
+      continue;
+    }
+    if (sync) gpu::synchronize();
     const double t0 = seconds_now();
     layers_[i]->forward(acts_[i - 1].batch(n), acts_[i].batch(n), mode);
+    if (sync) gpu::synchronize();
     times_[i].forward_s += seconds_now() - t0;
     ++times_[i].forward_calls;
   }
@@ -127,10 +174,17 @@ void Model::forward(int64_t n, Mode mode) {
 
 void Model::backward(int64_t n, size_t top) {
   DTNN_ASSERT(built_ && n <= ctx_.max_batch && top < layers_.size());
+  const bool sync = time_layers_ && ctx_.device == Device::gpu;
   for (size_t i = top; i >= 1; --i) {
     if (layers_[i]->is_reshape()) continue;
+    if (!time_layers_) {
+      layers_[i]->backward(acts_[i - 1].batch(n), acts_[i].batch(n), grads_[i].batch(n), gradient(i - 1, n));
+      continue;
+    }
+    if (sync) gpu::synchronize();
     const double t0 = seconds_now();
     layers_[i]->backward(acts_[i - 1].batch(n), acts_[i].batch(n), grads_[i].batch(n), gradient(i - 1, n));
+    if (sync) gpu::synchronize();
     times_[i].backward_s += seconds_now() - t0;
     ++times_[i].backward_calls;
   }

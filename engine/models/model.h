@@ -9,6 +9,12 @@
 //     (the first computing layer gets no dx, as in PyDTNN; Flatten gets views, not buffers; ReLU-like
 //     layers run in place over the previous layer's buffers when that is safe: Layer::can_run_in_place).
 // Activation i is the output of layer i; activation 0 is the input batch, written by the caller.
+//
+// On the GPU (BuildContext::device == gpu) the slabs, activations and every layer buffer live in one
+// device arena owned by the model, plus one scratch workspace shared by all layers. The parameter and
+// state slabs also keep a host copy: init_params() writes it and build() uploads it; download() refreshes
+// it from the device (before saving weights or checkpoints), upload() sends it back (after loading). On
+// the CPU the host copy IS the slab and both calls do nothing.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/gpu_ops.h"
 #include "layers/layer.h"
 #include "layers/layers.h"
 
@@ -69,14 +76,26 @@ class Model {
 
   int64_t num_params() const { return num_params_; }  // trainable values (excluding alignment padding)
   int64_t slab_size() const { return slab_size_; }    // floats in the slabs, padding included
-  float* param_slab() const { return params_.data(); }
+  Device device() const { return ctx_.device; }
+  // The slabs on the model's device.
+  float* param_slab() const { return dev_params_.data(); }
   float* grad_slab() const { return grads_slab_.data(); }
   float* reduce_tail() const { return grads_slab_.data() + slab_size_; }
+  // Host copies of the parameter and state slabs (the slabs themselves on the CPU).
+  float* host_param_slab() const { return params_.data(); }
+  float* host_state_slab() const { return state_size_ ? state_.data() : nullptr; }
+  void download() const;  // device -> host copies (GPU; waits for the device)
+  void upload();          // host copies -> device (GPU)
+  // Bytes of device memory the model holds (0 on the CPU).
+  size_t device_bytes() const;
   // Non-trainable state (BatchNormalization running statistics): one slab of state_size() floats that
   // weight files, checkpoints and early stopping save and restore with the parameters. Empty (nullptr,
   // size 0) for models without such state.
-  float* state_slab() const { return state_size_ ? state_.data() : nullptr; }
+  float* state_slab() const { return state_size_ ? dev_state_.data() : nullptr; }
   int64_t state_size() const { return state_size_; }
+  // Per-layer timing (layer_times()): on by default on the CPU; on the GPU it synchronises after every
+  // layer call (exact times, slower steps), so training leaves it off unless asked (--gpu_layer_times).
+  void set_time_layers(bool on) { time_layers_ = on; }
 
  private:
   std::string name_;
@@ -86,9 +105,12 @@ class Model {
   BuildContext ctx_;
   std::vector<Tensor> acts_, grads_;
   std::vector<LayerTime> times_;
-  Tensor params_, grads_slab_, state_;
+  Tensor params_, grads_slab_, state_;   // host (params_, state_) and device-side gradient slab
+  Tensor dev_params_, dev_state_;         // views of the slabs on the model's device
+  std::unique_ptr<gpu::Arena> arena_;
+  SharedWorkspace workspace_;
   int64_t num_params_ = 0, slab_size_ = 0, state_size_ = 0;
-  bool built_ = false;
+  bool built_ = false, time_layers_ = true;
 };
 
 // The model zoo: one builder per PyDTNN model name (models/registry.cpp).

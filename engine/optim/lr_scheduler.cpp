@@ -116,21 +116,25 @@ class EarlyStopping final : public LRScheduler {
   void on_epoch_end(const std::vector<double>& train, const std::vector<double>* val) override {
     ++epoch_count_;
     const double v = watched_.value(train, val);
-    const Model& m = *setup_.model;
+    Model& m = *setup_.model;
     if (watched_.better(v, best_)) {
       best_ = v;
       best_epoch_ = epoch_count_;
-      std::memcpy(snapshot_.data(), m.param_slab(), static_cast<size_t>(m.slab_size()) * sizeof(float));
+      m.download();  // GPU models: refresh the host copies first
+      std::memcpy(snapshot_.data(), m.host_param_slab(), static_cast<size_t>(m.slab_size()) * sizeof(float));
       if (m.state_size() > 0)
-        std::memcpy(snapshot_.data() + m.slab_size(), m.state_slab(), static_cast<size_t>(m.state_size()) * sizeof(float));
+        std::memcpy(snapshot_.data() + m.slab_size(), m.host_state_slab(),
+                    static_cast<size_t>(m.state_size()) * sizeof(float));
       has_snapshot_ = true;
       if (!filename_.empty() && setup_.root) setup_.save_weights(filename_);
     } else if (epoch_count_ - best_epoch_ >= patience_) {
       stop_training_ = true;
       if (has_snapshot_) {
-        std::memcpy(m.param_slab(), snapshot_.data(), static_cast<size_t>(m.slab_size()) * sizeof(float));
+        std::memcpy(m.host_param_slab(), snapshot_.data(), static_cast<size_t>(m.slab_size()) * sizeof(float));
         if (m.state_size() > 0)
-          std::memcpy(m.state_slab(), snapshot_.data() + m.slab_size(), static_cast<size_t>(m.state_size()) * sizeof(float));
+          std::memcpy(m.host_state_slab(), snapshot_.data() + m.slab_size(),
+                      static_cast<size_t>(m.state_size()) * sizeof(float));
+        m.upload();
       }
       char buf[512];
       std::snprintf(buf, sizeof buf, "LRScheduler EarlyStopping: metric %s did not improve for %lld epochs, stop training!",

@@ -2,18 +2,19 @@
 
 #include <cmath>
 
+#include "backend/gpu_ops.h"
 #include "core/error.h"
 
 namespace dtnn {
 namespace {
 
-Tensor state_slab(int64_t n) { return Tensor::zeros(Shape{std::max<int64_t>(n, 1)}); }
+Tensor state_slab(int64_t n, Device device) { return Tensor::zeros(Shape{std::max<int64_t>(n, 1)}, Layout::flat, device); }
 
 class Sgd final : public Optimizer {
  public:
-  Sgd(const OptimizerOptions& o, int64_t n)
+  Sgd(const OptimizerOptions& o, int64_t n, Device device)
       : n_(n), momentum_(static_cast<float>(o.momentum)), decay_(static_cast<float>(o.decay)), nesterov_(o.nesterov),
-        velocity_(state_slab(n)) {
+        velocity_(state_slab(n, device)) {
     lr_ = o.learning_rate;
   }
   const char* name() const override { return "sgd"; }
@@ -23,6 +24,7 @@ class Sgd final : public Optimizer {
   void update(float* w, const float* g) override {
     const float lr = static_cast<float>(lr_), mu = momentum_, decay = decay_;
     float* v = velocity_.data();
+    if (velocity_.on_gpu()) return gpu::sgd_update(w, g, v, n_, lr, mu, decay, nesterov_);
     if (nesterov_) {
       for (int64_t i = 0; i < n_; ++i) {
         v[i] = mu * v[i] + g[i];
@@ -45,9 +47,9 @@ class Sgd final : public Optimizer {
 
 class RmsProp final : public Optimizer {
  public:
-  RmsProp(const OptimizerOptions& o, int64_t n)
+  RmsProp(const OptimizerOptions& o, int64_t n, Device device)
       : n_(n), rho_(static_cast<float>(o.rho)), epsilon_(static_cast<float>(o.epsilon)),
-        decay_(static_cast<float>(o.decay)), cache_(state_slab(n)) {
+        decay_(static_cast<float>(o.decay)), cache_(state_slab(n, device)) {
     lr_ = o.learning_rate;
   }
   const char* name() const override { return "rmsprop"; }
@@ -57,6 +59,7 @@ class RmsProp final : public Optimizer {
   void update(float* w, const float* g) override {
     const float lr = static_cast<float>(lr_), rho = rho_, eps = epsilon_, decay = decay_;
     float* c = cache_.data();
+    if (cache_.on_gpu()) return gpu::rmsprop_update(w, g, c, n_, lr, rho, eps, decay);
     for (int64_t i = 0; i < n_; ++i) {
       c[i] = rho * c[i] + (1.0f - rho) * g[i] * g[i];
       w[i] -= lr * (decay * w[i] + g[i] / std::sqrt(c[i] + eps));
@@ -72,9 +75,9 @@ class RmsProp final : public Optimizer {
 // adam and nadam differ only in the bias-corrected numerator.
 class Adam final : public Optimizer {
  public:
-  Adam(const OptimizerOptions& o, int64_t n, bool nesterov)
+  Adam(const OptimizerOptions& o, int64_t n, bool nesterov, Device device)
       : n_(n), nesterov_(nesterov), beta1_(o.beta1), beta2_(o.beta2), epsilon_(static_cast<float>(o.epsilon)),
-        decay_(static_cast<float>(o.decay)), m_(state_slab(n)), v_(state_slab(n)) {
+        decay_(static_cast<float>(o.decay)), m_(state_slab(n, device)), v_(state_slab(n, device)) {
     lr_ = o.learning_rate;
   }
   const char* name() const override { return nesterov_ ? "nadam" : "adam"; }
@@ -89,6 +92,7 @@ class Adam final : public Optimizer {
     const float lr = static_cast<float>(lr_), eps = epsilon_, decay = decay_;
     float* m = m_.data();
     float* v = v_.data();
+    if (m_.on_gpu()) return gpu::adam_update(w, g, m, v, n_, lr, b1, b2, c1, c2, eps, decay, nesterov_);
     if (nesterov_) {
       for (int64_t i = 0; i < n_; ++i) {
         m[i] = b1 * m[i] + (1.0f - b1) * g[i];
@@ -114,22 +118,22 @@ class Adam final : public Optimizer {
 
 }  // namespace
 
-std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& o, int64_t size) {
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& o, int64_t size, Device device) {
   DTNN_CHECK(o.learning_rate > 0, "--learning_rate must be positive (got ", o.learning_rate, ")");
   DTNN_CHECK(o.decay >= 0, "--decay must be non-negative (got ", o.decay, ")");
   if (o.name == "sgd") {
     DTNN_CHECK(o.momentum >= 0 && o.momentum < 1, "--momentum must be in [0, 1) (got ", o.momentum, ")");
-    return std::make_unique<Sgd>(o, size);
+    return std::make_unique<Sgd>(o, size, device);
   }
   if (o.name == "rmsprop") {
     DTNN_CHECK(o.rho >= 0 && o.rho < 1, "--rho must be in [0, 1) (got ", o.rho, ")");
     DTNN_CHECK(o.epsilon > 0, "--epsilon must be positive (got ", o.epsilon, ")");
-    return std::make_unique<RmsProp>(o, size);
+    return std::make_unique<RmsProp>(o, size, device);
   }
   if (o.name == "adam" || o.name == "nadam") {
     DTNN_CHECK(o.beta1 >= 0 && o.beta1 < 1 && o.beta2 >= 0 && o.beta2 < 1, "--beta1 and --beta2 must be in [0, 1)");
     DTNN_CHECK(o.epsilon > 0, "--epsilon must be positive (got ", o.epsilon, ")");
-    return std::make_unique<Adam>(o, size, o.name == "nadam");
+    return std::make_unique<Adam>(o, size, o.name == "nadam", device);
   }
   fail("unknown optimizer '", o.name, "' (known: sgd, rmsprop, adam, nadam)");
 }

@@ -20,6 +20,9 @@
 // beta2 0.999, epsilon 1e-7. beta1 defaults to 0.9 (PyDTNN's 0.99 is a known trap; pass --beta1=0.99
 // to reproduce it).
 //
+// Devices: an optimizer made for the GPU keeps its state slabs in device memory and step() takes device
+// pointers (the fused update kernels of backend/gpu_ops.h, same float arithmetic).
+//
 // Checkpoints: state() names every state slab (PyDTNN's names: velocity; cache; m, v) and steps() is
 // the step counter t; restoring both (and the learning rate) continues a run bit-identically.
 #pragma once
@@ -72,6 +75,7 @@ class Optimizer {
 };
 
 // Throws dtnn::Error for an unknown name (listing the known ones) or an invalid value.
-std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& options, int64_t size);
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& options, int64_t size,
+                                          Device device = Device::cpu);
 
 }  // namespace dtnn

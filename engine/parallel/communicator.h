@@ -13,16 +13,29 @@ namespace dtnn {
 
 class Communicator {
  public:
-  virtual ~Communicator() = default;
+  virtual ~Communicator();
   virtual int rank() const = 0;
   virtual int size() const = 0;
   virtual void allreduce_sum(float* data, int64_t count) = 0;
   virtual void broadcast(float* data, int64_t count, int root) = 0;
+  virtual void broadcast_bytes(void* data, int64_t bytes, int root) = 0;
+  // Sums `count` floats of GPU memory over the ranks, in place (a GPU model's gradients). This base
+  // version stages them through pinned host memory and allreduce_sum() (PyDTNN's GPU path without NCCL);
+  // the NCCL communicator reduces on the device. A no-op for one process. reserve_device_staging(count)
+  // allocates the staging buffer up front (the trainer calls it when it is built, so no step allocates).
+  virtual void allreduce_sum_device(float* data, int64_t count);
+  void reserve_device_staging(int64_t count);
+  // "NCCL 2.28.9" when device reductions use NCCL, else "".
+  virtual std::string device_library() const { return ""; }
   virtual double max(double value) = 0;  // allreduce MAX of one value (e.g. the slowest rank's time)
   virtual void barrier() = 0;
   // Ends every rank after a fatal error on one (MPI_Abort); a no-op for one process.
   virtual void abort(int code) = 0;
   virtual std::string library_version() const = 0;
+
+ private:
+  float* staging_ = nullptr;  // pinned host memory (GPU builds)
+  int64_t staging_count_ = 0;
 };
 
 // A single process (sequential training).
@@ -31,6 +44,12 @@ std::unique_ptr<Communicator> make_local_communicator();
 // MPI_COMM_WORLD; initialises MPI on first use and finalises it when the last communicator is destroyed.
 // Throws dtnn::Error in builds without MPI.
 std::unique_ptr<Communicator> make_mpi_communicator();
+
+// Wraps `base` (MPI): device reductions through NCCL on the GPU backend's stream, with the communicator
+// bootstrapped by broadcasting NCCL's unique id over `base`; every other call goes to `base`, which must
+// outlive it. The GPU backend must be initialised (gpu::init) on this rank's device first. Throws
+// dtnn::Unsupported in builds without CUDA/NCCL.
+std::unique_ptr<Communicator> make_nccl_communicator(Communicator& base);
 
 bool mpi_available();                // this build has MPI
 std::string mpi_library_version();   // "" without MPI; callable without MPI_Init

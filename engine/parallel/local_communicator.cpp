@@ -9,6 +9,7 @@ class LocalCommunicator final : public Communicator {
   int size() const override { return 1; }
   void allreduce_sum(float*, int64_t) override {}
   void broadcast(float*, int64_t, int) override {}
+  void broadcast_bytes(void*, int64_t, int) override {}
   double max(double value) override { return value; }
   void barrier() override {}
   void abort(int) override {}

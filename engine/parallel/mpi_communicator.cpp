@@ -52,6 +52,13 @@ class MpiCommunicator final : public Communicator {
       DTNN_MPI_CHECK(MPI_Bcast(data + done, n, MPI_FLOAT, root, MPI_COMM_WORLD));
     }
   }
+  void broadcast_bytes(void* data, int64_t bytes, int root) override {
+    char* p = static_cast<char*>(data);
+    for (int64_t done = 0; done < bytes; done += INT_MAX) {
+      const int n = static_cast<int>(std::min<int64_t>(bytes - done, INT_MAX));
+      DTNN_MPI_CHECK(MPI_Bcast(p + done, n, MPI_BYTE, root, MPI_COMM_WORLD));
+    }
+  }
   double max(double value) override {
     double out = value;
     DTNN_MPI_CHECK(MPI_Allreduce(&value, &out, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <new>
 
+#include "backend/gpu_ops.h"
 #include "core/error.h"
 
 namespace dtnn {
@@ -17,6 +18,8 @@ const char* layout_name(Layout layout) {
   }
   return "?";
 }
+
+const char* device_name(Device device) { return device == Device::gpu ? "gpu" : "cpu"; }
 
 Layout parse_layout(const std::string& name) {
   if (name == "NHWC" || name == "nhwc") return Layout::nhwc;
@@ -81,41 +84,70 @@ float* aligned_alloc_floats(int64_t count) {
 
 void aligned_free(void* p) { std::free(p); }
 
-Tensor Tensor::zeros(const Shape& shape, Layout layout) {
+void Tensor::Free::operator()(float* p) const {
+  if (device == Device::gpu)
+    gpu::device_free(p);
+  else
+    aligned_free(p);
+}
+
+Tensor Tensor::zeros(const Shape& shape, Layout layout, Device device) {
   Tensor t;
   t.shape_ = shape;
   t.layout_ = layout;
+  t.device_ = device;
+  const size_t bytes = static_cast<size_t>(shape.numel()) * sizeof(float);
+  if (device == Device::gpu) {
+    t.owner_ = std::unique_ptr<float, Free>(static_cast<float*>(gpu::device_alloc(std::max<size_t>(bytes, 256))),
+                                            Free{Device::gpu});
+    t.data_ = t.owner_.get();
+    return t;
+  }
   t.owner_.reset(aligned_alloc_floats(shape.numel()));
   t.data_ = t.owner_.get();
-  std::memset(t.data_, 0, static_cast<size_t>(shape.numel()) * sizeof(float));
+  std::memset(t.data_, 0, bytes);
   return t;
 }
 
-Tensor Tensor::wrap(float* data, const Shape& shape, Layout layout) {
+Tensor Tensor::wrap(float* data, const Shape& shape, Layout layout, Device device) {
   Tensor t;
   t.shape_ = shape;
   t.layout_ = layout;
+  t.device_ = device;
   t.data_ = data;
   return t;
 }
 
-Tensor Tensor::view() const { return wrap(data_, shape_, layout_); }
+Tensor Tensor::view() const { return wrap(data_, shape_, layout_, device_); }
 
 Tensor Tensor::reshaped(const Shape& shape, Layout layout) const {
   DTNN_CHECK(shape.numel() == numel(), "cannot reshape ", shape_.str(), " to ", shape.str());
-  return wrap(data_, shape, layout);
+  return wrap(data_, shape, layout, device_);
 }
 
 Tensor Tensor::batch(int64_t n) const {
   DTNN_ASSERT(shape_.rank() >= 1 && n >= 0 && n <= shape_[0]);
-  return wrap(data_, shape_.with_dim0(n), layout_);
+  return wrap(data_, shape_.with_dim0(n), layout_, device_);
 }
 
-void Tensor::fill(float value) const { std::fill(data_, data_ + numel(), value); }
+void Tensor::fill(float value) const {
+  if (device_ == Device::gpu)
+    gpu::fill(data_, value, numel());
+  else
+    std::fill(data_, data_ + numel(), value);
+}
 
 void Tensor::copy_from(const Tensor& src) const {
   DTNN_CHECK(src.numel() == numel(), "copy of ", src.shape().str(), " into ", shape_.str());
-  std::memcpy(data_, src.data_, static_cast<size_t>(numel()) * sizeof(float));
+  const size_t bytes = static_cast<size_t>(numel()) * sizeof(float);
+  if (device_ == Device::cpu && src.device_ == Device::cpu)
+    std::memcpy(data_, src.data_, bytes);
+  else if (device_ == Device::gpu && src.device_ == Device::gpu)
+    gpu::copy_device(data_, src.data_, bytes);
+  else if (device_ == Device::gpu)
+    gpu::copy_to_device_sync(data_, src.data_, bytes);
+  else
+    gpu::copy_to_host(data_, src.data_, bytes);
 }
 
 Shape activation_shape(Layout layout, int64_t n, int64_t c, int64_t h, int64_t w) {

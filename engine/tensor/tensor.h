@@ -1,5 +1,9 @@
-// Tensor: a shape, a memory layout and float32 storage that is either owned (64-byte aligned, allocated
-// once) or a view of someone else's storage.
+// Tensor: a shape, a memory layout, a device and float32 storage that is either owned (64-byte aligned,
+// allocated once) or a view of someone else's storage.
+//
+// Device: cpu storage is host memory; gpu storage is CUDA device memory (from backend/gpu_ops.h), which
+// only GPU kernels may dereference. fill() and copy_from() work on either device (copy_from also between
+// devices, synchronously); data() of a gpu tensor is a device pointer.
 //
 // Ownership rule: exactly one Tensor owns a buffer; every other Tensor on it is a view made with view(),
 // reshaped() or batch(). Views do not keep the owner alive: the owner (a Model, a Layer, a test) must
@@ -20,6 +24,9 @@
 namespace dtnn {
 
 enum class Layout { flat, nhwc, nchw };
+enum class Device { cpu, gpu };
+
+const char* device_name(Device device);  // "cpu", "gpu"
 
 const char* layout_name(Layout layout);        // "flat", "NHWC", "NCHW"
 Layout parse_layout(const std::string& name);  // "NHWC"/"nhwc"/"NCHW"/"nchw"; throws dtnn::Error otherwise
@@ -57,10 +64,10 @@ class Tensor {
   Tensor(const Tensor&) = delete;
   Tensor& operator=(const Tensor&) = delete;
 
-  // An owning tensor, zero-filled.
-  static Tensor zeros(const Shape& shape, Layout layout = Layout::flat);
-  // A view of memory owned elsewhere.
-  static Tensor wrap(float* data, const Shape& shape, Layout layout = Layout::flat);
+  // An owning tensor, zero-filled, on the given device.
+  static Tensor zeros(const Shape& shape, Layout layout = Layout::flat, Device device = Device::cpu);
+  // A view of memory owned elsewhere (on `device`).
+  static Tensor wrap(float* data, const Shape& shape, Layout layout = Layout::flat, Device device = Device::cpu);
 
   Tensor view() const;                             // same shape, layout and data, not owning
   Tensor reshaped(const Shape& shape, Layout layout) const;  // same data, numel must match
@@ -69,6 +76,8 @@ class Tensor {
   float* data() const { return data_; }
   const Shape& shape() const { return shape_; }
   Layout layout() const { return layout_; }
+  Device device() const { return device_; }
+  bool on_gpu() const { return device_ == Device::gpu; }
   int64_t numel() const { return shape_.numel(); }
   int64_t dim(int i) const { return shape_[i]; }
   bool empty() const { return data_ == nullptr; }
@@ -81,12 +90,18 @@ class Tensor {
   int64_t w() const { return layout_ == Layout::nchw ? shape_[3] : shape_[2]; }
 
   void fill(float value) const;
-  void copy_from(const Tensor& src) const;  // numel must match
+  void copy_from(const Tensor& src) const;  // numel must match; any pair of devices
 
  private:
-  struct Free { void operator()(float* p) const { aligned_free(p); } };
+  struct Free {  // constructors, not a member initializer: unique_ptr needs it default-constructible here
+    Free() : device(Device::cpu) {}
+    explicit Free(Device d) : device(d) {}
+    Device device;
+    void operator()(float* p) const;
+  };
   Shape shape_;
   Layout layout_ = Layout::flat;
+  Device device_ = Device::cpu;
   float* data_ = nullptr;
   std::unique_ptr<float, Free> owner_;
 };

@@ -29,7 +29,7 @@ Pairs must_match(const TrainOptions& o, int ranks) {
   return {{"model", o.model_name},
           {"dataset", o.dataset_name},
           {"use_synthetic_data", num(o.use_synthetic_data)},
-          {"tensor_format", o.tensor_format},
+          {"tensor_format", resolved_tensor_format(o)},
           {"batch_size", num(o.batch_size)},
           {"ranks", num(static_cast<int64_t>(ranks))},
           {"parallel", o.parallel},
@@ -100,9 +100,12 @@ void save_checkpoint(const std::string& path, const Model& model, Optimizer& opt
   arrays.push_back(io::make_i64("dtnn_stopped", state.stopped ? 1 : 0));
   arrays.push_back(io::make_f64("dtnn_learning_rate", {optimizer.learning_rate()}));
   arrays.push_back(io::make_i64("dtnn_optimizer_steps", optimizer.steps()));
-  for (const auto& [name, t] : optimizer.state())
-    arrays.push_back(io::make_f32("dtnn_optimizer_" + name, {t->numel()}, t->data()));
-  arrays.push_back(io::make_f32("dtnn_state_slab", {model.state_size()}, model.state_slab()));
+  for (const auto& [name, t] : optimizer.state()) {
+    Tensor host = Tensor::zeros(t->shape());  // the state may live on the GPU
+    host.copy_from(*t);
+    arrays.push_back(io::make_f32("dtnn_optimizer_" + name, {t->numel()}, host.data()));
+  }
+  arrays.push_back(io::make_f32("dtnn_state_slab", {model.state_size()}, model.host_state_slab()));
   schedulers.save_state(arrays);
 
   const size_t k = 1 + parse_metrics(options.metrics).size();
@@ -196,9 +199,13 @@ CheckpointState load_checkpoint(const std::string& path, Model& model, Optimizer
              ": array 'dtnn_state_slab' must hold ", model.state_size(), " float32 values (has ", sa.numel(), ")");
 
   load_weights(model, path);  // checks every key and shape before it changes anything
-  io::read_f32_into(arrays, "dtnn_state_slab", path, model.state_slab(), model.state_size());
-  for (const auto& [name, t] : optimizer.state())
-    io::read_f32_into(arrays, "dtnn_optimizer_" + name, path, t->data(), t->numel());
+  io::read_f32_into(arrays, "dtnn_state_slab", path, model.host_state_slab(), model.state_size());
+  model.upload();
+  for (const auto& [name, t] : optimizer.state()) {
+    Tensor host = Tensor::zeros(t->shape());
+    io::read_f32_into(arrays, "dtnn_optimizer_" + name, path, host.data(), t->numel());
+    t->copy_from(host);
+  }
   optimizer.set_steps(steps);
   optimizer.set_learning_rate(lr[0]);
   schedulers.load_state(arrays, path);

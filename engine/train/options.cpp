@@ -14,6 +14,11 @@ std::string str(bool v) { return v ? "True" : "False"; }
 
 }  // namespace
 
+std::string resolved_tensor_format(const TrainOptions& o) {
+  if (o.tensor_format == "AUTO" || o.tensor_format == "auto") return o.enable_gpu ? "NCHW" : "NHWC";
+  return o.tensor_format;
+}
+
 std::vector<std::pair<std::string, std::string>> options_list(const TrainOptions& o) {
   return {
       {"model", o.model_name},
@@ -22,9 +27,10 @@ std::vector<std::pair<std::string, std::string>> options_list(const TrainOptions
       {"steps_per_epoch", std::to_string(o.steps_per_epoch)},
       {"evaluate", str(o.evaluate)},
       {"evaluate_only", str(o.evaluate_only)},
+      {"evaluate_on_test", str(o.evaluate_on_test)},
       {"weights_and_bias_filename", o.weights_and_bias_filename},
       {"history_file", o.history_file},
-      {"tensor_format", o.tensor_format},
+      {"tensor_format", resolved_tensor_format(o)},
       {"conv_algo", o.conv_algo},
       {"enable_fused_bn_relu", str(o.enable_fused_bn_relu)},
       {"enable_fused_conv_relu", str(o.enable_fused_conv_relu)},
@@ -59,6 +65,10 @@ std::vector<std::pair<std::string, std::string>> options_list(const TrainOptions
       {"parallel", o.parallel},
       {"threads", std::to_string(o.threads)},
       {"enable_gpu", str(o.enable_gpu)},
+      {"allow_tf32", str(o.allow_tf32)},
+      {"enable_nccl", str(o.enable_nccl)},
+      {"enable_cudnn_auto_conv_alg", str(o.enable_cudnn_auto_conv_alg)},
+      {"gpu_layer_times", str(o.gpu_layer_times)},
       {"seed", std::to_string(o.seed)},
       {"report", o.report},
       {"lr_schedulers", o.lr_schedulers.names},

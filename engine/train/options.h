@@ -21,9 +21,10 @@ struct TrainOptions {
   int64_t steps_per_epoch = 0;      // 0: whole epochs; > 0: that many global batches per epoch
   bool evaluate = false;            // evaluate on the test set before training (PyDTNN --evaluate)
   bool evaluate_only = false;
+  bool evaluate_on_test = true;     // evaluate on the test set after training (False: benchmarks skip it)
   std::string weights_and_bias_filename;  // NPZ: loaded before training if it exists, stored after
   std::string history_file;
-  std::string tensor_format = "NHWC";
+  std::string tensor_format = "AUTO";  // AUTO: NHWC on the CPU, NCHW on the GPU (PyDTNN's AUTO)
   std::string conv_algo = "auto";
   // Layer fusion (PyDTNN's options): Conv2D+BatchNormalization+Relu, Conv2D+Relu, Conv2D+BatchNormalization
   // and BatchNormalization+Relu sequences run as one layer, in training and in inference.
@@ -57,6 +58,15 @@ struct TrainOptions {
   std::string parallel = "sequential";  // sequential | data
   int threads = 0;                      // 0: OMP_NUM_THREADS, else cores / ranks on this node
   bool enable_gpu = false;
+  // GPU (backend/gpu_ops.h): TF32 tensor-core math for float32 convolutions and GEMMs (off: results
+  // comparable with the CPU); NCCL for the gradient allreduce (otherwise staged through host memory with
+  // MPI); cudnnFind per layer for --conv_algo=auto (PyDTNN's --enable_cudnn_auto_conv_alg; False: cuDNN's
+  // heuristic choice, gpu.cudnn.implicit_precomp_gemm with the backward algorithms PyDTNN used); per-layer
+  // GPU times (synchronises after every layer: slower steps).
+  bool allow_tf32 = false;
+  bool enable_nccl = false;
+  bool enable_cudnn_auto_conv_alg = true;
+  bool gpu_layer_times = false;
   uint64_t seed = 0;
   std::string report;                   // run report JSON path (rank 0 writes it)
   bool progress = true;                 // live bar on a terminal; false: one plain line per epoch
@@ -66,6 +76,9 @@ struct TrainOptions {
   std::string checkpoint_file;          // rank 0 rewrites it atomically after every epoch
   std::string resume_from;              // continue the run a checkpoint file recorded
 };
+
+// "NHWC" or "NCHW": --tensor_format with AUTO resolved for the device.
+std::string resolved_tensor_format(const TrainOptions& o);
 
 // (name, value) pairs of every option, in a fixed order, values printed as a user would type them.
 std::vector<std::pair<std::string, std::string>> options_list(const TrainOptions& o);

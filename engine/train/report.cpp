@@ -1,5 +1,4 @@
 // Environment capture, the JSON run report (schema "dtnn.run_report/1") and the history file.
-#include <dnnl.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -9,6 +8,7 @@
 
 #include "backend/cpu/blas.h"
 #include "backend/gpu.h"
+#include "conv/cpu/cpu_algorithms.h"
 #include "core/error.h"
 #include "train/output.h"
 
@@ -49,8 +49,7 @@ Environment capture_environment(int ranks, int threads, const std::string& mpi_v
   env.compiler = std::string("g++ ") + __VERSION__;
 #endif
   env.blas = cpu::blas_version();
-  const dnnl_version_t* v = dnnl_version();
-  env.onednn = std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
+  env.onednn = onednn_version();
   env.mpi = mpi_version;
   env.cuda = gpu_description();
 #ifdef NDEBUG

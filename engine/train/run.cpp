@@ -10,6 +10,7 @@
 
 #include "backend/cpu/blas.h"
 #include "backend/gpu.h"
+#include "backend/gpu_ops.h"
 #include "core/error.h"
 #include "optim/lr_scheduler.h"
 #include "train/checkpoint.h"
@@ -50,6 +51,9 @@ void validate(const TrainOptions& o) {
   DTNN_CHECK(o.crop_images_padding >= 0, "--crop_images_padding must be non-negative (got ", o.crop_images_padding,
              ")");
   dataset_shape(o.dataset_name);  // an unknown --dataset fails before the model is built
+  parse_layout(resolved_tensor_format(o));
+  DTNN_CHECK(!o.enable_nccl || o.enable_gpu, "--enable_nccl needs --enable_gpu");
+  DTNN_CHECK(!o.gpu_layer_times || o.enable_gpu, "--gpu_layer_times needs --enable_gpu");
   if (o.enable_gpu) require_gpu();
 }
 
@@ -87,8 +91,18 @@ void print_pass(std::ostream& out, const Trainer& trainer, const char* what, con
 
 }  // namespace
 
-int run_training(TrainOptions o, Communicator& comm, std::ostream& out) {
+int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
   validate(o);
+  // GPU: rank r on device r % (devices of its node); NCCL for the gradients when asked (data parallel).
+  std::unique_ptr<Communicator> nccl;
+  if (o.enable_gpu) {
+    int local_rank = mpi_comm.rank();
+    if (const char* env = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK")) local_rank = std::atoi(env);
+    gpu::init(local_rank % gpu_device_count());
+    gpu::set_allow_tf32(o.allow_tf32);
+    if (o.enable_nccl && mpi_comm.size() > 1) nccl = make_nccl_communicator(mpi_comm);
+  }
+  Communicator& comm = nccl ? *nccl : mpi_comm;
   const bool root = comm.rank() == 0;
   if (o.threads == 0) o.threads = default_threads();
   cpu::set_threads(o.threads);
@@ -103,12 +117,15 @@ int run_training(TrainOptions o, Communicator& comm, std::ostream& out) {
   fusion.conv_bn_relu = o.enable_fused_conv_bn_relu;
   model->fuse(fusion);
   BuildContext ctx;
-  ctx.layout = parse_layout(o.tensor_format);
+  ctx.layout = parse_layout(resolved_tensor_format(o));
   ctx.max_batch = o.batch_size;
   ctx.conv_algo = o.conv_algo;
+  if (o.enable_gpu && o.conv_algo == "auto" && !o.enable_cudnn_auto_conv_alg) ctx.conv_algo = "gpu.cudnn.pydtnn_fixed";
   ctx.comm = &comm;
   ctx.sync_batchnorm = o.sync_batchnorm;
+  ctx.device = o.enable_gpu ? Device::gpu : Device::cpu;
   model->build(ctx, o.seed, Trainer::reduce_tail_floats(o));
+  if (o.enable_gpu) model->set_time_layers(o.gpu_layer_times);
   model->seed_layers(o.seed, comm.rank());
   if (root) print_model_table(out, *model);
 
@@ -122,9 +139,10 @@ int run_training(TrainOptions o, Communicator& comm, std::ostream& out) {
   if (!o.weights_and_bias_filename.empty() && !load && root)
     out << "**** Weights file " << o.weights_and_bias_filename
         << " does not exist yet: starting from the initial weights; it will be written after training\n";
-  comm.broadcast(model->param_slab(), model->slab_size(), 0);  // every rank starts from rank 0's weights
+  comm.broadcast(model->host_param_slab(), model->slab_size(), 0);  // every rank starts from rank 0's weights
+  model->upload();
 
-  auto optimizer = make_optimizer(o.optimizer, model->slab_size());
+  auto optimizer = make_optimizer(o.optimizer, model->slab_size(), ctx.device);
   Trainer trainer(*model, *data, comm, *optimizer, o);
   if (root) trainer.set_progress(make_progress_printer(out, o.progress && isatty(STDOUT_FILENO) == 1, trainer));
 
@@ -158,7 +176,11 @@ int run_training(TrainOptions o, Communicator& comm, std::ostream& out) {
 
   std::vector<int64_t> test_indices(static_cast<size_t>(data->count(Pool::test)));
   for (size_t i = 0; i < test_indices.size(); ++i) test_indices[i] = static_cast<int64_t>(i);
-  const Environment env = capture_environment(comm.size(), o.threads, comm.library_version());
+  Environment env = capture_environment(comm.size(), o.threads, comm.library_version());
+  if (o.enable_gpu) {
+    env.cuda += ", " + gpu::device_name() + (o.allow_tf32 ? ", TF32 allowed" : ", TF32 off");
+    if (!comm.device_library().empty()) env.cuda += ", gradients by " + comm.device_library();
+  }
   RunSummary run;
   run.epochs = progress.epochs;  // a resumed run's history and report list every epoch
 
@@ -209,11 +231,11 @@ int run_training(TrainOptions o, Communicator& comm, std::ostream& out) {
     out << buf;
   }
 
-  if (root && epochs_run > 0) print_layer_times(out, *model);
+  if (root && epochs_run > 0 && (!o.enable_gpu || o.gpu_layer_times)) print_layer_times(out, *model);
   if (root && !o.weights_and_bias_filename.empty()) save_weights(*model, o.weights_and_bias_filename);
   if (root && !o.history_file.empty()) write_history(o.history_file, run);
 
-  if (!test_indices.empty()) {
+  if (!test_indices.empty() && o.evaluate_on_test) {
     if (root) out << "**** Evaluating on test dataset...\n";
     run.test = trainer.evaluate(Pool::test, test_indices, "Testing");
     if (root) print_pass(out, trainer, "Testing", *run.test);

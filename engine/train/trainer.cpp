@@ -3,10 +3,14 @@
 #include <chrono>
 #include <cstring>
 
+#include "backend/gpu_ops.h"
 #include "core/error.h"
 
 namespace dtnn {
 namespace {
+
+// GPU: the running sums are read back for the progress line every this many steps (and at the end).
+constexpr int64_t kProgressEvery = 25;
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -53,6 +57,23 @@ Trainer::Trainer(Model& model, const Dataset& data, Communicator& comm, Optimize
   batch_indices_.resize(model.max_batch());
   eval_sums_.resize(2 + metrics_.size());
   permutation_.reserve(data.count(Pool::train));
+  gpu_ = model.device() == Device::gpu;
+  if (gpu_) {
+    static_assert(static_cast<int>(MetricKind::categorical_accuracy) == 0 &&
+                      static_cast<int>(MetricKind::regression_mae) == 5,
+                  "GPU metric codes follow MetricKind (backend/gpu/loss.cu)");
+    static_assert(static_cast<int>(LossKind::binary_cross_entropy) == static_cast<int>(gpu::LossCode::binary_cross_entropy),
+                  "GPU loss codes follow LossKind");
+    DTNN_CHECK(metrics_.size() <= 8, "at most 8 metrics on the GPU");
+    for (MetricKind m : metrics_) metric_codes_.push_back(static_cast<int>(m));
+    labels_dev_ = Tensor::zeros(Shape{model.max_batch(), classes_}, Layout::flat, Device::gpu);
+    loss_scratch_ = Tensor::zeros(Shape{model.max_batch() * gpu::kLossScratchPerRow}, Layout::flat, Device::gpu);
+    sums_dev_ = Tensor::zeros(Shape{static_cast<int64_t>(2 + metrics_.size())}, Layout::flat, Device::gpu);
+    sums_host_.resize(2 + metrics_.size());
+    input_read_ = std::make_unique<gpu::Event>();
+    loader_.pin_host_memory();
+    comm.reserve_device_staging(model.slab_size() + reduce_tail_floats(options));
+  }
 }
 
 std::vector<std::string> Trainer::value_names() const {
@@ -68,7 +89,44 @@ void Trainer::local_share(int64_t global, int64_t* offset, int64_t* count) const
   *offset = r * base + std::min(r, extra);
 }
 
+void Trainer::gpu_upload(const Batch& batch) {
+  const int64_t n = batch.count;
+  gpu::copy_to_device(model_.input().data(), batch.x, sizeof(float) * n * model_.input_shape().numel());
+  gpu::copy_to_device(labels_dev_.data(), batch.y, sizeof(float) * n * classes_);
+  input_read_->record();
+}
+
+void Trainer::gpu_loss(int64_t n, double global_n, bool training, float* out, bool accumulate) {
+  const size_t last = model_.num_layers() - 1;
+  const float* logits = fused_softmax_ ? model_.activation(last - 1, n).data() : nullptr;
+  float* grad = nullptr;
+  if (training) grad = (fused_softmax_ ? model_.gradient(last - 1, n) : model_.gradient(last, n)).data();
+  gpu::loss_and_metrics(static_cast<gpu::LossCode>(loss_[0]), logits, model_.output(n).data(), labels_dev_.data(), n,
+                        classes_, static_cast<float>(1.0 / global_n), grad, metric_codes_.data(),
+                        static_cast<int>(metric_codes_.size()), out, accumulate, loss_scratch_.data());
+}
+
+void Trainer::train_step_gpu(const Batch& batch, int64_t global_n) {
+  const size_t last = model_.num_layers() - 1;
+  const int64_t n = batch.count;
+  float* tail = model_.reduce_tail();
+  const int64_t values = 1 + static_cast<int64_t>(metrics_.size());
+  if (n > 0) {
+    gpu_upload(batch);
+    model_.forward(n, Mode::train);
+    gpu_loss(n, static_cast<double>(global_n), true, tail, false);
+    model_.backward(n, fused_softmax_ ? last - 1 : last);
+  } else {
+    gpu::memset_zero(model_.grad_slab(), (model_.slab_size() + values) * sizeof(float));
+  }
+  gpu::set_value(tail + values, static_cast<float>(n));
+  if (comm_.size() > 1) comm_.allreduce_sum_device(model_.grad_slab(), model_.slab_size() + values + 1);
+  optimizer_.step(model_.param_slab(), model_.grad_slab());
+  gpu::accumulate(sums_dev_.data(), tail, values + 1);
+}
+
 void Trainer::train_step(const Batch& batch, int64_t global_n) {
+  if (gpu_) return train_step_gpu(batch, global_n);
   const size_t last = model_.num_layers() - 1;
   const int64_t n = batch.count;
   const float* labels = batch.y;
@@ -117,7 +175,7 @@ EpochRecord Trainer::run_epoch(int epoch, int num_epochs, const Splits& splits) 
   const std::string label = "Epoch " + std::to_string(epoch) + "/" + std::to_string(num_epochs);
   std::vector<double> sums(1 + metrics_.size(), 0.0), means(sums.size());
   int64_t done = 0;
-  const float* tail = model_.reduce_tail();
+  const float* tail = gpu_ ? nullptr : model_.reduce_tail();
   const bool augment = options_.flip_images || options_.crop_images;
   auto submit = [&](int64_t step) {  // this rank's share of global batch `step`, to the loader
     const int64_t start = step * global_batch;
@@ -126,21 +184,38 @@ EpochRecord Trainer::run_epoch(int epoch, int num_epochs, const Splits& splits) 
     for (int64_t i = 0; i < n; ++i) batch_indices_[i] = permutation_[(start + offset + i) % ntrain];
     loader_.submit(Pool::train, batch_indices_.data(), n, augment, epoch);
   };
+  if (gpu_) gpu::memset_zero(sums_dev_.data(), sums_host_.size() * sizeof(float));
   const double t0 = now_s();
   loader_.reset();
   if (steps > 0) submit(0);
   for (int64_t step = 0; step < steps; ++step) {
     const int64_t global_n = std::min(global_batch, total - step * global_batch);
     const Batch batch = loader_.wait();
-    if (step + 1 < steps) submit(step + 1);  // decoded while this step computes
+    if (step + 1 < steps) {
+      if (gpu_ && step > 0) input_read_->wait();  // the slot submit() refills held the previous step's batch
+      submit(step + 1);                            // decoded while this step computes
+    }
     if (batch_begin_) batch_begin_();
     train_step(batch, global_n);
+    if (gpu_) {  // the device keeps the sums; read them now and then for the progress line
+      done += global_n;
+      if (progress_ && ((step + 1) % kProgressEvery == 0 || step + 1 == steps)) {
+        gpu::copy_to_host(sums_host_.data(), sums_dev_.data(), sums_host_.size() * sizeof(float));
+        for (size_t v = 0; v < sums.size(); ++v) means[v] = sums_host_[v] / static_cast<double>(done);
+      }
+      if (progress_) progress_(label, done, total, now_s() - t0, means, false);
+      continue;
+    }
     for (size_t v = 0; v < sums.size(); ++v) sums[v] += tail[v];
     done += static_cast<int64_t>(tail[sums.size()]);
     if (progress_) {
       for (size_t v = 0; v < sums.size(); ++v) means[v] = sums[v] / static_cast<double>(done);
       progress_(label, done, total, now_s() - t0, means, false);
     }
+  }
+  if (gpu_) {
+    gpu::copy_to_host(sums_host_.data(), sums_dev_.data(), sums_host_.size() * sizeof(float));  // waits
+    for (size_t v = 0; v < sums.size(); ++v) sums[v] = sums_host_[v];
   }
   rec.train.time_s = comm_.max(now_s() - t0);
   rec.learning_rate = optimizer_.learning_rate();
@@ -166,14 +241,25 @@ PassResult Trainer::evaluate(Pool pool, const std::vector<int64_t>& indices, con
     for (int64_t i = 0; i < n; ++i) batch_indices_[i] = indices[start + offset + i];
     loader_.submit(pool, batch_indices_.data(), n, false, 0);
   };
+  if (gpu_) gpu::memset_zero(sums_dev_.data(), sums_host_.size() * sizeof(float));
   const double t0 = now_s();
   loader_.reset();
   if (batches > 0) submit(0);
   for (int64_t k = 0; k < batches; ++k) {
     const Batch batch = loader_.wait();
-    if (k + 1 < batches) submit(k + 1);
+    if (k + 1 < batches) {
+      if (gpu_ && k > 0) input_read_->wait();
+      submit(k + 1);
+    }
     const int64_t n = batch.count;
     if (n == 0) continue;
+    if (gpu_) {
+      gpu_upload(batch);
+      model_.forward(n, Mode::evaluate);
+      gpu_loss(n, 1.0, false, sums_dev_.data(), true);
+      local_count += n;
+      continue;
+    }
     std::memcpy(model_.input().data(), batch.x, sizeof(float) * n * model_.input_shape().numel());
     model_.forward(n, Mode::evaluate);
     const float* p = model_.output(n).data();
@@ -186,6 +272,10 @@ PassResult Trainer::evaluate(Pool pool, const std::vector<int64_t>& indices, con
       for (size_t v = 0; v < local.size(); ++v) means[v] = local[v] / static_cast<double>(local_count);
       progress_(label, local_count, total, now_s() - t0, means, false);
     }
+  }
+  if (gpu_) {
+    gpu::copy_to_host(sums_host_.data(), sums_dev_.data(), sums_host_.size() * sizeof(float));  // waits
+    for (size_t v = 0; v < local.size(); ++v) local[v] = sums_host_[v];
   }
   for (size_t v = 0; v < local.size(); ++v) eval_sums_[v] = static_cast<float>(local[v]);
   eval_sums_[local.size()] = static_cast<float>(local_count);

@@ -14,6 +14,14 @@
 // Nothing here allocates after construction: batch indices, labels and reduction buffers are sized for
 // the largest batch up front.
 //
+// GPU models (Model::device() == gpu): the loader's two batch buffers are page-locked, and each batch is
+// copied to the device asynchronously on the backend's stream (an event marks when the copy has read its
+// buffer, before the loader may refill it), so the copy overlaps the previous step's kernels. Loss, metric
+// sums, the optimizer update and the epoch's running sums stay on the device; the host reads the sums back
+// only every kProgressEvery steps (for the progress line) and at the end of a pass, so steps are queued
+// without waiting for the GPU. Gradients are reduced with Communicator::allreduce_sum_device (NCCL or
+// staged through host memory).
+//
 // Data: batches come from a BatchLoader (data/loader.h). Each pass submits batch k + 1 before computing
 // batch k, so with --prefetch (the default) the next batch is decoded, augmented and laid out on the
 // loader thread while this one computes; the ready batch is copied into model.input() (one memcpy) and
@@ -25,6 +33,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -85,6 +94,11 @@ class Trainer {
   // Rank r's share [offset, offset + count) of a global batch of `global` samples.
   void local_share(int64_t global, int64_t* offset, int64_t* count) const;
   void train_step(const Batch& batch, int64_t global_n);
+  void train_step_gpu(const Batch& batch, int64_t global_n);
+  // GPU: queues the loss/metric kernels for the n samples on the device; grad null in evaluation.
+  void gpu_loss(int64_t n, double global_n, bool training, float* out, bool accumulate);
+  // GPU: copies a batch's inputs and labels to the device (asynchronously).
+  void gpu_upload(const Batch& batch);
 
   Model& model_;
   const Dataset& data_;
@@ -100,6 +114,13 @@ class Trainer {
   std::vector<float> eval_sums_;
   ProgressFn progress_;
   std::function<void()> batch_begin_;
+  // GPU state (empty on the CPU): one-hot labels of the current batch, the loss kernel's scratch, the
+  // epoch's running sums (values + count), metric codes, the host copy of the sums, the input-copy event.
+  bool gpu_ = false;
+  Tensor labels_dev_, loss_scratch_, sums_dev_;
+  std::vector<int> metric_codes_;
+  std::vector<float> sums_host_;
+  std::unique_ptr<gpu::Event> input_read_;
   BatchLoader loader_;  // last member: its thread stops before anything it could touch is destroyed
 };
 

@@ -34,13 +34,7 @@ void for_each_array(const Model& model, F f) {
 
 }  // namespace
 
-void save_weights(const Model& model, const std::string& path) {
-  std::vector<io::NpyArray> arrays;
-  for_each_array(model, [&](const Layer& layer, const Param& p) {
-    arrays.push_back(io::make_f32(key(layer, p), dims(p.shape), p.value.data()));
-  });
-  io::write_npz(path, arrays, true);
-}
+void save_weights(const Model& model, const std::string& path) { io::write_npz(path, weight_arrays(model), true); }
 
 void load_weights(Model& model, const std::string& path) {
   std::map<std::string, io::NpyArray> by_name;
@@ -56,14 +50,16 @@ void load_weights(Model& model, const std::string& path) {
   });
   for_each_array(model, [&](const Layer& layer, Param& p) {
     const std::vector<float> v = by_name.at(key(layer, p)).to_float();
-    std::copy(v.begin(), v.end(), p.value.data());
+    std::copy(v.begin(), v.end(), p.host.data());
   });
+  model.upload();
 }
 
 std::vector<io::NpyArray> weight_arrays(const Model& model) {
+  model.download();
   std::vector<io::NpyArray> arrays;
   for_each_array(model, [&](const Layer& layer, const Param& p) {
-    arrays.push_back(io::make_f32(key(layer, p), dims(p.shape), p.value.data()));
+    arrays.push_back(io::make_f32(key(layer, p), dims(p.shape), p.host.data()));
   });
   return arrays;
 }

@@ -109,7 +109,7 @@ struct Run {
 Run train(const TrainOptions& o, const Dataset& data, int epochs) {
   auto model = create_model("simplecnn");
   BuildContext ctx;
-  ctx.layout = parse_layout(o.tensor_format);
+  ctx.layout = parse_layout(resolved_tensor_format(o));
   ctx.max_batch = o.batch_size;
   model->build(ctx, o.seed, Trainer::reduce_tail_floats(o));
   model->seed_layers(o.seed, 0);

@@ -255,7 +255,7 @@ TEST_CASE("matrix: errors name the file, the line and the key", "[matrix]") {
       {"name = \"x\"\n[base]\ndataset = \"svhn\"\n",
        "experiments/x.toml:3: base 'dataset': unknown dataset 'svhn'"},
       {"name = \"x\"\n[base]\ntensor_format = \"nhwc\"\n",
-       "experiments/x.toml:3: base 'tensor_format': expected one of NHWC, NCHW (got \"nhwc\")"},
+       "experiments/x.toml:3: base 'tensor_format': expected one of NHWC, NCHW, AUTO (got \"nhwc\")"},
       {"name = \"x\"\n[base]\noptimizer = \"adagrad\"\n",
        "experiments/x.toml:3: base 'optimizer': expected one of sgd, rmsprop, adam, nadam"},
       {"name = \"x\"\n[base]\nloss_func = \"mse\"\n",

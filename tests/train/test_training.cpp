@@ -28,7 +28,7 @@ struct Result {
 Result train(const std::string& model_name, const TrainOptions& o, const Dataset& data, int epochs) {
   auto model = create_model(model_name);
   BuildContext ctx;
-  ctx.layout = parse_layout(o.tensor_format);
+  ctx.layout = parse_layout(resolved_tensor_format(o));
   ctx.max_batch = o.batch_size;
   model->build(ctx, o.seed, Trainer::reduce_tail_floats(o));
   model->seed_layers(o.seed, 0);

@@ -1,6 +1,4 @@
-// GPU backend entry points: device discovery and library versions. The GPU layers and cuDNN
-// convolution algorithms arrive with the GPU backend issue; until then --enable_gpu reports that the
-// GPU training path is not implemented yet, after checking that a device exists.
+// GPU backend entry points: device discovery and library versions (backend/gpu.h).
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>
@@ -36,7 +34,6 @@ std::string gpu_description() {
 
 void require_gpu() {
   if (gpu_device_count() == 0) unsupported("--enable_gpu: no CUDA device is available (", gpu_description(), ")");
-  unsupported("--enable_gpu: GPU training is not implemented in this version yet (the CPU engine is)");
 }
 
 }  // namespace dtnn

@@ -227,4 +227,9 @@ const ConvAlgorithm& conv_onednn() {
   return algo;
 }
 
+std::string onednn_version() {
+  const dnnl_version_t* v = dnnl_version();
+  return std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
+}
+
 }  // namespace dtnn

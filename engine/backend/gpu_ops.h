@@ -1,0 +1,201 @@
+// The GPU operations the engine calls: memory, copies, elementwise kernels, GEMM, pooling, batch
+// normalization, losses and metrics, optimizer updates, timing events.
+//
+// Built from backend/gpu/*.cu when CMake found CUDA, cuDNN, cuBLAS and NCCL; in other builds
+// backend/stub/gpu_stub.cpp defines every function to throw dtnn::Unsupported ("built without CUDA"),
+// so shared code calls these without #ifdefs and a CPU-only run never reaches them.
+//
+// Execution model: one device per process (init() picks it) and ONE stream; every kernel, cuBLAS and
+// cuDNN call of dtnn is queued on that stream in program order, so no call here synchronises unless its
+// comment says so. Pointers named x, y, w, ... are device pointers; `host` pointers are host memory.
+// Layouts are dtnn's (tensor/tensor.h): NHWC (N, H, W, C), NCHW (N, C, H, W), flat rows (N, F).
+// Every CUDA, cuBLAS and cuDNN status is checked (backend/gpu/gpu_check.h); a failure throws dtnn::Error
+// naming the call, the file and the line.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tensor/tensor.h"
+
+namespace dtnn::gpu {
+
+// ---- device, stream, math mode ------------------------------------------------------------------------
+// Selects device `index` (data-parallel ranks pass rank % gpu_device_count()) and creates the stream and
+// the cuBLAS and cuDNN handles. Idempotent for the same index; throws dtnn::Unsupported without a device.
+void init(int index = 0);
+bool initialised();
+int device_index();
+std::string device_name();           // "NVIDIA H100 80GB HBM3"
+// TF32 tensor-core math for float32 convolutions and GEMMs (off by default: results comparable with the
+// CPU within float32 rounding). Affects cuBLAS immediately and cuDNN convolutions created afterwards.
+void set_allow_tf32(bool allow);
+bool allow_tf32();
+void synchronize();                  // waits until the stream is idle
+void* stream_handle();               // the cudaStream_t, for backend code (NCCL)
+
+// ---- memory --------------------------------------------------------------------------------------------
+void* device_alloc(size_t bytes);    // cudaMalloc, zero-filled; never called in a batch loop
+void device_free(void* p);
+void* pinned_alloc(size_t bytes);    // page-locked host memory (cudaMallocHost)
+void pinned_free(void* p);
+// Page-locks existing host memory (cudaHostRegister) so async copies from it overlap compute.
+void host_register(void* p, size_t bytes);
+void host_unregister(void* p);  // never throws
+void memset_zero(void* p, size_t bytes);                        // async
+void copy_device(void* dst, const void* src, size_t bytes);     // device to device, async
+// Host to device, async: `host` must stay unchanged until the stream reaches the copy (pinned memory
+// for real overlap; pageable memory is staged by the driver).
+void copy_to_device(void* dst, const void* host, size_t bytes);
+void copy_to_device_sync(void* dst, const void* host, size_t bytes);  // returns when the copy is done
+void copy_to_host(void* host, const void* src, size_t bytes);         // waits for the stream, then copies
+// rows x width_bytes from src (row pitch src_pitch bytes) to dst (pitch dst_pitch), device to device.
+void copy_2d(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t width_bytes, size_t rows);
+
+// Device memory of one model: carved out of few large cudaMalloc chunks (>= 256 MiB each), 256-byte
+// aligned and zero-filled, released together when the arena is destroyed. Models allocate every
+// parameter, gradient, activation and workspace from their arena while they are built; nothing after.
+class Arena {
+ public:
+  Arena() = default;
+  Arena(const Arena&) = delete;
+  Arena& operator=(const Arena&) = delete;
+  ~Arena();
+  float* allocate_floats(int64_t count);
+  size_t bytes_reserved() const { return reserved_; }  // cudaMalloc'ed
+  size_t bytes_used() const { return used_; }          // handed out
+
+ private:
+  struct Chunk {
+    char* base;
+    size_t size, used;
+  };
+  std::vector<Chunk> chunks_;
+  size_t reserved_ = 0, used_ = 0;
+};
+
+// A CUDA event pair on the stream, for timing device work (time between record_start and record_stop).
+class Timer {
+ public:
+  Timer();
+  ~Timer();
+  Timer(const Timer&) = delete;
+  Timer& operator=(const Timer&) = delete;
+  void start();
+  void stop();
+  double elapsed_ms();  // waits for the stop event
+ private:
+  void* start_ = nullptr;
+  void* stop_ = nullptr;
+};
+
+// An event that marks a point of the stream (e.g. "this input copy has been read").
+class Event {
+ public:
+  Event();
+  ~Event();
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  void record();
+  void wait();  // host waits until the stream passed the recorded point
+ private:
+  void* event_ = nullptr;
+};
+
+// ---- elementwise (n elements, async) -------------------------------------------------------------------
+void fill(float* x, float value, int64_t n);
+void add_into(float* dst, const float* src, int64_t n);                  // dst += src
+void relu_forward(const float* x, float* y, int64_t n);
+void relu_backward(const float* y, const float* dy, float* dx, int64_t n);  // dx = y > 0 ? dy : 0
+void sigmoid_forward(const float* x, float* y, int64_t n);
+void sigmoid_backward(const float* y, const float* dy, float* dx, int64_t n);
+void tanh_forward(const float* x, float* y, int64_t n);
+void tanh_backward(const float* y, const float* dy, float* dx, int64_t n);
+void softmax_forward(const float* x, float* y, int64_t rows, int64_t k);
+void softmax_backward(const float* y, const float* dy, float* dx, int64_t rows, int64_t k);
+// Inverted dropout: mask[i] = 1/keep with probability keep, else 0 (counter-based random numbers from
+// (seed, offset + i), so a step's mask depends only on the seed and the element); y = x * mask.
+void dropout_forward(const float* x, float* y, float* mask, int64_t n, float keep, uint64_t seed, uint64_t offset);
+void multiply(const float* a, const float* b, float* y, int64_t n);    // y = a * b
+void fill_uniform(float* x, int64_t n, float lo, float hi, uint64_t seed);  // benchmark and test operands
+// y[row, j] = bias[j] over rows x k (FC bias broadcast); db[j] = sum over rows of dy[row, j].
+void broadcast_rows(float* y, const float* bias, int64_t rows, int64_t k);
+void sum_rows(const float* dy, float* db, int64_t rows, int64_t k);
+// Layout transpose of a 4-D tensor's last three dimensions by a permutation: out[n][perm order] (used to
+// feed cuDNN its filter layout when dtnn's NHWC weights are (C, R, S, K)).
+//   (C, R, S, K) -> (K, R, S, C) when to_krsc, and back when !to_krsc.
+void crsk_krsc(const float* src, float* dst, int64_t c, int64_t rs, int64_t k, bool to_krsc);
+
+// ---- GEMM (cuBLAS, row-major like cpu::sgemm) ----------------------------------------------------------
+void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+           const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+
+// ---- pooling (dtnn's semantics: first maximum wins; padding never wins a max and is not counted in an
+// average; a window all in padding gives 0) -------------------------------------------------------------
+struct PoolGeometry {
+  bool max = true;
+  Layout layout = Layout::nhwc;
+  int64_t c = 1, h = 1, w = 1, r = 1, s = 1, p = 1, q = 1, sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;
+};
+// Max pooling records each output's winning input position (its index within the sample's H*W plane, or
+// -1) in `argmax` (n * c * p * q ints) for the backward pass; average pooling takes argmax = null.
+void pool_forward(const PoolGeometry& g, int64_t n, const float* x, float* y, int32_t* argmax);
+// dx overwritten: each input element gathers dy of the windows that chose it (max) or contain it (average),
+// in a fixed order, so the result is deterministic.
+void pool_backward(const PoolGeometry& g, int64_t n, const float* dy, const int32_t* argmax, float* dx);
+
+// ---- batch normalization -------------------------------------------------------------------------------
+// Per channel over N*spatial (flat inputs: spatial = 1). Semantics of layers/batchnorm.cpp: biased batch
+// variance for normalising, running = momentum * running + (1 - momentum) * batch statistic with the
+// unbiased variance, inference with the running statistics. Without sync, cuDNN's batch normalization;
+// with a communicator for synchronised statistics the per-channel sums go through `reduce` (a callback
+// summing C+1 device floats over ranks) and dtnn's own kernels normalise.
+struct BatchNormShape {
+  Layout layout = Layout::nchw;  // nchw, nhwc, or flat
+  int64_t c = 1, h = 1, w = 1;   // flat: c features, h = w = 1
+  double epsilon = 1e-5, momentum = 0.9;
+};
+class BatchNormOp {
+ public:
+  virtual ~BatchNormOp() = default;
+  // Training: y = normalised x with batch statistics; updates running_mean/var; keeps what backward needs.
+  virtual void forward_training(int64_t n, const float* x, float* y, const float* gamma, const float* beta,
+                                float* running_mean, float* running_var) = 0;
+  virtual void forward_inference(int64_t n, const float* x, float* y, const float* gamma, const float* beta,
+                                 const float* running_mean, const float* running_var) = 0;
+  // dgamma, dbeta overwritten (this rank's sums); dx overwritten when not null.
+  virtual void backward(int64_t n, const float* x, const float* dy, float* dx, const float* gamma, float* dgamma,
+                        float* dbeta) = 0;
+};
+using DeviceReduce = void (*)(void* ctx, float* device_values, int64_t count);
+// `reduce` null: statistics of this rank's batch (cuDNN). Otherwise synchronised statistics.
+std::unique_ptr<BatchNormOp> make_batchnorm(const BatchNormShape& shape, DeviceReduce reduce, void* reduce_ctx);
+
+// ---- losses and metrics --------------------------------------------------------------------------------
+// Codes follow train/losses.h (LossKind, MetricKind); the trainer checks that they agree.
+enum class LossCode { categorical_cross_entropy = 0, binary_cross_entropy = 1 };
+// One training step's loss and metric sums over the n rows (k classes, one-hot or soft targets y):
+//   logits != null (softmax + cce fused): loss from the logits, grad = (softmax(z)*sum(y) - y) * inv_global
+//   logits == null: loss from the output p (clipped to [1e-7, 1-1e-7]), grad = dL/dp * inv_global
+// grad may be null (evaluation). out[0] = loss sum, out[1 + m] = metric m's sum (metrics[m] codes),
+// written (accumulate = false) or added (accumulate = true). num_metrics <= 8. `scratch`: device memory of
+// n * kLossScratchPerRow floats (the caller sizes it for its largest batch).
+inline constexpr int kLossScratchPerRow = 9;
+void loss_and_metrics(LossCode loss, const float* logits, const float* p, const float* y, int64_t n, int64_t k,
+                      float inv_global, float* grad, const int* metrics, int num_metrics, float* out,
+                      bool accumulate, float* scratch);
+// dst[i] += src[i] for i < n (small vectors: the per-epoch sums of the reduce tail).
+void accumulate(float* dst, const float* src, int64_t n);
+void set_value(float* dst, float value);  // one device float
+
+// ---- optimizer updates over flat slabs (formulas of optim/optimizer.h; float arithmetic like the CPU) ---
+void sgd_update(float* w, const float* g, float* v, int64_t n, float lr, float momentum, float decay, bool nesterov);
+void rmsprop_update(float* w, const float* g, float* c, int64_t n, float lr, float rho, float eps, float decay);
+// c1 = 1/(1-beta1^t), c2 = 1/(1-beta2^t) computed by the caller in double.
+void adam_update(float* w, const float* g, float* m, float* v, int64_t n, float lr, float beta1, float beta2,
+                 float c1, float c2, float eps, float decay, bool nadam);
+
+}  // namespace dtnn::gpu

@@ -1,0 +1,380 @@
+// cuDNN convolution algorithms (conv/gpu/gpu_algorithms.h).
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <tuple>
+
+#include "backend/gpu.h"
+#include "backend/gpu/gpu_check.h"
+#include "backend/gpu_ops.h"
+#include "conv/gpu/gpu_algorithms.h"
+
+namespace dtnn {
+namespace {
+
+constexpr int kNone = -1;
+constexpr size_t kFindWorkspaceLimit = size_t{1} << 30;  // cudnn_find considers algorithms needing <= 1 GiB
+
+using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
+                       int64_t, int64_t, int64_t, int64_t, int, bool>;
+Key key_of(const ConvProblem& p) {
+  return Key{p.n, p.c, p.h, p.w, p.k, p.r, p.s, p.stride_h, p.stride_w, p.pad_h, p.pad_w, p.dil_h, p.dil_w, p.groups,
+             static_cast<int>(p.layout), gpu::allow_tf32()};
+}
+Key key_without_batch(const ConvProblem& p) { return key_of(p.with_batch(1)); }
+
+struct Descriptors {
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+};
+
+std::mutex g_mutex;  // guards every cache below (descriptor creation and queries happen at build time)
+
+// Descriptors of a problem, created on first use and kept for the process's lifetime.
+const Descriptors& descriptors(const ConvProblem& p) {
+  static std::map<Key, Descriptors> cache;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  auto it = cache.find(key_of(p));
+  if (it != cache.end()) return it->second;
+  Descriptors d;
+  const cudnnTensorFormat_t fmt = p.layout == Layout::nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+  const auto i = [](int64_t v) { return static_cast<int>(v); };
+  DTNN_CUDNN_CHECK(cudnnCreateTensorDescriptor(&d.x));
+  DTNN_CUDNN_CHECK(cudnnCreateTensorDescriptor(&d.y));
+  DTNN_CUDNN_CHECK(cudnnCreateTensorDescriptor(&d.bias));
+  DTNN_CUDNN_CHECK(cudnnCreateFilterDescriptor(&d.w));
+  DTNN_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&d.conv));
+  DTNN_CUDNN_CHECK(cudnnSetTensor4dDescriptor(d.x, fmt, CUDNN_DATA_FLOAT, i(p.n), i(p.c), i(p.h), i(p.w)));
+  DTNN_CUDNN_CHECK(cudnnSetTensor4dDescriptor(d.y, fmt, CUDNN_DATA_FLOAT, i(p.n), i(p.k), i(p.p()), i(p.q())));
+  DTNN_CUDNN_CHECK(cudnnSetTensor4dDescriptor(d.bias, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, i(p.k), 1, 1));
+  DTNN_CUDNN_CHECK(cudnnSetFilter4dDescriptor(d.w, CUDNN_DATA_FLOAT, fmt, i(p.k), i(p.c / p.groups), i(p.r), i(p.s)));
+  DTNN_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(d.conv, i(p.pad_h), i(p.pad_w), i(p.stride_h), i(p.stride_w),
+                                                   i(p.dil_h), i(p.dil_w), CUDNN_CROSS_CORRELATION,
+                                                   CUDNN_DATA_FLOAT));
+  DTNN_CUDNN_CHECK(cudnnSetConvolutionGroupCount(d.conv, i(p.groups)));
+  DTNN_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv, gpu::allow_tf32() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+  int on, oc, oh, ow;
+  DTNN_CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(d.conv, d.x, d.w, &on, &oc, &oh, &ow));
+  DTNN_CHECK(oh == p.p() && ow == p.q() && oc == p.k, "cuDNN's output shape ", oh, "x", ow, "x", oc,
+             " differs from dtnn's for ", p.str());
+  return cache.emplace(key_of(p), d).first->second;
+}
+
+// Result of asking cuDNN for an algorithm's workspace: success (bytes) or the reason it declines.
+struct Query {
+  bool ok = false;
+  size_t bytes = 0;
+  std::string why;
+};
+
+Query query(const ConvProblem& p, ConvDir dir, int algo) {
+  static std::map<std::tuple<Key, int, int>, Query> cache;
+  const Descriptors& d = descriptors(p);
+  std::lock_guard<std::mutex> lock(g_mutex);
+  const auto k = std::make_tuple(key_of(p), static_cast<int>(dir), algo);
+  auto it = cache.find(k);
+  if (it != cache.end()) return it->second;
+  Query q;
+  cudnnStatus_t st;
+  switch (dir) {
+    case ConvDir::fwd:
+      st = cudnnGetConvolutionForwardWorkspaceSize(gpu::cudnn(), d.x, d.w, d.conv, d.y,
+                                                   static_cast<cudnnConvolutionFwdAlgo_t>(algo), &q.bytes);
+      break;
+    case ConvDir::bwd_data:
+      st = cudnnGetConvolutionBackwardDataWorkspaceSize(gpu::cudnn(), d.w, d.y, d.conv, d.x,
+                                                        static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), &q.bytes);
+      break;
+    default:
+      st = cudnnGetConvolutionBackwardFilterWorkspaceSize(gpu::cudnn(), d.x, d.y, d.conv, d.w,
+                                                          static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), &q.bytes);
+      break;
+  }
+  q.ok = st == CUDNN_STATUS_SUCCESS;
+  if (!q.ok) {
+    char msg[512] = {0};
+    cudnnGetLastErrorString(msg, sizeof msg);
+    q.why = std::string("cuDNN declines: ") + cudnnGetErrorString(st) + (msg[0] ? std::string(" (") + msg + ")" : "");
+    for (char& c : q.why)
+      if (c == '\n') c = ' ';
+  }
+  return cache.emplace(k, q).first->second;
+}
+
+int64_t weight_copy_floats(const ConvProblem& p) { return p.layout == Layout::nhwc ? (p.w_numel() + 63) / 64 * 64 : 0; }
+
+// The three cuDNN calls, with a given algorithm per direction (`bytes` of workspace after the weight copy).
+void run_forward(const ConvProblem& p, int algo, const float* x, const float* w, const float* bias, float* y,
+                 float* ws) {
+  const Descriptors& d = descriptors(p);
+  const Query q = query(p, ConvDir::fwd, algo);
+  DTNN_CHECK(q.ok, p.str(), " fwd: ", q.why);
+  const float one = 1.0f, zero = 0.0f;
+  const float* wk = w;
+  if (p.layout == Layout::nhwc) {
+    gpu::crsk_krsc(w, ws, p.c / p.groups, p.r * p.s, p.k, true);
+    wk = ws;
+  }
+  DTNN_CUDNN_CHECK(cudnnConvolutionForward(gpu::cudnn(), &one, d.x, x, d.w, wk, d.conv,
+                                           static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws + weight_copy_floats(p),
+                                           q.bytes, &zero, d.y, y));
+  if (bias) DTNN_CUDNN_CHECK(cudnnAddTensor(gpu::cudnn(), &one, d.bias, bias, &one, d.y, y));
+}
+
+void run_backward_data(const ConvProblem& p, int algo, const float* dy, const float* w, float* dx, float* ws) {
+  const Descriptors& d = descriptors(p);
+  const Query q = query(p, ConvDir::bwd_data, algo);
+  DTNN_CHECK(q.ok, p.str(), " bwd_data: ", q.why);
+  const float one = 1.0f, zero = 0.0f;
+  const float* wk = w;
+  if (p.layout == Layout::nhwc) {
+    gpu::crsk_krsc(w, ws, p.c / p.groups, p.r * p.s, p.k, true);
+    wk = ws;
+  }
+  DTNN_CUDNN_CHECK(cudnnConvolutionBackwardData(gpu::cudnn(), &one, d.w, wk, d.y, dy, d.conv,
+                                                static_cast<cudnnConvolutionBwdDataAlgo_t>(algo),
+                                                ws + weight_copy_floats(p), q.bytes, &zero, d.x, dx));
+}
+
+void run_backward_filter(const ConvProblem& p, int algo, const float* x, const float* dy, float* dw, float* db,
+                         float* ws) {
+  const Descriptors& d = descriptors(p);
+  const Query q = query(p, ConvDir::bwd_filter, algo);
+  DTNN_CHECK(q.ok, p.str(), " bwd_filter: ", q.why);
+  const float one = 1.0f, zero = 0.0f;
+  float* target = p.layout == Layout::nhwc ? ws : dw;
+  DTNN_CUDNN_CHECK(cudnnConvolutionBackwardFilter(gpu::cudnn(), &one, d.x, x, d.y, dy, d.conv,
+                                                  static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo),
+                                                  ws + weight_copy_floats(p), q.bytes, &zero, d.w, target));
+  if (p.layout == Layout::nhwc) gpu::crsk_krsc(ws, dw, p.c / p.groups, p.r * p.s, p.k, false);
+  if (db) DTNN_CUDNN_CHECK(cudnnConvolutionBackwardBias(gpu::cudnn(), &one, d.y, dy, &zero, d.bias, db));
+}
+
+Support no_device() { return Support::no("no CUDA device (" + gpu_description() + ")"); }
+
+// One named cuDNN algorithm: its enum in each direction, or kNone.
+class CudnnAlgorithm final : public ConvAlgorithm {
+ public:
+  CudnnAlgorithm(std::string name, int fwd, int bwd_data, int bwd_filter)
+      : name_(std::move(name)), algo_{fwd, bwd_data, bwd_filter} {}
+  std::string_view name() const override { return name_; }
+  Device device() const override { return Device::gpu; }
+
+  Support supports(const ConvProblem& p) const override {
+    Support first;
+    for (ConvDir dir : {ConvDir::fwd, ConvDir::bwd_data, ConvDir::bwd_filter}) {
+      if (algo(dir) == kNone) continue;
+      const Support s = supports_dir(p, dir);
+      if (s.ok) return s;
+      if (first.ok) first = s;
+    }
+    return first;
+  }
+  Support supports_dir(const ConvProblem& p, ConvDir dir) const override {
+    if (algo(dir) == kNone) return Support::no(name_ + " has no " + conv_dir_name(dir) + " algorithm");
+    if (gpu_device_count() == 0) return no_device();
+    const Query q = query(p, dir, algo(dir));
+    return q.ok ? Support::yes() : Support::no(q.why);
+  }
+  int64_t workspace_floats(const ConvProblem& p) const override {
+    size_t bytes = 0;
+    for (ConvDir dir : {ConvDir::fwd, ConvDir::bwd_data, ConvDir::bwd_filter}) {
+      if (algo(dir) == kNone) continue;
+      const Query q = query(p, dir, algo(dir));
+      if (q.ok) bytes = std::max(bytes, q.bytes);
+    }
+    return weight_copy_floats(p) + static_cast<int64_t>((bytes + 3) / 4);
+  }
+  void forward(const ConvProblem& p, const float* x, const float* w, const float* bias, float* y,
+               float* ws) const override {
+    DTNN_CHECK(algo(ConvDir::fwd) != kNone, name_, " has no fwd algorithm");
+    run_forward(p, algo(ConvDir::fwd), x, w, bias, y, ws);
+  }
+  void backward_data(const ConvProblem& p, const float* dy, const float* w, float* dx, float* ws) const override {
+    DTNN_CHECK(algo(ConvDir::bwd_data) != kNone, name_, " has no bwd_data algorithm");
+    run_backward_data(p, algo(ConvDir::bwd_data), dy, w, dx, ws);
+  }
+  void backward_filter(const ConvProblem& p, const float* x, const float* dy, float* dw, float* db,
+                       float* ws) const override {
+    DTNN_CHECK(algo(ConvDir::bwd_filter) != kNone, name_, " has no bwd_filter algorithm");
+    run_backward_filter(p, algo(ConvDir::bwd_filter), x, dy, dw, db, ws);
+  }
+  int algo(ConvDir dir) const { return algo_[static_cast<int>(dir)]; }
+
+ private:
+  std::string name_;
+  int algo_[3];
+};
+
+const std::vector<CudnnAlgorithm>& named() {
+  static const std::vector<CudnnAlgorithm> all = {
+      {"gpu.cudnn.implicit_gemm", CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, kNone, kNone},
+      {"gpu.cudnn.implicit_precomp_gemm", CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, kNone, kNone},
+      {"gpu.cudnn.gemm", CUDNN_CONVOLUTION_FWD_ALGO_GEMM, kNone, kNone},
+      {"gpu.cudnn.direct", CUDNN_CONVOLUTION_FWD_ALGO_DIRECT, kNone, kNone},
+      {"gpu.cudnn.fft", CUDNN_CONVOLUTION_FWD_ALGO_FFT, CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT,
+       CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT},
+      {"gpu.cudnn.fft_tiling", CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING, CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING,
+       CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING},
+      {"gpu.cudnn.winograd", CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD, CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD,
+       CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD},
+      {"gpu.cudnn.winograd_nonfused", CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED,
+       CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED},
+      {"gpu.cudnn.bwd_data_algo_0", kNone, CUDNN_CONVOLUTION_BWD_DATA_ALGO_0, kNone},
+      {"gpu.cudnn.bwd_data_algo_1", kNone, CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, kNone},
+      {"gpu.cudnn.bwd_filter_algo_0", kNone, kNone, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0},
+      {"gpu.cudnn.bwd_filter_algo_1", kNone, kNone, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1},
+      {"gpu.cudnn.bwd_filter_algo_3", kNone, kNone, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3},
+      // PyDTNN's choice without --enable_cudnn_auto_conv_alg (its fixed algorithms, all directions).
+      {"gpu.cudnn.pydtnn_fixed", CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, CUDNN_CONVOLUTION_BWD_DATA_ALGO_1,
+       CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1},
+  };
+  return all;
+}
+
+std::string name_of(ConvDir dir, int algo) {
+  for (const CudnnAlgorithm& a : named())
+    if (a.algo(dir) == algo) return std::string(a.name());
+  return "gpu.cudnn.?";
+}
+
+// ---- gpu.cudnn_find ------------------------------------------------------------------------------------
+struct Found {
+  int algo[3] = {kNone, kNone, kNone};
+  size_t bytes[3] = {0, 0, 0};
+};
+
+// Runs cudnnFind*AlgorithmEx for every direction on random operands of the problem (device temporaries
+// allocated and freed here: this happens when a layer is built, never in a batch loop).
+Found search(const ConvProblem& p) {
+  const Descriptors& d = descriptors(p);
+  const int64_t nx = p.x_numel(), nw = p.w_numel(), ny = p.y_numel();
+  float* x = static_cast<float*>(gpu::device_alloc(nx * 4));
+  float* w = static_cast<float*>(gpu::device_alloc(nw * 4));
+  float* y = static_cast<float*>(gpu::device_alloc(ny * 4));
+  size_t limit = kFindWorkspaceLimit;
+  size_t free_b = 0, total_b = 0;
+  DTNN_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+  limit = std::min(limit, free_b / 2);
+  void* ws = gpu::device_alloc(std::max<size_t>(limit, 256));
+  gpu::fill_uniform(x, nx, -1.0f, 1.0f, 1);
+  gpu::fill_uniform(w, nw, -1.0f, 1.0f, 2);
+  gpu::fill_uniform(y, ny, -1.0f, 1.0f, 3);
+  Found f;
+  int returned = 0;
+  {
+    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    DTNN_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(gpu::cudnn(), d.x, x, d.w, w, d.conv, d.y, y,
+                                                            CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf, ws, limit));
+    for (int i = 0; i < returned && f.algo[0] == kNone; ++i)
+      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= limit) f.algo[0] = perf[i].algo;
+  }
+  {
+    cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+    DTNN_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(gpu::cudnn(), d.w, w, d.y, y, d.conv, d.x, x,
+                                                                 CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, perf,
+                                                                 ws, limit));
+    for (int i = 0; i < returned && f.algo[1] == kNone; ++i)
+      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= limit) f.algo[1] = perf[i].algo;
+  }
+  {
+    cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+    DTNN_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(gpu::cudnn(), d.x, x, d.y, y, d.conv, d.w, w,
+                                                                   CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned,
+                                                                   perf, ws, limit));
+    for (int i = 0; i < returned && f.algo[2] == kNone; ++i)
+      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= limit) f.algo[2] = perf[i].algo;
+  }
+  gpu::synchronize();
+  gpu::device_free(x);
+  gpu::device_free(w);
+  gpu::device_free(y);
+  gpu::device_free(ws);
+  // Fallbacks that need no workspace, should cuDNN report nothing usable.
+  for (int i = 0; i < 3; ++i)
+    if (f.algo[i] == kNone) f.algo[i] = 0;
+  for (ConvDir dir : {ConvDir::fwd, ConvDir::bwd_data, ConvDir::bwd_filter}) {
+    const Query q = query(p, dir, f.algo[static_cast<int>(dir)]);
+    DTNN_CHECK(q.ok, p.str(), ": cudnn_find's choice for ", conv_dir_name(dir), " is declined: ", q.why);
+    f.bytes[static_cast<int>(dir)] = q.bytes;
+  }
+  return f;
+}
+
+// Choices per problem; a batch size that was never searched reuses the choice for the same layer shape
+// (the layer searched its largest batch when it was built), or algorithm 0 (no workspace) when that
+// choice would need more workspace than it did.
+const Found& found(const ConvProblem& p) {
+  static std::map<Key, Found> exact;
+  static std::map<Key, Key> by_shape;
+  std::optional<Found> base;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    auto it = exact.find(key_of(p));
+    if (it != exact.end()) return it->second;
+    auto s = by_shape.find(key_without_batch(p));
+    if (s != by_shape.end()) base = exact.at(s->second);
+  }
+  Found f;
+  if (base) {
+    f = *base;
+    for (int i = 0; i < 3; ++i) {
+      const Query q = query(p, static_cast<ConvDir>(i), f.algo[i]);
+      if (!q.ok || q.bytes > f.bytes[i]) f.algo[i] = 0;
+      f.bytes[i] = query(p, static_cast<ConvDir>(i), f.algo[i]).bytes;
+    }
+  } else {
+    f = search(p);
+  }
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (!base) by_shape.emplace(key_without_batch(p), key_of(p));
+  return exact.emplace(key_of(p), f).first->second;
+}
+
+class CudnnFind final : public ConvAlgorithm {
+ public:
+  std::string_view name() const override { return "gpu.cudnn_find"; }
+  std::string chosen_for(const ConvProblem& p, ConvDir dir) const override {
+    return name_of(dir, found(p).algo[static_cast<int>(dir)]);
+  }
+  Device device() const override { return Device::gpu; }
+  Support supports(const ConvProblem&) const override {
+    return gpu_device_count() == 0 ? no_device() : Support::yes();
+  }
+  int64_t workspace_floats(const ConvProblem& p) const override {
+    const Found& f = found(p);
+    return weight_copy_floats(p) + static_cast<int64_t>((std::max(f.bytes[0], std::max(f.bytes[1], f.bytes[2])) + 3) / 4);
+  }
+  void forward(const ConvProblem& p, const float* x, const float* w, const float* bias, float* y,
+               float* ws) const override {
+    run_forward(p, found(p).algo[0], x, w, bias, y, ws);
+  }
+  void backward_data(const ConvProblem& p, const float* dy, const float* w, float* dx, float* ws) const override {
+    run_backward_data(p, found(p).algo[1], dy, w, dx, ws);
+  }
+  void backward_filter(const ConvProblem& p, const float* x, const float* dy, float* dw, float* db,
+                       float* ws) const override {
+    run_backward_filter(p, found(p).algo[2], x, dy, dw, db, ws);
+  }
+};
+
+}  // namespace
+
+const ConvAlgorithm& conv_cudnn_find() {
+  static const CudnnFind algo;
+  return algo;
+}
+
+const std::vector<const ConvAlgorithm*>& cudnn_algorithms() {
+  static const std::vector<const ConvAlgorithm*> all = [] {
+    std::vector<const ConvAlgorithm*> v;
+    for (const CudnnAlgorithm& a : named()) v.push_back(&a);
+    v.push_back(&conv_cudnn_find());
+    return v;
+  }();
+  return all;
+}
+
+}  // namespace dtnn

@@ -1,0 +1,60 @@
+// NCCL device reductions (--enable_nccl), bootstrapped over MPI.
+#include <nccl.h>
+
+#include "backend/gpu/gpu_check.h"
+#include "backend/gpu_ops.h"
+#include "parallel/communicator.h"
+
+#define DTNN_NCCL_CHECK(expr)                                                                             \
+  do {                                                                                                    \
+    const ncclResult_t dtnn_status_ = (expr);                                                             \
+    if (dtnn_status_ != ncclSuccess)                                                                      \
+      ::dtnn::fail("NCCL error ", ncclGetErrorString(dtnn_status_), " in ", #expr, " at ", __FILE__, ":", \
+                   __LINE__);                                                                             \
+  } while (0)
+
+namespace dtnn {
+namespace {
+
+class NcclCommunicator final : public Communicator {
+ public:
+  explicit NcclCommunicator(Communicator& base) : base_(base) {
+    DTNN_CHECK(gpu::initialised(), "NCCL needs the GPU backend initialised on this rank's device first");
+    ncclUniqueId id;
+    if (base.rank() == 0) DTNN_NCCL_CHECK(ncclGetUniqueId(&id));
+    base.broadcast_bytes(&id, sizeof id, 0);
+    DTNN_NCCL_CHECK(ncclCommInitRank(&comm_, base.size(), id, base.rank()));
+    int v = 0;
+    ncclGetVersion(&v);
+    version_ = "NCCL " + std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
+  }
+  ~NcclCommunicator() override { ncclCommDestroy(comm_); }
+
+  int rank() const override { return base_.rank(); }
+  int size() const override { return base_.size(); }
+  void allreduce_sum(float* data, int64_t count) override { base_.allreduce_sum(data, count); }
+  void broadcast(float* data, int64_t count, int root) override { base_.broadcast(data, count, root); }
+  void broadcast_bytes(void* data, int64_t bytes, int root) override { base_.broadcast_bytes(data, bytes, root); }
+  void allreduce_sum_device(float* data, int64_t count) override {
+    DTNN_NCCL_CHECK(ncclAllReduce(data, data, static_cast<size_t>(count), ncclFloat, ncclSum, comm_,
+                                  static_cast<cudaStream_t>(gpu::stream_handle())));
+  }
+  std::string device_library() const override { return version_; }
+  double max(double value) override { return base_.max(value); }
+  void barrier() override { base_.barrier(); }
+  void abort(int code) override { base_.abort(code); }
+  std::string library_version() const override { return base_.library_version(); }
+
+ private:
+  Communicator& base_;
+  ncclComm_t comm_ = nullptr;
+  std::string version_;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_nccl_communicator(Communicator& base) {
+  return std::make_unique<NcclCommunicator>(base);
+}
+
+}  // namespace dtnn
