@@ -43,6 +43,12 @@ std::string short_name(std::string_view full) {
   return std::string(dot == std::string_view::npos ? full : full.substr(dot + 1));
 }
 
+// "gpu.cudnn.fft" -> "fft", "gpu.cublas_1x1" -> "cublas_1x1": the GPU table's column names.
+std::string gpu_column(std::string_view name) {
+  std::string s = short_name(name);
+  return s.rfind("cudnn.", 0) == 0 ? s.substr(6) : s;
+}
+
 // The --device gpu table (see layers_command.h).
 int run_layers_gpu(const LayersCommandOptions& o, const std::vector<LayerProblem>& layers, std::ostream& out) {
   gpu::init(0);
@@ -68,7 +74,7 @@ int run_layers_gpu(const LayersCommandOptions& o, const std::vector<LayerProblem
   std::snprintf(line, sizeof line, "%-5s %-2s %-50s %-10s", "layer", "x", "problem", "dir");
   header = line;
   for (const ConvAlgorithm* a : algos) {
-    std::snprintf(line, sizeof line, "%10.10s", short_name(a->name()).substr(6).c_str());  // drop "cudnn."
+    std::snprintf(line, sizeof line, " %10.10s", gpu_column(a->name()).c_str());
     header += line;
   }
   out << header << "  fastest (TFLOP/s)            cudnn_find\n";
@@ -88,7 +94,7 @@ int run_layers_gpu(const LayersCommandOptions& o, const std::vector<LayerProblem
                             {"problem", l.problem.str()}, {"algorithm", a->name()}, {"direction", conv_dir_name(d)},
                             {"device", "gpu"}, {"tf32", o.allow_tf32}};
         if (!s.ok) {
-          row += "         -";
+          row += "          -";
           if (s.why.find(" has no ") == std::string::npos) {
             j["declined"] = s.why;
             rows.push_back(j);
@@ -101,11 +107,11 @@ int run_layers_gpu(const LayersCommandOptions& o, const std::vector<LayerProblem
         j["max_ms"] = t.max_ms;
         j["tflops"] = t.gflops / 1e3;
         rows.push_back(j);
-        std::snprintf(line, sizeof line, "%10.3f", t.median_ms);
+        std::snprintf(line, sizeof line, " %10.3f", t.median_ms);
         row += line;
         if (t.median_ms < best) {
           best = t.median_ms;
-          best_name = short_name(a->name()).substr(6);
+          best_name = gpu_column(a->name());
         }
       }
       const ConvTiming tf = bench.time(*find, d, topt);

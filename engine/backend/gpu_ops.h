@@ -133,6 +133,12 @@ void crsk_krsc(const float* src, float* dst, int64_t c, int64_t rs, int64_t k, b
 void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
            const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
+// Row-major strided-batched GEMM: for b < batch, C_b = alpha op(A_b) op(B_b) + beta C_b with
+// X_b = X + b * stride_x (a stride of 0 shares one matrix across the batch).
+void sgemm_strided_batched(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                           int64_t lda, int64_t stride_a, const float* b, int64_t ldb, int64_t stride_b, float beta,
+                           float* c, int64_t ldc, int64_t stride_c, int64_t batch);
+
 // ---- pooling (dtnn's semantics: first maximum wins; padding never wins a max and is not counted in an
 // average; a window all in padding gives 0) -------------------------------------------------------------
 struct PoolGeometry {

@@ -214,6 +214,7 @@ TEST_CASE("gpu: every cuDNN algorithm that accepts a problem matches cpu.referen
       "n3_c6h10w10_k6r3s3_st1x1_pd2x2_dl2x2_g1_nhwc_f32",   "n2_c8h7w7_k8r1s1_st1x1_pd0x0_dl1x1_g1_nchw_f32",
       "n2_c8h8w8_k16r3s3_st2x2_pd1x1_dl1x1_g2_nchw_f32",    "n2_c8h8w8_k8r3s3_st1x1_pd1x1_dl1x1_g8_nhwc_f32",
       "n2_c12h6w6_k24r1s1_st2x2_pd0x0_dl1x1_g1_nhwc_f32",   "n1_c1h28w28_k4r3s3_st1x1_pd0x0_dl1x1_g1_nchw_f32",
+      "n3_c12h5w7_k20r1s1_st1x1_pd0x0_dl1x1_g1_nhwc_f32",   "n3_c12h5w7_k20r1s1_st1x1_pd0x0_dl1x1_g1_nchw_f32",
   };
   int accepted = 0, declined = 0;
   for (const char* text : problems) {
@@ -234,6 +235,8 @@ TEST_CASE("gpu: every cuDNN algorithm that accepts a problem matches cpu.referen
         const double tol = name.find("fft") != std::string::npos || name.find("winograd") != std::string::npos ? 2e-3 : 1e-4;
         CHECK(bench.max_rel_error(*a, d) <= tol);
       }
+    if (p.r == 1 && p.s == 1 && p.stride_h == 1 && p.pad_h == 0 && p.groups == 1)
+      CHECK(find_conv_algorithm("gpu.cublas_1x1").supports(p).ok);
     // Whatever the problem, every direction has an algorithm: cudnn_find's.
     for (ConvDir d : {ConvDir::fwd, ConvDir::bwd_data, ConvDir::bwd_filter})
       CHECK(find_conv_algorithm("gpu.cudnn_find").supports_dir(p, d).ok);

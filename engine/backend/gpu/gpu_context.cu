@@ -198,4 +198,14 @@ void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float al
                                 static_cast<int>(ldb), a, static_cast<int>(lda), &beta, c, static_cast<int>(ldc)));
 }
 
+void sgemm_strided_batched(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                           int64_t lda, int64_t stride_a, const float* b, int64_t ldb, int64_t stride_b, float beta,
+                           float* c, int64_t ldc, int64_t stride_c, int64_t batch) {
+  if (m == 0 || n == 0 || batch == 0) return;
+  DTNN_CUBLAS_CHECK(cublasSgemmStridedBatched(
+      cublas(), trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(n),
+      static_cast<int>(m), static_cast<int>(k), &alpha, b, static_cast<int>(ldb), stride_b, a, static_cast<int>(lda),
+      stride_a, &beta, c, static_cast<int>(ldc), stride_c, static_cast<int>(batch)));
+}
+
 }  // namespace dtnn::gpu

@@ -67,6 +67,10 @@ void sgemm(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, 
            int64_t) {
   absent();
 }
+void sgemm_strided_batched(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, int64_t, const float*,
+                           int64_t, int64_t, float, float*, int64_t, int64_t, int64_t) {
+  absent();
+}
 void pool_forward(const PoolGeometry&, int64_t, const float*, float*, int32_t*) { absent(); }
 void pool_backward(const PoolGeometry&, int64_t, const float*, const int32_t*, float*) { absent(); }
 std::unique_ptr<BatchNormOp> make_batchnorm(const BatchNormShape&, DeviceReduce, void*) { absent(); }

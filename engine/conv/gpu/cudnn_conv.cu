@@ -1,7 +1,9 @@
 // cuDNN convolution algorithms (conv/gpu/gpu_algorithms.h).
 #include <map>
 #include <mutex>
+#include <algorithm>
 #include <optional>
+#include <vector>
 #include <string>
 #include <tuple>
 
@@ -152,6 +154,80 @@ void run_backward_filter(const ConvProblem& p, int algo, const float* x, const f
   if (db) DTNN_CUDNN_CHECK(cudnnConvolutionBackwardBias(gpu::cudnn(), &one, d.y, dy, &zero, d.bias, db));
 }
 
+// ---- gpu.cublas_1x1: dtnn's own 1x1, stride-1, unpadded, ungrouped convolution as cuBLAS GEMMs ------------
+//   NHWC: one GEMM per direction over the N*H*W rows (x is (NHW x C), dtnn's weights (C x K), y (NHW x K)).
+//   NCHW: strided-batched GEMMs over the samples (y[n] (K x HW) = w (K x C) . x[n] (C x HW)); the weight
+//         gradient is the sum over samples of dy[n] . x[n]^T, computed per sample into the workspace
+//         (N x K x C floats) and summed in a fixed order. Bias through cuDNN's broadcast add / bias reduction.
+constexpr int kGemm = 100;  // the GEMM path among cuDNN's algorithm numbers (gpu.cudnn_find's choices)
+
+bool gemm_applies(const ConvProblem& p) {
+  return p.r == 1 && p.s == 1 && p.stride_h == 1 && p.stride_w == 1 && p.pad_h == 0 && p.pad_w == 0 && p.groups == 1;
+}
+int64_t gemm_workspace_floats(const ConvProblem& p, ConvDir dir) {
+  return p.layout == Layout::nchw && dir == ConvDir::bwd_filter ? p.n * p.k * p.c : 0;
+}
+
+void gemm_forward(const ConvProblem& p, const float* x, const float* w, const float* bias, float* y) {
+  const int64_t hw = p.h * p.w;
+  if (p.layout == Layout::nhwc)
+    gpu::sgemm(false, false, p.n * hw, p.k, p.c, 1.0f, x, p.c, w, p.k, 0.0f, y, p.k);
+  else
+    gpu::sgemm_strided_batched(false, false, p.k, hw, p.c, 1.0f, w, p.c, 0, x, hw, p.c * hw, 0.0f, y, hw, p.k * hw, p.n);
+  if (bias) {
+    const Descriptors& d = descriptors(p);
+    const float one = 1.0f;
+    DTNN_CUDNN_CHECK(cudnnAddTensor(gpu::cudnn(), &one, d.bias, bias, &one, d.y, y));
+  }
+}
+
+void gemm_backward_data(const ConvProblem& p, const float* dy, const float* w, float* dx) {
+  const int64_t hw = p.h * p.w;
+  if (p.layout == Layout::nhwc)
+    gpu::sgemm(false, true, p.n * hw, p.c, p.k, 1.0f, dy, p.k, w, p.k, 0.0f, dx, p.c);
+  else
+    gpu::sgemm_strided_batched(true, false, p.c, hw, p.k, 1.0f, w, p.c, 0, dy, hw, p.k * hw, 0.0f, dx, hw, p.c * hw,
+                               p.n);
+}
+
+void gemm_backward_filter(const ConvProblem& p, const float* x, const float* dy, float* dw, float* db, float* ws) {
+  const int64_t hw = p.h * p.w;
+  if (p.layout == Layout::nhwc) {
+    gpu::sgemm(true, false, p.c, p.k, p.n * hw, 1.0f, x, p.c, dy, p.k, 0.0f, dw, p.k);
+  } else {
+    gpu::sgemm_strided_batched(false, true, p.k, p.c, hw, 1.0f, dy, hw, p.k * hw, x, hw, p.c * hw, 0.0f, ws, p.c,
+                               p.k * p.c, p.n);
+    gpu::sum_rows(ws, dw, p.n, p.k * p.c);
+  }
+  if (db) {
+    const Descriptors& d = descriptors(p);
+    const float one = 1.0f, zero = 0.0f;
+    DTNN_CUDNN_CHECK(cudnnConvolutionBackwardBias(gpu::cudnn(), &one, d.y, dy, &zero, d.bias, db));
+  }
+}
+
+class CublasOneByOne final : public ConvAlgorithm {
+ public:
+  std::string_view name() const override { return "gpu.cublas_1x1"; }
+  Device device() const override { return Device::gpu; }
+  Support supports(const ConvProblem& p) const override {
+    if (!gemm_applies(p)) return Support::no("gpu.cublas_1x1: needs a 1x1, stride-1, unpadded, ungrouped convolution");
+    return gpu_device_count() == 0 ? Support::no("no CUDA device") : Support::yes();
+  }
+  int64_t workspace_floats(const ConvProblem& p) const override { return gemm_workspace_floats(p, ConvDir::bwd_filter); }
+  void forward(const ConvProblem& p, const float* x, const float* w, const float* bias, float* y,
+               float*) const override {
+    gemm_forward(p, x, w, bias, y);
+  }
+  void backward_data(const ConvProblem& p, const float* dy, const float* w, float* dx, float*) const override {
+    gemm_backward_data(p, dy, w, dx);
+  }
+  void backward_filter(const ConvProblem& p, const float* x, const float* dy, float* dw, float* db,
+                       float* ws) const override {
+    gemm_backward_filter(p, x, dy, dw, db, ws);
+  }
+};
+
 Support no_device() { return Support::no("no CUDA device (" + gpu_description() + ")"); }
 
 // One named cuDNN algorithm: its enum in each direction, or kNone.
@@ -235,6 +311,7 @@ const std::vector<CudnnAlgorithm>& named() {
 }
 
 std::string name_of(ConvDir dir, int algo) {
+  if (algo == kGemm) return "gpu.cublas_1x1";
   for (const CudnnAlgorithm& a : named())
     if (a.algo(dir) == algo) return std::string(a.name());
   return "gpu.cudnn.?";
@@ -264,12 +341,16 @@ Found search(const ConvProblem& p) {
   gpu::fill_uniform(y, ny, -1.0f, 1.0f, 3);
   Found f;
   int returned = 0;
+  float fwd_ms = 1e30f, bwd_data_ms = 1e30f, bwd_filter_ms = 1e30f;
   {
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     DTNN_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(gpu::cudnn(), d.x, x, d.w, w, d.conv, d.y, y,
                                                             CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf, ws, limit));
     for (int i = 0; i < returned && f.algo[0] == kNone; ++i)
-      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= limit) f.algo[0] = perf[i].algo;
+      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= limit) {
+        f.algo[0] = perf[i].algo;
+        fwd_ms = perf[i].time;
+      }
   }
   {
     cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
@@ -277,7 +358,10 @@ Found search(const ConvProblem& p) {
                                                                  CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, perf,
                                                                  ws, limit));
     for (int i = 0; i < returned && f.algo[1] == kNone; ++i)
-      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= limit) f.algo[1] = perf[i].algo;
+      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= limit) {
+        f.algo[1] = perf[i].algo;
+        bwd_data_ms = perf[i].time;
+      }
   }
   {
     cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
@@ -285,7 +369,35 @@ Found search(const ConvProblem& p) {
                                                                    CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned,
                                                                    perf, ws, limit));
     for (int i = 0; i < returned && f.algo[2] == kNone; ++i)
-      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= limit) f.algo[2] = perf[i].algo;
+      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= limit) {
+        f.algo[2] = perf[i].algo;
+        bwd_filter_ms = perf[i].time;
+      }
+  }
+  // dtnn's GEMM path competes for 1x1 problems: the median of 3 event-timed calls after a warm-up, against
+  // the time cudnnFind measured for its best algorithm.
+  if (gemm_applies(p)) {
+    const float best_ms[3] = {fwd_ms, bwd_data_ms, bwd_filter_ms};
+    gpu::Timer timer;
+    for (ConvDir dir : {ConvDir::fwd, ConvDir::bwd_data, ConvDir::bwd_filter}) {
+      const int i = static_cast<int>(dir);
+      if (static_cast<size_t>(gemm_workspace_floats(p, dir)) * 4 > limit) continue;
+      const auto call = [&] {
+        if (dir == ConvDir::fwd) gemm_forward(p, x, w, nullptr, y);
+        else if (dir == ConvDir::bwd_data) gemm_backward_data(p, y, w, x);
+        else gemm_backward_filter(p, x, y, w, nullptr, static_cast<float*>(ws));
+      };
+      call();
+      std::vector<double> t;
+      for (int r = 0; r < 3; ++r) {
+        timer.start();
+        call();
+        timer.stop();
+        t.push_back(timer.elapsed_ms());
+      }
+      std::sort(t.begin(), t.end());
+      if (f.algo[i] == kNone || t[1] < best_ms[i]) f.algo[i] = kGemm;
+    }
   }
   gpu::synchronize();
   gpu::device_free(x);
@@ -296,9 +408,14 @@ Found search(const ConvProblem& p) {
   for (int i = 0; i < 3; ++i)
     if (f.algo[i] == kNone) f.algo[i] = 0;
   for (ConvDir dir : {ConvDir::fwd, ConvDir::bwd_data, ConvDir::bwd_filter}) {
-    const Query q = query(p, dir, f.algo[static_cast<int>(dir)]);
+    const int i = static_cast<int>(dir);
+    if (f.algo[i] == kGemm) {
+      f.bytes[i] = static_cast<size_t>(gemm_workspace_floats(p, dir)) * 4;
+      continue;
+    }
+    const Query q = query(p, dir, f.algo[i]);
     DTNN_CHECK(q.ok, p.str(), ": cudnn_find's choice for ", conv_dir_name(dir), " is declined: ", q.why);
-    f.bytes[static_cast<int>(dir)] = q.bytes;
+    f.bytes[i] = q.bytes;
   }
   return f;
 }
@@ -321,6 +438,10 @@ const Found& found(const ConvProblem& p) {
   if (base) {
     f = *base;
     for (int i = 0; i < 3; ++i) {
+      if (f.algo[i] == kGemm) {  // smaller batches need less workspace
+        f.bytes[i] = static_cast<size_t>(gemm_workspace_floats(p, static_cast<ConvDir>(i))) * 4;
+        continue;
+      }
       const Query q = query(p, static_cast<ConvDir>(i), f.algo[i]);
       if (!q.ok || q.bytes > f.bytes[i]) f.algo[i] = 0;
       f.bytes[i] = query(p, static_cast<ConvDir>(i), f.algo[i]).bytes;
@@ -349,14 +470,20 @@ class CudnnFind final : public ConvAlgorithm {
   }
   void forward(const ConvProblem& p, const float* x, const float* w, const float* bias, float* y,
                float* ws) const override {
-    run_forward(p, found(p).algo[0], x, w, bias, y, ws);
+    const int a = found(p).algo[0];
+    if (a == kGemm) return gemm_forward(p, x, w, bias, y);
+    run_forward(p, a, x, w, bias, y, ws);
   }
   void backward_data(const ConvProblem& p, const float* dy, const float* w, float* dx, float* ws) const override {
-    run_backward_data(p, found(p).algo[1], dy, w, dx, ws);
+    const int a = found(p).algo[1];
+    if (a == kGemm) return gemm_backward_data(p, dy, w, dx);
+    run_backward_data(p, a, dy, w, dx, ws);
   }
   void backward_filter(const ConvProblem& p, const float* x, const float* dy, float* dw, float* db,
                        float* ws) const override {
-    run_backward_filter(p, found(p).algo[2], x, dy, dw, db, ws);
+    const int a = found(p).algo[2];
+    if (a == kGemm) return gemm_backward_filter(p, x, dy, dw, db, ws);
+    run_backward_filter(p, a, x, dy, dw, db, ws);
   }
 };
 
@@ -371,6 +498,8 @@ const std::vector<const ConvAlgorithm*>& cudnn_algorithms() {
   static const std::vector<const ConvAlgorithm*> all = [] {
     std::vector<const ConvAlgorithm*> v;
     for (const CudnnAlgorithm& a : named()) v.push_back(&a);
+    static const CublasOneByOne gemm;
+    v.push_back(&gemm);
     v.push_back(&conv_cudnn_find());
     return v;
   }();

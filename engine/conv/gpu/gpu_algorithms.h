@@ -9,6 +9,10 @@
 //   bwd_filter only: gpu.cudnn.bwd_filter_algo_0, .bwd_filter_algo_1, .bwd_filter_algo_3
 //   gpu.cudnn.pydtnn_fixed: implicit_precomp_gemm, bwd_data_algo_1, bwd_filter_algo_1 (PyDTNN's algorithms
 //   without --enable_cudnn_auto_conv_alg)
+//   gpu.cublas_1x1: dtnn's own path for 1x1 stride-1 unpadded ungrouped layers, all directions, as cuBLAS
+//   GEMMs (NHWC: one GEMM; NCHW: strided-batched over the samples). cuDNN's legacy algorithms reach only
+//   4-15 TFLOP/s on ResNet-50's 1x1 weight gradients on an H100, a plain SGEMM ~50.
+// gpu.cudnn_find also times gpu.cublas_1x1 on the problems it applies to and keeps it where it is faster.
 // supports_dir() asks cuDNN (its workspace query for that algorithm) and declines with cuDNN's reason.
 //
 // Weights: NCHW problems use dtnn's (K, C/G, R, S) weights as cuDNN's NCHW filter. NHWC problems keep

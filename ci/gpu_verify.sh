@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Issue 6's verification on a lent GPU machine (H100/H200 image: CUDA toolkit, PyTorch with its nvidia-*
+# cuDNN/NCCL packages, no MPI, no network), from a bundle made by ci/gpu_bundle.sh on a CUDA machine.
+#
+#   ci/gpu_verify.sh BUNDLE_DIR OUT_DIR [tests|compare|all]
+#     tests    the [gpu] test cases, `dtnn algos`, `dtnn conv` on resnet50's 3x3 256-channel layer, the
+#              cuDNN per-layer table of resnet50_imagenet (`dtnn layers --device gpu`, TF32 off), and
+#              20-step training runs of resnet20_cifar10, vgg16_cifar10 and resnet50_imagenet
+#     compare  analysis/gpu_vs_pytorch.sh: dtnn vs PyTorch training samples/s on the same GPU
+# Everything lands in OUT_DIR (a few files: the device tool returns at most 8), the summaries last on stdout.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+bundle="${1:?usage: ci/gpu_verify.sh BUNDLE_DIR OUT_DIR [tests|compare|all]}"
+out="${2:?usage: ci/gpu_verify.sh BUNDLE_DIR OUT_DIR [tests|compare|all]}"
+part="${3:-all}"
+mkdir -p "$out"
+work="$(mktemp -d)"
+dtnn="$bundle/experiments/dtnn"
+
+# The CUDA runtime and cuBLAS of the toolkit, cuDNN and NCCL of PyTorch's nvidia-* packages, the bundle's own.
+pylibs="$(python3 - <<'PY'
+import importlib, os
+dirs = []
+for mod in ("nvidia.cudnn", "nvidia.nccl"):
+    try:
+        for p in importlib.import_module(mod).__path__:
+            if os.path.isdir(os.path.join(p, "lib")):
+                dirs.append(os.path.join(p, "lib"))
+    except ImportError:
+        pass
+print(":".join(dirs))
+PY
+)"
+export LD_LIBRARY_PATH="$bundle/lib:/usr/local/cuda/lib64:$pylibs:${LD_LIBRARY_PATH:-}"
+export PYTHONUNBUFFERED=1
+
+if [ "$part" = tests ] || [ "$part" = all ]; then
+  {
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
+    echo "missing libraries:"; ldd "$dtnn" "$bundle/tests/dtnn_tests" | grep "not found" || echo "  none"
+    "$dtnn" algos
+  } 2>&1 | tee "$work/device.txt"
+  timeout 300 "$bundle/tests/dtnn_tests" "[gpu]" --durations yes 2>&1 | tee "$work/gpu_tests.txt"
+  timeout 120 "$dtnn" conv n64_c256h14w14_k256r3s3_st1x1_pd1x1_dl1x1_g1_nchw_f32 --device gpu 2>&1 | tee "$work/conv.txt"
+  timeout 300 "$dtnn" layers --model resnet50_imagenet --device gpu --tensor_format NCHW --batch_size 64 --samples 5 \
+    --json "$work/layers_resnet50_gpu.json" > "$work/layers_resnet50_gpu.txt" 2>&1
+  tail -3 "$work/layers_resnet50_gpu.txt"
+  for spec in "resnet20_cifar10 cifar10 50" "vgg16_cifar10 cifar10 50" "resnet50_imagenet imagenet 20"; do
+    read -r model dataset steps <<<"$spec"
+    timeout 200 "$dtnn" train --model="$model" --dataset="$dataset" --use_synthetic_data=True --batch_size=64 \
+      --optimizer=sgd --learning_rate=0.01 --num_epochs=2 --steps_per_epoch="$steps" --enable_gpu=True \
+      --evaluate_on_test=False --progress=False --report="$work/train_$model.json" > "$work/train_$model.txt" 2>&1
+    echo "$model: rc $? $(grep -E '^Epoch|Training throughput' "$work/train_$model.txt" | tr '\n' ' ' | cut -c1-400)"
+  done 2>&1 | tee "$work/train_smoke.txt"
+  # Where a resnet50 step goes (per-layer GPU times, synchronising after every layer).
+  timeout 120 "$dtnn" train --model=resnet50_imagenet --dataset=imagenet --use_synthetic_data=True --batch_size=64 \
+    --optimizer=sgd --learning_rate=0.01 --num_epochs=1 --steps_per_epoch=10 --enable_gpu=True --gpu_layer_times=True \
+    --evaluate_on_test=False --progress=False > "$work/train_resnet50_layer_times.txt" 2>&1
+  # NHWC on the GPU, the test pass, and weights written by a GPU run evaluated on the GPU and on the CPU.
+  {
+    timeout 200 "$dtnn" train --model=resnet20_cifar10 --dataset=cifar10 --use_synthetic_data=True --batch_size=64 \
+      --optimizer=sgd --learning_rate=0.01 --num_epochs=1 --steps_per_epoch=30 --enable_gpu=True --tensor_format=NHWC \
+      --progress=False --weights_and_bias_filename="$work/r20.npz" > "$work/r20_nhwc.txt" 2>&1
+    echo "resnet20 NHWC on the GPU: rc $? $(grep -E 'Training throughput|Testing metrics' "$work/r20_nhwc.txt" | tr '\n' ' ')"
+    for dev in True False; do
+      timeout 200 "$dtnn" train --model=resnet20_cifar10 --dataset=cifar10 --use_synthetic_data=True --batch_size=64 \
+        --enable_gpu=$dev --tensor_format=NHWC --evaluate_only=True --weights_and_bias_filename="$work/r20.npz" \
+        --progress=False > "$work/r20_eval_gpu_$dev.txt" 2>&1
+      echo "  evaluate_only of those weights, enable_gpu=$dev: rc $? $(grep -E 'Testing metrics' "$work/r20_eval_gpu_$dev.txt")"
+    done
+    timeout 100 "$bundle/suites/bench_conv" --device=gpu --layout=nchw --shapes=suites/shapes/resnet50_imagenet.txt \
+      --benchmark_filter='cudnn_find|cublas_1x1' --benchmark_min_time=0.05 > "$work/bench_conv_gpu.txt" 2>&1
+    echo "bench_conv --device=gpu: rc $? $(grep -c cudnn_find "$work/bench_conv_gpu.txt") cudnn_find cases"
+  } 2>&1 | tee -a "$work/train_smoke.txt"
+  tar czf "$out/gpu_verify_tests.tgz" -C "$work" .
+fi
+
+if [ "$part" = compare ] || [ "$part" = all ]; then
+  PYTHON=python3 bash analysis/gpu_vs_pytorch.sh "$bundle" "$work/compare" 2>&1 | tee "$work/compare.txt"
+fi
+
+[ -d "$work/compare" ] && tar czf "$out/gpu_verify_compare.tgz" -C "$work" compare compare.txt
+[ -f "$work/gpu_tests.txt" ] && tail -15 "$work/gpu_tests.txt"
+[ -f "$work/train_smoke.txt" ] && cat "$work/train_smoke.txt"
+[ -f "$work/compare/summary.md" ] && cat "$work/compare/summary.md"
+exit 0
