@@ -52,10 +52,12 @@ if [ "$part" = tests ] || [ "$part" = all ]; then
       --evaluate_on_test=False --progress=False --report="$work/train_$model.json" > "$work/train_$model.txt" 2>&1
     echo "$model: rc $? $(grep -E '^Epoch|Training throughput' "$work/train_$model.txt" | tr '\n' ' ' | cut -c1-400)"
   done 2>&1 | tee "$work/train_smoke.txt"
-  # Where a resnet50 step goes (per-layer GPU times, synchronising after every layer).
-  timeout 120 "$dtnn" train --model=resnet50_imagenet --dataset=imagenet --use_synthetic_data=True --batch_size=64 \
-    --optimizer=sgd --learning_rate=0.01 --num_epochs=1 --steps_per_epoch=10 --enable_gpu=True --gpu_layer_times=True \
-    --evaluate_on_test=False --progress=False > "$work/train_resnet50_layer_times.txt" 2>&1
+  # Where a resnet50 step goes (per-layer GPU times, synchronising after every layer), TF32 off and on.
+  for tf32 in False True; do
+    timeout 120 "$dtnn" train --model=resnet50_imagenet --dataset=imagenet --use_synthetic_data=True --batch_size=64 \
+      --optimizer=sgd --learning_rate=0.01 --num_epochs=1 --steps_per_epoch=10 --enable_gpu=True --gpu_layer_times=True \
+      --allow_tf32=$tf32 --evaluate_on_test=False --progress=False > "$work/train_resnet50_layer_times_tf32_$tf32.txt" 2>&1
+  done
   # NHWC on the GPU, the test pass, and weights written by a GPU run evaluated on the GPU and on the CPU.
   {
     timeout 200 "$dtnn" train --model=resnet20_cifar10 --dataset=cifar10 --use_synthetic_data=True --batch_size=64 \

@@ -156,12 +156,13 @@ void pool_backward(const PoolGeometry& g, int64_t n, const float* dy, const int3
 // ---- batch normalization -------------------------------------------------------------------------------
 // Per channel over N*spatial (flat inputs: spatial = 1). Semantics of layers/batchnorm.cpp: biased batch
 // variance for normalising, running = momentum * running + (1 - momentum) * batch statistic with the
-// unbiased variance, inference with the running statistics. Without sync, cuDNN's batch normalization;
-// with a communicator for synchronised statistics the per-channel sums go through `reduce` (a callback
-// summing C+1 device floats over ranks) and dtnn's own kernels normalise.
+// unbiased variance, inference with the running statistics. cuDNN's batch normalization, or dtnn's own
+// kernels (backend/gpu/batchnorm.cu) when the statistics are synchronised: with a `reduce` callback (summing
+// device floats over ranks; two passes as on the CPU) or when own_kernels asks for them.
 struct BatchNormShape {
-  Layout layout = Layout::nchw;  // nchw, nhwc, or flat
-  int64_t c = 1, h = 1, w = 1;   // flat: c features, h = w = 1
+  Layout layout = Layout::nchw;  // nchw, nhwc, or flat (flat: c features, h = w = 1)
+  int64_t c = 1, h = 1, w = 1;
+  int64_t max_batch = 1;
   double epsilon = 1e-5, momentum = 0.9;
 };
 class BatchNormOp {
@@ -172,13 +173,15 @@ class BatchNormOp {
                                 float* running_mean, float* running_var) = 0;
   virtual void forward_inference(int64_t n, const float* x, float* y, const float* gamma, const float* beta,
                                  const float* running_mean, const float* running_var) = 0;
-  // dgamma, dbeta overwritten (this rank's sums); dx overwritten when not null.
+  // dgamma, dbeta overwritten (this rank's sums); dx overwritten (the cuDNN version needs it; dtnn's own
+  // kernels accept null).
   virtual void backward(int64_t n, const float* x, const float* dy, float* dx, const float* gamma, float* dgamma,
                         float* dbeta) = 0;
 };
 using DeviceReduce = void (*)(void* ctx, float* device_values, int64_t count);
-// `reduce` null: statistics of this rank's batch (cuDNN). Otherwise synchronised statistics.
-std::unique_ptr<BatchNormOp> make_batchnorm(const BatchNormShape& shape, DeviceReduce reduce, void* reduce_ctx);
+// `reduce` null: statistics of this rank's batch. Otherwise synchronised statistics (two passes, as the CPU).
+std::unique_ptr<BatchNormOp> make_batchnorm(const BatchNormShape& shape, DeviceReduce reduce, void* reduce_ctx,
+                                            bool own_kernels = false);
 
 // ---- losses and metrics --------------------------------------------------------------------------------
 // Codes follow train/losses.h (LossKind, MetricKind); the trainer checks that they agree.

@@ -44,10 +44,10 @@ class BatchNorm final : public Layer, public InferenceAffine {
     sync_ = (spec_.sync_stats || ctx.sync_batchnorm) && ctx.comm && ctx.comm->size() > 1;
     comm_ = ctx.comm;
     const Shape c{channels_};
-    params_.push_back({"gamma", c, Init::ones, 0, 0, {}, {}});
-    params_.push_back({"beta", c, Init::zeros, 0, 0, {}, {}});
-    buffers_.push_back({"running_mean", c, Init::zeros, 0, 0, {}, {}});
-    buffers_.push_back({"running_var", c, Init::ones, 0, 0, {}, {}});
+    params_.push_back({"gamma", c, Init::ones, 0, 0, {}, {}, {}});
+    params_.push_back({"beta", c, Init::zeros, 0, 0, {}, {}, {}});
+    buffers_.push_back({"running_mean", c, Init::zeros, 0, 0, {}, {}, {}});
+    buffers_.push_back({"running_var", c, Init::ones, 0, 0, {}, {}, {}});
     mean_.assign(channels_, 0.0);
     acc_.assign(channels_, 0.0);
     acc2_.assign(channels_, 0.0);
@@ -62,10 +62,11 @@ class BatchNorm final : public Layer, public InferenceAffine {
       shape.c = channels_;
       shape.h = in.rank() == 3 ? (layout_ == Layout::nhwc ? in[0] : in[1]) : 1;
       shape.w = in.rank() == 3 ? (layout_ == Layout::nhwc ? in[1] : in[2]) : 1;
+      shape.max_batch = ctx.max_batch;
       shape.epsilon = spec_.epsilon;
       shape.momentum = spec_.momentum;
       gpu_op_ = gpu::make_batchnorm(shape, sync_ ? &BatchNorm::device_allreduce : nullptr, this);
-      scratch_ = ctx.workspace;  // dx of backward when the model wants none
+      scratch_ = ctx.workspace;  // dx of backward when the model wants none (cuDNN always writes one)
       scratch_->reserve(in.numel() * ctx.max_batch);
     }
     return out_sample_ = in;

@@ -56,8 +56,8 @@ class Conv2D final : public Layer, public FoldableConv {
     }
     // Fans per output unit: the inputs (and outputs) one filter tap connects within its group.
     const int64_t rs = p.r * p.s, fan_in = p.c / p.groups * rs, fan_out = p.k / p.groups * rs;
-    params_.push_back({"weights", p.w_shape(), spec_.weights_initializer, fan_in, fan_out, {}, {}});
-    if (spec_.use_bias) params_.push_back({"biases", Shape{p.k}, spec_.biases_initializer, fan_in, fan_out, {}, {}});
+    params_.push_back({"weights", p.w_shape(), spec_.weights_initializer, fan_in, fan_out, {}, {}, {}});
+    if (spec_.use_bias) params_.push_back({"biases", Shape{p.k}, spec_.biases_initializer, fan_in, fan_out, {}, {}, {}});
     return out_sample_ = p.y_shape().drop_dim0();
   }
 

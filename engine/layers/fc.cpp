@@ -16,8 +16,8 @@ class FC final : public Layer {
   Shape build(const Shape& in, const BuildContext& ctx) override {
     gpu_ = ctx.gpu();
     in_ = in.numel();
-    params_.push_back({"weights", Shape{in_, units_}, w_init_, in_, units_, {}, {}});
-    if (use_bias_) params_.push_back({"biases", Shape{units_}, b_init_, in_, units_, {}, {}});
+    params_.push_back({"weights", Shape{in_, units_}, w_init_, in_, units_, {}, {}, {}});
+    if (use_bias_) params_.push_back({"biases", Shape{units_}, b_init_, in_, units_, {}, {}, {}});
     return out_sample_ = Shape{units_};
   }
 

@@ -6,7 +6,8 @@
 //   - every cuDNN algorithm that accepts a problem (both layouts, strides, padding, dilation, groups,
 //     depthwise, 1x1, batch 1) against cpu.reference, in every direction it computes;
 //   - the optimizer kernels against the CPU optimizers, the loss/metric kernel against train/losses.h;
-//   - dropout's mask statistics, a training run whose loss falls, and NCCL's allreduce on one rank.
+//   - dropout's mask statistics, a training run whose loss falls, and NCCL's allreduce on one rank;
+//   - dtnn's own batch-normalization kernels (synchronised statistics) against cuDNN's.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -396,4 +397,56 @@ TEST_CASE("gpu: NCCL allreduce on one rank leaves the data as it is", "[gpu]") {
   gpu::copy_to_device_sync(d.data(), v.data(), n * 4);
   nccl->allreduce_sum_device(d.data(), n);
   CHECK(to_host(d.data(), n) == v);
+}
+
+TEST_CASE("gpu: dtnn's batch-normalization kernels match cuDNN's, synchronised path included", "[gpu]") {
+  if (!gpu_ready()) return;
+  // One rank: the synchronising reduction is the identity, so the two-pass synchronised path must give
+  // the single-rank statistics. Both layouts and a flat (per-feature) input.
+  struct Case {
+    Layout layout;
+    int64_t c, h, w;
+  };
+  const auto identity = [](void*, float*, int64_t) {};
+  for (const Case& k : {Case{Layout::nchw, 6, 9, 7}, Case{Layout::nhwc, 40, 5, 3}, Case{Layout::nchw, 33, 1, 1}})
+    for (int mode = 0; mode < 2; ++mode) {
+      INFO(layout_name(k.layout) << " c" << k.c << " h" << k.h << " w" << k.w << (mode ? " synchronised" : " own"));
+      gpu::BatchNormShape s;
+      s.layout = k.layout;
+      s.c = k.c;
+      s.h = k.h;
+      s.w = k.w;
+      s.max_batch = 5;
+      auto ref = gpu::make_batchnorm(s, nullptr, nullptr);
+      auto own = gpu::make_batchnorm(s, mode ? +identity : nullptr, nullptr, true);
+      const int64_t n = 5, count = n * k.c * k.h * k.w, C = k.c;
+      Rng rng(21 + mode);
+      std::vector<float> host(count), params(2 * C);
+      test::fill_uniform(host, rng, -2.0f, 3.0f);
+      test::fill_uniform(params, rng, 0.5f, 1.5f);
+      const auto dev = [](int64_t m) { return Tensor::zeros(Shape{m}, Layout::flat, Device::gpu); };
+      Tensor x = dev(count), dy = dev(count), gb = dev(2 * C), y1 = dev(count), y2 = dev(count), dx1 = dev(count),
+             dx2 = dev(count), st1 = dev(2 * C), st2 = dev(2 * C), g1 = dev(2 * C), g2 = dev(2 * C);
+      gpu::copy_to_device_sync(x.data(), host.data(), count * 4);
+      test::fill_uniform(host, rng);
+      gpu::copy_to_device_sync(dy.data(), host.data(), count * 4);
+      gpu::copy_to_device_sync(gb.data(), params.data(), 2 * C * 4);
+      std::vector<float> stats(2 * C, 0.0f);
+      for (int64_t c = 0; c < C; ++c) stats[C + c] = 1.0f;  // running mean 0, running variance 1
+      gpu::copy_to_device_sync(st1.data(), stats.data(), 2 * C * 4);
+      gpu::copy_to_device_sync(st2.data(), stats.data(), 2 * C * 4);
+      ref->forward_training(n, x.data(), y1.data(), gb.data(), gb.data() + C, st1.data(), st1.data() + C);
+      own->forward_training(n, x.data(), y2.data(), gb.data(), gb.data() + C, st2.data(), st2.data() + C);
+      CHECK(test::max_rel_error(to_host(y2.data(), count).data(), to_host(y1.data(), count).data(), count) <= 1e-5);
+      CHECK(test::max_rel_error(to_host(st2.data(), 2 * C).data(), to_host(st1.data(), 2 * C).data(), 2 * C) <= 1e-5);
+      ref->backward(n, x.data(), dy.data(), dx1.data(), gb.data(), g1.data(), g1.data() + C);
+      own->backward(n, x.data(), dy.data(), dx2.data(), gb.data(), g2.data(), g2.data() + C);
+      CHECK(test::max_rel_error(to_host(dx2.data(), count).data(), to_host(dx1.data(), count).data(), count) <= 1e-4);
+      CHECK(test::max_rel_error(to_host(g2.data(), 2 * C).data(), to_host(g1.data(), 2 * C).data(), 2 * C) <= 1e-5);
+      ref->forward_inference(n, x.data(), y1.data(), gb.data(), gb.data() + C, st1.data(), st1.data() + C);
+      own->forward_inference(n, x.data(), y2.data(), gb.data(), gb.data() + C, st2.data(), st2.data() + C);
+      CHECK(test::max_rel_error(to_host(y2.data(), count).data(), to_host(y1.data(), count).data(), count) <= 1e-5);
+      own->backward(n, x.data(), dy.data(), nullptr, gb.data(), g2.data(), g2.data() + C);  // no dx wanted
+      CHECK(test::max_rel_error(to_host(g2.data(), 2 * C).data(), to_host(g1.data(), 2 * C).data(), 2 * C) <= 1e-5);
+    }
 }

@@ -1,6 +1,7 @@
 // Max and average pooling with dtnn's CPU semantics (layers/pool2d.cpp), both layouts, any padding,
 // stride and dilation. Forward: one thread per output. Backward: one thread per input element, gathering
-// from the (at most ceil(R*dh/sh) x ceil(S*dw/sw)) windows that can contain it: no atomics, deterministic.
+// from the windows that contain it (found arithmetically, at most ceil(R/sh) x ceil(S/sw) of them for
+// dilation 1): no atomics, deterministic.
 #include "backend/gpu/gpu_check.h"
 #include "backend/gpu_ops.h"
 
@@ -67,37 +68,53 @@ __global__ void pool_fwd(G g, int64_t total, const float* x, float* y, int32_t* 
   }
 }
 
+// The output positions p (of P) whose window, with taps p*stride - pad + r*dil (r < R), covers input i:
+// [lo, hi], exact for dil == 1 (a superset otherwise, checked per tap by the caller).
+__device__ inline void windows_covering(int64_t i, int64_t pad, int64_t stride, int64_t dil, int64_t R, int64_t P,
+                                        int64_t* lo, int64_t* hi) {
+  const int64_t t = i + pad;  // = p*stride + r*dil
+  if (dil != 1) {
+    *lo = 0;
+    *hi = min(P - 1, t / stride);
+    return;
+  }
+  const int64_t first = t - (R - 1);  // p*stride >= t - (R-1)
+  *lo = first <= 0 ? 0 : (first + stride - 1) / stride;
+  *hi = min(P - 1, t / stride);
+}
+
+// In-bounds taps along one axis of the window starting at p*stride - pad.
+__device__ inline int taps_in(int64_t p, int64_t pad, int64_t stride, int64_t dil, int64_t R, int64_t size) {
+  const int64_t start = p * stride - pad;
+  if (dil == 1) {
+    const int64_t end = start + R < size ? start + R : size, begin = start > 0 ? start : 0;
+    return end > begin ? static_cast<int>(end - begin) : 0;
+  }
+  int n = 0;
+  for (int64_t r = 0; r < R; ++r) n += start + r * dil >= 0 && start + r * dil < size;
+  return n;
+}
+
 __global__ void pool_bwd(G g, int64_t total, const float* dy, const int32_t* argmax, float* dx, bool is_max) {
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)blockDim.x * gridDim.x) {
     int64_t n, c, ih, iw;
     split(g, i, g.h, g.w, &n, &c, &ih, &iw);
     const int32_t me = static_cast<int32_t>(ih * g.w + iw);
+    int64_t p0, p1, q0, q1;
+    windows_covering(ih, g.ph, g.sh, g.dh, g.r, g.p, &p0, &p1);
+    windows_covering(iw, g.pw, g.sw, g.dw, g.s, g.q, &q0, &q1);
     float acc = 0.0f;
-    for (int64_t r = 0; r < g.r; ++r) {
-      const int64_t tp = ih + g.ph - r * g.dh;
-      if (tp < 0 || tp % g.sh) continue;
-      const int64_t p = tp / g.sh;
-      if (p >= g.p) continue;
-      for (int64_t s = 0; s < g.s; ++s) {
-        const int64_t tq = iw + g.pw - s * g.dw;
-        if (tq < 0 || tq % g.sw) continue;
-        const int64_t q = tq / g.sw;
-        if (q >= g.q) continue;
+    for (int64_t p = p0; p <= p1; ++p) {
+      const int64_t tr = ih + g.ph - p * g.sh;
+      if (tr < 0 || tr % g.dh || tr / g.dh >= g.r) continue;
+      for (int64_t q = q0; q <= q1; ++q) {
+        const int64_t ts = iw + g.pw - q * g.sw;
+        if (ts < 0 || ts % g.dw || ts / g.dw >= g.s) continue;
         const int64_t o = y_index(g, n, c, p, q);
         if (is_max) {
           if (argmax[o] == me) acc += dy[o];
         } else {
-          int rows = 0, cols = 0;  // in-bounds taps of window (p, q): rows x cols
-          for (int64_t rr = 0; rr < g.r; ++rr) {
-            const int64_t hh = p * g.sh - g.ph + rr * g.dh;
-            rows += hh >= 0 && hh < g.h;
-          }
-          for (int64_t ss = 0; ss < g.s; ++ss) {
-            const int64_t ww = q * g.sw - g.pw + ss * g.dw;
-            cols += ww >= 0 && ww < g.w;
-          }
-          const int count = rows * cols;
-          acc += dy[o] / count;
+          acc += dy[o] / (taps_in(p, g.ph, g.sh, g.dh, g.r, g.h) * taps_in(q, g.pw, g.sw, g.dw, g.s, g.w));
         }
       }
     }
