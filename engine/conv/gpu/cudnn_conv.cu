@@ -107,6 +107,14 @@ Query query(const ConvProblem& p, ConvDir dir, int algo) {
 
 int64_t weight_copy_floats(const ConvProblem& p) { return p.layout == Layout::nhwc ? (p.w_numel() + 63) / 64 * 64 : 0; }
 
+// The weights in cuDNN's filter layout: dtnn's own (NCHW), or their (K, R, S, C/G) copy at the start of the
+// workspace (NHWC).
+const float* cudnn_weights(const ConvProblem& p, const float* w, float* ws) {
+  if (p.layout != Layout::nhwc) return w;
+  gpu::crsk_krsc(w, ws, p.c / p.groups, p.r * p.s, p.k, true);
+  return ws;
+}
+
 // The three cuDNN calls, with a given algorithm per direction (`bytes` of workspace after the weight copy).
 void run_forward(const ConvProblem& p, int algo, const float* x, const float* w, const float* bias, float* y,
                  float* ws) {
@@ -114,11 +122,7 @@ void run_forward(const ConvProblem& p, int algo, const float* x, const float* w,
   const Query q = query(p, ConvDir::fwd, algo);
   DTNN_CHECK(q.ok, p.str(), " fwd: ", q.why);
   const float one = 1.0f, zero = 0.0f;
-  const float* wk = w;
-  if (p.layout == Layout::nhwc) {
-    gpu::crsk_krsc(w, ws, p.c / p.groups, p.r * p.s, p.k, true);
-    wk = ws;
-  }
+  const float* wk = cudnn_weights(p, w, ws);
   DTNN_CUDNN_CHECK(cudnnConvolutionForward(gpu::cudnn(), &one, d.x, x, d.w, wk, d.conv,
                                            static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws + weight_copy_floats(p),
                                            q.bytes, &zero, d.y, y));
@@ -130,11 +134,7 @@ void run_backward_data(const ConvProblem& p, int algo, const float* dy, const fl
   const Query q = query(p, ConvDir::bwd_data, algo);
   DTNN_CHECK(q.ok, p.str(), " bwd_data: ", q.why);
   const float one = 1.0f, zero = 0.0f;
-  const float* wk = w;
-  if (p.layout == Layout::nhwc) {
-    gpu::crsk_krsc(w, ws, p.c / p.groups, p.r * p.s, p.k, true);
-    wk = ws;
-  }
+  const float* wk = cudnn_weights(p, w, ws);
   DTNN_CUDNN_CHECK(cudnnConvolutionBackwardData(gpu::cudnn(), &one, d.w, wk, d.y, dy, d.conv,
                                                 static_cast<cudnnConvolutionBwdDataAlgo_t>(algo),
                                                 ws + weight_copy_floats(p), q.bytes, &zero, d.x, dx));
