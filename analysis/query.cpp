@@ -50,6 +50,12 @@ const View kViews[] = {
      "FROM ok d JOIN torch t ON t.model = d.model AND t.dataset = d.dataset AND t.num_epochs = d.num_epochs "
      "AND t.batch_size = d.batch_size AND t.optimizer = d.optimizer WHERE d.framework = 'dtnn' "
      "GROUP BY d.model, d.dataset, d.conv_algo, d.ranks, d.threads ORDER BY d.model, d.dataset, d.conv_algo, d.ranks"},
+    {"conv", "the fastest algorithm per conv problem, direction, device and threads (`dtnn ingest`ed benchmarks)",
+     "SELECT * FROM v_best_conv"},
+    {"conv_benchmarks", "every ingested convolution benchmark row",
+     "SELECT id, source, model, layer, problem, algorithm, direction, device, threads, tf32, round(median_ms, 4) AS "
+     "median_ms, round(min_ms, 4) AS min_ms, round(max_ms, 4) AS max_ms, round(gflops, 1) AS gflops, declined "
+     "FROM conv_benchmarks ORDER BY id"},
     {"targets", "the accuracy targets loaded by `dtnn check`", "SELECT * FROM targets ORDER BY id"},
     {"environments", "machines and builds runs were made with", "SELECT * FROM environments ORDER BY id"},
     {"matrices", "matrix files runs came from", "SELECT id, name, file, hash, created_at FROM matrices ORDER BY id"},

@@ -72,6 +72,7 @@ for m in models:
     a, b = acc("dtnn", m), acc("torch", m)
     ma, mb = statistics.mean(a), statistics.mean(b)
     print(f"{m:<20}{ma:>8.2f} ({min(a):.2f}-{max(a):.2f}){mb:>8.2f} ({min(b):.2f}-{max(b):.2f}){ma - mb:>+12.2f}")
+    print(f"{'':<20}per seed: dtnn {' '.join(f'{v:.2f}' for v in a)}; PyTorch {' '.join(f'{v:.2f}' for v in b)}")
 PY
 else
   echo "usage: $0 throughput [EPOCHS] | [SEEDS=...] accuracy [MODELS] [DATA_DIR]" >&2

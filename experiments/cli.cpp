@@ -16,6 +16,7 @@
 #include "conv/conv_algorithm.h"
 #include "core/error.h"
 #include "experiments/conv_command.h"
+#include "experiments/ingest.h"
 #include "experiments/layers_command.h"
 #include "experiments/runner.h"
 #include "models/model.h"
@@ -277,6 +278,10 @@ int main(int argc, char** argv) {
   compare->add_option("--db", db, "Results database")->capture_default_str();
 
   std::string out_dir, report_matrix;
+  dtnn::IngestOptions ingest_options;
+  CLI::App* ingest = app.add_subcommand("ingest", "Store convolution benchmarks (bench_conv or dtnn layers JSON)");
+  ingest->add_option("files", ingest_options.files, "JSON files")->required();
+  ingest->add_option("--db", ingest_options.db_path, "Results database")->capture_default_str();
   CLI::App* report = app.add_subcommand("report", "Markdown report with PNG plots from the results store");
   report->add_option("--out", out_dir, "Output directory")->required();
   report->add_option("--db", db, "Results database")->capture_default_str();
@@ -316,6 +321,7 @@ int main(int argc, char** argv) {
       return c.regressions > 0 ? 1 : 0;
     }
     if (report->parsed()) return cmd_report(db, out_dir, report_matrix);
+    if (ingest->parsed()) return dtnn::run_ingest(ingest_options, std::cout);
   } catch (const dtnn::Unsupported& e) {
     print_error(e.what());
     if (comm && comm->size() > 1) comm->abort(dtnn::kUnsupportedExit);

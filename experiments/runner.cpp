@@ -93,7 +93,9 @@ std::string capture_command(const std::string& cmd) {
   return out;
 }
 
-StoredEnvironment runner_environment() {
+}  // namespace
+
+StoredEnvironment current_environment() {
   const Environment e = capture_environment(1, 0, mpi_library_version());
   StoredEnvironment s;
   s.host = e.host;
@@ -119,6 +121,8 @@ StoredEnvironment runner_environment() {
   s.env_vars = vars.dump();
   return s;
 }
+
+namespace {
 
 struct Planned {
   Trial trial;
@@ -274,7 +278,7 @@ int run_matrix(const RunnerOptions& options, std::ostream& out) {
   const int reaped = store.reap_orphaned_runs();
   if (reaped > 0) out << "marked " << reaped << " run(s) of an earlier, killed runner as interrupted\n";
   const int64_t matrix_id = store.add_matrix(matrix.name, matrix.path, matrix.hash, matrix.text);
-  StoredEnvironment environment = runner_environment();
+  StoredEnvironment environment = current_environment();
   if (!options.git_commit.empty()) {  // the trials run another commit's build (ci/perf-regression.sh)
     environment.git_commit = options.git_commit;
     environment.git_dirty = false;

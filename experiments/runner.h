@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "results/store.h"
+
 namespace dtnn {
 
 struct RunnerOptions {
@@ -27,6 +29,9 @@ struct RunnerOptions {
   std::string git_commit;   // recorded instead of this checkout's commit (when dtnn_binary is another build)
   std::vector<std::string> tags;  // added to the matrix's tags for every run
 };
+
+// This machine and build as the store records them (host, CPU, libraries, GPU, git commit, env vars).
+StoredEnvironment current_environment();
 
 // Returns the exit code: 0 when every run is ok or unsupported, 1 when any failed or timed out, 130 when
 // interrupted. Throws dtnn::Error for a bad matrix, filter or database.

@@ -154,6 +154,35 @@ CREATE VIEW v_accuracy_vs_target AS
          AND (t.num_epochs = 0 OR t.num_epochs = r.num_epochs) AND (t.optimizer = '' OR t.optimizer = r.optimizer)
         WHERE r.status = 'ok');
 )SQL"},
+    {3, "convolution benchmarks (dtnn ingest: bench_conv and dtnn layers JSON) and the fastest per problem", R"SQL(
+CREATE TABLE conv_benchmarks (
+  id             INTEGER PRIMARY KEY,
+  environment_id INTEGER NOT NULL REFERENCES environments(id),
+  source         TEXT NOT NULL CHECK (source IN ('bench_conv', 'dtnn_layers')),
+  file           TEXT NOT NULL,           -- the ingested file
+  model          TEXT NOT NULL,           -- dtnn layers: the model; bench_conv: ''
+  layer          INTEGER,                 -- dtnn layers: first conv layer (1-based) with this problem
+  problem        TEXT NOT NULL,           -- canonical conv problem string
+  algorithm      TEXT NOT NULL,           -- cpu.convgemm, gpu.cudnn.fft, gpu.cudnn_find, ...
+  direction      TEXT NOT NULL CHECK (direction IN ('fwd', 'bwd_data', 'bwd_filter')),
+  device         TEXT NOT NULL CHECK (device IN ('cpu', 'gpu')),
+  threads        INTEGER NOT NULL,        -- CPU threads (0 on the GPU)
+  tf32           INTEGER NOT NULL,        -- GPU math mode
+  median_ms      REAL,                    -- NULL when the algorithm declined the problem
+  min_ms         REAL,
+  max_ms         REAL,
+  gflops         REAL,                    -- direct-convolution FLOPs / median
+  declined       TEXT,                    -- the algorithm's reason
+  ingested_at    TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))
+);
+CREATE INDEX conv_benchmarks_by_problem ON conv_benchmarks (problem, direction, device, threads);
+CREATE VIEW v_best_conv AS
+  SELECT problem, direction, device, threads, tf32, algorithm, round(min(median_ms), 4) AS median_ms,
+         round(gflops, 1) AS gflops, count(*) AS contenders, environment_id
+  FROM conv_benchmarks WHERE median_ms IS NOT NULL
+  GROUP BY environment_id, problem, direction, device, threads, tf32
+  ORDER BY problem, direction, device, threads, tf32;
+)SQL"},
 };
 
 }  // namespace dtnn::schema

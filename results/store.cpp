@@ -65,7 +65,9 @@ class Statement {
     DTNN_SQLITE(db_, path_, sqlite3_bind_double(stmt_, i, v));
     return *this;
   }
-  Statement& bind(int i, std::optional<double> v) {
+  // std::nullopt binds SQL NULL.
+  template <typename T>
+  Statement& bind(int i, const std::optional<T>& v) {
     if (v) return bind(i, *v);
     DTNN_SQLITE(db_, path_, sqlite3_bind_null(stmt_, i));
     return *this;
@@ -329,6 +331,23 @@ int64_t ResultStore::begin_run(const RunStart& s) {
 void ResultStore::set_log_path(int64_t run_id, const std::string& log_path) {
   Statement st(db_, path_, "UPDATE runs SET log_path = ? WHERE id = ?");
   st.bind(1, log_path).bind(2, run_id).run();
+}
+
+void ResultStore::add_conv_benchmarks(int64_t environment_id, const std::vector<ConvBenchmarkRow>& rows) {
+  Transaction tx(db_, path_);
+  for (const ConvBenchmarkRow& r : rows) {
+    Statement st(db_, path_,
+                 "INSERT INTO conv_benchmarks (environment_id, source, file, model, layer, problem, algorithm, "
+                 "direction, device, threads, tf32, median_ms, min_ms, max_ms, gflops, declined) "
+                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    st.bind(1, environment_id).bind(2, r.source).bind(3, r.file).bind(4, r.model).bind(5, r.layer);
+    st.bind(6, r.problem).bind(7, r.algorithm).bind(8, r.direction).bind(9, r.device);
+    st.bind(10, static_cast<int64_t>(r.threads)).bind(11, static_cast<int64_t>(r.tf32 ? 1 : 0));
+    st.bind(12, r.median_ms).bind(13, r.min_ms).bind(14, r.max_ms).bind(15, r.gflops);
+    st.bind(16, r.declined.empty() ? std::optional<std::string>() : std::optional<std::string>(r.declined));
+    st.run();
+  }
+  tx.commit();
 }
 
 void ResultStore::finish_run_ok(int64_t run_id, const std::string& report_json, double duration_s) {

@@ -40,6 +40,18 @@ struct RunStart {
   std::string command, log_path;
 };
 
+// One timed (or declined) convolution: a row of conv_benchmarks.
+struct ConvBenchmarkRow {
+  std::string source;  // bench_conv | dtnn_layers
+  std::string file, model;
+  std::optional<int64_t> layer;
+  std::string problem, algorithm, direction, device;
+  int threads = 0;
+  bool tf32 = false;
+  std::optional<double> median_ms, min_ms, max_ms, gflops;
+  std::string declined;  // non-empty: no times
+};
+
 // The query result: column names and rows of text (SQL NULL is std::nullopt).
 struct QueryResult {
   std::vector<std::string> columns;
@@ -83,6 +95,9 @@ class ResultStore {
 
   // Number of runs with status ok for this matrix, environment and trial key (what --resume skips).
   int count_ok_runs(int64_t matrix_id, int64_t environment_id, const std::string& trial_key);
+
+  // Inserts convolution benchmark rows in one transaction (all or none).
+  void add_conv_benchmarks(int64_t environment_id, const std::vector<ConvBenchmarkRow>& rows);
 
   // Replaces the targets table (from analysis/targets.toml).
   struct Target {

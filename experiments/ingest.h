@@ -1,0 +1,35 @@
+// `dtnn ingest FILE...`: convolution benchmark results into the results store (table conv_benchmarks,
+// view v_best_conv), so `dtnn query` compares algorithms per problem across runs, machines and commits.
+//
+// Two formats, recognised by their content:
+//   - Google Benchmark JSON of suites/bench_conv (`bench_conv --benchmark_format=json` or
+//     `--benchmark_out=F`): cases "<algorithm>/<dir>/<problem>[/threads:T]"; with repetitions, the median
+//     aggregate is the time and the repetitions give min and max; cases skipped with an error (a declined
+//     problem, no GPU) are stored with their reason;
+//   - `dtnn layers --json` output, CPU (per algorithm: fwd/bwd_data/bwd_filter medians, min and max) or
+//     GPU (per algorithm and direction).
+// Every row of one call goes in one transaction with this machine's environment (ingest where the
+// benchmark ran). A file that is unreadable, not JSON or in neither format is an error naming it, and
+// nothing of that call is stored.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "results/store.h"
+
+namespace dtnn {
+
+struct IngestOptions {
+  std::vector<std::string> files;
+  std::string db_path = "results/dtnn.db";
+};
+
+// The rows one file holds (throws dtnn::Error naming the file when it cannot be read or understood).
+std::vector<ConvBenchmarkRow> read_conv_benchmarks(const std::string& path);
+
+// Returns the exit code (0). Prints one line per file: rows stored and their format.
+int run_ingest(const IngestOptions& options, std::ostream& out);
+
+}  // namespace dtnn

@@ -1,0 +1,98 @@
+// `dtnn ingest` on files made by the real tools: suites/bench_conv's Google Benchmark JSON (with
+// repetitions, and a case skipped because the algorithm declines the problem) and `dtnn layers --json`;
+// the rows, the fastest-per-problem view, and bad files (nothing stored, one line, exit 1).
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "cli_helpers.h"
+#include "results/store.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string one(const dtnn::ResultStore& s, const std::string& sql) {
+  const dtnn::QueryResult r = s.query(sql);
+  REQUIRE(r.rows.size() == 1);
+  return r.rows[0][0].value_or("NULL");
+}
+
+struct Dir {
+  fs::path path;
+  Dir() : path(dtnn::test::temp_path("ingest")) {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~Dir() { fs::remove_all(path); }
+  std::string operator/(const std::string& name) const { return (path / name).string(); }
+};
+
+}  // namespace
+
+TEST_CASE("ingest: bench_conv and dtnn layers JSON land in conv_benchmarks", "[ingest]") {
+  if (std::string(DTNN_BENCH_CONV).empty()) {
+    WARN("skipped: this build has no suites/bench_conv (DTNN_BUILD_SUITES=OFF)");
+    return;
+  }
+  Dir d;
+  const std::string problem = "n4_c8h10w10_k16r3s3_st1x1_pd1x1_dl1x1_g1_nhwc_f32";
+  std::ofstream(d / "shapes.txt") << problem << "  # one small layer\n";
+  // im2row_gemm runs (3 repetitions: median aggregate + min/max); im2col_gemm declines NHWC (a skipped case).
+  const std::string bench = std::string(DTNN_BENCH_CONV) + " --shapes=" + (d / "shapes.txt") +
+                            " --benchmark_filter='im2row_gemm|im2col_gemm' --benchmark_min_time=0.005" +
+                            " --benchmark_repetitions=3 --benchmark_out=" + (d / "gb.json") +
+                            " --benchmark_out_format=json > /dev/null 2>&1";
+  REQUIRE(std::system(bench.c_str()) == 0);
+  const auto layers = dtnn::test::run_dtnn("layers --model simplecnn --batch_size 8 --samples 1 --conv_algo "
+                                           "im2row_gemm,im2col_gemm --json " + (d / "layers.json"));
+  REQUIRE(layers.status == 0);
+  const auto ingest = dtnn::test::run_dtnn("ingest " + (d / "gb.json") + " " + (d / "layers.json") + " --db " + (d / "t.db"));
+  INFO(ingest.out << ingest.err);
+  REQUIRE(ingest.status == 0);
+  CHECK_THAT(ingest.out, Catch::Contains("from bench_conv") && Catch::Contains("from dtnn layers"));
+
+  const dtnn::ResultStore s = dtnn::ResultStore::open_read_only(d / "t.db");
+  // bench_conv: 2 algorithms x 3 directions, the im2col ones declined with im2col's reason.
+  CHECK(one(s, "SELECT count(*) FROM conv_benchmarks WHERE source = 'bench_conv'") == "6");
+  CHECK(one(s, "SELECT count(*) FROM conv_benchmarks WHERE source = 'bench_conv' AND algorithm = 'cpu.im2col_gemm' "
+               "AND declined LIKE '%NCHW%' AND median_ms IS NULL") == "3");
+  CHECK(one(s, "SELECT count(*) FROM conv_benchmarks WHERE source = 'bench_conv' AND algorithm = 'cpu.im2row_gemm' "
+               "AND problem = '" + problem + "' AND threads = 1 AND min_ms <= median_ms AND median_ms <= max_ms "
+               "AND gflops > 0") == "3");
+  // dtnn layers: simplecnn's 2 distinct conv problems x 2 algorithms x 3 directions.
+  CHECK(one(s, "SELECT count(*) FROM conv_benchmarks WHERE source = 'dtnn_layers' AND model = 'simplecnn'") == "12");
+  CHECK(one(s, "SELECT count(*) FROM conv_benchmarks WHERE source = 'dtnn_layers' AND declined IS NOT NULL") == "6");
+  // The view keeps one fastest timed algorithm per (problem, direction): here im2row_gemm everywhere.
+  CHECK(one(s, "SELECT count(*) FROM v_best_conv") == "9");
+  CHECK(one(s, "SELECT count(*) FROM v_best_conv WHERE algorithm <> 'cpu.im2row_gemm'") == "0");
+  CHECK(one(s, "SELECT count(DISTINCT environment_id) FROM conv_benchmarks") == "1");
+}
+
+TEST_CASE("ingest: unreadable, malformed or foreign files store nothing and fail with one line", "[ingest]") {
+  Dir d;
+  std::ofstream(d / "bad.json") << "{\"benchmarks\": [";
+  std::ofstream(d / "other.json") << "{\"schema\": \"dtnn.run_report/1\"}";
+  std::ofstream(d / "badname.json") << R"({"benchmarks": [{"name": "not_a_conv_case", "real_time": 1}]})";
+  std::ofstream(d / "badproblem.json")
+      << R"({"benchmarks": [{"name": "cpu.im2row_gemm/fwd/n4_c8_broken", "real_time": 1, "time_unit": "ms"}]})";
+  std::ofstream(d / "good.json")
+      << R"({"benchmarks": [{"name": "cpu.im2row_gemm/fwd/n4_c8h10w10_k16r3s3_st1x1_pd1x1_dl1x1_g1_nhwc_f32/threads:1",)"
+      << R"( "run_name": "cpu.im2row_gemm/fwd/n4_c8h10w10_k16r3s3_st1x1_pd1x1_dl1x1_g1_nhwc_f32/threads:1",)"
+      << R"( "run_type": "iteration", "real_time": 0.25, "time_unit": "ms", "GFLOP/s": 9.2}]})";
+  for (const char* f : {"missing.json", "bad.json", "other.json", "badname.json", "badproblem.json"}) {
+    INFO(f);
+    const auto c = dtnn::test::run_dtnn("ingest " + (d / "good.json") + " " + (d / f) + " --db " + (d / "t.db"));
+    CHECK(dtnn::test::one_line_error(c));
+    CHECK_THAT(c.err, Catch::Contains(f));
+  }
+  // The good file was never stored alone either: each call is all or nothing.
+  CHECK(!fs::exists(d / "t.db"));
+  const auto ok = dtnn::test::run_dtnn("ingest " + (d / "good.json") + " --db " + (d / "t.db"));
+  REQUIRE(ok.status == 0);
+  const dtnn::ResultStore s = dtnn::ResultStore::open_read_only(d / "t.db");
+  CHECK(one(s, "SELECT median_ms || ' ' || min_ms || ' ' || max_ms || ' ' || gflops FROM conv_benchmarks") ==
+        "0.25 0.25 0.25 9.2");
+}
