@@ -43,9 +43,9 @@ int run_conv_command(const ConvCommandOptions& o, std::ostream& out) {
   DTNN_CHECK(o.samples >= 1, "--samples must be at least 1 (got ", o.samples, ")");
   cpu::set_threads(o.threads);
   double peak = 0.0;
+  if (gpu) gpu::init(0);  // fails with one line before anything is printed when there is no GPU
   out << "problem  " << p.str() << "\n";
   if (gpu) {
-    gpu::init(0);
     gpu::set_allow_tf32(o.allow_tf32);
     peak = measure_gpu_sgemm_gflops();
     out << "device   " << gpu::device_name() << (o.allow_tf32 ? ", TF32 allowed" : ", TF32 off")

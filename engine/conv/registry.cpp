@@ -24,6 +24,7 @@ const std::vector<const ConvAlgorithm*>& conv_algorithms() {
       &conv_winograd_f4(),
       &conv_winograd_f2(),
       &conv_im2col_gemm(),
+      &conv_depthwise(),
       &conv_onednn(),
       &conv_reference(),
   };

@@ -51,7 +51,9 @@ void validate(const TrainOptions& o) {
   DTNN_CHECK(o.crop_images_padding >= 0, "--crop_images_padding must be non-negative (got ", o.crop_images_padding,
              ")");
   dataset_shape(o.dataset_name);  // an unknown --dataset fails before the model is built
-  parse_layout(resolved_tensor_format(o));
+  const std::string format = resolved_tensor_format(o);
+  DTNN_CHECK(format == "NHWC" || format == "NCHW" || format == "nhwc" || format == "nchw", "unknown --tensor_format '",
+             o.tensor_format, "' (expected NHWC, NCHW or AUTO)");
   DTNN_CHECK(!o.enable_nccl || o.enable_gpu, "--enable_nccl needs --enable_gpu");
   DTNN_CHECK(!o.gpu_layer_times || o.enable_gpu, "--gpu_layer_times needs --enable_gpu");
   if (o.enable_gpu) require_gpu();

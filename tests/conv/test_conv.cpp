@@ -151,6 +151,7 @@ TEST_CASE("conv: every algorithm matches the reference in all directions", "[con
   CHECK(checked["cpu.winograd_f2"] >= 10);  // the NHWC 3x3 stride-1 problems
   CHECK(checked["cpu.winograd_f4"] == checked["cpu.winograd_f2"]);
   CHECK(checked["cpu.onednn"] == static_cast<int>(problems().size()));  // every problem, groups included
+  CHECK(checked["cpu.depthwise"] >= 6);  // the 3 depthwise problems of each layout (multiplier 1 and 2)
 }
 
 TEST_CASE("conv: the registry resolves names, falls back with a reason, rejects unknown names", "[conv]") {
@@ -172,7 +173,7 @@ TEST_CASE("conv: threaded algorithms give bit-identical results at 1 and 2 threa
   int compared = 0;
   for (const ConvProblem& p : problems()) {
     for (const ConvAlgorithm* algo : {&find_conv_algorithm("convgemm"), &find_conv_algorithm("winograd_f2"),
-                                      &find_conv_algorithm("winograd_f4")}) {
+                                      &find_conv_algorithm("winograd_f4"), &find_conv_algorithm("depthwise")}) {
       if (!algo->supports(p).ok) continue;
       std::vector<float> x(p.x_numel()), w(p.w_numel()), dy(p.y_numel()), bias(p.k);
       for (auto* v : {&x, &w, &dy, &bias}) test::fill_uniform(*v, rng);
@@ -190,7 +191,7 @@ TEST_CASE("conv: threaded algorithms give bit-identical results at 1 and 2 threa
       cpu::set_threads(1);
       INFO(algo->name() << " on " << p.str());
       // Winograd's weight gradient sums per-thread partials: equal up to rounding, not bit for bit.
-      const bool exact_filter = algo->name() == "cpu.convgemm";
+      const bool exact_filter = algo->name() == "cpu.convgemm" || algo->name() == "cpu.depthwise";
       for (int d = 0; d < 4; ++d)
         if (d != 2 || exact_filter) CHECK(out[0][d] == out[1][d]);
       CHECK(test::max_rel_error(out[1][2].data(), out[0][2].data(), p.w_numel()) < 1e-5);
