@@ -14,6 +14,9 @@ Writes DIR/report.md and, next to it, throughput.png, scaling.png and accuracy_<
   Accuracy     per-epoch validation (else training) accuracy curves per configuration, with the
                matching targets as dashed lines; final accuracies; test accuracy vs target (v_accuracy_vs_target)
   Per-layer    per model and conv_algo: median forward/backward ms of each Conv2D and FC layer
+  Conv algos   from `dtnn ingest`ed benchmarks (conv_benchmarks): per model (dtnn layers) or bench_conv file,
+               device, threads and math mode, every problem x algorithm (fwd + bwd_data + bwd_filter ms,
+               the fastest in bold) + a grouped bar chart conv_<...>.png
 
 --matrix NAME restricts everything to the runs of the matrices with that name. The database is opened
 read-only. On an error (no database, not a dtnn results database, unwritable DIR, unknown matrix) it prints
@@ -440,6 +443,52 @@ class Report:
         self.add(*table(["layer", "type", "algorithm", "problem", "output shape", "params", "runs", "forward ms",
                          "backward ms", "fwd+bwd ms"], rows, right=(0, 5, 6, 7, 8, 9)))
 
+    # ---- convolution algorithms per layer (dtnn ingest)
+
+    def conv_algorithms(self):
+        self.add("## Convolution algorithms per layer", "")
+        rows = self.store.conv_benchmarks()
+        if not rows:
+            self.add("No convolution benchmarks stored (`dtnn layers --json F` or bench_conv's JSON, then "
+                     "`dtnn ingest F`).", "")
+            return
+        self.add("Milliseconds per call of fwd + bwd_data + bwd_filter for every problem (the layer's first "
+                 "index for `dtnn layers`) and algorithm, the newest ingested times; the fastest is in bold. "
+                 "An algorithm timed in only some directions (a GPU algorithm of one direction) shows those "
+                 "directions' times instead.", "")
+        groups = defaultdict(dict)  # (source, model, device, threads, tf32, env) -> {(problem, layer): {algo: {dir: ms}}}
+        for r in rows:
+            key = (r["source"], r["model"] or "bench_conv", r["device"], r["threads"], r["tf32"], r["environment_id"])
+            cell = groups[key].setdefault((r["problem"], r["layer"]), {}).setdefault(r["algorithm"], {})
+            cell[r["direction"]] = r["median_ms"]  # rows come in id order: the newest wins
+        for (source, model, device, threads, tf32, env), problems in sorted(groups.items(), key=lambda kv: str(kv[0])):
+            algos = sorted({a for cells in problems.values() for a in cells})
+            what = f"{model}, {device}" + (f", {threads} thread(s)" if device == "cpu" else "") + \
+                (", TF32" if tf32 else "") + (f", env {env}" if self.several_envs else "")
+            self.add(f"### {what}", "")
+            table_rows, totals = [], [[None] * len(problems) for _ in algos]
+            for pi, ((problem, layer), cells) in enumerate(sorted(problems.items(), key=lambda kv: (kv[0][1] or 0, kv[0][0]))):
+                full = {a: sum(d.values()) for a, d in cells.items() if len(d) == 3}
+                best = min(full, key=full.get) if full else None
+                row = [layer if layer is not None else "", problem]
+                for ai, a in enumerate(algos):
+                    d = cells.get(a)
+                    if not d:
+                        row.append("")
+                    elif len(d) == 3:
+                        totals[ai][pi] = full[a]
+                        row.append(f"**{num(full[a], 3)}**" if a == best else num(full[a], 3))
+                    else:
+                        row.append(" + ".join(f"{k} {num(v, 3)}" for k, v in sorted(d.items())))
+                table_rows.append(row)
+            self.add(*table(["layer", "problem"] + [a.split(".", 1)[-1] for a in algos], table_rows, right=(0,)))
+            if self.plots is not None and any(v is not None for t in totals for v in t):
+                name = "conv_" + "_".join(str(x) for x in (model, device, threads, "tf32" if tf32 else "fp32", env)) + ".png"
+                labels = [f"{layer} {problem}" if layer is not None else problem
+                          for (problem, layer) in sorted(problems, key=lambda k: (k[1] or 0, k[0]))]
+                self.plots.conv_layer_bars(os.path.join(self.out, name), what, labels, algos, totals)
+                self.image(name, f"conv algorithms, {what}")
+
     def write(self):
         path = os.path.join(self.out, "report.md")
         with open(path, "w", encoding="utf-8") as f:
@@ -490,6 +539,7 @@ def main(argv=None):
         report.scaling()
         report.accuracy()
         report.layers()
+        report.conv_algorithms()
         report.write()
     except ReportError as e:
         sys.stderr.write(f"{PREFIX}{e}\n")

@@ -130,6 +130,17 @@ class Store:
                          f"(SELECT r.id FROM runs r WHERE {cond}) "
                          f"ORDER BY v.model, v.dataset, v.metric, v.framework, v.run_id", params)
 
+    def has_table(self, name):
+        return bool(self._all("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)))
+
+    def conv_benchmarks(self):
+        """Timed rows of `dtnn ingest`ed convolution benchmarks (all of them: they belong to no matrix)."""
+        if not self.has_table("conv_benchmarks"):  # a database from before schema version 3
+            return []
+        return self._all("SELECT source, model, layer, problem, algorithm, direction, device, threads, tf32, "
+                         "median_ms, environment_id FROM conv_benchmarks WHERE median_ms IS NOT NULL "
+                         "ORDER BY id")
+
     def layer_timings(self):
         """Conv2D and FC layer timings of the ok runs in scope."""
         cond, params = self._runs_filter()

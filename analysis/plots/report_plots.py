@@ -95,3 +95,25 @@ def accuracy_curves(path, title, ylabel, series, targets):
     ax.grid(alpha=0.3)
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8)
     _save(fig, path)
+
+
+def conv_layer_bars(path, title, problems, algos, ms):
+    """Grouped horizontal bars: per problem (first on top), fwd+bwd_data+bwd_filter ms of each algorithm
+    (ms[a][p], None where the algorithm has no time), log scale."""
+    n, k = len(problems), len(algos)
+    fig, ax = plt.subplots(figsize=(9, 1.5 + 0.22 * n * k))
+    height = 0.8 / max(k, 1)
+    cmap = plt.get_cmap("tab20")
+    for a, name in enumerate(algos):
+        ys = [p + a * height for p in range(n) if ms[a][p] is not None]
+        xs = [ms[a][p] for p in range(n) if ms[a][p] is not None]
+        ax.barh(ys, xs, height=height, color=cmap(a % 20), label=name)
+    ax.set_yticks([p + 0.4 - height / 2 for p in range(n)])
+    ax.set_yticklabels(problems, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.set_xlabel("ms per call, fwd + bwd_data + bwd_filter (log scale)")
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right")
+    ax.set_title(title)
+    _save(fig, path)

@@ -24,10 +24,15 @@ fail() {
 "$py" "$report_py" --db "$db" --out "$out" || fail "report.py exited $? on $db"
 [ -s "$out/report.md" ] || fail "$out/report.md missing or empty"
 for heading in "# dtnn results report" "## Environments" "## Matrices" "## Run status" "## Throughput" \
-  "## Scaling" "## Accuracy" "## Per-layer timings"; do
+  "## Scaling" "## Accuracy" "## Per-layer timings" "## Convolution algorithms per layer"; do
   grep -qxF "$heading" "$out/report.md" || fail "report.md lacks the heading '$heading'"
 done
 compgen -G "$out/*.png" > /dev/null || fail "no PNG in $out"
+# Ingested convolution benchmarks (the harness.report test stores a `dtnn layers` run): a table and a chart.
+if [ "$("$py" -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT count(*) FROM conv_benchmarks WHERE median_ms IS NOT NULL").fetchone()[0])' "$db")" -gt 0 ]; then
+  sed -n '/^## Convolution algorithms per layer/,$p' "$out/report.md" | grep -q '^### ' || fail "no conv algorithm table"
+  compgen -G "$out/conv_*.png" > /dev/null || fail "no conv_*.png chart"
+fi
 
 # expect_error NAME DB: report.py must exit 1, print nothing on stdout and one 'dtnn report: ' line on stderr.
 expect_error() {
