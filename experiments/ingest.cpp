@@ -74,9 +74,9 @@ std::vector<ConvBenchmarkRow> from_google_benchmark(const json& j, const std::st
     }
     const std::string unit = b.value("time_unit", "ns");
     const double ms = to_ms(b.at("real_time").get<double>(), unit);
-    const std::optional<double> rate = b.contains("GFLOP/s")   ? std::optional<double>(b["GFLOP/s"].get<double>())
-                                       : b.contains("TFLOP/s") ? std::optional<double>(b["TFLOP/s"].get<double>() * 1e3)
-                                                               : std::nullopt;
+    // bench_conv's counter "FLOP/s" (Google Benchmark stores rates unscaled).
+    const std::optional<double> rate =
+        b.contains("FLOP/s") ? std::optional<double>(b["FLOP/s"].get<double>() * 1e-9) : std::nullopt;
     if (b.value("run_type", "iteration") == "aggregate") {
       if (b.value("aggregate_name", "") == "median") {
         a.median = ms;

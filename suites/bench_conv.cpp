@@ -5,7 +5,7 @@
 //
 // --device=gpu: the GPU algorithms of this build (every cuDNN algorithm in the directions it computes, and
 // gpu.cudnn_find), manual timing with CUDA events around each iteration (Google Benchmark's UseManualTime),
-// TFLOP/s counters; --layout=nchw|nhwc overrides the shapes' layout (cuDNN is fastest in NCHW) and
+// FLOP/s counters; --layout=nchw|nhwc overrides the shapes' layout (cuDNN is fastest in NCHW) and
 // --allow_tf32=1 switches on TF32 math. Without a CUDA device the GPU cases are skipped with the reason.
 #include <benchmark/benchmark.h>
 
@@ -62,7 +62,7 @@ void run_case(benchmark::State& state, const dtnn::ConvAlgorithm* algo, dtnn::Co
     }
     benchmark::ClobberMemory();
   }
-  state.counters["GFLOP/s"] = benchmark::Counter(p.flops(dir), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["FLOP/s"] = benchmark::Counter(p.flops(dir), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void run_case_gpu(benchmark::State& state, const dtnn::ConvAlgorithm* algo, dtnn::ConvDir dir, dtnn::ConvProblem p) {
@@ -96,7 +96,7 @@ void run_case_gpu(benchmark::State& state, const dtnn::ConvAlgorithm* algo, dtnn
     timer.stop();
     state.SetIterationTime(timer.elapsed_ms() / 1e3);
   }
-  state.counters["TFLOP/s"] = benchmark::Counter(p.flops(dir) / 1e12, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["FLOP/s"] = benchmark::Counter(p.flops(dir), benchmark::Counter::kIsIterationInvariantRate);
   state.SetLabel(algo->chosen_for(p, dir));
 }
 

@@ -18,7 +18,7 @@ void BM_sgemm(benchmark::State& state) {
     dtnn::cpu::sgemm(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c.data(), n);
     benchmark::DoNotOptimize(c.data());
   }
-  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * m * n * k, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["FLOP/s"] = benchmark::Counter(2.0 * m * n * k, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 std::vector<float> random_floats(int64_t count, unsigned seed) {
@@ -44,7 +44,7 @@ void BM_skinny_nn(benchmark::State& state) {
     benchmark::ClobberMemory();
   }
   state.SetLabel(skinny ? "skinny" : "openblas");
-  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * m * n * k, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["FLOP/s"] = benchmark::Counter(2.0 * m * n * k, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // nt: drows[m x k] = dY[m x n] . W[k x n]^T    args (m, k, n, impl)
@@ -61,7 +61,7 @@ void BM_skinny_nt(benchmark::State& state) {
     benchmark::ClobberMemory();
   }
   state.SetLabel(skinny ? "skinny" : "openblas");
-  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * m * n * k, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["FLOP/s"] = benchmark::Counter(2.0 * m * n * k, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // tn: dW[k x n] += rows[m x k]^T . dY[m x n]   args (k, n, m, impl); beta = 1 as in every chunk but the first
@@ -78,7 +78,7 @@ void BM_skinny_tn(benchmark::State& state) {
     benchmark::ClobberMemory();
   }
   state.SetLabel(skinny ? "skinny" : "openblas");
-  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * m * n * k, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["FLOP/s"] = benchmark::Counter(2.0 * m * n * k, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 }  // namespace
@@ -96,7 +96,7 @@ void BM_sgemm_fc(benchmark::State& state) {
     dtnn::cpu::sgemm(ta, tb, m, n, k, 1.0f, a.data(), ta ? m : k, b.data(), tb ? k : n, 0.0f, c.data(), n);
     benchmark::DoNotOptimize(c.data());
   }
-  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * m * n * k, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["FLOP/s"] = benchmark::Counter(2.0 * m * n * k, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_sgemm_fc)->Args({64, 128, 1568, 0, 0})->Args({1568, 128, 64, 1, 0})->Args({64, 1568, 128, 0, 1})
     ->UseRealTime();

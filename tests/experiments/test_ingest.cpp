@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "cli_helpers.h"
+#include "conv/conv_problem.h"
 #include "results/store.h"
 
 namespace {
@@ -61,7 +62,8 @@ TEST_CASE("ingest: bench_conv and dtnn layers JSON land in conv_benchmarks", "[i
                "AND declined LIKE '%NCHW%' AND median_ms IS NULL") == "3");
   CHECK(one(s, "SELECT count(*) FROM conv_benchmarks WHERE source = 'bench_conv' AND algorithm = 'cpu.im2row_gemm' "
                "AND problem = '" + problem + "' AND threads = 1 AND min_ms <= median_ms AND median_ms <= max_ms "
-               "AND gflops > 0") == "3");
+               "AND abs(gflops - " + std::to_string(dtnn::ConvProblem::parse(problem).flops(dtnn::ConvDir::fwd)) +
+               " / (median_ms * 1e6)) < 0.05 * gflops") == "3");  // each direction's rate: the problem's FLOPs
   // dtnn layers: simplecnn's 2 distinct conv problems x 2 algorithms x 3 directions.
   CHECK(one(s, "SELECT count(*) FROM conv_benchmarks WHERE source = 'dtnn_layers' AND model = 'simplecnn'") == "12");
   CHECK(one(s, "SELECT count(*) FROM conv_benchmarks WHERE source = 'dtnn_layers' AND declined IS NOT NULL") == "6");
@@ -81,7 +83,7 @@ TEST_CASE("ingest: unreadable, malformed or foreign files store nothing and fail
   std::ofstream(d / "good.json")
       << R"({"benchmarks": [{"name": "cpu.im2row_gemm/fwd/n4_c8h10w10_k16r3s3_st1x1_pd1x1_dl1x1_g1_nhwc_f32/threads:1",)"
       << R"( "run_name": "cpu.im2row_gemm/fwd/n4_c8h10w10_k16r3s3_st1x1_pd1x1_dl1x1_g1_nhwc_f32/threads:1",)"
-      << R"( "run_type": "iteration", "real_time": 0.25, "time_unit": "ms", "GFLOP/s": 9.2}]})";
+      << R"( "run_type": "iteration", "real_time": 0.25, "time_unit": "ms", "FLOP/s": 9.2e9}]})";
   for (const char* f : {"missing.json", "bad.json", "other.json", "badname.json", "badproblem.json"}) {
     INFO(f);
     const auto c = dtnn::test::run_dtnn("ingest " + (d / "good.json") + " " + (d / f) + " --db " + (d / "t.db"));

@@ -1,0 +1,148 @@
+// Every layer of real models, forward and backward, at the model's shapes: where a training step's time
+// goes, layer by layer, as Google Benchmark cases (so `dtnn ingest`-style tooling, --benchmark_filter and
+// Google Benchmark's compare.py work on them).
+//
+//   bench_layers [--models=resnet20_cifar10,simplecnn] [--batch=64] [--threads=1,2] [--conv_algo=auto]
+//                [Google Benchmark flags]
+//
+// Cases are named "<model>/<layer id>_<type>/<fwd|bwd>/batch:<B>/threads:<T>" (top-level layers; a block
+// is one case with its whole paths). Each model is built once per thread count (CPU, NHWC, random input,
+// one forward pass in training mode so that backward has its state), then each case calls one layer's
+// forward or backward on the model's own buffers. Counters (shown scaled, e.g. 81.2G/s): FLOP/s for layers
+// with arithmetic (backward counted as twice the forward FLOPs), bytes/s (input + output) for the others.
+#include <benchmark/benchmark.h>
+
+#include <iostream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/blas.h"
+#include "core/rng.h"
+#include "layers/layers.h"
+#include "models/model.h"
+
+namespace {
+
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+struct Built {
+  std::unique_ptr<dtnn::Model> model;
+  int64_t batch = 0;
+};
+
+// One model per (name, threads, batch, algo), built on first use and kept for all its cases.
+Built& model_for(const std::string& name, int threads, int64_t batch, const std::string& algo) {
+  static std::map<std::string, Built> cache;
+  const std::string key = name + "/" + std::to_string(threads) + "/" + std::to_string(batch) + "/" + algo;
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  dtnn::cpu::set_threads(threads);
+  Built b;
+  b.model = dtnn::create_model(name);
+  dtnn::BuildContext ctx;
+  ctx.layout = dtnn::Layout::nhwc;
+  ctx.max_batch = batch;
+  ctx.conv_algo = algo;
+  b.model->build(ctx, 1);
+  b.batch = batch;
+  dtnn::Rng rng(3);
+  const dtnn::Tensor& in = b.model->input();
+  for (int64_t i = 0; i < in.numel(); ++i) in.data()[i] = rng.uniform_f() - 0.5f;
+  b.model->forward(batch, dtnn::Mode::train);
+  for (size_t i = 1; i < b.model->num_layers(); ++i) {  // every output gradient: random
+    const dtnn::Tensor g = b.model->gradient(i, batch);
+    for (int64_t j = 0; j < g.numel(); ++j) g.data()[j] = rng.uniform_f() - 0.5f;
+  }
+  return cache.emplace(key, std::move(b)).first->second;
+}
+
+void run_layer(benchmark::State& state, std::string name, size_t index, bool backward, int threads, int64_t batch,
+               std::string algo) {
+  Built& b = model_for(name, threads, batch, algo);
+  dtnn::cpu::set_threads(threads);
+  dtnn::Model& m = *b.model;
+  dtnn::Layer& layer = m.layer(index);
+  const dtnn::Tensor x = m.activation(index - 1, batch), y = m.activation(index, batch);
+  const dtnn::Tensor dy = m.gradient(index, batch), dx = m.gradient(index - 1, batch);
+  for (auto _ : state) {
+    if (backward)
+      layer.backward(x, y, dy, dx);
+    else
+      layer.forward(x, y, dtnn::Mode::train);
+    benchmark::ClobberMemory();
+  }
+  const double flops = layer.forward_flops() * static_cast<double>(batch) * (backward ? 2.0 : 1.0);
+  if (flops > 0) {
+    state.counters["FLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+  } else {
+    const double bytes = 4.0 * static_cast<double>(x.numel() + y.numel()) * (backward ? 2.0 : 1.0);
+    state.counters["bytes/s"] = benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate);
+  }
+  state.SetLabel(layer.algorithm_name());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> models = {"simplecnn", "resnet20_cifar10"};
+  std::vector<int> thread_counts = {1};
+  int64_t batch = 64;
+  std::string algo = "auto";
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind("--models=", 0) == 0) {
+      models = split_commas(arg.substr(9));
+    } else if (arg.rfind("--threads=", 0) == 0) {
+      thread_counts.clear();
+      for (const std::string& t : split_commas(arg.substr(10))) thread_counts.push_back(std::stoi(t));
+    } else if (arg.rfind("--batch=", 0) == 0) {
+      batch = std::stoll(arg.substr(8));
+    } else if (arg.rfind("--conv_algo=", 0) == 0) {
+      algo = arg.substr(12);
+    } else {
+      argv[kept++] = argv[i];
+    }
+  }
+  argc = kept;
+  try {
+    for (const std::string& name : models) {
+      // The layer list from a 1-sample build (cheap): ids, types and which layers compute.
+      auto probe = dtnn::create_model(name);
+      dtnn::BuildContext ctx;
+      ctx.max_batch = 1;
+      ctx.conv_algo = "reference";  // no best_of timing for a probe
+      probe->build(ctx, 1);
+      for (size_t i = 1; i < probe->num_layers(); ++i) {
+        const dtnn::Layer& l = probe->layer(i);
+        if (l.is_reshape()) continue;
+        for (bool backward : {false, true})
+          for (int threads : thread_counts) {
+            const std::string case_name = name + "/" + std::to_string(l.id) + "_" + l.type() + "/" +
+                                          (backward ? "bwd" : "fwd") + "/batch:" + std::to_string(batch) +
+                                          "/threads:" + std::to_string(threads);
+            benchmark::RegisterBenchmark(case_name.c_str(), run_layer, name, i, backward, threads, batch, algo)
+                ->UseRealTime()
+                ->Unit(benchmark::kMillisecond);
+          }
+      }
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "bench_layers: " << e.what() << "\n";
+    return 2;
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
