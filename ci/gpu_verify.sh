@@ -41,6 +41,9 @@ if [ "$part" = tests ] || [ "$part" = all ]; then
     "$dtnn" algos
   } 2>&1 | tee "$work/device.txt"
   timeout 300 "$bundle/tests/dtnn_tests" "[gpu]" --durations yes 2>&1 | tee "$work/gpu_tests.txt"
+  if [ -x "$bundle/tests/test_mpi_gpu" ] && command -v mpirun > /dev/null; then  # BUNDLE_MPI=ON bundles
+    timeout 120 mpirun -np 2 --allow-run-as-root --oversubscribe "$bundle/tests/test_mpi_gpu" 2>&1 | tee -a "$work/gpu_tests.txt"
+  fi
   timeout 120 "$dtnn" conv n64_c256h14w14_k256r3s3_st1x1_pd1x1_dl1x1_g1_nchw_f32 --device gpu 2>&1 | tee "$work/conv.txt"
   timeout 300 "$dtnn" layers --model resnet50_imagenet --device gpu --tensor_format NCHW --batch_size 64 --samples 5 \
     --json "$work/layers_resnet50_gpu.json" > "$work/layers_resnet50_gpu.txt" 2>&1
