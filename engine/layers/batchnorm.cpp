@@ -18,6 +18,8 @@
 //     the global batch. The parameter gradients stay local sums; the trainer's allreduce adds them up.
 // gamma and beta are trainable parameters (in the Model's slab); the running statistics are buffers
 // (the Model's state slab), saved in weight files as PyDTNN's running_mean/running_var keys.
+// On the GPU the same computation runs in backend/gpu/batchnorm.cu (cuDNN, or dtnn's kernels when the
+// statistics are synchronised).
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -326,7 +328,7 @@ class BatchNorm final : public Layer, public InferenceAffine {
     return r[channels_];
   }
 
-  // Synchronised statistics on the GPU: sums C+1 device floats over the ranks.
+  // Synchronised statistics on the GPU: sums `count` device floats over the ranks.
   static void device_allreduce(void* self, float* values, int64_t count) {
     static_cast<BatchNorm*>(self)->comm_->allreduce_sum_device(values, count);
   }
