@@ -138,6 +138,10 @@ ConvChoice select_conv_algorithm(std::string_view requested, const ConvProblem& 
     // kernels beat convgemm's 16-channel panels there (measured 2-4x, analysis/baselines/conv_cpu_2core.md).
     const ConvAlgorithm& im2row = find_conv_algorithm("im2row_gemm");
     if ((p.c < 8 || p.k < 16) && im2row.supports(p).ok) return {&im2row, "heuristic", ""};
+    // NCHW depthwise: oneDNN has no fast kernel for plain NCHW there (measured 1.4-3.9x slower than
+    // cpu.depthwise on MobileNet's 512-channel 14x14 layer, analysis/baselines/conv_cpu_2core.md).
+    const ConvAlgorithm& depthwise = find_conv_algorithm("depthwise");
+    if (p.layout == Layout::nchw && depthwise.supports(p).ok) return {&depthwise, "heuristic", ""};
     for (const ConvAlgorithm* a : conv_algorithms())
       if (a->supports(p).ok) return {a, "heuristic", ""};
     fail("no convolution algorithm supports ", p.str());

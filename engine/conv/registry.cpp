@@ -24,8 +24,8 @@ const std::vector<const ConvAlgorithm*>& conv_algorithms() {
       &conv_winograd_f4(),
       &conv_winograd_f2(),
       &conv_im2col_gemm(),
-      &conv_depthwise(),
       &conv_onednn(),
+      &conv_depthwise(),  // after oneDNN's JIT (2.5-4x faster here); before the reference without oneDNN
       &conv_reference(),
   };
   return all;

@@ -4,7 +4,8 @@
 // input pixel once are the fast path.
 //
 //   NHWC  one output pixel's K channels are contiguous: forward and backward_data vectorise over channels
-//         (x[..., c] * w[r, s, c*m + j]); threads split samples (forward: output rows). The weight gradient
+//         (x[..., c] * w[r, s, c*m + j]); the forward keeps blocks of 64 (32) channels in registers across
+//         the taps (m == 1); threads split samples (forward: output rows). The weight gradient
 //         sums over N*P*Q pixels: kChunks fixed slices of the samples write partial (R, S, K) sums into the
 //         workspace, added in chunk order, so results do not depend on the thread count.
 //   NCHW  one (sample, channel) plane at a time: rows vectorise along the output width (stride 1 runs
@@ -57,6 +58,9 @@ class Depthwise final : public ConvAlgorithm {
 
  private:
   // ---- NHWC ----
+  // Channel blocks of kBlock floats stay in registers across the R*S taps of one output pixel (m == 1).
+  static constexpr int64_t kBlock = 64;
+
   static void forward_nhwc(const ConvProblem& p, const float* x, const float* w, const float* bias, float* y) {
     const int64_t C = p.c, K = p.k, m = K / C, P = p.p(), Q = p.q();
 #pragma omp parallel for collapse(2) schedule(static)
@@ -64,6 +68,21 @@ class Depthwise final : public ConvAlgorithm {
       for (int64_t oh = 0; oh < P; ++oh)
         for (int64_t ow = 0; ow < Q; ++ow) {
           float* out = y + ((n * P + oh) * Q + ow) * K;
+          if (m == 1) {
+            for (int64_t k0 = 0; k0 < K;) {
+              if (K - k0 >= kBlock) {
+                pixel_block<kBlock>(p, x, w, bias, out, n, oh, ow, k0);
+                k0 += kBlock;
+              } else if (K - k0 >= 32) {
+                pixel_block<32>(p, x, w, bias, out, n, oh, ow, k0);
+                k0 += 32;
+              } else {
+                pixel_tail(p, x, w, bias, out, n, oh, ow, k0, K - k0);
+                k0 = K;
+              }
+            }
+            continue;
+          }
           if (bias)
             std::memcpy(out, bias, K * sizeof(float));
           else
@@ -76,16 +95,53 @@ class Depthwise final : public ConvAlgorithm {
               if (iw < 0 || iw >= p.w) continue;
               const float* in = x + ((n * p.h + ih) * p.w + iw) * C;
               const float* wt = w + (r * p.s + s) * K;
-              if (m == 1) {
-#pragma omp simd
-                for (int64_t k = 0; k < K; ++k) out[k] += in[k] * wt[k];
-              } else {
-                for (int64_t c = 0; c < C; ++c)
-                  for (int64_t j = 0; j < m; ++j) out[c * m + j] += in[c] * wt[c * m + j];
-              }
+              for (int64_t c = 0; c < C; ++c)
+                for (int64_t j = 0; j < m; ++j) out[c * m + j] += in[c] * wt[c * m + j];
             }
           }
         }
+  }
+
+  // One output pixel's channels [k0, k0 + B) with m == 1: the sum over taps in a local array the
+  // compiler keeps in vector registers (B a compile-time constant), one store at the end.
+  template <int64_t B>
+  static void pixel_block(const ConvProblem& p, const float* x, const float* w, const float* bias, float* out,
+                          int64_t n, int64_t oh, int64_t ow, int64_t k0) {
+    const int64_t K = p.k;
+    float acc[B];
+    for (int64_t j = 0; j < B; ++j) acc[j] = bias ? bias[k0 + j] : 0.0f;
+    for (int64_t r = 0; r < p.r; ++r) {
+      const int64_t ih = oh * p.stride_h - p.pad_h + r * p.dil_h;
+      if (ih < 0 || ih >= p.h) continue;
+      for (int64_t s = 0; s < p.s; ++s) {
+        const int64_t iw = ow * p.stride_w - p.pad_w + s * p.dil_w;
+        if (iw < 0 || iw >= p.w) continue;
+        const float* in = x + ((n * p.h + ih) * p.w + iw) * K + k0;
+        const float* wt = w + (r * p.s + s) * K + k0;
+#pragma omp simd
+        for (int64_t j = 0; j < B; ++j) acc[j] += in[j] * wt[j];
+      }
+    }
+    for (int64_t j = 0; j < B; ++j) out[k0 + j] = acc[j];
+  }
+
+  static void pixel_tail(const ConvProblem& p, const float* x, const float* w, const float* bias, float* out,
+                         int64_t n, int64_t oh, int64_t ow, int64_t k0, int64_t count) {
+    const int64_t K = p.k;
+    float* o = out + k0;
+    for (int64_t j = 0; j < count; ++j) o[j] = bias ? bias[k0 + j] : 0.0f;
+    for (int64_t r = 0; r < p.r; ++r) {
+      const int64_t ih = oh * p.stride_h - p.pad_h + r * p.dil_h;
+      if (ih < 0 || ih >= p.h) continue;
+      for (int64_t s = 0; s < p.s; ++s) {
+        const int64_t iw = ow * p.stride_w - p.pad_w + s * p.dil_w;
+        if (iw < 0 || iw >= p.w) continue;
+        const float* in = x + ((n * p.h + ih) * p.w + iw) * K + k0;
+        const float* wt = w + (r * p.s + s) * K + k0;
+#pragma omp simd
+        for (int64_t j = 0; j < count; ++j) o[j] += in[j] * wt[j];
+      }
+    }
   }
 
   static void backward_data_nhwc(const ConvProblem& p, const float* dy, const float* w, float* dx) {
