@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "backend/cpu/blas.h"
+#include "suite_args.h"
 #include "backend/gpu.h"
 #include "backend/gpu_ops.h"
 #include "conv/conv_algorithm.h"
@@ -100,13 +101,6 @@ void run_case_gpu(benchmark::State& state, const dtnn::ConvAlgorithm* algo, dtnn
   state.SetLabel(algo->chosen_for(p, dir));
 }
 
-std::vector<std::string> split_commas(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream ss(text);
-  for (std::string item; std::getline(ss, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
 
 }  // namespace
 
@@ -120,7 +114,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg.rfind("--shapes=", 0) == 0) {
-      files = split_commas(arg.substr(9));
+      files = dtnn::suites::split_commas(arg.substr(9));
     } else if (arg == "--device=gpu" || arg == "--device=cpu") {
       gpu = arg == "--device=gpu";
     } else if (arg.rfind("--layout=", 0) == 0) {
@@ -128,7 +122,7 @@ int main(int argc, char** argv) {
     } else if (arg.rfind("--allow_tf32=", 0) == 0) {
       tf32 = arg.substr(13) == "1" || arg.substr(13) == "True" || arg.substr(13) == "true";
     } else if (arg.rfind("--threads=", 0) == 0) {
-      for (const std::string& t : split_commas(arg.substr(10))) thread_counts.push_back(std::stoi(t));
+      for (const std::string& t : dtnn::suites::split_commas(arg.substr(10))) thread_counts.push_back(std::stoi(t));
     } else {
       argv[kept++] = argv[i];
     }

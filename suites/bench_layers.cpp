@@ -20,19 +20,13 @@
 #include <vector>
 
 #include "backend/cpu/blas.h"
+#include "suite_args.h"
 #include "core/rng.h"
 #include "layers/layers.h"
 #include "models/model.h"
 
 namespace {
 
-std::vector<std::string> split_commas(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream ss(text);
-  for (std::string item; std::getline(ss, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
 
 struct Built {
   std::unique_ptr<dtnn::Model> model;
@@ -101,10 +95,10 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg.rfind("--models=", 0) == 0) {
-      models = split_commas(arg.substr(9));
+      models = dtnn::suites::split_commas(arg.substr(9));
     } else if (arg.rfind("--threads=", 0) == 0) {
       thread_counts.clear();
-      for (const std::string& t : split_commas(arg.substr(10))) thread_counts.push_back(std::stoi(t));
+      for (const std::string& t : dtnn::suites::split_commas(arg.substr(10))) thread_counts.push_back(std::stoi(t));
     } else if (arg.rfind("--batch=", 0) == 0) {
       batch = std::stoll(arg.substr(8));
     } else if (arg.rfind("--conv_algo=", 0) == 0) {

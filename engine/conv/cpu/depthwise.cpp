@@ -71,13 +71,13 @@ class Depthwise final : public ConvAlgorithm {
           if (m == 1) {
             for (int64_t k0 = 0; k0 < K;) {
               if (K - k0 >= kBlock) {
-                pixel_block<kBlock>(p, x, w, bias, out, n, oh, ow, k0);
+                pixel_channels<kBlock>(p, x, w, bias, out, n, oh, ow, k0, kBlock);
                 k0 += kBlock;
               } else if (K - k0 >= 32) {
-                pixel_block<32>(p, x, w, bias, out, n, oh, ow, k0);
+                pixel_channels<32>(p, x, w, bias, out, n, oh, ow, k0, 32);
                 k0 += 32;
               } else {
-                pixel_tail(p, x, w, bias, out, n, oh, ow, k0, K - k0);
+                pixel_channels<0>(p, x, w, bias, out, n, oh, ow, k0, K - k0);
                 k0 = K;
               }
             }
@@ -102,14 +102,14 @@ class Depthwise final : public ConvAlgorithm {
         }
   }
 
-  // One output pixel's channels [k0, k0 + B) with m == 1: the sum over taps in a local array the
-  // compiler keeps in vector registers (B a compile-time constant), one store at the end.
+  // One output pixel's channels [k0, k0 + n) with m == 1, n = B when B > 0 (a compile-time block the
+  // compiler keeps in vector registers) or `count` (the tail, B == 0); one store per channel at the end.
   template <int64_t B>
-  static void pixel_block(const ConvProblem& p, const float* x, const float* w, const float* bias, float* out,
-                          int64_t n, int64_t oh, int64_t ow, int64_t k0) {
-    const int64_t K = p.k;
-    float acc[B];
-    for (int64_t j = 0; j < B; ++j) acc[j] = bias ? bias[k0 + j] : 0.0f;
+  static void pixel_channels(const ConvProblem& p, const float* x, const float* w, const float* bias, float* out,
+                             int64_t n, int64_t oh, int64_t ow, int64_t k0, int64_t count) {
+    const int64_t K = p.k, nb = B > 0 ? B : count;
+    float acc[B > 0 ? B : kBlock];
+    for (int64_t j = 0; j < nb; ++j) acc[j] = bias ? bias[k0 + j] : 0.0f;
     for (int64_t r = 0; r < p.r; ++r) {
       const int64_t ih = oh * p.stride_h - p.pad_h + r * p.dil_h;
       if (ih < 0 || ih >= p.h) continue;
@@ -119,29 +119,10 @@ class Depthwise final : public ConvAlgorithm {
         const float* in = x + ((n * p.h + ih) * p.w + iw) * K + k0;
         const float* wt = w + (r * p.s + s) * K + k0;
 #pragma omp simd
-        for (int64_t j = 0; j < B; ++j) acc[j] += in[j] * wt[j];
+        for (int64_t j = 0; j < nb; ++j) acc[j] += in[j] * wt[j];
       }
     }
-    for (int64_t j = 0; j < B; ++j) out[k0 + j] = acc[j];
-  }
-
-  static void pixel_tail(const ConvProblem& p, const float* x, const float* w, const float* bias, float* out,
-                         int64_t n, int64_t oh, int64_t ow, int64_t k0, int64_t count) {
-    const int64_t K = p.k;
-    float* o = out + k0;
-    for (int64_t j = 0; j < count; ++j) o[j] = bias ? bias[k0 + j] : 0.0f;
-    for (int64_t r = 0; r < p.r; ++r) {
-      const int64_t ih = oh * p.stride_h - p.pad_h + r * p.dil_h;
-      if (ih < 0 || ih >= p.h) continue;
-      for (int64_t s = 0; s < p.s; ++s) {
-        const int64_t iw = ow * p.stride_w - p.pad_w + s * p.dil_w;
-        if (iw < 0 || iw >= p.w) continue;
-        const float* in = x + ((n * p.h + ih) * p.w + iw) * K + k0;
-        const float* wt = w + (r * p.s + s) * K + k0;
-#pragma omp simd
-        for (int64_t j = 0; j < count; ++j) o[j] += in[j] * wt[j];
-      }
-    }
+    for (int64_t j = 0; j < nb; ++j) out[k0 + j] = acc[j];
   }
 
   static void backward_data_nhwc(const ConvProblem& p, const float* dy, const float* w, float* dx) {
