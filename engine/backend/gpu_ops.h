@@ -28,7 +28,6 @@ namespace dtnn::gpu {
 // the cuBLAS and cuDNN handles. Idempotent for the same index; throws dtnn::Unsupported without a device.
 void init(int index = 0);
 bool initialised();
-int device_index();
 std::string device_name();           // "NVIDIA H100 80GB HBM3"
 // TF32 tensor-core math for float32 convolutions and GEMMs (off by default: results comparable with the
 // CPU within float32 rounding). Affects cuBLAS immediately and cuDNN convolutions created afterwards.
@@ -66,7 +65,6 @@ class Arena {
   ~Arena();
   float* allocate_floats(int64_t count);
   size_t bytes_reserved() const { return reserved_; }  // cudaMalloc'ed
-  size_t bytes_used() const { return used_; }          // handed out
 
  private:
   struct Chunk {
@@ -74,7 +72,7 @@ class Arena {
     size_t size, used;
   };
   std::vector<Chunk> chunks_;
-  size_t reserved_ = 0, used_ = 0;
+  size_t reserved_ = 0;
 };
 
 // A CUDA event pair on the stream, for timing device work (time between record_start and record_stop).

@@ -130,6 +130,8 @@ int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
   if (o.enable_gpu) model->set_time_layers(o.gpu_layer_times);
   model->seed_layers(o.seed, comm.rank());
   if (root) print_model_table(out, *model);
+  if (root && o.enable_gpu)
+    out << "**** GPU: " << gpu::device_name() << ", model arena " << (model->device_bytes() >> 20) << " MiB\n";
 
   if (root) out << "**** Loading " << o.dataset_name << " dataset...\n";
   const std::unique_ptr<Dataset> data = open_dataset(o, *model);

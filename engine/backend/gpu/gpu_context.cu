@@ -57,7 +57,6 @@ void init(int index) {
 }
 
 bool initialised() { return ctx().index >= 0; }
-int device_index() { return ctx().index; }
 std::string device_name() { return ready().name; }
 int multiprocessors() { return ready().sms; }
 cudaStream_t stream() { return ready().stream; }
@@ -151,13 +150,11 @@ float* Arena::allocate_floats(int64_t count) {
     if (c.size - c.used >= bytes) {
       char* p = c.base + c.used;
       c.used += bytes;
-      used_ += bytes;
       return reinterpret_cast<float*>(p);
     }
   const size_t size = std::max(kChunk, bytes);
   chunks_.push_back({static_cast<char*>(device_alloc(size)), size, bytes});
   reserved_ += size;
-  used_ += bytes;
   return reinterpret_cast<float*>(chunks_.back().base);
 }
 

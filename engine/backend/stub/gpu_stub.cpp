@@ -18,7 +18,6 @@ namespace {
 
 void init(int) { absent(); }
 bool initialised() { return false; }
-int device_index() { return -1; }
 std::string device_name() { absent(); }
 void set_allow_tf32(bool) { absent(); }
 bool allow_tf32() { return false; }

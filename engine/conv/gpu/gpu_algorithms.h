@@ -19,7 +19,9 @@
 // dtnn's (C/G, R, S, K) weights; the algorithm transposes them to cuDNN's NHWC filter layout (K, R, S, C/G)
 // in its workspace before the call (and dW back after it), so workspace_floats() includes that copy.
 // Math: float32 with FMA math unless gpu::allow_tf32() (then cuDNN may use TF32 tensor cores).
-// Descriptors are created once per (problem, math mode) and cached; calls never allocate device memory.
+// Descriptors are created once per (problem, math mode) and cached; calls never allocate device memory
+// (a batch size not seen when the layer was built, a short last batch, creates its host-side descriptors on
+// first use; gpu.cudnn_find reuses the layer's choice for it).
 #pragma once
 
 #include <vector>
