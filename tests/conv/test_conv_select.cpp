@@ -72,11 +72,18 @@ TEST_CASE("conv_select: named algorithms, fallbacks with a reason, unknown names
   CHECK(c.note.find("NHWC") != std::string::npos);
   CHECK(select_conv_algorithm("im2col_gemm", nchw, "").how == "requested");
   CHECK_THROWS_AS(select_conv_algorithm("fastest_please", nchw, ""), Error);
-  // Grouped convolutions: of the non-reference algorithms only onednn takes them, so best_of times one.
+  // Grouped (not depthwise) convolutions: of the non-reference algorithms only onednn takes them, so
+  // best_of times one.
   const std::string cache = test::temp_path("grouped.tsv");
-  const ConvProblem grouped = ConvProblem::parse("n1_c8h6w6_k8r3s3_st1x1_pd1x1_dl1x1_g8_nhwc_f32");
+  const ConvProblem grouped = ConvProblem::parse("n1_c8h6w6_k8r3s3_st1x1_pd1x1_dl1x1_g2_nhwc_f32");
   const ConvChoice g = select_conv_algorithm("best_of", grouped, cache);
   CHECK(g.algo->name() == "cpu.onednn");
   CHECK(g.how == "best_of (timed)");
+  // Depthwise: onednn and cpu.depthwise both take it; best_of times both and keeps one of them.
+  const ConvProblem depthwise = ConvProblem::parse("n1_c8h6w6_k8r3s3_st1x1_pd1x1_dl1x1_g8_nhwc_f32");
+  const ConvChoice d = select_conv_algorithm("best_of", depthwise, cache);
+  CHECK((d.algo->name() == "cpu.onednn" || d.algo->name() == "cpu.depthwise"));
+  CHECK(d.note.find("cpu.onednn") != std::string::npos);
+  CHECK(d.note.find("cpu.depthwise") != std::string::npos);
   std::remove(cache.c_str());
 }
