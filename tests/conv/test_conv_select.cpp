@@ -7,6 +7,7 @@
 
 #include "backend/cpu/blas.h"
 #include "conv/conv_select.h"
+#include "conv/cpu/cpu_algorithms.h"
 #include "core/error.h"
 #include "helpers.h"
 
@@ -60,6 +61,12 @@ TEST_CASE("conv_select: a cached choice is reused without timing, by best_of and
   const ConvChoice h = select_conv_algorithm("auto", p, cache);
   CHECK(h.algo->name() == "cpu.convgemm");
   CHECK(h.how == "heuristic");
+  // The heuristic's special cases: image-sized inputs with 16+ filters (cpu.direct), few channels otherwise
+  // (im2row_gemm).
+  const ConvProblem first = ConvProblem::parse("n2_c3h9w9_k16r3s3_st1x1_pd1x1_dl1x1_g1_nhwc_f32");
+  CHECK(select_conv_algorithm("auto", first, cache).algo->name() == "cpu.direct");
+  const ConvProblem narrow = ConvProblem::parse("n2_c1h9w9_k4r3s3_st1x1_pd1x1_dl1x1_g1_nhwc_f32");
+  CHECK(select_conv_algorithm("auto", narrow, cache).algo->name() == "cpu.im2row_gemm");
   cpu::set_threads(1);
   std::remove(cache.c_str());
 }
@@ -72,13 +79,18 @@ TEST_CASE("conv_select: named algorithms, fallbacks with a reason, unknown names
   CHECK(c.note.find("NHWC") != std::string::npos);
   CHECK(select_conv_algorithm("im2col_gemm", nchw, "").how == "requested");
   CHECK_THROWS_AS(select_conv_algorithm("fastest_please", nchw, ""), Error);
-  // Grouped (not depthwise) convolutions: of the non-reference algorithms only onednn takes them, so
-  // best_of times one.
+  // Grouped (not depthwise) convolutions: of the non-reference algorithms onednn and cpu.direct take
+  // them in NHWC, only onednn in NCHW (so best_of times one there).
   const std::string cache = test::temp_path("grouped.tsv");
   const ConvProblem grouped = ConvProblem::parse("n1_c8h6w6_k8r3s3_st1x1_pd1x1_dl1x1_g2_nhwc_f32");
   const ConvChoice g = select_conv_algorithm("best_of", grouped, cache);
-  CHECK(g.algo->name() == "cpu.onednn");
+  CHECK((g.algo->name() == "cpu.onednn" || g.algo->name() == "cpu.direct"));
   CHECK(g.how == "best_of (timed)");
+  CHECK(g.note.find("cpu.onednn") != std::string::npos);
+  CHECK(g.note.find("cpu.direct") != std::string::npos);
+  const ConvProblem grouped_nchw = ConvProblem::parse("n1_c8h6w6_k8r3s3_st1x1_pd1x1_dl1x1_g2_nchw_f32");
+  const ConvChoice gn = select_conv_algorithm("best_of", grouped_nchw, cache);
+  CHECK(gn.algo->name() == (onednn_version() == "not built" ? "cpu.reference" : "cpu.onednn"));
   // Depthwise: onednn and cpu.depthwise both take it; best_of times both and keeps one of them.
   const ConvProblem depthwise = ConvProblem::parse("n1_c8h6w6_k8r3s3_st1x1_pd1x1_dl1x1_g8_nhwc_f32");
   const ConvChoice d = select_conv_algorithm("best_of", depthwise, cache);

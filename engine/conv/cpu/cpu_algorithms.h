@@ -13,6 +13,7 @@ const ConvAlgorithm& conv_winograd_f4();  // NHWC 3x3 stride 1: F(4x4,3x3)
 const ConvAlgorithm& conv_im2row_gemm();  // NHWC: im2row (chunked, cache-sized) + OpenBLAS sgemm
 const ConvAlgorithm& conv_im2col_gemm();  // NCHW: per-sample im2col + OpenBLAS sgemm
 const ConvAlgorithm& conv_depthwise();    // depthwise (groups == C), both layouts: direct loops
+const ConvAlgorithm& conv_direct();       // NHWC, any groups: vectorised direct loops, no workspace
 const ConvAlgorithm& conv_onednn();       // oneDNN 2.6 primitives, both layouts, groups
 // "2.6.3"; in builds without oneDNN (DTNN_ONEDNN=OFF, onednn_stub.cpp) conv_onednn() declines every
 // problem and this returns "not built".
