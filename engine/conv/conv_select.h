@@ -8,11 +8,11 @@
 //            same CPU model and thread count reads it instead of timing. Identical problems within one
 //            process are timed once.
 //   auto     the cache's choice when it has one for (CPU model, threads, problem); otherwise the heuristic:
-//            im2row_gemm for NHWC layers with C < 8 or K < 16, depthwise for NCHW depthwise layers, else the
-//            first supporting algorithm in
-//            preference order (conv/registry.cpp: convgemm for NHWC
-//            with groups == 1, im2col_gemm for NCHW, onednn for grouped and depthwise layers). On an
-//            AVX-512 machine onednn is usually faster still: run best_of once to fill the cache.
+//            direct for NHWC first layers (C <= 4, K >= 16), im2row_gemm for other NHWC layers with C < 8 or
+//            K < 16, depthwise for NCHW depthwise layers, else the first supporting algorithm in preference
+//            order (conv/registry.cpp: convgemm for groups == 1 in both layouts, onednn for grouped and
+//            depthwise layers). On an AVX-512 machine onednn is usually faster still: run best_of once to
+//            fill the cache.
 //
 // The cache is a text file, one choice a line: "<cpu model>\t<threads>\t<problem>\t<algorithm>\t<ms>".
 // Default path: $DTNN_CONV_CACHE, else $XDG_CACHE_HOME/dtnn/conv_best_of.tsv, else

@@ -150,7 +150,7 @@ TEST_CASE("conv: every algorithm matches the reference in all directions", "[con
   // Each GEMM algorithm takes its own layout (groups == 1) and declines the rest with a reason.
   CHECK(checked["cpu.im2row_gemm"] >= 30);
   CHECK(checked["cpu.im2col_gemm"] >= 30);
-  CHECK(checked["cpu.convgemm"] == checked["cpu.im2row_gemm"]);
+  CHECK(checked["cpu.convgemm"] == checked["cpu.im2row_gemm"] + checked["cpu.im2col_gemm"]);  // both layouts
   CHECK(checked["cpu.winograd_f2"] >= 10);  // the NHWC 3x3 stride-1 problems
   CHECK(checked["cpu.winograd_f4"] == checked["cpu.winograd_f2"]);
   CHECK(checked["cpu.onednn"] == static_cast<int>(problems().size()));  // every problem, groups included
@@ -165,9 +165,12 @@ TEST_CASE("conv: the registry resolves names, falls back with a reason, rejects 
   CHECK_THROWS_AS(find_conv_algorithm("winograd_9000"), Error);
   const ConvProblem nchw = ConvProblem::parse("n1_c3h8w8_k4r3s3_st1x1_pd1x1_dl1x1_g1_nchw_f32");
   std::string note;
-  CHECK(choose_conv_algorithm("im2row_gemm", nchw, &note).name() == "cpu.im2col_gemm");
+  CHECK(choose_conv_algorithm("im2row_gemm", nchw, &note).name() == "cpu.convgemm");  // first for both layouts
   CHECK(note.find("NHWC") != std::string::npos);
-  CHECK(choose_conv_algorithm("auto", nchw, nullptr).name() == "cpu.im2col_gemm");
+  CHECK(choose_conv_algorithm("auto", nchw, nullptr).name() == "cpu.convgemm");
+  const ConvProblem grouped = ConvProblem::parse("n1_c4h8w8_k4r3s3_st1x1_pd1x1_dl1x1_g2_nchw_f32");
+  CHECK(choose_conv_algorithm("convgemm", grouped, &note).name() != "cpu.convgemm");
+  CHECK(note.find("groups") != std::string::npos);
   CHECK(choose_conv_algorithm("reference", nchw, nullptr).name() == "cpu.reference");
 }
 

@@ -73,8 +73,8 @@ TEST_CASE("conv_select: a cached choice is reused without timing, by best_of and
 
 TEST_CASE("conv_select: named algorithms, fallbacks with a reason, unknown names", "[conv]") {
   const ConvProblem nchw = ConvProblem::parse("n1_c3h8w8_k4r3s3_st1x1_pd1x1_dl1x1_g1_nchw_f32");
-  const ConvChoice c = select_conv_algorithm("convgemm", nchw, test::temp_path("unused.tsv"));
-  CHECK(c.algo->name() == "cpu.im2col_gemm");
+  const ConvChoice c = select_conv_algorithm("im2row_gemm", nchw, test::temp_path("unused.tsv"));
+  CHECK(c.algo->name() == "cpu.convgemm");
   CHECK(c.how == "fallback");
   CHECK(c.note.find("NHWC") != std::string::npos);
   CHECK(select_conv_algorithm("im2col_gemm", nchw, "").how == "requested");
@@ -84,18 +84,20 @@ TEST_CASE("conv_select: named algorithms, fallbacks with a reason, unknown names
   const std::string cache = test::temp_path("grouped.tsv");
   const ConvProblem grouped = ConvProblem::parse("n1_c8h6w6_k8r3s3_st1x1_pd1x1_dl1x1_g2_nhwc_f32");
   const ConvChoice g = select_conv_algorithm("best_of", grouped, cache);
+  const bool onednn = onednn_version() != "not built";
   CHECK((g.algo->name() == "cpu.onednn" || g.algo->name() == "cpu.direct"));
   CHECK(g.how == "best_of (timed)");
-  CHECK(g.note.find("cpu.onednn") != std::string::npos);
+  CHECK((g.note.find("cpu.onednn") != std::string::npos) == onednn);
   CHECK(g.note.find("cpu.direct") != std::string::npos);
   const ConvProblem grouped_nchw = ConvProblem::parse("n1_c8h6w6_k8r3s3_st1x1_pd1x1_dl1x1_g2_nchw_f32");
   const ConvChoice gn = select_conv_algorithm("best_of", grouped_nchw, cache);
-  CHECK(gn.algo->name() == (onednn_version() == "not built" ? "cpu.reference" : "cpu.onednn"));
-  // Depthwise: onednn and cpu.depthwise both take it; best_of times both and keeps one of them.
+  CHECK(gn.algo->name() == (onednn ? "cpu.onednn" : "cpu.reference"));
+  // Depthwise NHWC: onednn, cpu.depthwise and cpu.direct take it; best_of times all and keeps one of them.
   const ConvProblem depthwise = ConvProblem::parse("n1_c8h6w6_k8r3s3_st1x1_pd1x1_dl1x1_g8_nhwc_f32");
   const ConvChoice d = select_conv_algorithm("best_of", depthwise, cache);
-  CHECK((d.algo->name() == "cpu.onednn" || d.algo->name() == "cpu.depthwise"));
-  CHECK(d.note.find("cpu.onednn") != std::string::npos);
+  CHECK((d.algo->name() == "cpu.onednn" || d.algo->name() == "cpu.depthwise" || d.algo->name() == "cpu.direct"));
+  CHECK((d.note.find("cpu.onednn") != std::string::npos) == onednn);
   CHECK(d.note.find("cpu.depthwise") != std::string::npos);
+  CHECK(d.note.find("cpu.direct") != std::string::npos);
   std::remove(cache.c_str());
 }

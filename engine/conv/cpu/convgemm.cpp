@@ -1,5 +1,5 @@
 // cpu.convgemm: NHWC convolution as an implicit GEMM with dtnn's own AVX2/FMA register tiles and OpenMP
-// threads; no im2row matrix exists, not even a chunk of one.
+// threads; no im2row matrix exists, not even a chunk of one. (NCHW problems go to convgemm_nchw.cpp.)
 //
 // Forward is the GEMM Y[M x K] = A[M x RSC] . B[RSC x K] with M = N*P*Q output pixels. B (the weights) is
 // packed once per call into 16-column panels. A is never copied: the im2row transform is fused into the
@@ -31,6 +31,7 @@
 
 #include "backend/cpu/blas.h"
 #include "conv/cpu/convgemm_kernels.h"
+#include "conv/cpu/convgemm_nchw.h"
 #include "conv/cpu/cpu_algorithms.h"
 #include "core/error.h"
 
@@ -187,18 +188,19 @@ class ConvGemm final : public ConvAlgorithm {
   std::string_view name() const override { return "cpu.convgemm"; }
 
   Support supports(const ConvProblem& p) const override {
-    if (p.layout != Layout::nhwc) return Support::no("convgemm: needs NHWC (use im2col_gemm for NCHW)");
     if (p.groups != 1) return Support::no("convgemm: needs groups == 1");
     if (p.r * p.s > kMaxTaps) return Support::no("convgemm: filters up to 256 taps (16x16)");
     return Support::yes();
   }
 
   int64_t workspace_floats(const ConvProblem& p) const override {
+    if (p.layout == Layout::nchw) return convgemm::nchw_workspace_floats(p);
     return std::max({forward_layout(p).total, backward_data_layout(p).total, filter_dwt_floats(p)});
   }
 
   void forward(const ConvProblem& p, const float* x, const float* w, const float* bias, float* y,
                float* ws) const override {
+    if (p.layout == Layout::nchw) return convgemm::nchw_forward(p, x, w, bias, y, ws);
     const GatherLayout L = forward_layout(p);
     const int64_t RS = p.r * p.s, C = p.c, K = p.k;
     pack_panels(C, K, RS, ws + L.b, [&](int64_t c, int64_t t, int64_t k) { return w[(c * RS + t) * K + k]; });
@@ -227,6 +229,7 @@ class ConvGemm final : public ConvAlgorithm {
   }
 
   void backward_data(const ConvProblem& p, const float* dy, const float* w, float* dx, float* ws) const override {
+    if (p.layout == Layout::nchw) return convgemm::nchw_backward_data(p, dy, w, dx);
     const GatherLayout L = backward_data_layout(p);
     const int64_t RS = p.r * p.s, C = p.c, K = p.k, P = p.p(), Q = p.q();
     // B[(tap, k), c] = w(c, tap, k): the gather reduces over dy's K channels and writes dx's C channels.
@@ -264,6 +267,10 @@ class ConvGemm final : public ConvAlgorithm {
 
   void backward_filter(const ConvProblem& p, const float* x, const float* dy, float* dw, float* db,
                        float* ws) const override {
+    if (p.layout == Layout::nchw) {
+      convgemm::nchw_backward_filter(p, x, dy, dw, ws);
+      return conv_sum_bias(p, dy, db, 0, p.n, false);
+    }
     const int threads = cpu::threads();
     const int64_t RS = p.r * p.s, C = p.c, K = p.k, P = p.p(), Q = p.q();
     const int64_t kt_count = div_up(K, kMR), ct_count = div_up(C, kNR), Cpad = ct_count * kNR;
