@@ -4,6 +4,7 @@
 
 #include "backend/cpu/blas.h"
 #include "conv/conv_algorithm.h"
+#include "conv/cpu/cpu_algorithms.h"
 #include "core/error.h"
 #include "helpers.h"
 
@@ -94,6 +95,70 @@ double tolerance(const std::string& algo) {
   return 1e-5;
 }
 
+// Runs every algorithm that `want` selects on p (random data, bias on most calls) against the reference
+// in all three directions; counts the problems each one checked or declined (with a reason).
+template <typename Want>
+void check_against_reference(const ConvProblem& p, Rng& rng, Want&& want, std::map<std::string, int>& checked,
+                             std::map<std::string, int>& declined) {
+  const ConvAlgorithm& ref = find_conv_algorithm("reference");
+  std::vector<float> x(p.x_numel()), w(p.w_numel()), dy(p.y_numel()), bias(p.k);
+  test::fill_uniform(x, rng);
+  test::fill_uniform(w, rng);
+  test::fill_uniform(dy, rng);
+  test::fill_uniform(bias, rng);
+  const bool with_bias = rng.below(4) != 0;  // most cases with bias, some without
+  const float* b = with_bias ? bias.data() : nullptr;
+  std::vector<float> ws_ref(ref.workspace_floats(p));
+  std::vector<float> y_ref(p.y_numel()), dx_ref(p.x_numel()), dw_ref(p.w_numel()), db_ref(p.k);
+  ref.forward(p, x.data(), w.data(), b, y_ref.data(), ws_ref.data());
+  ref.backward_data(p, dy.data(), w.data(), dx_ref.data(), ws_ref.data());
+  ref.backward_filter(p, x.data(), dy.data(), dw_ref.data(), db_ref.data(), ws_ref.data());
+  for (const ConvAlgorithm* algo : conv_algorithms()) {
+    const std::string name(algo->name());
+    if (algo == &ref || !want(name)) continue;
+    const Support s = algo->supports(p);
+    if (!s.ok) {
+      CHECK_FALSE(s.why.empty());
+      ++declined[name];
+      continue;
+    }
+    ++checked[name];
+    // Poisoned outputs: the algorithm must overwrite, not accumulate.
+    std::vector<float> ws(std::max<int64_t>(1, algo->workspace_floats(p)), 1e30f);
+    std::vector<float> y(p.y_numel(), 9.0f), dx(p.x_numel(), 9.0f), dw(p.w_numel(), 9.0f), db(p.k, 9.0f);
+    algo->forward(p, x.data(), w.data(), b, y.data(), ws.data());
+    algo->backward_data(p, dy.data(), w.data(), dx.data(), ws.data());
+    algo->backward_filter(p, x.data(), dy.data(), dw.data(), db.data(), ws.data());
+    INFO(name << " on " << p.str());
+    const double tol = tolerance(name);
+    CHECK(test::max_rel_error(y.data(), y_ref.data(), p.y_numel()) < tol);
+    CHECK(test::max_rel_error(dx.data(), dx_ref.data(), p.x_numel()) < tol);
+    CHECK(test::max_rel_error(dw.data(), dw_ref.data(), p.w_numel()) < tol);
+    CHECK(test::max_rel_error(db.data(), db_ref.data(), p.k) < tol);
+  }
+}
+
+// A random problem from one algorithm family's domain: 0 any, 1 Winograd's (3x3, stride 1, NHWC),
+// 2 depthwise (channel multiplier 1 or 2), 3 grouped (2 or 3 groups).
+ConvProblem random_problem_of_kind(Rng& rng, Layout layout, int kind) {
+  for (;;) {
+    ConvProblem p = random_problem(rng, layout);
+    if (kind == 1) {
+      p.layout = Layout::nhwc;
+      p.r = p.s = 3, p.stride_h = p.stride_w = 1, p.dil_h = p.dil_w = 1;
+    } else if (kind == 2) {
+      p.c = 2 + static_cast<int64_t>(rng.below(7));
+      p.groups = p.c;
+      p.k = p.c * (1 + static_cast<int64_t>(rng.below(2)));
+    } else if (kind == 3) {
+      p.groups = 2 + static_cast<int64_t>(rng.below(2));
+      p.c = p.groups * (1 + static_cast<int64_t>(rng.below(4)));
+      p.k = p.groups * (1 + static_cast<int64_t>(rng.below(4)));
+    }
+    if (p.p() > 0 && p.q() > 0) return p;
+  }
+}
+
 }  // namespace
 
 TEST_CASE("conv: problem strings round-trip and bad strings are rejected", "[conv]") {
@@ -107,46 +172,9 @@ TEST_CASE("conv: problem strings round-trip and bad strings are rejected", "[con
 }
 
 TEST_CASE("conv: every algorithm matches the reference in all directions", "[conv]") {
-  const ConvAlgorithm& ref = find_conv_algorithm("reference");
   std::map<std::string, int> checked, declined;
   Rng rng(7);
-  for (const ConvProblem& p : problems()) {
-    std::vector<float> x(p.x_numel()), w(p.w_numel()), dy(p.y_numel()), bias(p.k);
-    test::fill_uniform(x, rng);
-    test::fill_uniform(w, rng);
-    test::fill_uniform(dy, rng);
-    test::fill_uniform(bias, rng);
-    const bool with_bias = rng.below(4) != 0;  // most cases with bias, some without
-    const float* b = with_bias ? bias.data() : nullptr;
-    std::vector<float> ws_ref(ref.workspace_floats(p));
-    std::vector<float> y_ref(p.y_numel()), dx_ref(p.x_numel()), dw_ref(p.w_numel()), db_ref(p.k);
-    ref.forward(p, x.data(), w.data(), b, y_ref.data(), ws_ref.data());
-    ref.backward_data(p, dy.data(), w.data(), dx_ref.data(), ws_ref.data());
-    ref.backward_filter(p, x.data(), dy.data(), dw_ref.data(), db_ref.data(), ws_ref.data());
-    for (const ConvAlgorithm* algo : conv_algorithms()) {
-      if (algo == &ref) continue;
-      const std::string name(algo->name());
-      const Support s = algo->supports(p);
-      if (!s.ok) {
-        CHECK_FALSE(s.why.empty());
-        ++declined[name];
-        continue;
-      }
-      ++checked[name];
-      // Poisoned outputs: the algorithm must overwrite, not accumulate.
-      std::vector<float> ws(std::max<int64_t>(1, algo->workspace_floats(p)), 1e30f);
-      std::vector<float> y(p.y_numel(), 9.0f), dx(p.x_numel(), 9.0f), dw(p.w_numel(), 9.0f), db(p.k, 9.0f);
-      algo->forward(p, x.data(), w.data(), b, y.data(), ws.data());
-      algo->backward_data(p, dy.data(), w.data(), dx.data(), ws.data());
-      algo->backward_filter(p, x.data(), dy.data(), dw.data(), db.data(), ws.data());
-      INFO(name << " on " << p.str());
-      const double tol = tolerance(name);
-      CHECK(test::max_rel_error(y.data(), y_ref.data(), p.y_numel()) < tol);
-      CHECK(test::max_rel_error(dx.data(), dx_ref.data(), p.x_numel()) < tol);
-      CHECK(test::max_rel_error(dw.data(), dw_ref.data(), p.w_numel()) < tol);
-      CHECK(test::max_rel_error(db.data(), db_ref.data(), p.k) < tol);
-    }
-  }
+  for (const ConvProblem& p : problems()) check_against_reference(p, rng, [](const std::string&) { return true; }, checked, declined);
   // Each GEMM algorithm takes its own layout (groups == 1) and declines the rest with a reason.
   CHECK(checked["cpu.im2row_gemm"] >= 30);
   CHECK(checked["cpu.im2col_gemm"] >= 30);
@@ -157,6 +185,29 @@ TEST_CASE("conv: every algorithm matches the reference in all directions", "[con
   CHECK(checked["cpu.depthwise"] >= 6);  // the 3 depthwise problems of each layout (multiplier 1 and 2)
   CHECK(checked["cpu.direct"] == static_cast<int>(problems().size()) / 2);  // every NHWC problem, groups included
   CHECK(declined["cpu.direct"] == static_cast<int>(problems().size()) / 2);
+}
+
+TEST_CASE("conv: every algorithm on at least 50 random problems of its own domain", "[conv]") {
+  // Random problems drawn from each family's domain (any, Winograd's, depthwise, grouped; both layouts,
+  // batch 1 included) until every algorithm has checked 50; an algorithm is only run while it needs cases.
+  std::map<std::string, int> checked, declined;
+  Rng rng(99);
+  auto needs = [&](const std::string& name) { return checked[name] < 50; };
+  std::vector<std::string> names;
+  for (const ConvAlgorithm* a : conv_algorithms())
+    if (a->name() != "cpu.reference" && (a->name() != "cpu.onednn" || onednn_version() != "not built"))
+      names.emplace_back(a->name());
+  for (int i = 0; i < 3000; ++i) {
+    bool done = true;
+    for (const std::string& n : names) done &= !needs(n);
+    if (done) break;
+    const Layout layout = i % 2 ? Layout::nchw : Layout::nhwc;
+    check_against_reference(random_problem_of_kind(rng, layout, i / 2 % 4), rng, needs, checked, declined);
+  }
+  for (const std::string& n : names) {
+    INFO(n << " declined " << declined[n] << " problems");
+    CHECK(checked[n] >= 50);
+  }
 }
 
 TEST_CASE("conv: the registry resolves names, falls back with a reason, rejects unknown names", "[conv]") {
