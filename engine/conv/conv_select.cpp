@@ -53,10 +53,30 @@ void append_cache(const std::string& path, const std::string& key, const CacheEn
   if (!f) std::cerr << "dtnn: warning: cannot write the conv_algo cache " << path << "\n";
 }
 
-const ConvAlgorithm* lookup(const std::string& name, const ConvProblem& p) {
+const ConvAlgorithm* lookup_one(const std::string& name, const ConvProblem& p) {
   for (const ConvAlgorithm* a : conv_algorithms())
     if (a->name() == name && a->supports(p).ok) return a;
   return nullptr;
+}
+
+// A cached choice: one algorithm name, or three (fwd/bwd_data/bwd_filter) joined by '/'. False when a name
+// is unknown to this build or declines the problem (the entry is then ignored).
+bool lookup(const std::string& names, const ConvProblem& p, const ConvAlgorithm* out[3]) {
+  std::vector<std::string> parts;
+  std::stringstream ss(names);
+  for (std::string part; std::getline(ss, part, '/');) parts.push_back(part);
+  if (parts.size() != 1 && parts.size() != 3) return false;
+  for (int d = 0; d < 3; ++d)
+    if (!(out[d] = lookup_one(parts[parts.size() == 1 ? 0 : d], p))) return false;
+  return true;
+}
+
+ConvChoice single(const ConvAlgorithm* a, std::string how, std::string note = "") {
+  ConvChoice c;
+  for (auto& d : c.algo) d = a;
+  c.how = std::move(how);
+  c.note = std::move(note);
+  return c;
 }
 
 // Timings made by this process, so identical layers are timed once.
@@ -66,25 +86,40 @@ std::map<std::string, CacheEntry>& memo() {
   return m;
 }
 
-CacheEntry time_all(const std::vector<const ConvAlgorithm*>& candidates, const ConvProblem& p, std::string* note) {
+// Times every supporting candidate in each direction; the fastest per direction wins. `note` lists each
+// candidate's fwd/bwd_data/bwd_filter medians.
+ConvChoice time_all(const std::vector<const ConvAlgorithm*>& candidates, const ConvProblem& p) {
   ConvBench bench(p);
   TimingOptions opt;
   opt.samples = 3;
   opt.min_sample_ms = 5.0;
-  CacheEntry best;
+  ConvChoice best;
+  double best_ms[3] = {0, 0, 0};
   for (const ConvAlgorithm* a : candidates) {
     if (!a->supports(p).ok) continue;
-    double ms = 0.0;
-    for (ConvDir d : {ConvDir::fwd, ConvDir::bwd_data, ConvDir::bwd_filter}) ms += bench.time(*a, d, opt).median_ms;
-    char buf[96];
-    std::snprintf(buf, sizeof buf, "%s%s %.3f ms", note->empty() ? "" : ", ", std::string(a->name()).c_str(), ms);
-    *note += buf;
-    if (best.algo.empty() || ms < best.ms) best = {std::string(a->name()), ms};
+    double ms[3];
+    for (ConvDir d : {ConvDir::fwd, ConvDir::bwd_data, ConvDir::bwd_filter}) {
+      const int i = static_cast<int>(d);
+      ms[i] = bench.time(*a, d, opt).median_ms;
+      if (!best.algo[i] || ms[i] < best_ms[i]) best.algo[i] = a, best_ms[i] = ms[i];
+    }
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "%s%s %.3f/%.3f/%.3f ms", best.note.empty() ? "" : ", ",
+                  std::string(a->name()).c_str(), ms[0], ms[1], ms[2]);
+    best.note += buf;
   }
+  best.ms = best_ms[0] + best_ms[1] + best_ms[2];
   return best;
 }
 
 }  // namespace
+
+std::string conv_direction_names(const ConvAlgorithm* const algo[3]) {
+  if (algo[0] == algo[1] && algo[1] == algo[2]) return std::string(algo[0]->name());
+  return std::string(algo[0]->name()) + "/" + std::string(algo[1]->name()) + "/" + std::string(algo[2]->name());
+}
+
+std::string ConvChoice::name() const { return conv_direction_names(algo); }
 
 std::string default_conv_cache_path() {
   if (const char* p = std::getenv("DTNN_CONV_CACHE"); p && *p) return p;
@@ -114,10 +149,9 @@ std::string cpu_model_name() {
 
 ConvChoice select_conv_algorithm(std::string_view requested, const ConvProblem& p, const std::string& cache_path) {
   if (requested != "auto" && requested != "best_of") {
-    ConvChoice c;
-    c.algo = &choose_conv_algorithm(requested, p, &c.note);
-    c.how = c.note.empty() ? "requested" : "fallback";
-    return c;
+    std::string note;
+    const ConvAlgorithm& a = choose_conv_algorithm(requested, p, &note);
+    return single(&a, note.empty() ? "requested" : "fallback", note);
   }
   const std::string path = cache_path.empty() ? default_conv_cache_path() : cache_path;
   const std::string key = cache_key(cpu_model_name(), cpu::threads(), p.str());
@@ -127,47 +161,49 @@ ConvChoice select_conv_algorithm(std::string_view requested, const ConvProblem& 
   const auto hit = cache.find(key);
   if (mem != memo().end() || hit != cache.end()) {
     const CacheEntry& e = mem != memo().end() ? mem->second : hit->second;
-    if (const ConvAlgorithm* a = lookup(e.algo, p)) {
+    ConvChoice c;
+    if (lookup(e.algo, p, c.algo)) {
       char buf[64];
       std::snprintf(buf, sizeof buf, "%.3f ms fwd+bwd when timed", e.ms);
-      return {a, requested == "auto" ? "auto (cache)" : "best_of (cache)", buf};
+      c.how = requested == "auto" ? "auto (cache)" : "best_of (cache)";
+      c.note = buf;
+      c.ms = e.ms;
+      return c;
     }
   }
   if (requested == "auto") {
     // Image-sized inputs (C <= 4: first layers) with 16 or more filters: cpu.direct's (s, c)-row tiles
     // beat both GEMM formulations (fwd + weight gradient 1.2-4x, analysis/baselines/conv_cpu_2core.md).
     const ConvAlgorithm& direct = find_conv_algorithm("direct");
-    if (p.c <= 4 && p.k >= 16 && p.groups == 1 && direct.supports(p).ok) return {&direct, "heuristic", ""};
+    if (p.c <= 4 && p.k >= 16 && p.groups == 1 && direct.supports(p).ok) return single(&direct, "heuristic");
     // Other layers with few input or output channels (simplecnn): im2row_gemm's implicit K = 4/8 and skinny
     // kernels beat convgemm's 16-channel panels there (measured 2-4x, analysis/baselines/conv_cpu_2core.md).
     const ConvAlgorithm& im2row = find_conv_algorithm("im2row_gemm");
-    if ((p.c < 8 || p.k < 16) && im2row.supports(p).ok) return {&im2row, "heuristic", ""};
+    if ((p.c < 8 || p.k < 16) && im2row.supports(p).ok) return single(&im2row, "heuristic");
     // NCHW depthwise: oneDNN has no fast kernel for plain NCHW there (measured 1.4-3.9x slower than
     // cpu.depthwise on MobileNet's 512-channel 14x14 layer, analysis/baselines/conv_cpu_2core.md).
     const ConvAlgorithm& depthwise = find_conv_algorithm("depthwise");
-    if (p.layout == Layout::nchw && depthwise.supports(p).ok) return {&depthwise, "heuristic", ""};
+    if (p.layout == Layout::nchw && depthwise.supports(p).ok) return single(&depthwise, "heuristic");
     for (const ConvAlgorithm* a : conv_algorithms())
-      if (a->supports(p).ok) return {a, "heuristic", ""};
+      if (a->supports(p).ok) return single(a, "heuristic");
     fail("no convolution algorithm supports ", p.str());
   }
   std::vector<const ConvAlgorithm*> contenders;
   for (const ConvAlgorithm* a : conv_algorithms())
     if (a->name() != "cpu.reference" && a->supports(p).ok) contenders.push_back(a);
   if (contenders.empty())  // only the reference supports it: nothing to choose
-    return {&find_conv_algorithm("reference"), "best_of (only choice)", ""};
+    return single(&find_conv_algorithm("reference"), "best_of (only choice)");
   ConvChoice choice = best_of_among(contenders, p, path);
-  memo()[key] = {std::string(choice.algo->name()), choice.ms};
+  memo()[key] = {choice.name(), choice.ms};
   return choice;
 }
 
 ConvChoice best_of_among(const std::vector<const ConvAlgorithm*>& candidates, const ConvProblem& p,
                          const std::string& cache_path) {
-  std::string timings;
-  const CacheEntry best = time_all(candidates, p, &timings);
-  DTNN_CHECK(!best.algo.empty(), "best_of: none of the candidates supports ", p.str());
-  append_cache(cache_path, cache_key(cpu_model_name(), cpu::threads(), p.str()), best);
-  ConvChoice c{lookup(best.algo, p), "best_of (timed)", timings};
-  c.ms = best.ms;
+  ConvChoice c = time_all(candidates, p);
+  DTNN_CHECK(c.algo[0], "best_of: none of the candidates supports ", p.str());
+  c.how = "best_of (timed)";
+  append_cache(cache_path, cache_key(cpu_model_name(), cpu::threads(), p.str()), {c.name(), c.ms});
   return c;
 }
 

@@ -2,11 +2,13 @@
 //
 //   NAME     the named algorithm; if it declines the problem, the first supporting one in preference order
 //            (conv_algorithms()), with the reason in the choice's note.
-//   best_of  times every supporting algorithm except the reference on the layer's real problem: forward +
-//            backward_data + backward_filter, one warm-up call each, then the median of 3 samples of
-//            >= 5 ms; keeps the fastest. The choice is appended to the cache file, so a later run on the
-//            same CPU model and thread count reads it instead of timing. Identical problems within one
-//            process are timed once.
+//   best_of  times every supporting algorithm except the reference on the layer's real problem in each
+//            direction (forward, backward_data, backward_filter: one warm-up call each, then the median of 3
+//            samples of >= 5 ms) and keeps the fastest per direction: algorithms are stateless, so a layer
+//            may run Winograd forward and oneDNN backward. (PyDTNN's BestOf chooses one algorithm for the
+//            forward+backward pipeline; per direction is never slower.) The choice is appended to the cache
+//            file, so a later run on the same CPU model and thread count reads it instead of timing.
+//            Identical problems within one process are timed once.
 //   auto     the cache's choice when it has one for (CPU model, threads, problem); otherwise the heuristic:
 //            direct for NHWC first layers (C <= 4, K >= 16), im2row_gemm for other NHWC layers with C < 8 or
 //            K < 16, depthwise for NCHW depthwise layers, else the first supporting algorithm in preference
@@ -14,7 +16,8 @@
 //            depthwise layers). On an AVX-512 machine onednn is usually faster still: run best_of once to
 //            fill the cache.
 //
-// The cache is a text file, one choice a line: "<cpu model>\t<threads>\t<problem>\t<algorithm>\t<ms>".
+// The cache is a text file, one choice a line: "<cpu model>\t<threads>\t<problem>\t<algorithm>\t<ms>", the
+// algorithm as ConvChoice::name() writes it (one name, or three joined by '/').
 // Default path: $DTNN_CONV_CACHE, else $XDG_CACHE_HOME/dtnn/conv_best_of.tsv, else
 // ~/.cache/dtnn/conv_best_of.tsv. Unreadable lines and unknown algorithms in it are ignored (a cache
 // written by another build); a cache that cannot be written is a warning on stderr, not an error.
@@ -29,10 +32,13 @@
 namespace dtnn {
 
 struct ConvChoice {
-  const ConvAlgorithm* algo = nullptr;
+  const ConvAlgorithm* algo[3] = {nullptr, nullptr, nullptr};  // per direction: fwd, bwd_data, bwd_filter
   std::string how;   // "requested", "fallback", "heuristic", "best_of (timed)", "best_of (cache)", "auto (cache)"
   std::string note;  // why a requested algorithm was not used, or the best_of timings
-  double ms = 0.0;   // best_of (timed): the winner's fwd + bwd_data + bwd_filter milliseconds
+  double ms = 0.0;   // best_of (timed): fwd + bwd_data + bwd_filter milliseconds of the chosen algorithms
+  // "cpu.onednn" when one algorithm runs every direction, else "fwd/bwd_data/bwd_filter" names
+  // ("cpu.winograd_f4/cpu.onednn/cpu.winograd_f4"): the form the cache and the model tables use.
+  std::string name() const;
 };
 
 // Throws dtnn::Error for an unknown algorithm name.
@@ -53,6 +59,9 @@ struct GpuConvChoice {
   std::string note;
 };
 GpuConvChoice select_gpu_conv_algorithm(std::string_view requested, const ConvProblem& p);
+
+// "cpu.onednn" when one algorithm runs all three directions, else the three names joined by '/'.
+std::string conv_direction_names(const ConvAlgorithm* const algo[3]);
 
 std::string default_conv_cache_path();
 std::string cpu_model_name();  // /proc/cpuinfo "model name" plus family/model/stepping

@@ -49,10 +49,14 @@ class Conv2D final : public Layer, public FoldableConv {
       shared_->reserve(need);
     } else {
       const ConvChoice choice = select_conv_algorithm(ctx.conv_algo, p);
-      for (auto& a : algo_) a = choice.algo;
+      int64_t need = 1;
+      for (int d = 0; d < 3; ++d) {
+        algo_[d] = choice.algo[d];
+        need = std::max(need, algo_[d]->workspace_floats(p));
+      }
       algo_how_ = choice.how;
       if (choice.how == "fallback") algo_note_ = choice.note;
-      workspace_ = Tensor::zeros(Shape{std::max<int64_t>(1, choice.algo->workspace_floats(p))});
+      workspace_ = Tensor::zeros(Shape{need});
     }
     // Fans per output unit: the inputs (and outputs) one filter tap connects within its group.
     const int64_t rs = p.r * p.s, fan_in = p.c / p.groups * rs, fan_out = p.k / p.groups * rs;
@@ -108,10 +112,9 @@ class Conv2D final : public Layer, public FoldableConv {
 
   double forward_flops() const override { return problem_.with_batch(1).flops(ConvDir::fwd); }
 
-  // One name, or "fwd/bwd_data/bwd_filter" names when the directions differ (GPU).
+  // One name, or "fwd/bwd_data/bwd_filter" names when the directions differ (GPU, CPU best_of).
   std::string algorithm_name() const override {
-    if (algo_[0] == algo_[1] && algo_[1] == algo_[2]) return std::string(algo_[0]->name());
-    return std::string(algo_[0]->name()) + "/" + std::string(algo_[1]->name()) + "/" + std::string(algo_[2]->name());
+    return conv_direction_names(algo_);
   }
   std::string problem_string() const override { return problem_.str(); }
   std::string algorithm_note() const override { return algo_note_; }

@@ -29,7 +29,7 @@ TEST_CASE("conv_select: best_of picks the fastest of a planted pair and records 
   // The double-accumulating reference is ~100x slower than convgemm on 32 channels: a planted loser.
   const ConvProblem p = ConvProblem::parse("n4_c32h12w12_k32r3s3_st1x1_pd1x1_dl1x1_g1_nhwc_f32");
   const ConvChoice c = best_of_among({&find_conv_algorithm("reference"), &find_conv_algorithm("convgemm")}, p, cache);
-  CHECK(c.algo->name() == "cpu.convgemm");
+  CHECK(c.name() == "cpu.convgemm");
   CHECK(c.how == "best_of (timed)");
   CHECK(c.note.find("cpu.reference") != std::string::npos);  // both were timed
   CHECK(c.ms > 0.0);
@@ -43,30 +43,42 @@ TEST_CASE("conv_select: a cached choice is reused without timing, by best_of and
   cpu::set_threads(1);
   const std::string cache = test::temp_path("best_of_cached.tsv");
   const ConvProblem p = ConvProblem::parse("n2_c16h9w9_k24r3s3_st1x1_pd1x1_dl1x1_g1_nhwc_f32");
+  const ConvProblem mixed = ConvProblem::parse("n2_c16h9w9_k32r3s3_st1x1_pd1x1_dl1x1_g1_nhwc_f32");
+  const ConvProblem two = ConvProblem::parse("n2_c16h9w9_k40r3s3_st1x1_pd1x1_dl1x1_g1_nhwc_f32");
   {
     // The cache names the reference, which timing would never pick: getting it back proves no timing ran.
     std::ofstream f(cache);
     f << "garbage line without tabs\n";
     f << cpu_model_name() << "\t1\t" << p.str() << "\tcpu.reference\t1.0\n";
     f << cpu_model_name() << "\t1\t" << p.str() << "x\tcpu.convgemm\t1.0\n";  // another problem
+    // Per-direction choices (fwd/bwd_data/bwd_filter), and a malformed one with two names.
+    f << cpu_model_name() << "\t1\t" << mixed.str() << "\tcpu.reference/cpu.convgemm/cpu.im2row_gemm\t2.0\n";
+    f << cpu_model_name() << "\t1\t" << two.str() << "\tcpu.reference/cpu.convgemm\t2.0\n";
   }
   const ConvChoice b = select_conv_algorithm("best_of", p, cache);
-  CHECK(b.algo->name() == "cpu.reference");
+  CHECK(b.name() == "cpu.reference");
   CHECK(b.how == "best_of (cache)");
   const ConvChoice a = select_conv_algorithm("auto", p, cache);
-  CHECK(a.algo->name() == "cpu.reference");
+  CHECK(a.name() == "cpu.reference");
   CHECK(a.how == "auto (cache)");
+  const ConvChoice m = select_conv_algorithm("best_of", mixed, cache);
+  CHECK(m.how == "best_of (cache)");
+  CHECK(m.algo[0]->name() == "cpu.reference");
+  CHECK(m.algo[1]->name() == "cpu.convgemm");
+  CHECK(m.algo[2]->name() == "cpu.im2row_gemm");
+  CHECK(m.name() == "cpu.reference/cpu.convgemm/cpu.im2row_gemm");
+  CHECK(select_conv_algorithm("auto", two, cache).how == "heuristic");  // the two-name line is ignored
   // Another thread count is another key: auto falls back to the heuristic (preference order).
   cpu::set_threads(2);
   const ConvChoice h = select_conv_algorithm("auto", p, cache);
-  CHECK(h.algo->name() == "cpu.convgemm");
+  CHECK(h.name() == "cpu.convgemm");
   CHECK(h.how == "heuristic");
   // The heuristic's special cases: image-sized inputs with 16+ filters (cpu.direct), few channels otherwise
   // (im2row_gemm).
   const ConvProblem first = ConvProblem::parse("n2_c3h9w9_k16r3s3_st1x1_pd1x1_dl1x1_g1_nhwc_f32");
-  CHECK(select_conv_algorithm("auto", first, cache).algo->name() == "cpu.direct");
+  CHECK(select_conv_algorithm("auto", first, cache).name() == "cpu.direct");
   const ConvProblem narrow = ConvProblem::parse("n2_c1h9w9_k4r3s3_st1x1_pd1x1_dl1x1_g1_nhwc_f32");
-  CHECK(select_conv_algorithm("auto", narrow, cache).algo->name() == "cpu.im2row_gemm");
+  CHECK(select_conv_algorithm("auto", narrow, cache).name() == "cpu.im2row_gemm");
   cpu::set_threads(1);
   std::remove(cache.c_str());
 }
@@ -74,7 +86,7 @@ TEST_CASE("conv_select: a cached choice is reused without timing, by best_of and
 TEST_CASE("conv_select: named algorithms, fallbacks with a reason, unknown names", "[conv]") {
   const ConvProblem nchw = ConvProblem::parse("n1_c3h8w8_k4r3s3_st1x1_pd1x1_dl1x1_g1_nchw_f32");
   const ConvChoice c = select_conv_algorithm("im2row_gemm", nchw, test::temp_path("unused.tsv"));
-  CHECK(c.algo->name() == "cpu.convgemm");
+  CHECK(c.name() == "cpu.convgemm");
   CHECK(c.how == "fallback");
   CHECK(c.note.find("NHWC") != std::string::npos);
   CHECK(select_conv_algorithm("im2col_gemm", nchw, "").how == "requested");
@@ -85,17 +97,18 @@ TEST_CASE("conv_select: named algorithms, fallbacks with a reason, unknown names
   const ConvProblem grouped = ConvProblem::parse("n1_c8h6w6_k8r3s3_st1x1_pd1x1_dl1x1_g2_nhwc_f32");
   const ConvChoice g = select_conv_algorithm("best_of", grouped, cache);
   const bool onednn = onednn_version() != "not built";
-  CHECK((g.algo->name() == "cpu.onednn" || g.algo->name() == "cpu.direct"));
+  for (const ConvAlgorithm* a : g.algo) CHECK((a->name() == "cpu.onednn" || a->name() == "cpu.direct"));
   CHECK(g.how == "best_of (timed)");
   CHECK((g.note.find("cpu.onednn") != std::string::npos) == onednn);
   CHECK(g.note.find("cpu.direct") != std::string::npos);
   const ConvProblem grouped_nchw = ConvProblem::parse("n1_c8h6w6_k8r3s3_st1x1_pd1x1_dl1x1_g2_nchw_f32");
   const ConvChoice gn = select_conv_algorithm("best_of", grouped_nchw, cache);
-  CHECK(gn.algo->name() == (onednn ? "cpu.onednn" : "cpu.reference"));
+  CHECK(gn.name() == (onednn ? "cpu.onednn" : "cpu.reference"));
   // Depthwise NHWC: onednn, cpu.depthwise and cpu.direct take it; best_of times all and keeps one of them.
   const ConvProblem depthwise = ConvProblem::parse("n1_c8h6w6_k8r3s3_st1x1_pd1x1_dl1x1_g8_nhwc_f32");
   const ConvChoice d = select_conv_algorithm("best_of", depthwise, cache);
-  CHECK((d.algo->name() == "cpu.onednn" || d.algo->name() == "cpu.depthwise" || d.algo->name() == "cpu.direct"));
+  for (const ConvAlgorithm* a : d.algo)
+    CHECK((a->name() == "cpu.onednn" || a->name() == "cpu.depthwise" || a->name() == "cpu.direct"));
   CHECK((d.note.find("cpu.onednn") != std::string::npos) == onednn);
   CHECK(d.note.find("cpu.depthwise") != std::string::npos);
   CHECK(d.note.find("cpu.direct") != std::string::npos);
