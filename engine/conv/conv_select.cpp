@@ -16,6 +16,8 @@
 namespace dtnn {
 namespace {
 
+constexpr const char* kCacheTag = "per-direction";  // the cache lines' format
+
 struct CacheEntry {
   std::string algo;
   double ms = 0;
@@ -32,7 +34,9 @@ std::map<std::string, CacheEntry> read_cache(const std::string& path) {
     std::vector<std::string> cols;
     std::stringstream ss(line);
     for (std::string col; std::getline(ss, col, '\t');) cols.push_back(col);
-    if (cols.size() != 5) continue;
+    // Lines of builds before per-direction choices have 5 columns (one algorithm by total time): ignored,
+    // so best_of times those problems again.
+    if (cols.size() != 6 || cols[5] != kCacheTag) continue;
     try {
       out[cache_key(cols[0], std::stoi(cols[1]), cols[2])] = {cols[3], std::stod(cols[4])};
     } catch (const std::exception&) {
@@ -49,7 +53,7 @@ void append_cache(const std::string& path, const std::string& key, const CacheEn
   std::ofstream f(path, std::ios::app);
   char ms[32];
   std::snprintf(ms, sizeof ms, "%.4f", e.ms);
-  if (f) f << key << "\t" << e.algo << "\t" << ms << "\n";
+  if (f) f << key << "\t" << e.algo << "\t" << ms << "\t" << kCacheTag << "\n";
   if (!f) std::cerr << "dtnn: warning: cannot write the conv_algo cache " << path << "\n";
 }
 

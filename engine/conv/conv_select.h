@@ -16,8 +16,9 @@
 //            depthwise layers). On an AVX-512 machine onednn is usually faster still: run best_of once to
 //            fill the cache.
 //
-// The cache is a text file, one choice a line: "<cpu model>\t<threads>\t<problem>\t<algorithm>\t<ms>", the
-// algorithm as ConvChoice::name() writes it (one name, or three joined by '/').
+// The cache is a text file, one choice a line:
+// "<cpu model>\t<threads>\t<problem>\t<algorithm>\t<ms>\tper-direction", the algorithm as ConvChoice::name()
+// writes it (one name, or three joined by '/'); lines without the tag (older builds) are ignored.
 // Default path: $DTNN_CONV_CACHE, else $XDG_CACHE_HOME/dtnn/conv_best_of.tsv, else
 // ~/.cache/dtnn/conv_best_of.tsv. Unreadable lines and unknown algorithms in it are ignored (a cache
 // written by another build); a cache that cannot be written is a warning on stderr, not an error.

@@ -74,6 +74,9 @@ std::vector<ConvProblem> problems() {
         "n1_c16h9w9_k16r3s3_st2x2_pd1x1_dl1x1_g16_%s_f32",
         "n1_c4h6w6_k8r3s3_st1x1_pd1x1_dl1x1_g4_%s_f32",
         "n2_c12h7w8_k18r3s3_st2x1_pd1x1_dl1x1_g2_%s_f32",   // groups of 6 input and 9 output channels
+        // an empty batch: every weight gradient is zero (border and edge-tile paths included)
+        "n0_c3h8w8_k16r3s3_st1x1_pd1x1_dl1x1_g1_%s_f32",
+        "n0_c16h8w8_k16r3s3_st1x1_pd1x1_dl1x1_g1_%s_f32",
         // 9x8 filter: more taps than cpu.direct's kernels take per call (64), summed over two calls
         "n1_c3h12w13_k5r9s8_st1x1_pd4x3_dl1x1_g1_%s_f32",
     };

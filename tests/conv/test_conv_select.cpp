@@ -35,6 +35,7 @@ TEST_CASE("conv_select: best_of picks the fastest of a planted pair and records 
   CHECK(c.ms > 0.0);
   const std::string text = slurp(cache);
   CHECK(text.find(p.str() + "\tcpu.convgemm\t") != std::string::npos);
+  CHECK(text.find("\tper-direction\n") != std::string::npos);
   CHECK(text.find(cpu_model_name()) == 0);
   std::remove(cache.c_str());
 }
@@ -45,15 +46,17 @@ TEST_CASE("conv_select: a cached choice is reused without timing, by best_of and
   const ConvProblem p = ConvProblem::parse("n2_c16h9w9_k24r3s3_st1x1_pd1x1_dl1x1_g1_nhwc_f32");
   const ConvProblem mixed = ConvProblem::parse("n2_c16h9w9_k32r3s3_st1x1_pd1x1_dl1x1_g1_nhwc_f32");
   const ConvProblem two = ConvProblem::parse("n2_c16h9w9_k40r3s3_st1x1_pd1x1_dl1x1_g1_nhwc_f32");
+  const ConvProblem old = ConvProblem::parse("n2_c16h9w9_k48r3s3_st1x1_pd1x1_dl1x1_g1_nhwc_f32");
   {
     // The cache names the reference, which timing would never pick: getting it back proves no timing ran.
     std::ofstream f(cache);
     f << "garbage line without tabs\n";
-    f << cpu_model_name() << "\t1\t" << p.str() << "\tcpu.reference\t1.0\n";
-    f << cpu_model_name() << "\t1\t" << p.str() << "x\tcpu.convgemm\t1.0\n";  // another problem
+    f << cpu_model_name() << "\t1\t" << p.str() << "\tcpu.reference\t1.0\tper-direction\n";
+    f << cpu_model_name() << "\t1\t" << old.str() << "\tcpu.reference\t1.0\n";  // an older build's line
+    f << cpu_model_name() << "\t1\t" << p.str() << "x\tcpu.convgemm\t1.0\tper-direction\n";  // another problem
     // Per-direction choices (fwd/bwd_data/bwd_filter), and a malformed one with two names.
-    f << cpu_model_name() << "\t1\t" << mixed.str() << "\tcpu.reference/cpu.convgemm/cpu.im2row_gemm\t2.0\n";
-    f << cpu_model_name() << "\t1\t" << two.str() << "\tcpu.reference/cpu.convgemm\t2.0\n";
+    f << cpu_model_name() << "\t1\t" << mixed.str() << "\tcpu.reference/cpu.convgemm/cpu.im2row_gemm\t2.0\tper-direction\n";
+    f << cpu_model_name() << "\t1\t" << two.str() << "\tcpu.reference/cpu.convgemm\t2.0\tper-direction\n";
   }
   const ConvChoice b = select_conv_algorithm("best_of", p, cache);
   CHECK(b.name() == "cpu.reference");
@@ -68,6 +71,7 @@ TEST_CASE("conv_select: a cached choice is reused without timing, by best_of and
   CHECK(m.algo[2]->name() == "cpu.im2row_gemm");
   CHECK(m.name() == "cpu.reference/cpu.convgemm/cpu.im2row_gemm");
   CHECK(select_conv_algorithm("auto", two, cache).how == "heuristic");  // the two-name line is ignored
+  CHECK(select_conv_algorithm("auto", old, cache).how == "heuristic");  // so is the untagged line
   // Another thread count is another key: auto falls back to the heuristic (preference order).
   cpu::set_threads(2);
   const ConvChoice h = select_conv_algorithm("auto", p, cache);

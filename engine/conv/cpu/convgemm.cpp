@@ -50,9 +50,10 @@ constexpr int64_t kMaxBlockRows = 1024;      // backward_filter: image rows per 
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 int64_t div_up(int64_t v, int64_t m) { return (v + m - 1) / m; }
 
-// ---- workspace layout (floats; every region starts 64-byte aligned) ----
+// ---- NHWC workspace layout (floats; every region starts 64-byte aligned) ----
 // Only thread-independent buffers live in the workspace; each thread keeps its pointer tables, segment lists
-// and edge tile on its own stack (at most ~220 KiB), so the workspace size does not depend on --threads.
+// and edge tile on its own stack (at most ~220 KiB), so the NHWC workspace size does not depend on --threads
+// (the NCHW half's does: convgemm_nchw.h).
 
 struct GatherLayout {  // packed weight panels, padded bias, a zero row
   int64_t b = 0, init = 0, zero = 0, total = 0;
@@ -189,7 +190,8 @@ class ConvGemm final : public ConvAlgorithm {
 
   Support supports(const ConvProblem& p) const override {
     if (p.groups != 1) return Support::no("convgemm: needs groups == 1");
-    if (p.r * p.s > kMaxTaps) return Support::no("convgemm: filters up to 256 taps (16x16)");
+    if (p.layout == Layout::nhwc && p.r * p.s > kMaxTaps)
+      return Support::no("convgemm: NHWC filters up to 256 taps (16x16)");
     return Support::yes();
   }
 

@@ -4,13 +4,13 @@
 // kernel. Builds without AVX2 get the plain loops at the end (same contract, same results up to rounding).
 #include "conv/cpu/convgemm_kernels.h"
 
-#ifdef __AVX2__
+#if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 #endif
 
 namespace dtnn::convgemm {
 
-#ifdef __AVX2__
+#if defined(__AVX2__) && defined(__FMA__)
 
 #define DTNN_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
 
@@ -95,7 +95,7 @@ void tile_segments(const Segment* segs, int nsegs, int64_t a_off, int64_t b_off,
 
 #undef DTNN_ROWS
 
-#else  // !__AVX2__: portable loops with the same contract
+#else  // no AVX2/FMA: portable loops with the same contract
 
 void tile_gather(int ntaps, const float* const* rows, const int* btap, int64_t C, const float* b,
                  const float* init, float* out, int64_t ldo) {

@@ -1,17 +1,18 @@
-// The two AVX2/FMA register-tile kernels of cpu.convgemm (convgemm.cpp). Both keep a 6 x 16 float tile of
-// the output in twelve ymm registers for a whole reduction and read their operands straight from the
-// activations through pointers the caller computed (the im2row transform lives in those pointers: no
-// patch matrix is ever written). Only B, the small weight operand of the forward kernel, is packed.
+// The two AVX2/FMA register-tile kernels shared by cpu.convgemm (both layouts), cpu.winograd_* and
+// cpu.direct. Both keep a 6 x 16 float tile of the output in twelve ymm registers for a whole reduction and
+// read their operands through pointers the caller computed (an im2row transform can live in those
+// pointers: convgemm's NHWC forward never writes a patch matrix).
 //
 // tile_gather  out[i][0:16] = init[0:16] + sum_{t < ntaps} sum_{c < C} rows[6t + i][c] * b[(btap[t]*C + c)*16 + 0:16]
-//              i < 6: six output pixels; rows: per tap, the six pixels' input rows (each C contiguous floats,
-//              or a zero row for padding); b: one packed 16-column weight panel. init may be null (zeros).
+//              i < 6 (convgemm: six output pixels); rows: per tap, six pointers to C contiguous floats (or to
+//              a zero row); b: one packed 16-column panel. init may be null (zeros).
 // tile_segments  out[i][0:16] = (accumulate ? out : 0) + sum_{segments} sum_{u < count} a[u*astep + i] * b[u*bstep + 0:16]
-//              with a = seg.a + a_off, b = seg.b + b_off;
-//              i < MR <= 6: output channels of dy (a: one dy pixel's channels k0.., step K per pixel; rows
-//              MR..5 of out are written as zeros);
-//              b: 16 contiguous input channels of x (step stride*C per pixel). kMasked: only nb < 16 columns are
-//              loaded (the channel tail), the rest read as zero.
+//              with a = seg.a + a_off, b = seg.b + b_off: a GEMM over the reduction index u, whose row
+//              operand a holds MR <= 6 consecutive floats per step and whose column operand b holds 16
+//              (convgemm NHWC weight gradient: a = dy's output channels, b = x's input channels; cpu.direct:
+//              a = x's channels, b = dy's; convgemm NCHW: a = packed weights, b = an im2col panel).
+//              Rows MR..5 of out are written as zeros. kMasked: only nb < 16 columns of b are loaded (the
+//              rest read as zero); with accumulate, rows < MR of out are read in all 16 columns.
 // `out` has leading dimension ldo; all 6 x 16 entries are written (callers point edge tiles at a scratch tile).
 #pragma once
 

@@ -29,8 +29,8 @@ int64_t div_up(int64_t v, int64_t m) { return (v + m - 1) / m; }
 int64_t round_up(int64_t v, int64_t m) { return div_up(v, m) * m; }
 
 // Forward workspace: packed A panels, then one CRS x 16 B panel per thread.
-int64_t a_panels_floats(const ConvProblem& p) { return round_up(p.k, kMR) * p.c * p.r * p.s; }
-int64_t b_panel_floats(const ConvProblem& p) { return round_up(p.c * p.r * p.s * kNR, 16); }
+int64_t a_panels_floats(const ConvProblem& p) { return round_up(round_up(p.k, kMR) * p.c * p.r * p.s, 16); }
+int64_t b_panel_floats(const ConvProblem& p) { return p.c * p.r * p.s * kNR; }  // a multiple of 16
 // Weight gradient: dy transposed (N x PQ x K), then per thread a PQ x 16 panel and a K x 16 edge tile.
 int64_t filter_thread_floats(const ConvProblem& p) {
   return round_up(p.p() * p.q() * kNR, 16) + round_up(p.k, kMR) * kNR;
@@ -78,11 +78,11 @@ void pack_im2col(const ConvProblem& p, const float* xn, const PixelBlock& px, fl
           if (ih >= 0 && ih < H) {
             const int64_t iw0 = px.iw0[t] + s * p.dil_w;
             inside(iw0, sw, len, W, &lo, &hi);
-            const float* src = xn + (c * H + ih) * W + iw0;
+            const float* src = xn + (c * H + ih) * W + iw0 + lo * sw;  // input column of pixel lo (inside)
             if (sw == 1)
-              for (int64_t i = lo; i < hi; ++i) dst[i] = src[i];
+              for (int64_t i = lo; i < hi; ++i) dst[i] = src[i - lo];
             else
-              for (int64_t i = lo; i < hi; ++i) dst[i] = src[i * sw];
+              for (int64_t i = lo; i < hi; ++i) dst[i] = src[(i - lo) * sw];
           }
           for (int64_t i = 0; i < lo; ++i) dst[i] = 0.0f;
           for (int64_t i = hi; i < len; ++i) dst[i] = 0.0f;
@@ -103,15 +103,16 @@ int64_t nchw_workspace_floats(const ConvProblem& p) {
 void nchw_forward(const ConvProblem& p, const float* x, const float* w, const float* bias, float* y, float* ws) {
   const int64_t K = p.k, CRS = p.c * p.r * p.s, PQ = p.p() * p.q(), kpanels = div_up(K, kMR);
   float* a = ws;
-  for (int64_t kp = 0; kp < kpanels; ++kp)  // a[kp][u*6 + i] = w[(kp*6 + i)*CRS + u]
-    for (int64_t u = 0; u < CRS; ++u)
-      for (int i = 0; i < kMR; ++i) {
-        const int64_t k = kp * kMR + i;
-        a[(kp * CRS + u) * kMR + i] = k < K ? w[k * CRS + u] : 0.0f;
-      }
   const int64_t blocks = div_up(PQ, kNR);
 #pragma omp parallel num_threads(cpu::threads())
   {
+#pragma omp for schedule(static)
+    for (int64_t kp = 0; kp < kpanels; ++kp)  // a[kp][u*6 + i] = w[(kp*6 + i)*CRS + u]
+      for (int64_t u = 0; u < CRS; ++u)
+        for (int i = 0; i < kMR; ++i) {
+          const int64_t k = kp * kMR + i;
+          a[(kp * CRS + u) * kMR + i] = k < K ? w[k * CRS + u] : 0.0f;
+        }
     float* panel = ws + a_panels_floats(p) + omp_get_thread_num() * b_panel_floats(p);
     alignas(64) float tile[kMR * kNR];
 #pragma omp for collapse(2) schedule(static)
@@ -120,10 +121,9 @@ void nchw_forward(const ConvProblem& p, const float* x, const float* w, const fl
         const int64_t pq0 = b * kNR;
         const PixelBlock px(p, pq0);
         pack_im2col(p, x + n * p.c * p.h * p.w, px, panel);
-        const Segment seg{nullptr, panel, CRS};
         for (int64_t kp = 0; kp < kpanels; ++kp) {
           const int mr = static_cast<int>(std::min<int64_t>(kMR, K - kp * kMR));
-          const Segment s{a + kp * CRS * kMR, seg.b, CRS};
+          const Segment s{a + kp * CRS * kMR, panel, CRS};
           float* out = y + (n * K + kp * kMR) * PQ + pq0;
           const bool whole = mr == kMR && px.cols == kNR;
           tile_segments_any(mr, false, &s, 1, 0, 0, kMR, kNR, kNR, false, whole ? out : tile, whole ? PQ : kNR);
@@ -162,13 +162,13 @@ void nchw_backward_data(const ConvProblem& p, const float* dy, const float* w, f
             const int64_t iw0 = px.iw0[t] + sx * p.dil_w, len = px.start[t + 1] - px.start[t];
             int64_t lo, hi;
             inside(iw0, p.stride_w, len, W, &lo, &hi);
-            float* drow = dxn + (c * H + ih) * W + iw0;
-            const float* src = tile + i * kNR + px.start[t];
+            float* drow = dxn + (c * H + ih) * W + iw0 + lo * p.stride_w;  // dx column of pixel lo (inside)
+            const float* src = tile + i * kNR + px.start[t] + lo;
             if (p.stride_w == 1) {
 #pragma omp simd
-              for (int64_t jj = lo; jj < hi; ++jj) drow[jj] += src[jj];
+              for (int64_t jj = 0; jj < hi - lo; ++jj) drow[jj] += src[jj];
             } else {
-              for (int64_t jj = lo; jj < hi; ++jj) drow[jj * p.stride_w] += src[jj];
+              for (int64_t jj = 0; jj < hi - lo; ++jj) drow[jj * p.stride_w] += src[jj];
             }
           }
         }
@@ -179,6 +179,10 @@ void nchw_backward_data(const ConvProblem& p, const float* dy, const float* w, f
 
 void nchw_backward_filter(const ConvProblem& p, const float* x, const float* dy, float* dw, float* ws) {
   const int64_t K = p.k, CRS = p.c * p.r * p.s, PQ = p.p() * p.q(), RS = p.r * p.s;
+  if (p.n == 0) {  // no samples: the gradient is zero
+    std::fill(dw, dw + p.w_numel(), 0.0f);
+    return;
+  }
   float* dyt = ws;  // dyt[n][pq][k] = dy[n][k][pq]
 #pragma omp parallel for schedule(static)
   for (int64_t n = 0; n < p.n; ++n)
@@ -198,15 +202,13 @@ void nchw_backward_filter(const ConvProblem& p, const float* x, const float* dy,
       const int nb = static_cast<int>(std::min<int64_t>(kNR, CRS - u0));
       int64_t c_[kNR], r_[kNR], s_[kNR];
       for (int j = 0; j < nb; ++j) c_[j] = (u0 + j) / RS, r_[j] = (u0 + j) % RS / p.s, s_[j] = (u0 + j) % p.s;
+      for (int j = nb; j < kNR; ++j)  // columns past CRS stay zero for every sample
+        for (int64_t pq = 0; pq < PQ; ++pq) panel[pq * kNR + j] = 0.0f;
       for (int64_t n = 0; n < p.n; ++n) {
         // panel[pq*16 + j] = im2col(x_n)[u0 + j][pq]: column j at a time, along the input rows.
         const float* xn = x + n * p.c * p.h * p.w;
-        for (int j = 0; j < kNR; ++j) {
+        for (int j = 0; j < nb; ++j) {
           float* d = panel + j;
-          if (j >= nb) {
-            for (int64_t pq = 0; pq < PQ; ++pq) d[pq * kNR] = 0.0f;
-            continue;
-          }
           int64_t lo, hi;
           const int64_t iw0 = s_[j] * p.dil_w - p.pad_w;
           inside(iw0, p.stride_w, Q, p.w, &lo, &hi);
@@ -216,9 +218,9 @@ void nchw_backward_filter(const ConvProblem& p, const float* x, const float* dy,
               for (int64_t ow = 0; ow < Q; ++ow) d[ow * kNR] = 0.0f;
               continue;
             }
-            const float* src = xn + (c_[j] * p.h + ih) * p.w + iw0;
+            const float* src = xn + (c_[j] * p.h + ih) * p.w + iw0 + lo * p.stride_w;  // pixel lo (inside)
             for (int64_t ow = 0; ow < lo; ++ow) d[ow * kNR] = 0.0f;
-            for (int64_t ow = lo; ow < hi; ++ow) d[ow * kNR] = src[ow * p.stride_w];
+            for (int64_t ow = lo; ow < hi; ++ow) d[ow * kNR] = src[(ow - lo) * p.stride_w];
             for (int64_t ow = hi; ow < Q; ++ow) d[ow * kNR] = 0.0f;
           }
         }

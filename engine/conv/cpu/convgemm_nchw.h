@@ -1,6 +1,7 @@
 // cpu.convgemm's NCHW half (convgemm_nchw.cpp): im2col fused into the packing of the GEMM's panels.
-// Same contract as ConvAlgorithm's three directions (groups == 1); the workspace holds packed weights and
-// per-thread panels, so it grows with cpu::threads().
+// Same contract as ConvAlgorithm's three directions (groups == 1). The workspace holds the packed weights
+// and per-thread panels (forward), or dy transposed (N x PQ x K, so it grows with the batch) and per-thread
+// panels (weight gradient): it grows with cpu::threads() too. backward_data needs none.
 #pragma once
 
 #include "conv/conv_problem.h"

@@ -15,15 +15,18 @@
 //   backward_filter  per tap, a 6-channel x 16-output-channel tile summed over every output pixel whose tap
 //                    lands inside the input (runs of a row), with convgemm's segment kernel. Tiles (group,
 //                    tap, channel block, output-channel block) are split between threads and each is summed in
-//                    one fixed order, so results do not depend on the thread count.
+//                    one fixed order, so results do not depend on the thread count. Few input channels
+//                    (C < 6, dil_w == 1): the tile's rows are (s, c) pairs of one filter row instead
+//                    (backward_filter_few_channels), so a 3-channel first layer fills its 6 rows.
 #include <algorithm>
 #include <cstring>
 #include <utility>
 
+#include "backend/cpu/blas.h"
 #include "conv/cpu/convgemm_kernels.h"
 #include "conv/cpu/cpu_algorithms.h"
 
-#ifdef __AVX2__
+#if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 #endif
 
@@ -49,7 +52,7 @@ inline int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a +
 //   init_j = y[i*ystep + j] when accumulate, else bias[j] (0 when bias is null).
 // bwd_data_tile: dx[j*dxstep + c] = sum_t sum_{k < K} dy[dyoff[t] + j*dystep + k] * w[woff[t] + c*wcstep + k]
 //   for channels c < MC <= 4 and pixels j < MP <= 3; overwrites dx.
-#ifdef __AVX2__
+#if defined(__AVX2__) && defined(__FMA__)
 
 inline __m256i lane_mask(int n) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
@@ -153,7 +156,7 @@ void bwd_data_tile(int ntaps, const int64_t* dyoff, const int64_t* woff, const f
 }
 #undef DTNN_TILE
 
-#else  // !__AVX2__: portable loops with the same contracts
+#else  // no AVX2/FMA: portable loops with the same contracts
 
 template <int MR, int NV, bool kMasked>
 void fwd_tile(int ntaps, const int64_t* xoff, const int64_t* woff, const float* x, const float* w, int64_t C,
@@ -238,7 +241,7 @@ class Direct final : public ConvAlgorithm {
       qb = std::min(qb, hi + 1);
     }
     if (qb < qa) qb = qa;
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) num_threads(cpu::threads())
     for (int64_t n = 0; n < p.n; ++n)
       for (int64_t oh = 0; oh < P; ++oh) {
         int64_t xoff[kMaxTaps], woff[kMaxTaps];
@@ -247,11 +250,12 @@ class Direct final : public ConvAlgorithm {
           const bool inside = q >= qa && q < qb;
           const int mr = inside ? static_cast<int>(std::min<int64_t>(6, qb - q)) : 1;
           // Taps (r, s) valid for all mr pixels, in chunks of kMaxTaps.
-          int64_t r = 0, s = 0;
+          int64_t tap = 0;
           bool first = true;
           for (;;) {
             int ntaps = 0;
-            for (; r < p.r && ntaps < kMaxTaps; s = (s + 1 == p.s) ? 0 : s + 1, r += (s == 0)) {
+            for (; tap < p.r * p.s && ntaps < kMaxTaps; ++tap) {
+              const int64_t r = tap / p.s, s = tap % p.s;
               const int64_t ih = oh * p.stride_h - p.pad_h + r * p.dil_h;
               const int64_t iw = q * p.stride_w - p.pad_w + s * p.dil_w;
               if (ih < 0 || ih >= p.h || (!inside && (iw < 0 || iw >= p.w))) continue;
@@ -267,7 +271,7 @@ class Direct final : public ConvAlgorithm {
                 }
             }
             first = false;
-            if (r >= p.r) break;
+            if (tap >= p.r * p.s) break;
           }
           q += mr;
         }
@@ -277,7 +281,7 @@ class Direct final : public ConvAlgorithm {
   void backward_data(const ConvProblem& p, const float* dy, const float* w, float* dx, float*) const override {
     const int64_t C = p.c, K = p.k, Cg = C / p.groups, Kg = K / p.groups, P = p.p(), Q = p.q();
     const int64_t RSK = p.r * p.s * K, phases = std::min(p.stride_w, p.w);
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) num_threads(cpu::threads())
     for (int64_t n = 0; n < p.n; ++n)
       for (int64_t ih = 0; ih < p.h; ++ih) {
         int64_t dyoff[kMaxTaps], woff[kMaxTaps];
@@ -299,11 +303,12 @@ class Direct final : public ConvAlgorithm {
             const bool inside = j >= ja && j < jb;
             const int mp = inside ? static_cast<int>(std::min<int64_t>(3, jb - j)) : 1;
             const int64_t iw = phase + j * p.stride_w;
-            int64_t r = 0, s = 0;
+            int64_t tap = 0;
             bool first = true;
             for (;;) {
               int ntaps = 0;
-              for (; r < p.r && ntaps < kMaxTaps; s = (s + 1 == p.s) ? 0 : s + 1, r += (s == 0)) {
+              for (; tap < p.r * p.s && ntaps < kMaxTaps; ++tap) {
+                const int64_t r = tap / p.s, s = tap % p.s;
                 const int64_t th = ih + p.pad_h - r * p.dil_h, tw = iw + p.pad_w - s * p.dil_w;
                 if (th < 0 || th % p.stride_h != 0 || th / p.stride_h >= P) continue;
                 if (((tw % p.stride_w) + p.stride_w) % p.stride_w != 0) continue;
@@ -328,7 +333,7 @@ class Direct final : public ConvAlgorithm {
                     for (int c = 0; c < mc; ++c) out[jj * p.stride_w * C + c] += part[jj * 4 + c];
                 }
               first = false;
-              if (r >= p.r) break;
+              if (tap >= p.r * p.s) break;
             }
             j += mp;
           }
@@ -350,7 +355,7 @@ class Direct final : public ConvAlgorithm {
     const int64_t RS = p.r * p.s, RSK = RS * K;
     const int64_t cblocks = (Cg + convgemm::kMR - 1) / convgemm::kMR, kblocks = (Kg + convgemm::kNR - 1) / convgemm::kNR;
     const int64_t tasks = p.groups * RS * cblocks * kblocks;
-#pragma omp parallel for schedule(dynamic)
+#pragma omp parallel for schedule(dynamic) num_threads(cpu::threads())
     for (int64_t task = 0; task < tasks; ++task) {
       const int64_t kb = task % kblocks, cb = task / kblocks % cblocks, tap = task / (kblocks * cblocks) % RS,
                     g = task / (kblocks * cblocks * RS);
@@ -394,10 +399,11 @@ class Direct final : public ConvAlgorithm {
   // Few input channels (C < 6, first layers): a per-tap tile would leave most of its 6 rows empty. With
   // dil_w == 1 the S taps of a filter row read S*C consecutive floats of x (pixel ow*stride_w - pad_w
   // onwards), so the tiles' rows are (s, c) pairs of one filter row r: row i = s*C + c. Columns [qa, qb),
-  // where every tap lands inside the input, run as segments over those S*C floats; the border columns add
-  // each row's own valid pixels afterwards, one row at a time. A task (r, 16 output channels) keeps all
-  // its row blocks' tiles in memory and feeds each chunk of output rows to all of them while that chunk
-  // of dy is in cache (the layer is otherwise bound by streaming dy once per tile).
+  // where every tap lands inside the input, run as segments (one per output row) over those S*C floats;
+  // each border column afterwards adds the rows of its valid taps, with segments running down the
+  // column (one per sample). A task (r, 16 output channels) keeps all its row blocks' tiles in memory and
+  // feeds each chunk of output rows to all of them while that chunk of dy is in cache (the layer is
+  // otherwise bound by streaming dy once per tile).
   static constexpr int64_t kFewChannelBlocks = 8;  // S*C <= 48 rows
   static bool few_channels(const ConvProblem& p) {
     return p.groups == 1 && p.dil_w == 1 && p.c < convgemm::kMR && p.s > 1 &&
@@ -415,12 +421,12 @@ class Direct final : public ConvAlgorithm {
     }
     if (qb < qa) qb = qa;
     const int64_t rblocks = (SC + kMR - 1) / kMR, kblocks = (K + kNR - 1) / kNR;
-#pragma omp parallel for schedule(dynamic)
+#pragma omp parallel for schedule(dynamic) num_threads(cpu::threads())
     for (int64_t task = 0; task < p.r * kblocks; ++task) {
       const int64_t kb = task % kblocks, r = task / kblocks, k0 = kb * kNR;
       const int nb = static_cast<int>(std::min<int64_t>(kNR, K - k0));
       alignas(64) float tiles[kFewChannelBlocks][kMR * kNR], row[kMR * kNR];
-      constexpr int kSegs = 32;  // output rows per chunk
+      constexpr int kSegs = 32;  // segments per kernel call: output rows (interior), samples (border columns)
       convgemm::Segment segs[kSegs];
       int nsegs = 0;
       bool started = false;
@@ -444,7 +450,7 @@ class Direct final : public ConvAlgorithm {
       // [s_lo*C, (s_hi+1)*C); one segment per sample runs down the column (steps of a row of x and of dy).
       int64_t oh0, oh1;
       valid_range(r, p.h, P, p.stride_h, p.pad_h, p.dil_h, &oh0, &oh1);
-      for (int64_t ow = 0; ow < Q && oh0 <= oh1; ++ow) {
+      for (int64_t ow = 0; ow < Q && oh0 <= oh1 && p.n > 0; ++ow) {
         if (ow == qa) ow = std::max(qa, qb);
         if (ow >= Q) break;
         const int64_t iw0 = ow * p.stride_w - p.pad_w;  // input column of tap s: iw0 + s
@@ -458,7 +464,7 @@ class Direct final : public ConvAlgorithm {
               segs[n - n0] = {x + ((n * p.h + oh0 * p.stride_h - p.pad_h + r * p.dil_h) * p.w + iw0 + s_lo) * C,
                               dy + ((n * P + oh0) * Q + ow) * K, oh1 - oh0 + 1};
             convgemm::tile_segments_any(static_cast<int>(last - first), nb < kNR, segs,
-                                        static_cast<int>(std::min(kSegs * int64_t{1}, p.n - n0)), first - i_lo, k0,
+                                        static_cast<int>(std::min<int64_t>(kSegs, p.n - n0)), first - i_lo, k0,
                                         p.stride_h * p.w * C, Q * K, nb, n0 > 0, row, kNR);
           }
           for (int64_t i = first; i < last; ++i)
