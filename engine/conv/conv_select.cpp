@@ -132,6 +132,15 @@ std::string default_conv_cache_path() {
   return "conv_best_of.tsv";
 }
 
+bool cpu_has_avx512() {
+#if defined(__x86_64__) || defined(__i386__)
+  static const bool has = __builtin_cpu_supports("avx512f");
+  return has;
+#else
+  return false;
+#endif
+}
+
 std::string cpu_model_name() {
   std::ifstream f("/proc/cpuinfo");
   std::string model = "unknown cpu", family, number, stepping;
@@ -176,6 +185,13 @@ ConvChoice select_conv_algorithm(std::string_view requested, const ConvProblem& 
     }
   }
   if (requested == "auto") {
+    // On AVX-512 CPUs oneDNN's JIT runs about twice as fast as every AVX2 kernel here (dtnn's and
+    // OpenBLAS's), on nearly every layer and direction (analysis/baselines/conv_cpu_2core.md); the layers
+    // with fewer than 16 filters stay with im2row_gemm's skinny kernels, which beat it there too.
+    const ConvAlgorithm& onednn = find_conv_algorithm("onednn");
+    if (cpu_has_avx512() && p.k >= 16 && !(p.layout == Layout::nchw && p.groups == p.c && p.c > 1) &&
+        onednn.supports(p).ok)
+      return single(&onednn, "heuristic");
     // Image-sized inputs (C <= 4: first layers) with 16 or more filters: cpu.direct's (s, c)-row tiles
     // beat both GEMM formulations (fwd + weight gradient 1.2-4x, analysis/baselines/conv_cpu_2core.md).
     const ConvAlgorithm& direct = find_conv_algorithm("direct");

@@ -10,11 +10,11 @@
 //            file, so a later run on the same CPU model and thread count reads it instead of timing.
 //            Identical problems within one process are timed once.
 //   auto     the cache's choice when it has one for (CPU model, threads, problem); otherwise the heuristic:
-//            direct for NHWC first layers (C <= 4, K >= 16), im2row_gemm for other NHWC layers with C < 8 or
-//            K < 16, depthwise for NCHW depthwise layers, else the first supporting algorithm in preference
-//            order (conv/registry.cpp: convgemm for groups == 1 in both layouts, onednn for grouped and
-//            depthwise layers). On an AVX-512 machine onednn is usually faster still: run best_of once to
-//            fill the cache.
+//            on AVX-512 CPUs with oneDNN built, onednn for layers with K >= 16 (except NCHW depthwise);
+//            else direct for NHWC first layers (C <= 4, K >= 16), im2row_gemm for other NHWC layers with C < 8
+//            or K < 16, depthwise for NCHW depthwise layers, else the first supporting algorithm in
+//            preference order (conv/registry.cpp: convgemm for groups == 1 in both layouts, onednn for
+//            grouped and depthwise layers). best_of, once, is faster still: it mixes algorithms.
 //
 // The cache is a text file, one choice a line:
 // "<cpu model>\t<threads>\t<problem>\t<algorithm>\t<ms>\tper-direction", the algorithm as ConvChoice::name()
@@ -66,5 +66,6 @@ std::string conv_direction_names(const ConvAlgorithm* const algo[3]);
 
 std::string default_conv_cache_path();
 std::string cpu_model_name();  // /proc/cpuinfo "model name" plus family/model/stepping
+bool cpu_has_avx512();         // AVX-512F at run time (auto's heuristic)
 
 }  // namespace dtnn

@@ -72,17 +72,21 @@ TEST_CASE("conv_select: a cached choice is reused without timing, by best_of and
   CHECK(m.name() == "cpu.reference/cpu.convgemm/cpu.im2row_gemm");
   CHECK(select_conv_algorithm("auto", two, cache).how == "heuristic");  // the two-name line is ignored
   CHECK(select_conv_algorithm("auto", old, cache).how == "heuristic");  // so is the untagged line
-  // Another thread count is another key: auto falls back to the heuristic (preference order).
+  // Another thread count is another key: auto falls back to the heuristic: oneDNN's JIT on AVX-512 CPUs
+  // (layers with 16+ filters), else dtnn's convgemm (the preference order).
+  const bool avx512_onednn = cpu_has_avx512() && onednn_version() != "not built";
   cpu::set_threads(2);
   const ConvChoice h = select_conv_algorithm("auto", p, cache);
-  CHECK(h.name() == "cpu.convgemm");
+  CHECK(h.name() == (avx512_onednn ? "cpu.onednn" : "cpu.convgemm"));
   CHECK(h.how == "heuristic");
-  // The heuristic's special cases: image-sized inputs with 16+ filters (cpu.direct), few channels otherwise
-  // (im2row_gemm).
+  // The heuristic's special cases: image-sized inputs with 16+ filters (cpu.direct, or oneDNN with
+  // AVX-512), fewer than 16 filters (im2row_gemm), NCHW depthwise (cpu.depthwise).
   const ConvProblem first = ConvProblem::parse("n2_c3h9w9_k16r3s3_st1x1_pd1x1_dl1x1_g1_nhwc_f32");
-  CHECK(select_conv_algorithm("auto", first, cache).name() == "cpu.direct");
+  CHECK(select_conv_algorithm("auto", first, cache).name() == (avx512_onednn ? "cpu.onednn" : "cpu.direct"));
   const ConvProblem narrow = ConvProblem::parse("n2_c1h9w9_k4r3s3_st1x1_pd1x1_dl1x1_g1_nhwc_f32");
   CHECK(select_conv_algorithm("auto", narrow, cache).name() == "cpu.im2row_gemm");
+  const ConvProblem dw_nchw = ConvProblem::parse("n2_c16h9w9_k16r3s3_st1x1_pd1x1_dl1x1_g16_nchw_f32");
+  CHECK(select_conv_algorithm("auto", dw_nchw, cache).name() == "cpu.depthwise");
   cpu::set_threads(1);
   std::remove(cache.c_str());
 }
