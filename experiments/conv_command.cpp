@@ -8,6 +8,7 @@
 #include "backend/cpu/blas.h"
 #include "backend/gpu_ops.h"
 #include "conv/conv_timing.h"
+#include "conv/cpu/cpu_algorithms.h"
 #include "core/error.h"
 
 namespace dtnn {
@@ -55,7 +56,8 @@ int run_conv_command(const ConvCommandOptions& o, std::ostream& out) {
     // OpenBLAS's idle worker threads spin for a while after a call (its THREAD_TIMEOUT, ~0.1 s here) and
     // would take a core from the OpenMP algorithms timed next: let them go to sleep first.
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    out << "threads  " << o.threads << "   OpenBLAS SGEMM 1024^3: " << fmt("%.1f", peak) << " GFLOP/s\n";
+    out << "threads  " << o.threads << "   OpenBLAS SGEMM 1024^3: " << fmt("%.1f", peak) << " GFLOP/s   dtnn tiles: "
+        << cpu_kernel_isa() << "\n";
   }
   out << "GFLOP    fwd " << fmt("%.3f", p.flops(ConvDir::fwd) / 1e9) << ", bwd_data "
       << fmt("%.3f", p.flops(ConvDir::bwd_data) / 1e9) << ", bwd_filter "

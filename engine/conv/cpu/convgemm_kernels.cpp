@@ -4,9 +4,49 @@
 // kernel. Builds without AVX2 get the plain loops at the end (same contract, same results up to rounding).
 #include "conv/cpu/convgemm_kernels.h"
 
+#include "conv/cpu/cpu_algorithms.h"
+
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 #endif
+
+#include <cstdlib>
+#include <cstring>
+
+namespace dtnn::convgemm {
+
+#if DTNN_AVX512_KERNELS
+namespace avx512 {  // convgemm_kernels_avx512.cpp
+void tile_gather(int ntaps, const float* const* rows, const int* btap, int64_t C, const float* b,
+                 const float* init, float* out, int64_t ldo);
+void tile_segments_any(int mr, bool masked, const Segment* segs, int nsegs, int64_t a_off, int64_t b_off,
+                       int64_t astep, int64_t bstep, int nb, bool accumulate, float* out, int64_t ldo);
+}  // namespace avx512
+#endif
+
+bool avx512_kernels() {
+#if DTNN_AVX512_KERNELS
+  static const bool use = [] {
+    const char* cap = std::getenv("DTNN_MAX_CPU_ISA");
+    if (cap && (std::strcmp(cap, "AVX2") == 0 || std::strcmp(cap, "avx2") == 0)) return false;
+    return __builtin_cpu_supports("avx512f") != 0;
+  }();
+  return use;
+#else
+  return false;
+#endif
+}
+
+}  // namespace dtnn::convgemm
+
+std::string dtnn::cpu_kernel_isa() {
+  if (convgemm::avx512_kernels()) return "AVX-512";
+#if defined(__AVX2__) && defined(__FMA__)
+  return "AVX2";
+#else
+  return "portable";
+#endif
+}
 
 namespace dtnn::convgemm {
 
@@ -16,6 +56,9 @@ namespace dtnn::convgemm {
 
 void tile_gather(int ntaps, const float* const* rows, const int* btap, int64_t C, const float* b,
                  const float* init, float* out, int64_t ldo) {
+#if DTNN_AVX512_KERNELS
+  if (avx512_kernels()) return avx512::tile_gather(ntaps, rows, btap, C, b, init, out, ldo);
+#endif
   const __m256 i0 = init ? _mm256_loadu_ps(init) : _mm256_setzero_ps();
   const __m256 i1 = init ? _mm256_loadu_ps(init + 8) : _mm256_setzero_ps();
 #define DTNN_DECL(i) __m256 c##i##0 = i0, c##i##1 = i1;
@@ -147,6 +190,10 @@ void segments_mr(bool masked, const Segment* segs, int nsegs, int64_t a_off, int
 
 void tile_segments_any(int mr, bool masked, const Segment* segs, int nsegs, int64_t a_off, int64_t b_off,
                        int64_t astep, int64_t bstep, int nb, bool accumulate, float* out, int64_t ldo) {
+#if DTNN_AVX512_KERNELS
+  if (avx512_kernels())
+    return avx512::tile_segments_any(mr, masked, segs, nsegs, a_off, b_off, astep, bstep, nb, accumulate, out, ldo);
+#endif
   switch (mr) {
     case 1: return segments_mr<1>(masked, segs, nsegs, a_off, b_off, astep, bstep, nb, accumulate, out, ldo);
     case 2: return segments_mr<2>(masked, segs, nsegs, a_off, b_off, astep, bstep, nb, accumulate, out, ldo);

@@ -14,6 +14,8 @@
 //              Rows MR..5 of out are written as zeros. kMasked: only nb < 16 columns of b are loaded (the
 //              rest read as zero); with accumulate, rows < MR of out are read in all 16 columns.
 // `out` has leading dimension ldo; all 6 x 16 entries are written (callers point edge tiles at a scratch tile).
+// On CPUs with AVX-512F both run their AVX-512 versions (convgemm_kernels_avx512.cpp: same contracts, another
+// summation order) unless the environment sets DTNN_MAX_CPU_ISA=AVX2; avx512_kernels() says which.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +30,8 @@ struct Segment {
   const float* b;  // first x element of the run
   int64_t count;   // pixels in the run
 };
+
+bool avx512_kernels();
 
 void tile_gather(int ntaps, const float* const* rows, const int* btap, int64_t C, const float* b,
                  const float* init, float* out, int64_t ldo);
