@@ -19,8 +19,9 @@ namespace dtnn::convgemm {
 namespace avx512 {  // convgemm_kernels_avx512.cpp
 void tile_gather(int ntaps, const float* const* rows, const int* btap, int64_t C, const float* b,
                  const float* init, float* out, int64_t ldo);
-void tile_segments_any(int mr, bool masked, const Segment* segs, int nsegs, int64_t a_off, int64_t b_off,
-                       int64_t astep, int64_t bstep, int nb, bool accumulate, float* out, int64_t ldo);
+template <int MR, bool kMasked>
+void tile_segments(const Segment* segs, int nsegs, int64_t a_off, int64_t b_off, int64_t astep, int64_t bstep,
+                   int nb, bool accumulate, float* out, int64_t ldo);
 }  // namespace avx512
 #endif
 
@@ -183,6 +184,13 @@ namespace {
 template <int MR>
 void segments_mr(bool masked, const Segment* segs, int nsegs, int64_t a_off, int64_t b_off, int64_t astep,
                  int64_t bstep, int nb, bool accumulate, float* out, int64_t ldo) {
+#if DTNN_AVX512_KERNELS
+  if (avx512_kernels()) {
+    if (masked) avx512::tile_segments<MR, true>(segs, nsegs, a_off, b_off, astep, bstep, nb, accumulate, out, ldo);
+    else avx512::tile_segments<MR, false>(segs, nsegs, a_off, b_off, astep, bstep, nb, accumulate, out, ldo);
+    return;
+  }
+#endif
   if (masked) tile_segments<MR, true>(segs, nsegs, a_off, b_off, astep, bstep, nb, accumulate, out, ldo);
   else tile_segments<MR, false>(segs, nsegs, a_off, b_off, astep, bstep, nb, accumulate, out, ldo);
 }
@@ -190,10 +198,6 @@ void segments_mr(bool masked, const Segment* segs, int nsegs, int64_t a_off, int
 
 void tile_segments_any(int mr, bool masked, const Segment* segs, int nsegs, int64_t a_off, int64_t b_off,
                        int64_t astep, int64_t bstep, int nb, bool accumulate, float* out, int64_t ldo) {
-#if DTNN_AVX512_KERNELS
-  if (avx512_kernels())
-    return avx512::tile_segments_any(mr, masked, segs, nsegs, a_off, b_off, astep, bstep, nb, accumulate, out, ldo);
-#endif
   switch (mr) {
     case 1: return segments_mr<1>(masked, segs, nsegs, a_off, b_off, astep, bstep, nb, accumulate, out, ldo);
     case 2: return segments_mr<2>(masked, segs, nsegs, a_off, b_off, astep, bstep, nb, accumulate, out, ldo);

@@ -47,9 +47,8 @@ void tile_gather(int ntaps, const float* const* rows, const int* btap, int64_t C
 #undef DTNN_STORE
 }
 
-namespace {
 template <int MR, bool kMasked>
-void tile_segments512(const Segment* segs, int nsegs, int64_t a_off, int64_t b_off, int64_t astep, int64_t bstep,
+void tile_segments(const Segment* segs, int nsegs, int64_t a_off, int64_t b_off, int64_t astep, int64_t bstep,
                    int nb, bool accumulate, float* out, int64_t ldo) {
   static_assert(MR >= 1 && MR <= 6, "tile_segments: 1 <= MR <= 6");
   const __mmask16 mask = kMasked ? static_cast<__mmask16>((1u << nb) - 1u) : static_cast<__mmask16>(0xFFFF);
@@ -94,25 +93,18 @@ void tile_segments512(const Segment* segs, int nsegs, int64_t a_off, int64_t b_o
 
 #undef DTNN_ROWS
 
-template <int MR>
-void segments_mr(bool masked, const Segment* segs, int nsegs, int64_t a_off, int64_t b_off, int64_t astep,
-                 int64_t bstep, int nb, bool accumulate, float* out, int64_t ldo) {
-  if (masked) tile_segments512<MR, true>(segs, nsegs, a_off, b_off, astep, bstep, nb, accumulate, out, ldo);
-  else tile_segments512<MR, false>(segs, nsegs, a_off, b_off, astep, bstep, nb, accumulate, out, ldo);
-}
-}  // namespace
-
-void tile_segments_any(int mr, bool masked, const Segment* segs, int nsegs, int64_t a_off, int64_t b_off,
-                       int64_t astep, int64_t bstep, int nb, bool accumulate, float* out, int64_t ldo) {
-  switch (mr) {
-    case 1: return segments_mr<1>(masked, segs, nsegs, a_off, b_off, astep, bstep, nb, accumulate, out, ldo);
-    case 2: return segments_mr<2>(masked, segs, nsegs, a_off, b_off, astep, bstep, nb, accumulate, out, ldo);
-    case 3: return segments_mr<3>(masked, segs, nsegs, a_off, b_off, astep, bstep, nb, accumulate, out, ldo);
-    case 4: return segments_mr<4>(masked, segs, nsegs, a_off, b_off, astep, bstep, nb, accumulate, out, ldo);
-    case 5: return segments_mr<5>(masked, segs, nsegs, a_off, b_off, astep, bstep, nb, accumulate, out, ldo);
-    default: return segments_mr<6>(masked, segs, nsegs, a_off, b_off, astep, bstep, nb, accumulate, out, ldo);
-  }
-}
+#define DTNN_INSTANTIATE(MR)                                                                                  \
+  template void tile_segments<MR, false>(const Segment*, int, int64_t, int64_t, int64_t, int64_t, int, bool, float*, \
+                                         int64_t);                                                            \
+  template void tile_segments<MR, true>(const Segment*, int, int64_t, int64_t, int64_t, int64_t, int, bool, float*,  \
+                                        int64_t);
+DTNN_INSTANTIATE(1)
+DTNN_INSTANTIATE(2)
+DTNN_INSTANTIATE(3)
+DTNN_INSTANTIATE(4)
+DTNN_INSTANTIATE(5)
+DTNN_INSTANTIATE(6)
+#undef DTNN_INSTANTIATE
 
 }  // namespace dtnn::convgemm::avx512
 

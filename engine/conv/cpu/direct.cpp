@@ -44,6 +44,18 @@ inline void valid_range(int64_t t, int64_t in, int64_t out, int64_t stride, int6
   *hi = off >= in ? -1 : std::min(out - 1, (in - 1 - off) / stride);
 }
 
+// Output columns [*qa, *qb) whose S taps all land inside the input row (empty: *qa == *qb).
+inline void interior_columns(const ConvProblem& p, int64_t* qa, int64_t* qb) {
+  *qa = 0, *qb = p.q();
+  for (int64_t s = 0; s < p.s; ++s) {
+    int64_t lo, hi;
+    valid_range(s, p.w, p.q(), p.stride_w, p.pad_w, p.dil_w, &lo, &hi);
+    *qa = std::max(*qa, lo);
+    *qb = std::min(*qb, hi + 1);
+  }
+  if (*qb < *qa) *qb = *qa;
+}
+
 inline int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
 // ---- kernels ----
@@ -232,15 +244,8 @@ class Direct final : public ConvAlgorithm {
   void forward(const ConvProblem& p, const float* x, const float* w, const float* bias, float* y,
                float*) const override {
     const int64_t C = p.c, K = p.k, Cg = C / p.groups, Kg = K / p.groups, P = p.p(), Q = p.q();
-    // Output columns [qa, qb) whose S taps all land inside the input row.
-    int64_t qa = 0, qb = Q;
-    for (int64_t s = 0; s < p.s; ++s) {
-      int64_t lo, hi;
-      valid_range(s, p.w, Q, p.stride_w, p.pad_w, p.dil_w, &lo, &hi);
-      qa = std::max(qa, lo);
-      qb = std::min(qb, hi + 1);
-    }
-    if (qb < qa) qb = qa;
+    int64_t qa, qb;
+    interior_columns(p, &qa, &qb);
 #pragma omp parallel for collapse(2) schedule(static) num_threads(cpu::threads())
     for (int64_t n = 0; n < p.n; ++n)
       for (int64_t oh = 0; oh < P; ++oh) {
@@ -412,14 +417,8 @@ class Direct final : public ConvAlgorithm {
   static void backward_filter_few_channels(const ConvProblem& p, const float* x, const float* dy, float* dw) {
     constexpr int kMR = convgemm::kMR, kNR = convgemm::kNR;
     const int64_t C = p.c, K = p.k, P = p.p(), Q = p.q(), SC = p.s * C;
-    int64_t qa = 0, qb = Q;
-    for (int64_t s = 0; s < p.s; ++s) {
-      int64_t lo, hi;
-      valid_range(s, p.w, Q, p.stride_w, p.pad_w, p.dil_w, &lo, &hi);
-      qa = std::max(qa, lo);
-      qb = std::min(qb, hi + 1);
-    }
-    if (qb < qa) qb = qa;
+    int64_t qa, qb;
+    interior_columns(p, &qa, &qb);
     const int64_t rblocks = (SC + kMR - 1) / kMR, kblocks = (K + kNR - 1) / kNR;
 #pragma omp parallel for schedule(dynamic) num_threads(cpu::threads())
     for (int64_t task = 0; task < p.r * kblocks; ++task) {
