@@ -28,6 +28,7 @@
 #include "core/error.h"
 #include "layers/fusable.h"
 #include "layers/layers.h"
+#include "backend/cpu/blas.h"
 #include "parallel/communicator.h"
 
 namespace dtnn {
@@ -53,6 +54,8 @@ class BatchNorm final : public Layer, public InferenceAffine {
     mean_.assign(channels_, 0.0);
     acc_.assign(channels_, 0.0);
     acc2_.assign(channels_, 0.0);
+    chunk_acc_.assign(kChunks * 2 * channels_, 0.0);
+    chunk_part_.assign(kChunks * 2 * channels_, 0.0f);
     inv_std_ = Tensor::zeros(c);
     scale_ = Tensor::zeros(c);
     shift_ = Tensor::zeros(c);
@@ -186,13 +189,29 @@ class BatchNorm final : public Layer, public InferenceAffine {
  private:
   double momentum() const { return spec_.momentum; }
 
+  // Threads (cpu::threads()) and results: NCHW sums split channels (each summed over the batch in order);
+  // NHWC sums split the rows into kChunks fixed chunks whose double partials are added in chunk order, so
+  // the statistics do not depend on the thread count. The elementwise passes split rows or planes.
+  static constexpr int64_t kChunks = 16;
+  static constexpr int64_t kBlock = 64;  // rows per float partial sum (folded into double per block)
+  static constexpr int64_t kParallelFloats = 1 << 15;  // smaller tensors stay on one thread
+
+  // Row range [*r0, *r1) of chunk k of `rows` rows: boundaries on multiples of kBlock.
+  static void chunk_rows(int64_t rows, int64_t k, int64_t* r0, int64_t* r1) {
+    const int64_t blocks = (rows + kBlock - 1) / kBlock;
+    *r0 = std::min(rows, blocks * k / kChunks * kBlock);
+    *r1 = std::min(rows, blocks * (k + 1) / kChunks * kBlock);
+  }
+
   // acc[c] = sum over the batch of x (center == null) or of (x - center[c])^2.
-  void sums(const float* x, int64_t n, const double* center, double* acc) const {
+  void sums(const float* x, int64_t n, const double* center, double* acc) {
     const int64_t C = channels_, S = spatial_;
-    for (int64_t c = 0; c < C; ++c) acc[c] = 0.0;
+    const bool par = n * C * S > kParallelFloats;
     if (layout_ == Layout::nchw) {
-      for (int64_t b = 0; b < n; ++b)
-        for (int64_t c = 0; c < C; ++c) {
+#pragma omp parallel for schedule(static) num_threads(cpu::threads()) if (par)
+      for (int64_t c = 0; c < C; ++c) {
+        double a = 0.0;
+        for (int64_t b = 0; b < n; ++b) {
           const float* row = x + (b * C + c) * S;
           float s = 0.0f;
           if (center) {
@@ -203,82 +222,112 @@ class BatchNorm final : public Layer, public InferenceAffine {
 #pragma omp simd reduction(+ : s)
             for (int64_t i = 0; i < S; ++i) s += row[i];
           }
-          acc[c] += s;
+          a += s;
         }
+        acc[c] = a;
+      }
       return;
     }
     // NHWC and flat: rows of C values. Float partial sums over blocks of rows, folded into double.
-    float* part = scale_.data();  // C floats of scratch (rewritten after the statistics are known)
     const int64_t rows = n * S;
-    constexpr int64_t kBlock = 64;
-    for (int64_t r0 = 0; r0 < rows; r0 += kBlock) {
-      const int64_t r1 = std::min(rows, r0 + kBlock);
-      for (int64_t c = 0; c < C; ++c) part[c] = 0.0f;
-      for (int64_t r = r0; r < r1; ++r) {
-        const float* row = x + r * C;
-        if (center) {
+#pragma omp parallel for schedule(static) num_threads(cpu::threads()) if (par)
+    for (int64_t k = 0; k < kChunks; ++k) {
+      double* ca = chunk_acc_.data() + k * 2 * C;
+      float* part = chunk_part_.data() + k * 2 * C;
+      for (int64_t c = 0; c < C; ++c) ca[c] = 0.0;
+      int64_t c0, c1;
+      chunk_rows(rows, k, &c0, &c1);
+      for (int64_t r0 = c0; r0 < c1; r0 += kBlock) {
+        const int64_t r1 = std::min(c1, r0 + kBlock);
+        for (int64_t c = 0; c < C; ++c) part[c] = 0.0f;
+        for (int64_t r = r0; r < r1; ++r) {
+          const float* row = x + r * C;
+          if (center) {
 #pragma omp simd
-          for (int64_t c = 0; c < C; ++c) {
-            const float d = row[c] - static_cast<float>(center[c]);
-            part[c] += d * d;
+            for (int64_t c = 0; c < C; ++c) {
+              const float d = row[c] - static_cast<float>(center[c]);
+              part[c] += d * d;
+            }
+          } else {
+#pragma omp simd
+            for (int64_t c = 0; c < C; ++c) part[c] += row[c];
           }
-        } else {
-#pragma omp simd
-          for (int64_t c = 0; c < C; ++c) part[c] += row[c];
         }
+        for (int64_t c = 0; c < C; ++c) ca[c] += part[c];
       }
-      for (int64_t c = 0; c < C; ++c) acc[c] += part[c];
     }
+    for (int64_t c = 0; c < C; ++c) acc[c] = 0.0;
+    for (int64_t k = 0; k < kChunks; ++k)
+      for (int64_t c = 0; c < C; ++c) acc[c] += chunk_acc_[k * 2 * C + c];
   }
 
   // acc_[c] = sum(dy), acc2_[c] = sum(dy * (x - mean)).
   void dot_sums(const float* x, const float* dy, int64_t n) {
     const int64_t C = channels_, S = spatial_;
-    for (int64_t c = 0; c < C; ++c) acc_[c] = acc2_[c] = 0.0;
+    const bool par = n * C * S > kParallelFloats;
     if (layout_ == Layout::nchw) {
-      for (int64_t b = 0; b < n; ++b)
-        for (int64_t c = 0; c < C; ++c) {
+#pragma omp parallel for schedule(static) num_threads(cpu::threads()) if (par)
+      for (int64_t c = 0; c < C; ++c) {
+        double a = 0.0, a2 = 0.0;
+        const float mu = static_cast<float>(mean_[c]);
+        for (int64_t b = 0; b < n; ++b) {
           const float* xr = x + (b * C + c) * S;
           const float* gr = dy + (b * C + c) * S;
-          const float mu = static_cast<float>(mean_[c]);
           float s = 0.0f, s2 = 0.0f;
 #pragma omp simd reduction(+ : s, s2)
           for (int64_t i = 0; i < S; ++i) {
             s += gr[i];
             s2 += gr[i] * (xr[i] - mu);
           }
-          acc_[c] += s;
-          acc2_[c] += s2;
+          a += s;
+          a2 += s2;
         }
+        acc_[c] = a;
+        acc2_[c] = a2;
+      }
       return;
     }
-    float* p1 = scale_.data();  // scratch, rewritten before its next use
-    float* p2 = shift_.data();
     const int64_t rows = n * S;
-    constexpr int64_t kBlock = 64;
-    for (int64_t r0 = 0; r0 < rows; r0 += kBlock) {
-      const int64_t r1 = std::min(rows, r0 + kBlock);
-      for (int64_t c = 0; c < C; ++c) p1[c] = p2[c] = 0.0f;
-      for (int64_t r = r0; r < r1; ++r) {
-        const float* xr = x + r * C;
-        const float* gr = dy + r * C;
+#pragma omp parallel for schedule(static) num_threads(cpu::threads()) if (par)
+    for (int64_t k = 0; k < kChunks; ++k) {
+      double* ca = chunk_acc_.data() + k * 2 * C;
+      float* p1 = chunk_part_.data() + k * 2 * C;
+      float* p2 = p1 + C;
+      for (int64_t c = 0; c < 2 * C; ++c) ca[c] = 0.0;
+      int64_t c0, c1;
+      chunk_rows(rows, k, &c0, &c1);
+      for (int64_t r0 = c0; r0 < c1; r0 += kBlock) {
+        const int64_t r1 = std::min(c1, r0 + kBlock);
+        for (int64_t c = 0; c < C; ++c) p1[c] = p2[c] = 0.0f;
+        for (int64_t r = r0; r < r1; ++r) {
+          const float* xr = x + r * C;
+          const float* gr = dy + r * C;
 #pragma omp simd
+          for (int64_t c = 0; c < C; ++c) {
+            p1[c] += gr[c];
+            p2[c] += gr[c] * (xr[c] - static_cast<float>(mean_[c]));
+          }
+        }
         for (int64_t c = 0; c < C; ++c) {
-          p1[c] += gr[c];
-          p2[c] += gr[c] * (xr[c] - static_cast<float>(mean_[c]));
+          ca[c] += p1[c];
+          ca[C + c] += p2[c];
         }
       }
-      for (int64_t c = 0; c < C; ++c) {
-        acc_[c] += p1[c];
-        acc2_[c] += p2[c];
-      }
     }
+    for (int64_t c = 0; c < C; ++c) acc_[c] = acc2_[c] = 0.0;
+    for (int64_t k = 0; k < kChunks; ++k)
+      for (int64_t c = 0; c < C; ++c) {
+        acc_[c] += chunk_acc_[k * 2 * C + c];
+        acc2_[c] += chunk_acc_[k * 2 * C + C + c];
+      }
   }
 
   // y = x * scale[c] + shift[c].
   void apply(const float* x, float* y, int64_t n, const float* scale, const float* shift) const {
     const int64_t C = channels_, S = spatial_;
+    const bool par = n * C * S > kParallelFloats;
     if (layout_ == Layout::nchw) {
+#pragma omp parallel for collapse(2) schedule(static) num_threads(cpu::threads()) if (par)
       for (int64_t b = 0; b < n; ++b)
         for (int64_t c = 0; c < C; ++c) {
           const float* xr = x + (b * C + c) * S;
@@ -289,6 +338,7 @@ class BatchNorm final : public Layer, public InferenceAffine {
         }
       return;
     }
+#pragma omp parallel for schedule(static) num_threads(cpu::threads()) if (par)
     for (int64_t r = 0; r < n * S; ++r) {
       const float* xr = x + r * C;
       float* yr = y + r * C;
@@ -301,7 +351,9 @@ class BatchNorm final : public Layer, public InferenceAffine {
   void affine2(const float* dy, const float* x, float* out, int64_t n, const float* a, const float* b,
                const float* k) const {
     const int64_t C = channels_, S = spatial_;
+    const bool par = n * C * S > kParallelFloats;
     if (layout_ == Layout::nchw) {
+#pragma omp parallel for collapse(2) schedule(static) num_threads(cpu::threads()) if (par)
       for (int64_t bb = 0; bb < n; ++bb)
         for (int64_t c = 0; c < C; ++c) {
           const int64_t o = (bb * C + c) * S;
@@ -311,6 +363,7 @@ class BatchNorm final : public Layer, public InferenceAffine {
         }
       return;
     }
+#pragma omp parallel for schedule(static) num_threads(cpu::threads()) if (par)
     for (int64_t r = 0; r < n * S; ++r) {
       const int64_t o = r * C;
 #pragma omp simd
@@ -341,6 +394,8 @@ class BatchNorm final : public Layer, public InferenceAffine {
   Communicator* comm_ = nullptr;
   double count_ = 1.0;
   std::vector<double> mean_, acc_, acc2_;
+  std::vector<double> chunk_acc_;   // kChunks x 2C: per-chunk partial sums (NHWC statistics)
+  std::vector<float> chunk_part_;   // kChunks x 2C: per-chunk float partials of one block of rows
   Tensor inv_std_, scale_, shift_, konst_, reduce_;
 };
 

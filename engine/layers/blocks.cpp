@@ -13,6 +13,7 @@
 // assigns them). Parameters belong to the children; a block has none of its own.
 #include <cstring>
 
+#include "backend/cpu/blas.h"
 #include "backend/gpu_ops.h"
 #include "core/error.h"
 #include "layers/layers.h"
@@ -101,7 +102,7 @@ class Chain {
 // dst += src and dst = src over n floats, on the block's device.
 void add_into(float* dst, const float* src, int64_t n, bool gpu) {
   if (gpu) return gpu::add_into(dst, src, n);
-#pragma omp simd
+#pragma omp parallel for simd schedule(static) num_threads(cpu::threads()) if (n > (1 << 15))
   for (int64_t i = 0; i < n; ++i) dst[i] += src[i];
 }
 

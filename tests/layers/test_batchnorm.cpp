@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
+#include "backend/cpu/blas.h"
 #include "core/error.h"
 #include "helpers.h"
 #include "layers/layers.h"
@@ -109,4 +110,43 @@ TEST_CASE("batchnorm: bad options are errors", "[batchnorm]") {
   CHECK_THROWS_AS(make_batchnorm(s), Error);
   BuildContext ctx;
   CHECK_THROWS_AS(make_batchnorm()->build(Shape{2, 3}, ctx), Error);
+}
+
+TEST_CASE("batchnorm: threaded passes give bit-identical results at 1 and 2 threads", "[batchnorm]") {
+  // 8 x 16 x 32 x 32 = 131072 floats: large enough for the threaded statistics and elementwise passes.
+  const int64_t n = 8, c = 16, h = 32, w = 32;
+  for (Layout layout : {Layout::nhwc, Layout::nchw}) {
+    const Shape sample = layout == Layout::nhwc ? Shape{h, w, c} : Shape{c, h, w};
+    const Shape batch = layout == Layout::nhwc ? Shape{n, h, w, c} : Shape{n, c, h, w};
+    Rng rng(5);
+    Tensor x = Tensor::zeros(batch, layout), dy = Tensor::zeros(batch, layout);
+    test::fill_uniform(x, rng, -1.0f, 3.0f);
+    test::fill_uniform(dy, rng);
+    std::vector<float> out[2][5];
+    for (int threads : {1, 2}) {
+      cpu::set_threads(threads);
+      Bn bn(sample, layout, n);
+      Tensor y = Tensor::zeros(batch, layout), dx = Tensor::zeros(batch, layout);
+      bn.layer->forward(x, y, Mode::train);
+      bn.layer->backward(x, y, dy, dx);
+      auto& o = out[threads - 1];
+      o[0].assign(y.data(), y.data() + y.numel());
+      o[1].assign(dx.data(), dx.data() + dx.numel());
+      o[2].assign(bn.running_mean(), bn.running_mean() + c);
+      o[3].assign(bn.running_var(), bn.running_var() + c);
+      const Tensor& dgamma = bn.layer->params()[0].grad;
+      o[4].assign(dgamma.data(), dgamma.data() + c);
+    }
+    cpu::set_threads(1);
+    for (int i = 0; i < 5; ++i) CHECK(out[0][i] == out[1][i]);
+    // The chunked statistics against a double-precision mean of the same batch.
+    for (int64_t ch = 0; ch < c; ++ch) {
+      double mean = 0.0;
+      for (int64_t b = 0; b < n; ++b)
+        for (int64_t i = 0; i < h * w; ++i)
+          mean += x.data()[layout == Layout::nhwc ? (b * h * w + i) * c + ch : (b * c + ch) * h * w + i];
+      mean /= double(n * h * w);
+      CHECK(out[0][2][ch] == Approx(0.1 * mean).margin(1e-6));
+    }
+  }
 }
