@@ -34,6 +34,11 @@ std::string device_name();           // "NVIDIA H100 80GB HBM3"
 void set_allow_tf32(bool allow);
 bool allow_tf32();
 void synchronize();                  // waits until the stream is idle
+// The CUDA profiler's capture window (cudaProfilerStart/Stop), for `ncu --profile-from-start off`: the
+// trainer opens it around one training step when DTNN_CUDA_PROFILE_STEP=k is set (k counts from 0 over
+// the run's training steps). profiler_stop() synchronises first.
+void profiler_start();
+void profiler_stop();
 void* stream_handle();               // the cudaStream_t, for backend code (NCCL)
 
 // ---- memory --------------------------------------------------------------------------------------------
@@ -103,9 +108,36 @@ class Event {
   void* event_ = nullptr;
 };
 
+// The input pipeline's host-to-device copies, overlapped with compute: upload() queues the copy of a
+// step's batch (from page-locked host memory) on a second stream, into one of two device staging
+// buffers, so it runs while the compute stream still works on the previous step (the host is a step
+// ahead); the compute stream then waits for that copy and moves the batch into the model's input
+// (device to device, ~1 % of the host copy's time). A staging buffer is refilled only after the compute
+// stream has moved its previous contents out. Sized once, when the trainer is built.
+class InputStager {
+ public:
+  InputStager(size_t max_x_bytes, size_t max_y_bytes);
+  ~InputStager();
+  InputStager(const InputStager&) = delete;
+  InputStager& operator=(const InputStager&) = delete;
+  // x_host (x_bytes) -> x_dev and y_host (y_bytes) -> y_dev, as seen by work queued afterwards.
+  void upload(const void* x_host, size_t x_bytes, void* x_dev, const void* y_host, size_t y_bytes, void* y_dev);
+  void wait_host_read();  // the host waits until the last upload has read its host buffers
+
+ private:
+  size_t y_offset_ = 0;
+  char* staging_[2] = {nullptr, nullptr};
+  void* copy_stream_ = nullptr;
+  void* copied_[2] = {nullptr, nullptr};    // on the copy stream, after the host copy into staging_[k]
+  void* consumed_[2] = {nullptr, nullptr};  // on the compute stream, after staging_[k] moved into place
+  bool used_[2] = {false, false};
+  int next_ = 0, last_ = -1;
+};
+
 // ---- elementwise (n elements, async) -------------------------------------------------------------------
 void fill(float* x, float value, int64_t n);
 void add_into(float* dst, const float* src, int64_t n);                  // dst += src
+void add_relu_into(float* dst, const float* src, int64_t n);             // dst = relu(dst + src)
 void relu_forward(const float* x, float* y, int64_t n);
 void relu_backward(const float* y, const float* dy, float* dx, int64_t n);  // dx = y > 0 ? dy : 0
 void sigmoid_forward(const float* x, float* y, int64_t n);

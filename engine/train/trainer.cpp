@@ -1,6 +1,7 @@
 #include "train/trainer.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 
 #include "backend/gpu_ops.h"
@@ -70,7 +71,9 @@ Trainer::Trainer(Model& model, const Dataset& data, Communicator& comm, Optimize
     loss_scratch_ = Tensor::zeros(Shape{model.max_batch() * gpu::kLossScratchPerRow}, Layout::flat, Device::gpu);
     sums_dev_ = Tensor::zeros(Shape{static_cast<int64_t>(2 + metrics_.size())}, Layout::flat, Device::gpu);
     sums_host_.resize(2 + metrics_.size());
-    input_read_ = std::make_unique<gpu::Event>();
+    if (const char* step = std::getenv("DTNN_CUDA_PROFILE_STEP"); step && *step) profile_step_ = std::atoll(step);
+    input_ = std::make_unique<gpu::InputStager>(sizeof(float) * model.max_batch() * model.input_shape().numel(),
+                                                sizeof(float) * model.max_batch() * classes_);
     loader_.pin_host_memory();
     comm.reserve_device_staging(model.slab_size() + reduce_tail_floats(options));
   }
@@ -91,9 +94,8 @@ void Trainer::local_share(int64_t global, int64_t* offset, int64_t* count) const
 
 void Trainer::gpu_upload(const Batch& batch) {
   const int64_t n = batch.count;
-  gpu::copy_to_device(model_.input().data(), batch.x, sizeof(float) * n * model_.input_shape().numel());
-  gpu::copy_to_device(labels_dev_.data(), batch.y, sizeof(float) * n * classes_);
-  input_read_->record();
+  input_->upload(batch.x, sizeof(float) * n * model_.input_shape().numel(), model_.input().data(), batch.y,
+                 sizeof(float) * n * classes_, labels_dev_.data());
 }
 
 void Trainer::gpu_loss(int64_t n, double global_n, bool training, float* out, bool accumulate) {
@@ -192,11 +194,15 @@ EpochRecord Trainer::run_epoch(int epoch, int num_epochs, const Splits& splits) 
     const int64_t global_n = std::min(global_batch, total - step * global_batch);
     const Batch batch = loader_.wait();
     if (step + 1 < steps) {
-      if (gpu_ && step > 0) input_read_->wait();  // the slot submit() refills held the previous step's batch
+      if (gpu_ && step > 0) input_->wait_host_read();  // the slot submit() refills held the previous step's batch
       submit(step + 1);                            // decoded while this step computes
     }
     if (batch_begin_) batch_begin_();
+    const bool profiled = gpu_ && steps_run_ == profile_step_;
+    if (profiled) gpu::profiler_start();
     train_step(batch, global_n);
+    if (profiled) gpu::profiler_stop();
+    ++steps_run_;
     if (gpu_) {  // the device keeps the sums; read them now and then for the progress line
       done += global_n;
       if (progress_ && ((step + 1) % kProgressEvery == 0 || step + 1 == steps)) {
@@ -248,7 +254,7 @@ PassResult Trainer::evaluate(Pool pool, const std::vector<int64_t>& indices, con
   for (int64_t k = 0; k < batches; ++k) {
     const Batch batch = loader_.wait();
     if (k + 1 < batches) {
-      if (gpu_ && k > 0) input_read_->wait();
+      if (gpu_ && k > 0) input_->wait_host_read();
       submit(k + 1);
     }
     const int64_t n = batch.count;

@@ -1,6 +1,9 @@
 // The GPU backend's process-wide context: device, stream, cuBLAS and cuDNN handles, math mode; memory,
 // the model arena, events and the row-major SGEMM.
+#include <algorithm>
 #include <mutex>
+
+#include <cuda_profiler_api.h>
 
 #include "backend/gpu.h"
 #include "backend/gpu/gpu_check.h"
@@ -71,6 +74,14 @@ void set_allow_tf32(bool allow) {
 bool allow_tf32() { return ctx().tf32; }
 
 void synchronize() { DTNN_CUDA_CHECK(cudaStreamSynchronize(stream())); }
+void profiler_start() {
+  synchronize();
+  DTNN_CUDA_CHECK(cudaProfilerStart());
+}
+void profiler_stop() {
+  synchronize();
+  DTNN_CUDA_CHECK(cudaProfilerStop());
+}
 
 void* device_alloc(size_t bytes) {
   ready();
@@ -184,6 +195,57 @@ Event::Event() {
 Event::~Event() { cudaEventDestroy(static_cast<cudaEvent_t>(event_)); }
 void Event::record() { DTNN_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(event_), stream())); }
 void Event::wait() { DTNN_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(event_))); }
+
+// ---- input stager --------------------------------------------------------------------------------------
+InputStager::InputStager(size_t max_x_bytes, size_t max_y_bytes) {
+  ready();
+  y_offset_ = (max_x_bytes + 255) / 256 * 256;
+  for (int k = 0; k < 2; ++k) {
+    staging_[k] = static_cast<char*>(device_alloc(y_offset_ + std::max<size_t>(max_y_bytes, 1)));
+    DTNN_CUDA_CHECK(cudaEventCreateWithFlags(reinterpret_cast<cudaEvent_t*>(&copied_[k]), cudaEventDisableTiming));
+    DTNN_CUDA_CHECK(cudaEventCreateWithFlags(reinterpret_cast<cudaEvent_t*>(&consumed_[k]), cudaEventDisableTiming));
+  }
+  DTNN_CUDA_CHECK(cudaStreamCreateWithFlags(reinterpret_cast<cudaStream_t*>(&copy_stream_), cudaStreamNonBlocking));
+}
+
+InputStager::~InputStager() {  // never throws: the copy stream is drained first
+  if (copy_stream_) {
+    cudaStreamSynchronize(static_cast<cudaStream_t>(copy_stream_));
+    cudaStreamDestroy(static_cast<cudaStream_t>(copy_stream_));
+  }
+  for (int k = 0; k < 2; ++k) {
+    if (copied_[k]) cudaEventDestroy(static_cast<cudaEvent_t>(copied_[k]));
+    if (consumed_[k]) {
+      cudaEventSynchronize(static_cast<cudaEvent_t>(consumed_[k]));
+      cudaEventDestroy(static_cast<cudaEvent_t>(consumed_[k]));
+    }
+    device_free(staging_[k]);
+  }
+}
+
+void InputStager::upload(const void* x_host, size_t x_bytes, void* x_dev, const void* y_host, size_t y_bytes,
+                         void* y_dev) {
+  DTNN_ASSERT(x_bytes <= y_offset_);
+  const int k = next_;
+  next_ = 1 - next_;
+  const auto copy = static_cast<cudaStream_t>(copy_stream_);
+  const auto copied = static_cast<cudaEvent_t>(copied_[k]), consumed = static_cast<cudaEvent_t>(consumed_[k]);
+  if (used_[k]) DTNN_CUDA_CHECK(cudaStreamWaitEvent(copy, consumed, 0));  // staging_[k] moved out two steps ago
+  char* stage = staging_[k];
+  if (x_bytes) DTNN_CUDA_CHECK(cudaMemcpyAsync(stage, x_host, x_bytes, cudaMemcpyHostToDevice, copy));
+  if (y_bytes) DTNN_CUDA_CHECK(cudaMemcpyAsync(stage + y_offset_, y_host, y_bytes, cudaMemcpyHostToDevice, copy));
+  DTNN_CUDA_CHECK(cudaEventRecord(copied, copy));
+  DTNN_CUDA_CHECK(cudaStreamWaitEvent(stream(), copied, 0));
+  copy_device(x_dev, stage, x_bytes);
+  copy_device(y_dev, stage + y_offset_, y_bytes);
+  DTNN_CUDA_CHECK(cudaEventRecord(consumed, stream()));
+  used_[k] = true;
+  last_ = k;
+}
+
+void InputStager::wait_host_read() {
+  if (last_ >= 0) DTNN_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(copied_[last_])));
+}
 
 // ---- GEMM ----------------------------------------------------------------------------------------------
 // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands, keep the flags.

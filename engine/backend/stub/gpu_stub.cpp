@@ -22,6 +22,8 @@ std::string device_name() { absent(); }
 void set_allow_tf32(bool) { absent(); }
 bool allow_tf32() { return false; }
 void synchronize() { absent(); }
+void profiler_start() { absent(); }
+void profiler_stop() { absent(); }
 void* stream_handle() { absent(); }
 void* device_alloc(size_t) { absent(); }
 void device_free(void*) {}
@@ -46,8 +48,13 @@ Event::Event() { absent(); }
 Event::~Event() = default;
 void Event::record() { absent(); }
 void Event::wait() { absent(); }
+InputStager::InputStager(size_t, size_t) { absent(); }
+InputStager::~InputStager() = default;
+void InputStager::upload(const void*, size_t, void*, const void*, size_t, void*) { absent(); }
+void InputStager::wait_host_read() { absent(); }
 void fill(float*, float, int64_t) { absent(); }
 void add_into(float*, const float*, int64_t) { absent(); }
+void add_relu_into(float*, const float*, int64_t) { absent(); }
 void relu_forward(const float*, float*, int64_t) { absent(); }
 void relu_backward(const float*, const float*, float*, int64_t) { absent(); }
 void sigmoid_forward(const float*, float*, int64_t) { absent(); }
