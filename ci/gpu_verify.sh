@@ -2,16 +2,19 @@
 # Issue 6's verification on a lent GPU machine (H100/H200 image: CUDA toolkit, PyTorch with its nvidia-*
 # cuDNN/NCCL packages, no MPI, no network), from a bundle made by ci/gpu_bundle.sh on a CUDA machine.
 #
-#   ci/gpu_verify.sh BUNDLE_DIR OUT_DIR [tests|compare|all]
+#   ci/gpu_verify.sh BUNDLE_DIR OUT_DIR [tests|compare|unit|profile|all]
 #     tests    the [gpu] test cases, `dtnn algos`, `dtnn conv` on resnet50's 3x3 256-channel layer, the
 #              cuDNN per-layer table of resnet50_imagenet (`dtnn layers --device gpu`, TF32 off), and
 #              20-step training runs of resnet20_cifar10, vgg16_cifar10 and resnet50_imagenet
 #     compare  analysis/gpu_vs_pytorch.sh: dtnn vs PyTorch training samples/s on the same GPU
+#     unit     only the [gpu] test cases and the 2-rank GPU test (not part of `all`)
+#     profile  analysis/gpu_profile.sh: ncu kernel times of one resnet50 training step (TF32 on), both
+#              frameworks, grouped by category (not part of `all`)
 # Everything lands in OUT_DIR (a few files: the device tool returns at most 8), the summaries last on stdout.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-bundle="${1:?usage: ci/gpu_verify.sh BUNDLE_DIR OUT_DIR [tests|compare|all]}"
-out="${2:?usage: ci/gpu_verify.sh BUNDLE_DIR OUT_DIR [tests|compare|all]}"
+bundle="${1:?usage: ci/gpu_verify.sh BUNDLE_DIR OUT_DIR [tests|compare|unit|profile|all]}"
+out="${2:?usage: ci/gpu_verify.sh BUNDLE_DIR OUT_DIR [tests|compare|unit|profile|all]}"
 part="${3:-all}"
 mkdir -p "$out"
 work="$(mktemp -d)"
@@ -33,6 +36,13 @@ PY
 )"
 export LD_LIBRARY_PATH="$bundle/lib:/usr/local/cuda/lib64:$pylibs:${LD_LIBRARY_PATH:-}"
 export PYTHONUNBUFFERED=1
+
+if [ "$part" = unit ]; then  # the test binaries alone
+  timeout 300 "$bundle/tests/dtnn_tests" "[gpu]" --durations yes 2>&1 | tee "$work/gpu_tests.txt"
+  if [ -x "$bundle/tests/test_mpi_gpu" ] && command -v mpirun > /dev/null; then
+    timeout 120 mpirun -np 2 --allow-run-as-root --oversubscribe "$bundle/tests/test_mpi_gpu" 2>&1 | tee -a "$work/gpu_tests.txt"
+  fi
+fi
 
 if [ "$part" = tests ] || [ "$part" = all ]; then
   {
@@ -78,6 +88,13 @@ if [ "$part" = tests ] || [ "$part" = all ]; then
     echo "bench_conv --device=gpu: rc $? $(grep -c cudnn_find "$work/bench_conv_gpu.txt") cudnn_find cases"
   } 2>&1 | tee -a "$work/train_smoke.txt"
   tar czf "$out/gpu_verify_tests.tgz" -C "$work" .
+fi
+
+if [ "$part" = profile ]; then
+  NCU="$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)" PYTHON=python3 \
+    bash analysis/gpu_profile.sh "$bundle" "$work/profile" resnet50_imagenet imagenet "${PROFILE_TF32:-True}" > /dev/null
+  tar czf "$out/gpu_verify_profile.tgz" -C "$work" profile
+  cat "$work/profile/profile.md"
 fi
 
 if [ "$part" = compare ] || [ "$part" = all ]; then

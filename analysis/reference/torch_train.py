@@ -641,6 +641,12 @@ def sync(device):
         torch.cuda.synchronize(device)
 
 
+# DTNN_CUDA_PROFILE_STEP=k (as for dtnn): training step k (from 0, over the run) runs alone inside the CUDA
+# profiler's capture window, for `ncu --profile-from-start off` (analysis/gpu_profile.sh).
+PROFILE_STEP = int(os.environ["DTNN_CUDA_PROFILE_STEP"]) if os.environ.get("DTNN_CUDA_PROFILE_STEP") else None
+STEPS_RUN = [0]
+
+
 def train_epoch(model, optimizer, data, args, rng, feed, device):
     """One epoch over a fresh shuffle; returns (samples, seconds, mean loss, acc %). The sums stay on the
     device until the epoch ends."""
@@ -657,11 +663,19 @@ def train_epoch(model, optimizer, data, args, rng, feed, device):
     start = time.perf_counter()
     for b in range(n_batches):
         xb, yb = feed(x, y, order[b * args.batch_size:(b + 1) * args.batch_size])
+        profiled = PROFILE_STEP is not None and device.type == "cuda" and STEPS_RUN[0] == PROFILE_STEP
+        if profiled:  # dtnn's DTNN_CUDA_PROFILE_STEP: this step alone in the profiler's window
+            sync(device)
+            torch.cuda.profiler.start()
         optimizer.zero_grad()
         logits = model(xb)
         loss = F.cross_entropy(logits, yb)
         loss.backward()
         optimizer.step()
+        if profiled:
+            sync(device)
+            torch.cuda.profiler.stop()
+        STEPS_RUN[0] += 1
         samples += yb.shape[0]
         loss_sum += loss.detach().double() * yb.shape[0]
         correct += (logits.argmax(1) == yb).sum()
