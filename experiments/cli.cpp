@@ -52,6 +52,8 @@ void add_train_options(CLI::App& app, TrainOptions& o) {
   add_bool(app, "enable_fused_conv_relu", o.enable_fused_conv_relu, "Fuse Conv2D + Relu");
   add_bool(app, "enable_fused_conv_bn", o.enable_fused_conv_bn, "Fuse Conv2D + BatchNormalization");
   add_bool(app, "enable_fused_conv_bn_relu", o.enable_fused_conv_bn_relu, "Fuse Conv2D + BatchNormalization + Relu");
+  add_bool(app, "enable_fused_add_relu", o.enable_fused_add_relu,
+           "Apply the Relu after an AdditionBlock in the block's last addition (bit-identical results)");
   add_bool(app, "sync_batchnorm", o.sync_batchnorm, "BatchNormalization statistics over every rank's batch");
   app.add_option("--dataset", o.dataset_name, "Dataset name")->capture_default_str();
   add_bool(app, "use_synthetic_data", o.use_synthetic_data, "Use synthetic data of the dataset's shape");

@@ -91,6 +91,7 @@ const std::vector<Spec>& option_specs() {
       {"enable_fused_conv_relu", Kind::boolean},
       {"enable_fused_conv_bn", Kind::boolean},
       {"enable_fused_conv_bn_relu", Kind::boolean},
+      {"enable_fused_add_relu", Kind::boolean},
       {"sync_batchnorm", Kind::boolean},
       {"dataset", Kind::choice, 0, 0, check_dataset},
       {"use_synthetic_data", Kind::boolean},

@@ -106,6 +106,30 @@ void add_into(float* dst, const float* src, int64_t n, bool gpu) {
   for (int64_t i = 0; i < n; ++i) dst[i] += src[i];
 }
 
+// dst = relu(dst + src): the addition and the ReLU after it in one pass (the same floats as the two
+// passes: the sum is rounded first, then clamped; a NaN gives 0 as in Relu).
+void add_relu_into(float* dst, const float* src, int64_t n, bool gpu) {
+  if (gpu) return gpu::add_relu_into(dst, src, n);
+#pragma omp parallel for simd schedule(static) num_threads(cpu::threads()) if (n > (1 << 15))
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = dst[i] + src[i];
+    dst[i] = v > 0.0f ? v : 0.0f;
+  }
+}
+
+void relu_in_place(float* y, int64_t n, bool gpu) {
+  if (gpu) return gpu::relu_forward(y, y, n);
+#pragma omp parallel for simd schedule(static) num_threads(cpu::threads()) if (n > (1 << 15))
+  for (int64_t i = 0; i < n; ++i) y[i] = y[i] > 0.0f ? y[i] : 0.0f;
+}
+
+// dy = y > 0 ? dy : 0 (Relu's backward, y its output), in place.
+void relu_mask(const float* y, float* dy, int64_t n, bool gpu) {
+  if (gpu) return gpu::relu_backward(y, dy, dy, n);
+#pragma omp parallel for simd schedule(static) num_threads(cpu::threads()) if (n > (1 << 15))
+  for (int64_t i = 0; i < n; ++i) dy[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+}
+
 void copy_floats(float* dst, const float* src, int64_t n, bool gpu) {
   if (gpu) return gpu::copy_device(dst, src, static_cast<size_t>(n) * sizeof(float));
   std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
@@ -161,7 +185,21 @@ class Block : public Layer {
 class AdditionBlock final : public Block {
  public:
   using Block::Block;
-  std::string type() const override { return "AdditionBlock"; }
+  std::string type() const override { return relu_ ? "AdditionBlockRelu" : "AdditionBlock"; }
+  // Fused with the Relu after it (fuse_layers, FusionOptions::add_relu): y = relu(sum of the paths), the
+  // ReLU applied by the last addition; backward masks dy with y > 0 in place (dy is this layer's own
+  // gradient buffer, read by nobody after it), then runs the paths as before.
+  bool absorb_relu(std::unique_ptr<Layer>& relu) override {
+    if (relu_ || !relu || relu->type() != "Relu") return false;
+    relu_ = std::move(relu);
+    return true;
+  }
+  bool backward_reads_output() const override { return relu_ != nullptr; }
+  std::vector<Layer*> children() const override {
+    std::vector<Layer*> out = Block::children();
+    if (relu_) out.push_back(relu_.get());  // numbered after the block's paths, as when it followed the block
+    return out;
+  }
 
   Shape build(const Shape& in, const BuildContext& ctx) override {
     const std::vector<Shape> shapes = build_paths(in, ctx);
@@ -177,6 +215,10 @@ class AdditionBlock final : public Block {
       }
     DTNN_CHECK(first_ >= 0, "AdditionBlock: every path is the identity");
     direct_ = !paths_[first_].last_reads_output();
+    last_added_ = -1;
+    for (size_t p = 0; p < paths_.size(); ++p)
+      if (static_cast<int>(p) != first_) last_added_ = static_cast<int>(p);
+    if (relu_) relu_->build(shapes[0], ctx);
     outs_.clear();
     for (size_t p = 0; p < paths_.size(); ++p)
       outs_.push_back(paths_[p].empty() || (static_cast<int>(p) == first_ && direct_) ? Tensor()
@@ -195,18 +237,23 @@ class AdditionBlock final : public Block {
     }
     for (size_t p = 0; p < paths_.size(); ++p) {
       if (static_cast<int>(p) == first_) continue;
-      if (paths_[p].empty()) {
-        add_into(y.data(), x.data(), count, gpu_);
-      } else {
+      const float* src = x.data();
+      if (!paths_[p].empty()) {
         const Tensor out = outs_[p].batch(n);
         paths_[p].forward(x, out, mode);
-        add_into(y.data(), out.data(), count, gpu_);
+        src = out.data();
       }
+      if (relu_ && static_cast<int>(p) == last_added_)
+        add_relu_into(y.data(), src, count, gpu_);
+      else
+        add_into(y.data(), src, count, gpu_);
     }
+    if (relu_ && last_added_ < 0) relu_in_place(y.data(), count, gpu_);  // a single path: nothing to add
   }
 
   void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx) override {
     const int64_t n = x.dim(0), count = x.numel();
+    if (relu_) relu_mask(y.data(), dy.data(), y.numel(), gpu_);
     bool dx_written = false;
     for (size_t p = 0; p < paths_.size(); ++p) {
       if (paths_[p].empty()) continue;
@@ -228,9 +275,10 @@ class AdditionBlock final : public Block {
   }
 
  private:
-  int first_ = 0;
+  int first_ = 0, last_added_ = -1;  // the path computed into y first; the path added last (-1: none)
   bool direct_ = false;
   std::vector<Tensor> outs_;
+  std::unique_ptr<Layer> relu_;  // the absorbed Relu (built for its shape; never called)
 };
 
 class ConcatenationBlock final : public Block {

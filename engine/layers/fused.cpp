@@ -1,4 +1,5 @@
-// Fused layers: Conv2D [+ BatchNormalization] [+ Relu] and BatchNormalization + Relu as one layer.
+// Fused layers: Conv2D [+ BatchNormalization] [+ Relu] and BatchNormalization + Relu as one layer; an
+// AdditionBlock absorbs the Relu after it (layers/blocks.cpp applies it in its last addition).
 //
 // PyDTNN fused only for inference (its fused layers raised "cannot be used in training mode", and the
 // pre-training evaluation fused the model for good, so --evaluate plus fusion crashed training). Here:
@@ -199,6 +200,12 @@ void fuse_layers(Path& layers, const FusionOptions& o) {
     } else if (o.bn_relu && is(layers, i, "BatchNormalization") && is(layers, i + 1, "Relu")) {
       fused = std::make_unique<Fused>(nullptr, std::move(layers[i]), std::move(layers[i + 1]));
       i += 2;
+    } else if (o.add_relu && is(layers, i, "AdditionBlock") && is(layers, i + 1, "Relu") &&
+               layers[i]->absorb_relu(layers[i + 1])) {
+      layers[i]->transform_paths([&](Path& p) { fuse_layers(p, o); });
+      out.push_back(std::move(layers[i]));
+      i += 2;
+      continue;
     }
     if (fused) {
       out.push_back(std::move(fused));

@@ -127,6 +127,9 @@ class Layer {
   virtual std::vector<Layer*> children() const { return {}; }
   // Blocks apply f to each of their paths (before build); used by the fusion pass to rewrite them.
   virtual void transform_paths(const std::function<void(Path&)>& f) {}
+  // The fusion pass offers the Relu that follows this layer; a layer that can apply it itself (an
+  // AdditionBlock: y = relu(sum of paths) in its last addition pass) takes ownership and returns true.
+  virtual bool absorb_relu(std::unique_ptr<Layer>& relu) { return false; }
 
   std::vector<Param>& params() { return params_; }
   const std::vector<Param>& params() const { return params_; }

@@ -72,7 +72,10 @@ std::unique_ptr<Layer> make_concatenation_block(std::vector<Path> paths);
 // training it runs the same computation as the separate layers (exactly the unfused results).
 struct FusionOptions {
   bool bn_relu = false, conv_relu = false, conv_bn = false, conv_bn_relu = false;
-  bool any() const { return bn_relu || conv_relu || conv_bn || conv_bn_relu; }
+  // AdditionBlock + Relu: the block's last addition writes relu(sum) (one pass over the activation less
+  // in forward; bit-identical results). Off here; `dtnn train` turns it on (--enable_fused_add_relu).
+  bool add_relu = false;
+  bool any() const { return bn_relu || conv_relu || conv_bn || conv_bn_relu || add_relu; }
 };
 void fuse_layers(Path& layers, const FusionOptions& options);
 

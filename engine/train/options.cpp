@@ -36,6 +36,7 @@ std::vector<std::pair<std::string, std::string>> options_list(const TrainOptions
       {"enable_fused_conv_relu", str(o.enable_fused_conv_relu)},
       {"enable_fused_conv_bn", str(o.enable_fused_conv_bn)},
       {"enable_fused_conv_bn_relu", str(o.enable_fused_conv_bn_relu)},
+      {"enable_fused_add_relu", str(o.enable_fused_add_relu)},
       {"sync_batchnorm", str(o.sync_batchnorm)},
       {"dataset", o.dataset_name},
       {"use_synthetic_data", str(o.use_synthetic_data)},

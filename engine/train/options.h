@@ -32,6 +32,7 @@ struct TrainOptions {
   bool enable_fused_conv_relu = false;
   bool enable_fused_conv_bn = false;
   bool enable_fused_conv_bn_relu = false;
+  bool enable_fused_add_relu = true;  // AdditionBlock + Relu in one pass (bit-identical; dtnn's own)
   bool sync_batchnorm = false;      // BatchNormalization statistics over all ranks' batches
   // Dataset
   std::string dataset_name = "mnist";

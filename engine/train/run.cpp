@@ -117,6 +117,7 @@ int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
   fusion.conv_relu = o.enable_fused_conv_relu;
   fusion.conv_bn = o.enable_fused_conv_bn;
   fusion.conv_bn_relu = o.enable_fused_conv_bn_relu;
+  fusion.add_relu = o.enable_fused_add_relu;
   model->fuse(fusion);
   BuildContext ctx;
   ctx.layout = parse_layout(resolved_tensor_format(o));

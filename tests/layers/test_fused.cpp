@@ -100,3 +100,87 @@ TEST_CASE("fused layers: same training steps and inference as the unfused model"
     CHECK(test::max_rel_error(fused->output(n).data(), plain->output(n).data(), n * out) <= 1e-5);
   }
 }
+
+namespace {
+
+// Residual blocks followed by Relu: an identity shortcut, a projection shortcut that changes the channel
+// count, a single-path block, and a block whose path holds an inner block + Relu.
+std::unique_ptr<Model> make_residual(Layout layout, bool add_relu) {
+  auto m = std::make_unique<Model>("add_relu_test");
+  m->add(make_input(6, 5, 3));
+  m->add(conv(4, false));
+  m->add(make_batchnorm(), "relu");
+  std::vector<Path> identity;
+  identity.push_back(path(conv(4, false), make_batchnorm(), make_activation("relu"), conv(4, false), make_batchnorm()));
+  identity.push_back(Path{});
+  m->add(make_addition_block(std::move(identity)), "relu");
+  std::vector<Path> projection;
+  projection.push_back(path(conv(6, false), make_batchnorm()));
+  projection.push_back(path(conv(6, false)));
+  m->add(make_addition_block(std::move(projection)), "relu");
+  std::vector<Path> single;
+  single.push_back(path(conv(6, true)));
+  m->add(make_addition_block(std::move(single)), "relu");
+  std::vector<Path> inner;
+  inner.push_back(path(conv(6, false)));
+  inner.push_back(Path{});
+  std::vector<Path> outer;
+  outer.push_back(path(make_addition_block(std::move(inner)), make_activation("relu"), conv(6, false)));
+  outer.push_back(Path{});
+  m->add(make_addition_block(std::move(outer)), "relu");
+  m->add(make_flatten());
+  m->add(make_fc(5), "softmax");
+  FusionOptions fusion;
+  fusion.add_relu = add_relu;
+  m->fuse(fusion);
+  BuildContext ctx;
+  ctx.layout = layout;
+  ctx.max_batch = 3;
+  m->build(ctx, 21);
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("fused AdditionBlock + Relu: bit-identical training steps, same layer ids", "[fused]") {
+  for (Layout layout : {Layout::nhwc, Layout::nchw}) {
+    INFO("layout " << layout_name(layout));
+    auto plain = make_residual(layout, false);
+    auto fused = make_residual(layout, true);
+    CHECK(count_type(*fused, "AdditionBlockRelu") == 5);  // four top-level blocks and the inner one
+    CHECK(count_type(*plain, "AdditionBlockRelu") == 0);
+    CHECK(fused->num_layers() == plain->num_layers() - 4);
+    // Every layer keeps its id (weight-file keys): the same (id, type) for every layer with parameters.
+    std::vector<std::pair<int, std::string>> ids_plain, ids_fused;
+    for (const Layer* l : plain->all_layers())
+      if (l->num_own_params() > 0) ids_plain.emplace_back(l->id, l->type());
+    for (const Layer* l : fused->all_layers())
+      if (l->num_own_params() > 0) ids_fused.emplace_back(l->id, l->type());
+    CHECK(ids_plain == ids_fused);
+    REQUIRE(plain->slab_size() == fused->slab_size());
+    REQUIRE(test::max_rel_error(plain->param_slab(), fused->param_slab(), plain->slab_size()) == 0.0);
+
+    Rng rng(8);
+    const int64_t n = 3, out = 5;
+    std::vector<float> grad(n * out);
+    for (int step = 0; step < 3; ++step) {
+      INFO("step " << step);
+      test::fill_uniform(plain->input(), rng, -1.0f, 1.0f);
+      fused->input().copy_from(plain->input());
+      test::fill_uniform(grad, rng, -1.0f, 1.0f);
+      for (Model* m : {plain.get(), fused.get()}) {
+        m->forward(n, Mode::train);
+        const size_t top = m->num_layers() - 1;
+        std::copy(grad.begin(), grad.end(), m->gradient(top, n).data());
+        m->backward(n, top);
+        for (int64_t i = 0; i < m->slab_size(); ++i) m->param_slab()[i] -= 0.05f * m->grad_slab()[i];
+      }
+      CHECK(test::max_rel_error(fused->output(n).data(), plain->output(n).data(), n * out) == 0.0);
+      CHECK(test::max_rel_error(fused->grad_slab(), plain->grad_slab(), plain->slab_size()) == 0.0);
+      // The first block's input gradient (layer 2's output: BN + ReLU before the blocks).
+      const Tensor gp = plain->gradient(2, n), gf = fused->gradient(2, n);
+      REQUIRE(gp.numel() == gf.numel());
+      CHECK(test::max_rel_error(gf.data(), gp.data(), gp.numel()) == 0.0);
+    }
+  }
+}
