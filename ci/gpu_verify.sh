@@ -2,19 +2,20 @@
 # Issue 6's verification on a lent GPU machine (H100/H200 image: CUDA toolkit, PyTorch with its nvidia-*
 # cuDNN/NCCL packages, no MPI, no network), from a bundle made by ci/gpu_bundle.sh on a CUDA machine.
 #
-#   ci/gpu_verify.sh BUNDLE_DIR OUT_DIR [tests|compare|unit|profile|all]
+#   ci/gpu_verify.sh BUNDLE_DIR OUT_DIR [tests|compare|unit|matrix|profile|all]
 #     tests    the [gpu] test cases, `dtnn algos`, `dtnn conv` on resnet50's 3x3 256-channel layer, the
 #              cuDNN per-layer table of resnet50_imagenet (`dtnn layers --device gpu`, TF32 off), and
 #              20-step training runs of resnet20_cifar10, vgg16_cifar10 and resnet50_imagenet
 #     compare  analysis/gpu_vs_pytorch.sh: dtnn vs PyTorch training samples/s on the same GPU
 #     unit     only the [gpu] test cases and the 2-rank GPU test (not part of `all`)
+#     matrix   `dtnn run experiments/gpu.toml` into OUT/gpu_matrix.db, split by MATRIX_ONLY (not part of `all`)
 #     profile  analysis/gpu_profile.sh: ncu kernel times of one resnet50 training step (TF32 on), both
 #              frameworks, grouped by category (not part of `all`)
 # Everything lands in OUT_DIR (a few files: the device tool returns at most 8), the summaries last on stdout.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-bundle="${1:?usage: ci/gpu_verify.sh BUNDLE_DIR OUT_DIR [tests|compare|unit|profile|all]}"
-out="${2:?usage: ci/gpu_verify.sh BUNDLE_DIR OUT_DIR [tests|compare|unit|profile|all]}"
+bundle="${1:?usage: ci/gpu_verify.sh BUNDLE_DIR OUT_DIR [tests|compare|unit|matrix|profile|all]}"
+out="${2:?usage: ci/gpu_verify.sh BUNDLE_DIR OUT_DIR [tests|compare|unit|matrix|profile|all]}"
 part="${3:-all}"
 mkdir -p "$out"
 work="$(mktemp -d)"
@@ -88,6 +89,22 @@ if [ "$part" = tests ] || [ "$part" = all ]; then
     echo "bench_conv --device=gpu: rc $? $(grep -c cudnn_find "$work/bench_conv_gpu.txt") cudnn_find cases"
   } 2>&1 | tee -a "$work/train_smoke.txt"
   tar czf "$out/gpu_verify_tests.tgz" -C "$work" .
+fi
+
+if [ "$part" = matrix ]; then  # experiments/gpu.toml into a results database, resumable
+  # The whole matrix (128 runs) outlasts one 10-minute device call: split it with MATRIX_ONLY, e.g.
+  # MATRIX_ONLY="model=resnet50_imagenet", then "model=vgg16_cifar10", "model=resnet20_cifar10"; a carried
+  # MATRIX_DB continues (--resume skips the runs already stored ok). OUT gets gpu_matrix.tgz (the database
+  # and the run logs) and matrix_throughput.txt.
+  db="${MATRIX_DB:-$work/matrix/gpu_matrix.db}"
+  mkdir -p "$(dirname "$db")"
+  only=()
+  for f in ${MATRIX_ONLY:-}; do only+=(--only "$f"); done
+  DTNN_PYTHON=python3 timeout "${MATRIX_TIMEOUT:-540}" "$dtnn" run experiments/gpu.toml --db "$db" --resume \
+    "${only[@]}" 2>&1 | tail -5
+  "$dtnn" query throughput --db "$db" > "$out/matrix_throughput.txt" 2>&1
+  tar czf "$out/gpu_matrix.tgz" -C "$(dirname "$db")" .
+  head -80 "$out/matrix_throughput.txt"
 fi
 
 if [ "$part" = profile ]; then

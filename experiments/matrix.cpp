@@ -2,6 +2,7 @@
 #include "experiments/matrix.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <climits>
 #include <cmath>
@@ -566,6 +567,13 @@ std::vector<Trial> filter_trials(const std::vector<Trial>& trials, const std::ve
         value = s->canonical(value);
       } catch (const Error&) {
       }
+    }
+    if (s->kind == Kind::boolean) {  // trials store True/False; accept the spellings the CLI accepts
+      std::string low = value;
+      for (char& c : low) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (low == "true" || low == "1") value = "True";
+      else if (low == "false" || low == "0") value = "False";
+      else fail("filter '", f, "': ", name, " is a boolean (True or False)");
     }
     wanted.emplace_back(std::move(name), std::move(value));
   }

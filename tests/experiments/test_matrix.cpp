@@ -355,6 +355,19 @@ TEST_CASE("matrix: filter_trials keeps trials matching every name=value", "[matr
   REQUIRE_THROWS_WITH(dtnn::filter_trials(m.trials, {"modle=simplecnn"}), Contains("unknown parameter 'modle'"));
 }
 
+TEST_CASE("matrix: filter_trials reads booleans as the CLI does", "[matrix]") {
+  const dtnn::Matrix m = parse("name = \"b\"\n[base]\ndataset = \"mnist\"\n[axes]\nmodel = [\"simplecnn\"]\n"
+                               "allow_tf32 = [false, true]\n");
+  REQUIRE(m.trials.size() == 2);
+  for (const char* f : {"allow_tf32=false", "allow_tf32=False", "allow_tf32=0"}) {
+    const auto kept = dtnn::filter_trials(m.trials, {f});
+    REQUIRE(kept.size() == 1);
+    CHECK(kept[0].get("allow_tf32") == "False");
+  }
+  for (const char* f : {"allow_tf32=TRUE", "allow_tf32=1"}) CHECK(dtnn::filter_trials(m.trials, {f}).size() == 1);
+  REQUIRE_THROWS_WITH(dtnn::filter_trials(m.trials, {"allow_tf32=maybe"}), Contains("allow_tf32 is a boolean"));
+}
+
 TEST_CASE("matrix: the parameter table covers every dtnn train option", "[matrix]") {
   const dtnn::TrainOptions defaults;
   const auto options = dtnn::options_list(defaults);
