@@ -48,6 +48,21 @@ std::unique_ptr<Model> make(Layout layout, const FusionOptions& fusion) {
 }
 
 
+// One training step of both models on the same random input and output gradient: forward, backward,
+// SGD at rate 0.05.
+void step_both(Model& plain, Model& fused, Rng& rng, int64_t n, std::vector<float>& grad) {
+  test::fill_uniform(plain.input(), rng, -1.0f, 1.0f);
+  fused.input().copy_from(plain.input());
+  test::fill_uniform(grad, rng, -1.0f, 1.0f);
+  for (Model* m : {&plain, &fused}) {
+    m->forward(n, Mode::train);
+    const size_t top = m->num_layers() - 1;
+    std::copy(grad.begin(), grad.end(), m->gradient(top, n).data());
+    m->backward(n, top);
+    for (int64_t i = 0; i < m->slab_size(); ++i) m->param_slab()[i] -= 0.05f * m->grad_slab()[i];
+  }
+}
+
 int count_type(const Model& m, const std::string& type) {
   int n = 0;
   for (const Layer* l : m.all_layers()) n += l->type() == type;
@@ -75,16 +90,7 @@ TEST_CASE("fused layers: same training steps and inference as the unfused model"
     const int64_t n = 4, out = 6;
     std::vector<float> grad(n * out);
     for (int step = 0; step < 3; ++step) {
-      test::fill_uniform(plain->input(), rng, -1.0f, 1.0f);
-      fused->input().copy_from(plain->input());
-      test::fill_uniform(grad, rng, -1.0f, 1.0f);
-      for (Model* m : {plain.get(), fused.get()}) {
-        m->forward(n, Mode::train);
-        const size_t top = m->num_layers() - 1;
-        std::copy(grad.begin(), grad.end(), m->gradient(top, n).data());
-        m->backward(n, top);
-        for (int64_t i = 0; i < m->slab_size(); ++i) m->param_slab()[i] -= 0.05f * m->grad_slab()[i];
-      }
+      step_both(*plain, *fused, rng, n, grad);
       CHECK(test::max_rel_error(fused->output(n).data(), plain->output(n).data(), n * out) <= 1e-6);
       CHECK(test::max_rel_error(fused->grad_slab(), plain->grad_slab(), plain->slab_size()) <= 1e-6);
     }
@@ -165,16 +171,7 @@ TEST_CASE("fused AdditionBlock + Relu: bit-identical training steps, same layer 
     std::vector<float> grad(n * out);
     for (int step = 0; step < 3; ++step) {
       INFO("step " << step);
-      test::fill_uniform(plain->input(), rng, -1.0f, 1.0f);
-      fused->input().copy_from(plain->input());
-      test::fill_uniform(grad, rng, -1.0f, 1.0f);
-      for (Model* m : {plain.get(), fused.get()}) {
-        m->forward(n, Mode::train);
-        const size_t top = m->num_layers() - 1;
-        std::copy(grad.begin(), grad.end(), m->gradient(top, n).data());
-        m->backward(n, top);
-        for (int64_t i = 0; i < m->slab_size(); ++i) m->param_slab()[i] -= 0.05f * m->grad_slab()[i];
-      }
+      step_both(*plain, *fused, rng, n, grad);
       CHECK(test::max_rel_error(fused->output(n).data(), plain->output(n).data(), n * out) == 0.0);
       CHECK(test::max_rel_error(fused->grad_slab(), plain->grad_slab(), plain->slab_size()) == 0.0);
       // The first block's input gradient (layer 2's output: BN + ReLU before the blocks).
