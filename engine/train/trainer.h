@@ -120,9 +120,11 @@ class Trainer {
   Tensor labels_dev_, loss_scratch_, sums_dev_;
   std::vector<int> metric_codes_;
   std::vector<float> sums_host_;
-  std::unique_ptr<gpu::InputStager> input_;  // batches to the device on a copy stream
   int64_t steps_run_ = 0, profile_step_ = -1;  // DTNN_CUDA_PROFILE_STEP: the step in the profiler window
-  BatchLoader loader_;  // last member: its thread stops before anything it could touch is destroyed
+  BatchLoader loader_;  // its thread stops before anything it could touch is destroyed
+  // Batches to the device on a copy stream; declared after the loader so it is destroyed first: its
+  // destructor drains the copies that still read the loader's page-locked slots.
+  std::unique_ptr<gpu::InputStager> input_;
 };
 
 }  // namespace dtnn
