@@ -187,8 +187,10 @@ class AdditionBlock final : public Block {
   using Block::Block;
   std::string type() const override { return relu_ ? "AdditionBlockRelu" : "AdditionBlock"; }
   // Fused with the Relu after it (fuse_layers, FusionOptions::add_relu): y = relu(sum of the paths), the
-  // ReLU applied by the last addition; backward masks dy with y > 0 in place (dy is this layer's own
-  // gradient buffer, read by nobody after it), then runs the paths as before.
+  // ReLU applied by the last addition; backward masks dy with y > 0 in place, then runs the paths as
+  // before. Masking in place needs dy to be read by nobody after this layer: true for the model's and a
+  // path's inner gradient buffers, not for the last layer of a path (its dy is the enclosing block's,
+  // shared with the other paths), so fuse_layers never fuses a block that ends a path.
   bool absorb_relu(std::unique_ptr<Layer>& relu) override {
     if (relu_ || !relu || relu->type() != "Relu") return false;
     relu_ = std::move(relu);

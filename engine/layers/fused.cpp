@@ -182,9 +182,10 @@ class Fused final : public Layer {
 
 bool is(const Path& layers, size_t i, const char* type) { return i < layers.size() && layers[i]->type() == type; }
 
-}  // namespace
-
-void fuse_layers(Path& layers, const FusionOptions& o) {
+// in_block: `layers` is a path of a block. There an AdditionBlock + Relu ending the path stays unfused: the
+// fused block masks its dy in place, and the dy of a path's last layer is the enclosing block's, which its
+// other paths (an identity shortcut) still read.
+void fuse_path(Path& layers, const FusionOptions& o, bool in_block) {
   Path out;
   for (size_t i = 0; i < layers.size();) {
     std::unique_ptr<Layer> fused;
@@ -201,8 +202,8 @@ void fuse_layers(Path& layers, const FusionOptions& o) {
       fused = std::make_unique<Fused>(nullptr, std::move(layers[i]), std::move(layers[i + 1]));
       i += 2;
     } else if (o.add_relu && is(layers, i, "AdditionBlock") && is(layers, i + 1, "Relu") &&
-               layers[i]->absorb_relu(layers[i + 1])) {
-      layers[i]->transform_paths([&](Path& p) { fuse_layers(p, o); });
+               !(in_block && i + 2 == layers.size()) && layers[i]->absorb_relu(layers[i + 1])) {
+      layers[i]->transform_paths([&](Path& p) { fuse_path(p, o, true); });
       out.push_back(std::move(layers[i]));
       i += 2;
       continue;
@@ -211,10 +212,14 @@ void fuse_layers(Path& layers, const FusionOptions& o) {
       out.push_back(std::move(fused));
       continue;
     }
-    layers[i]->transform_paths([&](Path& p) { fuse_layers(p, o); });
+    layers[i]->transform_paths([&](Path& p) { fuse_path(p, o, true); });
     out.push_back(std::move(layers[i++]));
   }
   layers = std::move(out);
 }
+
+}  // namespace
+
+void fuse_layers(Path& layers, const FusionOptions& o) { fuse_path(layers, o, false); }
 
 }  // namespace dtnn

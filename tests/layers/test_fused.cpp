@@ -110,7 +110,8 @@ TEST_CASE("fused layers: same training steps and inference as the unfused model"
 namespace {
 
 // Residual blocks followed by Relu: an identity shortcut, a projection shortcut that changes the channel
-// count, a single-path block, and a block whose path holds an inner block + Relu.
+// count, a single-path block, a block whose path holds an inner block + Relu, and one whose path ends
+// with an inner block + Relu.
 std::unique_ptr<Model> make_residual(Layout layout, bool add_relu) {
   auto m = std::make_unique<Model>("add_relu_test");
   m->add(make_input(6, 5, 3));
@@ -134,6 +135,15 @@ std::unique_ptr<Model> make_residual(Layout layout, bool add_relu) {
   outer.push_back(path(make_addition_block(std::move(inner)), make_activation("relu"), conv(6, false)));
   outer.push_back(Path{});
   m->add(make_addition_block(std::move(outer)), "relu");
+  // An inner block + Relu that END a path beside an identity: they must stay unfused (the fused block
+  // would mask in place the dy the identity path still reads).
+  std::vector<Path> inner_last;
+  inner_last.push_back(path(conv(6, false)));
+  inner_last.push_back(Path{});
+  std::vector<Path> outer_last;
+  outer_last.push_back(path(make_addition_block(std::move(inner_last)), make_activation("relu")));
+  outer_last.push_back(Path{});
+  m->add(make_addition_block(std::move(outer_last)), "relu");
   m->add(make_flatten());
   m->add(make_fc(5), "softmax");
   FusionOptions fusion;
@@ -153,9 +163,10 @@ TEST_CASE("fused AdditionBlock + Relu: bit-identical training steps, same layer 
     INFO("layout " << layout_name(layout));
     auto plain = make_residual(layout, false);
     auto fused = make_residual(layout, true);
-    CHECK(count_type(*fused, "AdditionBlockRelu") == 5);  // four top-level blocks and the inner one
+    CHECK(count_type(*fused, "AdditionBlockRelu") == 6);  // five top-level blocks and one inner block
+    CHECK(count_type(*fused, "AdditionBlock") == 1);      // the inner block that ends a path
     CHECK(count_type(*plain, "AdditionBlockRelu") == 0);
-    CHECK(fused->num_layers() == plain->num_layers() - 4);
+    CHECK(fused->num_layers() == plain->num_layers() - 5);
     // Every layer keeps its id (weight-file keys): the same (id, type) for every layer with parameters.
     std::vector<std::pair<int, std::string>> ids_plain, ids_fused;
     for (const Layer* l : plain->all_layers())
