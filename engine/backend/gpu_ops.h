@@ -125,7 +125,7 @@ class InputStager {
   void wait_host_read();  // the host waits until the last upload has read its host buffers
 
  private:
-  size_t y_offset_ = 0;
+  size_t y_offset_ = 0, y_capacity_ = 0;
   char* staging_[2] = {nullptr, nullptr};
   void* copy_stream_ = nullptr;
   void* copied_[2] = {nullptr, nullptr};    // on the copy stream, after the host copy into staging_[k]

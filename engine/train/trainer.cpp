@@ -71,7 +71,12 @@ Trainer::Trainer(Model& model, const Dataset& data, Communicator& comm, Optimize
     loss_scratch_ = Tensor::zeros(Shape{model.max_batch() * gpu::kLossScratchPerRow}, Layout::flat, Device::gpu);
     sums_dev_ = Tensor::zeros(Shape{static_cast<int64_t>(2 + metrics_.size())}, Layout::flat, Device::gpu);
     sums_host_.resize(2 + metrics_.size());
-    if (const char* step = std::getenv("DTNN_CUDA_PROFILE_STEP"); step && *step) profile_step_ = std::atoll(step);
+    if (const char* step = std::getenv("DTNN_CUDA_PROFILE_STEP"); step && *step) {
+      char* end = nullptr;
+      profile_step_ = std::strtoll(step, &end, 10);
+      DTNN_CHECK(*end == '\0' && profile_step_ >= 0, "DTNN_CUDA_PROFILE_STEP='", step,
+                 "': expected a training step number (0, 1, ...)");
+    }
     input_ = std::make_unique<gpu::InputStager>(sizeof(float) * model.max_batch() * model.input_shape().numel(),
                                                 sizeof(float) * model.max_batch() * classes_);
     loader_.pin_host_memory();

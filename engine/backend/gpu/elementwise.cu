@@ -13,7 +13,8 @@ __global__ void fill_kernel(float* x, float v, int64_t n) { GRID_STRIDE(i, n) x[
 
 // The memory-bound passes of every residual network (ReLU, the block additions) move 16 bytes per load
 // and store when their arrays allow it (aligned, length a multiple of 4): float4 loads get closer to the
-// GPU's memory bandwidth than scalar ones. relu(x) = x > 0 ? x : 0 (a NaN gives 0, as on the CPU).
+// GPU's memory bandwidth than scalar ones. relu(x) = x > 0 ? x : 0 (a NaN gives 0, as on the CPU). The
+// kernels run in place too (relu_forward(y, y), relu_backward(y, dy, dy)), so plain loads, not __ldg.
 __device__ inline float relu1(float x) { return x > 0.0f ? x : 0.0f; }
 __device__ inline float relu_grad1(float y, float dy) { return y > 0.0f ? dy : 0.0f; }
 
@@ -21,7 +22,7 @@ __global__ void add_kernel(float* d, const float* s, int64_t n) { GRID_STRIDE(i,
 __global__ void add_v4(float4* d, const float4* s, int64_t n4) {
   GRID_STRIDE(i, n4) {
     float4 a = d[i];
-    const float4 b = __ldg(s + i);
+    const float4 b = s[i];
     a.x += b.x; a.y += b.y; a.z += b.z; a.w += b.w;
     d[i] = a;
   }
@@ -29,14 +30,14 @@ __global__ void add_v4(float4* d, const float4* s, int64_t n4) {
 __global__ void add_relu_kernel(float* d, const float* s, int64_t n) { GRID_STRIDE(i, n) d[i] = relu1(d[i] + s[i]); }
 __global__ void add_relu_v4(float4* d, const float4* s, int64_t n4) {
   GRID_STRIDE(i, n4) {
-    const float4 a = d[i], b = __ldg(s + i);
+    const float4 a = d[i], b = s[i];
     d[i] = make_float4(relu1(a.x + b.x), relu1(a.y + b.y), relu1(a.z + b.z), relu1(a.w + b.w));
   }
 }
 __global__ void relu_f(const float* x, float* y, int64_t n) { GRID_STRIDE(i, n) y[i] = relu1(x[i]); }
 __global__ void relu_f_v4(const float4* x, float4* y, int64_t n4) {
   GRID_STRIDE(i, n4) {
-    const float4 v = __ldg(x + i);
+    const float4 v = x[i];
     y[i] = make_float4(relu1(v.x), relu1(v.y), relu1(v.z), relu1(v.w));
   }
 }
@@ -45,7 +46,7 @@ __global__ void relu_b(const float* y, const float* dy, float* dx, int64_t n) {
 }
 __global__ void relu_b_v4(const float4* y, const float4* dy, float4* dx, int64_t n4) {
   GRID_STRIDE(i, n4) {
-    const float4 a = __ldg(y + i), g = __ldg(dy + i);
+    const float4 a = y[i], g = dy[i];
     dx[i] = make_float4(relu_grad1(a.x, g.x), relu_grad1(a.y, g.y), relu_grad1(a.z, g.z), relu_grad1(a.w, g.w));
   }
 }

@@ -200,6 +200,7 @@ void Event::wait() { DTNN_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_
 InputStager::InputStager(size_t max_x_bytes, size_t max_y_bytes) {
   ready();
   y_offset_ = (max_x_bytes + 255) / 256 * 256;
+  y_capacity_ = max_y_bytes;
   for (int k = 0; k < 2; ++k) {
     staging_[k] = static_cast<char*>(device_alloc(y_offset_ + std::max<size_t>(max_y_bytes, 1)));
     DTNN_CUDA_CHECK(cudaEventCreateWithFlags(reinterpret_cast<cudaEvent_t*>(&copied_[k]), cudaEventDisableTiming));
@@ -225,7 +226,7 @@ InputStager::~InputStager() {  // never throws: the copy stream is drained first
 
 void InputStager::upload(const void* x_host, size_t x_bytes, void* x_dev, const void* y_host, size_t y_bytes,
                          void* y_dev) {
-  DTNN_ASSERT(x_bytes <= y_offset_);
+  DTNN_ASSERT(x_bytes <= y_offset_ && y_bytes <= y_capacity_);
   const int k = next_;
   next_ = 1 - next_;
   const auto copy = static_cast<cudaStream_t>(copy_stream_);
