@@ -143,12 +143,16 @@ class MaxPool2D final : public Pool2D {
       forward_nhwc(in, out, arg, x.dim(0));
       return;
     }
+    // The first in-bounds tap starts the comparison (as in the NHWC path and the GPU kernels), so a window
+    // of -inf gives -inf and a leading NaN wins, the same on every path; no taps: 0 and argmax -1.
     for_each_window(x.dim(0), [&](int64_t yo, const int64_t* tap, int64_t count, int64_t co) {
-      float best = -std::numeric_limits<float>::infinity();
+      float best = 0.0f;
       int64_t where = -1;
-      for (int64_t t = 0; t < count; ++t)
-        if (in[tap[t] + co] > best) { best = in[tap[t] + co]; where = tap[t] + co; }
-      out[yo] = where < 0 ? 0.0f : best;
+      for (int64_t t = 0; t < count; ++t) {
+        const float v = in[tap[t] + co];
+        if (where < 0 || v > best) { best = v; where = tap[t] + co; }
+      }
+      out[yo] = best;
       arg[yo] = static_cast<int32_t>(where);
     });
   }

@@ -2,10 +2,12 @@
 // central differences of a random linear functional L = sum(g * y), accumulated in double.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <limits>
 
 #include "core/error.h"
 #include "helpers.h"
 #include "layers/layers.h"
+#include "models/model.h"
 #include "train/losses.h"
 
 using namespace dtnn;
@@ -354,4 +356,34 @@ TEST_CASE("blocks: shapes are checked and children are listed depth-first", "[bl
   CHECK(kids[4]->type() == "Conv2D");
   CHECK(block->build(Shape{4, 4, 3}, ctx) == (Shape{4, 4, 5}));
   CHECK(block->num_params() == 3 * 3 + 2 * 3 + (3 * 9 * 2 + 2));
+}
+
+TEST_CASE("max pooling: -inf and NaN give the same results in both layouts (first in-bounds tap starts)", "[gradients]") {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  // One channel, 4x4, 2x2 windows of stride 2 (both layouts hold it in the same order):
+  //   all -inf -> -inf;  NaN first -> NaN;  NaN later -> the larger of the others;  ties -> the value.
+  const std::vector<float> image = {-inf, -inf, nan, 1.0f,
+                                    -inf, -inf, 2.0f, 3.0f,
+                                    1.0f, nan,  3.0f, 3.0f,
+                                    5.0f, 2.0f, 3.0f, 3.0f};
+  for (Layout layout : {Layout::nchw, Layout::nhwc}) {
+    INFO("layout " << layout_name(layout));
+    Model m("pool_special");
+    m.add(make_input(4, 4, 1));
+    Pool2DSpec s;
+    s.pool_shape = {2, 2};
+    s.stride = 2;
+    m.add(make_max_pool2d(s));
+    BuildContext ctx;
+    ctx.layout = layout;
+    ctx.max_batch = 1;
+    m.build(ctx, 1);
+    std::copy(image.begin(), image.end(), m.input().data());
+    m.forward(1, Mode::train);
+    const float* y = m.output(1).data();
+    CHECK(y[0] == -inf);
+    CHECK(std::isnan(y[1]));
+    CHECK(y[2] == 5.0f);
+    CHECK(y[3] == 3.0f);
+  }
 }
