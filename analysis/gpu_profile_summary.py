@@ -19,7 +19,7 @@ CATEGORIES = [
     ("batch normalization", r"bn_|batch_?norm|batchnorm"),
     ("pooling", r"pool"),
     ("convolution", r"conv|fprop|dgrad|wgrad|winograd|fft|implicit|precomputed"),
-    ("GEMM (FC)", r"gemm|cutlass|sm\d\d_xmma|ampere|cublas"),
+    ("GEMM (cuBLAS: 1x1 convolutions, FC)", r"gemm|cutlass|sm\d\d_xmma|ampere|cublas"),
     ("softmax / loss / metrics", r"softmax|loss|nll|cross|argmax|metric"),
     ("optimizer", r"sgd|adam|momentum|multi_tensor|foreach|optim|update"),
     ("ReLU / additions / elementwise", r"relu|threshold|elementwise|add|vectorized|unrolled|accumulate|fill"),
