@@ -117,19 +117,6 @@ void add_relu_into(float* dst, const float* src, int64_t n, bool gpu) {
   }
 }
 
-void relu_in_place(float* y, int64_t n, bool gpu) {
-  if (gpu) return gpu::relu_forward(y, y, n);
-#pragma omp parallel for simd schedule(static) num_threads(cpu::threads()) if (n > (1 << 15))
-  for (int64_t i = 0; i < n; ++i) y[i] = y[i] > 0.0f ? y[i] : 0.0f;
-}
-
-// dy = y > 0 ? dy : 0 (Relu's backward, y its output), in place.
-void relu_mask(const float* y, float* dy, int64_t n, bool gpu) {
-  if (gpu) return gpu::relu_backward(y, dy, dy, n);
-#pragma omp parallel for simd schedule(static) num_threads(cpu::threads()) if (n > (1 << 15))
-  for (int64_t i = 0; i < n; ++i) dy[i] = y[i] > 0.0f ? dy[i] : 0.0f;
-}
-
 void copy_floats(float* dst, const float* src, int64_t n, bool gpu) {
   if (gpu) return gpu::copy_device(dst, src, static_cast<size_t>(n) * sizeof(float));
   std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
@@ -250,12 +237,12 @@ class AdditionBlock final : public Block {
       else
         add_into(y.data(), src, count, gpu_);
     }
-    if (relu_ && last_added_ < 0) relu_in_place(y.data(), count, gpu_);  // a single path: nothing to add
+    if (relu_ && last_added_ < 0) relu_->forward(y, y, mode);  // a single path: nothing to add; in place
   }
 
   void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx) override {
     const int64_t n = x.dim(0), count = x.numel();
-    if (relu_) relu_mask(y.data(), dy.data(), y.numel(), gpu_);
+    if (relu_) relu_->backward(Tensor(), y, dy, dy);  // dy = y > 0 ? dy : 0, in place (Relu reads only y)
     bool dx_written = false;
     for (size_t p = 0; p < paths_.size(); ++p) {
       if (paths_[p].empty()) continue;
@@ -280,7 +267,7 @@ class AdditionBlock final : public Block {
   int first_ = 0, last_added_ = -1;  // the path computed into y first; the path added last (-1: none)
   bool direct_ = false;
   std::vector<Tensor> outs_;
-  std::unique_ptr<Layer> relu_;  // the absorbed Relu (built for its shape; never called)
+  std::unique_ptr<Layer> relu_;  // the absorbed Relu: its passes for a single path and for dy's mask
 };
 
 class ConcatenationBlock final : public Block {

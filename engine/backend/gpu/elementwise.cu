@@ -202,7 +202,7 @@ void sum_rows(const float* dy, float* db, int64_t rows, int64_t k) {
 void crsk_krsc(const float* src, float* dst, int64_t c, int64_t rs, int64_t k, bool to_krsc) {
   LAUNCH(crsk_kernel, c * rs * k, src, dst, c, rs, k, to_krsc);
 }
-void accumulate(float* dst, const float* src, int64_t n) { LAUNCH(accumulate_kernel, n, dst, src, n); }  // tiny sums
+void accumulate(float* dst, const float* src, int64_t n) { LAUNCH(accumulate_kernel, n, dst, src, n); }
 void set_value(float* dst, float value) {
   set_kernel<<<1, 1, 0, stream()>>>(dst, value);
   DTNN_LAUNCH_CHECK();
