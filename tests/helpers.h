@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -22,14 +23,21 @@ inline void fill_uniform(std::vector<float>& v, Rng& rng, float lo = -1.0f, floa
   for (float& x : v) x = lo + (hi - lo) * rng.uniform_f();
 }
 
-// max |a - b| / max(max |b|, tiny): one number per tensor, robust to individual tiny elements.
+// max |a - b| / max(max |b|, tiny): one number per tensor, robust to individual tiny elements. A NaN or
+// infinity on either side gives +inf (std::max would skip a NaN difference and let a NaN output pass).
 inline double max_rel_error(const float* a, const float* b, int64_t n) {
   double err = 0.0, scale = 1e-30;
   for (int64_t i = 0; i < n; ++i) {
+    if (!std::isfinite(a[i]) || !std::isfinite(b[i])) return std::numeric_limits<double>::infinity();
     err = std::max(err, std::fabs(static_cast<double>(a[i]) - b[i]));
     scale = std::max(scale, std::fabs(static_cast<double>(b[i])));
   }
   return err / scale;
+}
+
+inline double max_rel_error(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return std::numeric_limits<double>::infinity();
+  return max_rel_error(a.data(), b.data(), static_cast<int64_t>(a.size()));
 }
 
 inline std::string temp_path(const std::string& name) {

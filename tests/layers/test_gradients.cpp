@@ -86,7 +86,8 @@ void compare(Harness& h, const Tensor& v, const Tensor& analytic, const std::str
     const double minus = objective(h);
     v.data()[i] = saved;
     const double numeric = (plus - minus) / (2 * kStep);
-    worst = std::max(worst, std::fabs(numeric - analytic.data()[i]) / scale);
+    const double error = std::fabs(numeric - analytic.data()[i]) / scale;
+    worst = std::isfinite(error) ? std::max(worst, error) : std::numeric_limits<double>::infinity();
   }
   INFO(h.layer->type() << " " << what << ": worst relative gradient error " << worst);
   CHECK(worst < tolerance);

@@ -15,6 +15,7 @@
 #include "backend/gpu_ops.h"
 #include "core/error.h"
 #include "core/rng.h"
+#include "helpers.h"
 #include "parallel/communicator.h"
 
 using namespace dtnn;
@@ -26,15 +27,6 @@ int passed = 0, failed = 0;
 void check(bool ok, const char* what, double value) {
   ok ? ++passed : ++failed;
   if (!ok) std::printf("FAILED: %s (%g)\n", what, value);
-}
-
-double max_rel(const std::vector<float>& a, const std::vector<float>& b) {
-  double err = 0.0, scale = 1e-30;
-  for (size_t i = 0; i < a.size(); ++i) {
-    err = std::max(err, std::fabs(static_cast<double>(a[i]) - b[i]));
-    scale = std::max(scale, std::fabs(static_cast<double>(b[i])));
-  }
-  return err / scale;
 }
 
 // Every rank's values differ; the sum is what MPI computes on the host.
@@ -51,7 +43,7 @@ void reduction(Communicator& device_comm, Communicator& mpi, const char* what) {
   device_comm.allreduce_sum_device(d.data(), n);
   std::vector<float> got(n);
   gpu::copy_to_host(got.data(), d.data(), n * sizeof(float));
-  check(max_rel(got, expected) <= 1e-6, what, max_rel(got, expected));
+  check(test::max_rel_error(got, expected) <= 1e-6, what, test::max_rel_error(got, expected));
 }
 
 // Synchronised BN: each rank holds half of a 32-sample batch; rank 0 also normalises all of it alone.
@@ -99,8 +91,8 @@ void sync_batchnorm(Communicator& mpi) {
   mpi.broadcast(ref_out.data(), static_cast<int64_t>(ref_out.size()), 0);
   mpi.broadcast(ref_running.data(), static_cast<int64_t>(ref_running.size()), 0);
   const std::vector<float> ref_mine(ref_out.begin() + r * half * per, ref_out.begin() + (r + 1) * half * per);
-  check(max_rel(out, ref_mine) <= 1e-5, "synchronised BN output = the whole batch's", max_rel(out, ref_mine));
-  check(max_rel(running, ref_running) <= 1e-5, "synchronised BN running statistics", max_rel(running, ref_running));
+  check(test::max_rel_error(out, ref_mine) <= 1e-5, "synchronised BN output = the whole batch's", test::max_rel_error(out, ref_mine));
+  check(test::max_rel_error(running, ref_running) <= 1e-5, "synchronised BN running statistics", test::max_rel_error(running, ref_running));
 }
 
 }  // namespace
