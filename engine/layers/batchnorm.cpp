@@ -38,6 +38,7 @@ class BatchNorm final : public Layer, public InferenceAffine {
  public:
   explicit BatchNorm(const BatchNormSpec& spec) : spec_(spec) {}
   std::string type() const override { return "BatchNormalization"; }
+  bool communicates_in_step() const override { return sync_; }
 
   Shape build(const Shape& in, const BuildContext& ctx) override {
     layout_ = in.rank() == 3 ? ctx.layout : Layout::flat;

@@ -102,6 +102,9 @@ class Layer {
   virtual bool can_run_in_place() const { return false; }
   // True when backward() reads this layer's output y (activations).
   virtual bool backward_reads_output() const { return false; }
+  // True when a training forward/backward runs collectives of BuildContext::comm (synchronised
+  // BatchNormalization): every rank must then run every step, none may sit one out with no samples.
+  virtual bool communicates_in_step() const { return false; }
   // Draws initial parameter values (and sets buffers to their initial values). The default fills each
   // Param in storage order; layers whose storage order depends on the layout override it so both
   // layouts start from the same logical weights. Blocks initialise their children in id order.

@@ -144,8 +144,7 @@ int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
   if (!o.weights_and_bias_filename.empty() && !load && root)
     out << "**** Weights file " << o.weights_and_bias_filename
         << " does not exist yet: starting from the initial weights; it will be written after training\n";
-  comm.broadcast(model->host_param_slab(), model->slab_size(), 0);  // every rank starts from rank 0's weights
-  model->upload();
+  share_root_weights(*model, comm);
 
   auto optimizer = make_optimizer(o.optimizer, model->slab_size(), ctx.device);
   Trainer trainer(*model, *data, comm, *optimizer, o);

@@ -28,11 +28,26 @@ Augmentation augmentation_of(const TrainOptions& o) {
   return a;
 }
 
+bool communicates_in_step(const Layer& layer) {
+  if (layer.communicates_in_step()) return true;
+  for (const Layer* child : layer.children())
+    if (child->communicates_in_step()) return true;
+  return false;
+}
+
 }  // namespace
 
 uint64_t epoch_seed(uint64_t seed, int epoch) { return Rng(seed ^ 0xE90C5EEDull).fork(static_cast<uint64_t>(epoch)).next_u64(); }
 
 Rng epoch_rng(uint64_t seed, int epoch) { return Rng(seed ^ 0x5F1FF1E5ull).fork(static_cast<uint64_t>(epoch)); }
+
+void share_root_weights(Model& model, Communicator& comm) {
+  if (comm.size() > 1) {
+    comm.broadcast(model.host_param_slab(), model.slab_size(), 0);
+    if (model.state_size() > 0) comm.broadcast(model.host_state_slab(), model.state_size(), 0);
+  }
+  model.upload();
+}
 
 int64_t Trainer::reduce_tail_floats(const TrainOptions& options) {
   return 2 + static_cast<int64_t>(parse_metrics(options.metrics).size());  // loss, metrics, count
@@ -57,6 +72,8 @@ Trainer::Trainer(Model& model, const Dataset& data, Communicator& comm, Optimize
                    model.layer(model.num_layers() - 1).type() == "Softmax" && model.num_layers() >= 3;
   batch_indices_.resize(model.max_batch());
   eval_sums_.resize(2 + metrics_.size());
+  for (size_t i = 0; i < model.num_layers(); ++i) every_rank_steps_ |= communicates_in_step(model.layer(i));
+  every_rank_steps_ &= comm.size() > 1;
   permutation_.reserve(data.count(Pool::train));
   gpu_ = model.device() == Device::gpu;
   if (gpu_) {
@@ -184,10 +201,17 @@ EpochRecord Trainer::run_epoch(int epoch, int num_epochs, const Splits& splits) 
   int64_t done = 0;
   const float* tail = gpu_ ? nullptr : model_.reduce_tail();
   const bool augment = options_.flip_images || options_.crop_images;
+  // The samples of global batch `step`: the last one may be short. When layers communicate inside the
+  // step, a rank with no samples would miss their collectives (a hang), so a last batch smaller than the
+  // rank count takes one sample per rank, the extra ones wrapping to the start of the epoch's order.
+  auto global_count = [&](int64_t step) {
+    const int64_t n = std::min(global_batch, total - step * global_batch);
+    return every_rank_steps_ ? std::max<int64_t>(n, comm_.size()) : n;
+  };
   auto submit = [&](int64_t step) {  // this rank's share of global batch `step`, to the loader
     const int64_t start = step * global_batch;
     int64_t offset, n;
-    local_share(std::min(global_batch, total - start), &offset, &n);
+    local_share(global_count(step), &offset, &n);
     for (int64_t i = 0; i < n; ++i) batch_indices_[i] = permutation_[(start + offset + i) % ntrain];
     loader_.submit(Pool::train, batch_indices_.data(), n, augment, epoch);
   };
@@ -196,7 +220,7 @@ EpochRecord Trainer::run_epoch(int epoch, int num_epochs, const Splits& splits) 
   loader_.reset();
   if (steps > 0) submit(0);
   for (int64_t step = 0; step < steps; ++step) {
-    const int64_t global_n = std::min(global_batch, total - step * global_batch);
+    const int64_t global_n = global_count(step);
     const Batch batch = loader_.wait();
     if (step + 1 < steps) {
       if (gpu_ && step > 0) input_->wait_host_read();  // the slot submit() refills held the previous step's batch

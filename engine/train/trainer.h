@@ -72,6 +72,11 @@ using ProgressFn = std::function<void(const std::string& label, int64_t done, in
 uint64_t epoch_seed(uint64_t seed, int epoch);
 Rng epoch_rng(uint64_t seed, int epoch);
 
+// Data parallelism starts from one set of weights: rank 0's parameters and state (BatchNormalization
+// running statistics; rank 0 alone may have read them from a weights file) are broadcast from the host
+// copies, then uploaded to the device (GPU models).
+void share_root_weights(Model& model, Communicator& comm);
+
 class Trainer {
  public:
   Trainer(Model& model, const Dataset& data, Communicator& comm, Optimizer& optimizer, const TrainOptions& options);
@@ -108,6 +113,9 @@ class Trainer {
   std::vector<LossKind> loss_;  // exactly one
   std::vector<MetricKind> metrics_;
   bool fused_softmax_ = false;
+  // Some layer communicates inside a training step (synchronised BN) and there are several ranks: a
+  // final global batch smaller than the rank count is topped up so that every rank runs it.
+  bool every_rank_steps_ = false;
   int64_t classes_ = 0;
   Rng shuffle_rng_;
   std::vector<int64_t> permutation_, batch_indices_;

@@ -1,13 +1,20 @@
 // Run under `mpirun -np 2`: data-parallel training of global batch 64 as 2 ranks x 32 must give the same
-// weights as 1 process x 64 after 20 steps (no dropout), within 1e-5 relative. Rank 0 also trains the
-// sequential model itself and compares. Two models: a plain CNN, and a residual CNN whose
-// BatchNormalization layers synchronise their statistics across ranks (--sync_batchnorm), which must
-// also agree in the running statistics. Prints "N passed, M failed" and exits 0/1.
+// weights as 1 process x 64 (no dropout), within 1e-5 relative. Rank 0 also trains the sequential model
+// itself and compares. Two models: a plain CNN, and a residual CNN whose BatchNormalization layers
+// synchronise their statistics across ranks (--sync_batchnorm), which must also agree in the running
+// statistics. Each runs 20 steps of a large pool and one whole epoch of 165 samples (64 + 64 + a short
+// last batch of 37, split 19 + 18). Both start from share_root_weights() with rank 1's own weights and
+// statistics overwritten first. Last, the synchronised model trains an epoch of 129 samples, whose last
+// global batch (1 sample) is smaller than the rank count: it must finish (rank 1 runs the step too, on a
+// wrapped-around sample). In every case the ranks must end with the same weights and statistics.
+// Prints "N passed, M failed" and exits 0/1.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
 #include "core/error.h"
+#include "helpers.h"
 #include "layers/layers.h"
 #include "models/model.h"
 #include "parallel/communicator.h"
@@ -72,39 +79,44 @@ std::unique_ptr<Model> small_resnet(const TrainOptions& o, Communicator& comm) {
 struct Result {
   std::vector<float> params, state;
   double loss = 0.0;
+  int64_t samples = 0;
+  double rank_spread = 0.0;  // how far any rank's weights or statistics are from rank 0's (relative)
 };
 
-Result train(Communicator& comm, int64_t batch, bool resnet) {
+double spread_from_root(Communicator& comm, const std::vector<float>& mine) {
+  std::vector<float> root = mine;
+  comm.broadcast(root.data(), static_cast<int64_t>(root.size()), 0);
+  return comm.max(test::max_rel_error(mine, root));
+}
+
+// One epoch: 20 steps of the synthetic MNIST pool (train_count 0), or all of a pool of train_count samples.
+Result train(Communicator& comm, int64_t batch, bool resnet, int64_t train_count = 0) {
   TrainOptions o;
   o.batch_size = batch;
-  o.steps_per_epoch = 20;
+  o.steps_per_epoch = train_count > 0 ? 0 : 20;
   o.optimizer.name = "sgd";
   o.optimizer.learning_rate = 0.05;
   o.seed = 3;
   auto model = resnet ? small_resnet(o, comm) : small_cnn(o);
-  if (comm.rank() != 0) {  // different local init: the broadcast must fix it
-    for (int64_t i = 0; i < model->slab_size(); ++i) model->param_slab()[i] = 0.5f;
+  if (comm.rank() != 0) {  // different local weights and statistics: share_root_weights must replace them
+    std::fill(model->param_slab(), model->param_slab() + model->slab_size(), 0.5f);
+    std::fill(model->state_slab(), model->state_slab() + model->state_size(), 0.5f);
   }
-  comm.broadcast(model->param_slab(), model->slab_size(), 0);
-  auto data = make_synthetic(dataset_shape("mnist"), 1);
+  share_root_weights(*model, comm);
+  DatasetShape shape = dataset_shape("mnist");
+  if (train_count > 0) shape.train_count = train_count;
+  auto data = make_synthetic(shape, 1);
   auto opt = make_optimizer(o.optimizer, model->slab_size());
   Trainer trainer(*model, *data, comm, *opt, o);
   const Splits splits = make_splits(*data, 0.0, false, o.seed);
   const EpochRecord rec = trainer.run_epoch(1, 1, splits);
   Result r;
   r.loss = rec.train.values[0];
+  r.samples = rec.train.samples;
   r.params.assign(model->param_slab(), model->param_slab() + model->slab_size());
   r.state.assign(model->state_slab(), model->state_slab() + model->state_size());
+  r.rank_spread = std::max(spread_from_root(comm, r.params), r.state.empty() ? 0.0 : spread_from_root(comm, r.state));
   return r;
-}
-
-double max_relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
-  double err = 0.0, scale = 1e-30;
-  for (size_t i = 0; i < b.size(); ++i) {
-    err = std::max(err, std::fabs(static_cast<double>(a[i]) - b[i]));
-    scale = std::max(scale, std::fabs(static_cast<double>(b[i])));
-  }
-  return a.size() == b.size() ? err / scale : 1e30;
 }
 
 }  // namespace
@@ -118,19 +130,35 @@ int main() {
     }
     int passed = 0, failed = 0;
     for (bool resnet : {false, true}) {
-      const Result parallel = train(*world, 32, resnet);
-      if (world->rank() != 0) continue;
-      auto local = make_local_communicator();
-      const Result sequential = train(*local, 64, resnet);
-      const double dw = max_relative_difference(parallel.params, sequential.params);
-      const double ds = max_relative_difference(parallel.state, sequential.state);
-      const bool same_loss = std::fabs(parallel.loss - sequential.loss) <= 1e-5 * std::fabs(sequential.loss);
-      std::printf("%s: 2 ranks x 32 vs 1 x 64, 20 sgd steps: weights differ by %.3g relative, running "
-                  "statistics by %.3g (%zu values), epoch loss %.7f vs %.7f\n",
-                  resnet ? "residual CNN with synchronised BN" : "plain CNN", dw, ds, sequential.state.size(),
-                  parallel.loss, sequential.loss);
-      const bool ok = dw <= 1e-5 && ds <= 1e-5 && same_loss;
-      (ok ? passed : failed) += 1;
+      for (int64_t train_count : {0, 165}) {
+        const Result parallel = train(*world, 32, resnet, train_count);
+        if (world->rank() != 0) continue;
+        auto local = make_local_communicator();
+        const Result sequential = train(*local, 64, resnet, train_count);
+        const double dw = test::max_rel_error(parallel.params, sequential.params);
+        const double ds = test::max_rel_error(parallel.state, sequential.state);
+        const bool same_loss = std::fabs(parallel.loss - sequential.loss) <= 1e-5 * std::fabs(sequential.loss);
+        std::printf("%s, %s: 2 ranks x 32 vs 1 x 64: weights differ by %.3g relative, running statistics by "
+                    "%.3g (%zu values), epoch loss %.7f vs %.7f, samples %lld vs %lld; ranks' weights and "
+                    "statistics differ by %.3g\n",
+                    resnet ? "residual CNN with synchronised BN" : "plain CNN",
+                    train_count ? "an epoch of 165 samples" : "20 steps", dw, ds, sequential.state.size(),
+                    parallel.loss, sequential.loss, static_cast<long long>(parallel.samples),
+                    static_cast<long long>(sequential.samples), parallel.rank_spread);
+        const bool ok = dw <= 1e-5 && ds <= 1e-5 && same_loss && parallel.samples == sequential.samples &&
+                        parallel.rank_spread <= 1e-6 &&
+                        sequential.samples == (train_count ? train_count : 20 * 64);
+        (ok ? passed : failed) += 1;
+      }
+    }
+    {  // synchronised BN, last global batch of 1 sample for 2 ranks: topped up to one sample each
+      const Result r = train(*world, 32, true, 129);
+      if (world->rank() == 0) {
+        std::printf("residual CNN with synchronised BN, an epoch of 129 samples on 2 ranks: %lld samples "
+                    "trained (expected 130), ranks' weights and statistics differ by %.3g\n",
+                    static_cast<long long>(r.samples), r.rank_spread);
+        (r.samples == 130 && r.rank_spread <= 1e-6 ? passed : failed) += 1;
+      }
     }
     int ok = 1;
     if (world->rank() == 0) {
