@@ -16,15 +16,21 @@ class Communicator {
   virtual ~Communicator();
   virtual int rank() const = 0;
   virtual int size() const = 0;
+  // This rank's index among the ranks on its node (shared-memory domain), and how many share the node:
+  // the GPU a rank takes is node_rank() % devices, its default thread count cores / node_size(). The base
+  // versions (one process) are rank() and size().
+  virtual int node_rank() const { return rank(); }
+  virtual int node_size() const { return size(); }
   virtual void allreduce_sum(float* data, int64_t count) = 0;
   virtual void broadcast(float* data, int64_t count, int root) = 0;
   virtual void broadcast_bytes(void* data, int64_t bytes, int root) = 0;
   // Sums `count` floats of GPU memory over the ranks, in place (a GPU model's gradients). This base
   // version stages them through pinned host memory and allreduce_sum() (PyDTNN's GPU path without NCCL);
   // the NCCL communicator reduces on the device. A no-op for one process. reserve_device_staging(count)
-  // allocates the staging buffer up front (the trainer calls it when it is built, so no step allocates).
+  // allocates the staging buffer up front (the trainer calls it when it is built, so no step allocates);
+  // the NCCL communicator needs none.
   virtual void allreduce_sum_device(float* data, int64_t count);
-  void reserve_device_staging(int64_t count);
+  virtual void reserve_device_staging(int64_t count);
   // "NCCL 2.28.9" when device reductions use NCCL, else "".
   virtual std::string device_library() const { return ""; }
   virtual double max(double value) = 0;  // allreduce MAX of one value (e.g. the slowest rank's time)

@@ -31,6 +31,11 @@ class MpiCommunicator final : public Communicator {
     }
     DTNN_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank_));
     DTNN_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size_));
+    MPI_Comm node;  // the ranks sharing this one's memory, whatever the launcher (mpirun, srun, hydra)
+    DTNN_MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node));
+    DTNN_MPI_CHECK(MPI_Comm_rank(node, &node_rank_));
+    DTNN_MPI_CHECK(MPI_Comm_size(node, &node_size_));
+    DTNN_MPI_CHECK(MPI_Comm_free(&node));
   }
   ~MpiCommunicator() override {
     int finalized = 0;
@@ -39,6 +44,8 @@ class MpiCommunicator final : public Communicator {
   }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
+  int node_rank() const override { return node_rank_; }
+  int node_size() const override { return node_size_; }
 
   void allreduce_sum(float* data, int64_t count) override {
     for (int64_t done = 0; done < count; done += INT_MAX) {
@@ -71,7 +78,7 @@ class MpiCommunicator final : public Communicator {
   std::string library_version() const override { return mpi_library_version(); }
 
  private:
-  int rank_ = 0, size_ = 1;
+  int rank_ = 0, size_ = 1, node_rank_ = 0, node_size_ = 1;
   bool owns_init_ = false;
 };
 

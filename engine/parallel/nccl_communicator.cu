@@ -32,13 +32,20 @@ class NcclCommunicator final : public Communicator {
 
   int rank() const override { return base_.rank(); }
   int size() const override { return base_.size(); }
+  int node_rank() const override { return base_.node_rank(); }
+  int node_size() const override { return base_.node_size(); }
   void allreduce_sum(float* data, int64_t count) override { base_.allreduce_sum(data, count); }
   void broadcast(float* data, int64_t count, int root) override { base_.broadcast(data, count, root); }
   void broadcast_bytes(void* data, int64_t bytes, int root) override { base_.broadcast_bytes(data, bytes, root); }
   void allreduce_sum_device(float* data, int64_t count) override {
+    // NCCL reports failures of earlier (asynchronous) operations, a peer's network error, only here.
+    ncclResult_t earlier = ncclSuccess;
+    DTNN_NCCL_CHECK(ncclCommGetAsyncError(comm_, &earlier));
+    DTNN_NCCL_CHECK(earlier);
     DTNN_NCCL_CHECK(ncclAllReduce(data, data, static_cast<size_t>(count), ncclFloat, ncclSum, comm_,
                                   static_cast<cudaStream_t>(gpu::stream_handle())));
   }
+  void reserve_device_staging(int64_t) override {}  // reduces in place on the device
   std::string device_library() const override { return version_; }
   double max(double value) override { return base_.max(value); }
   void barrier() override { base_.barrier(); }

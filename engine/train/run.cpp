@@ -19,14 +19,12 @@
 
 namespace dtnn {
 
-int default_threads() {
+int default_threads(int ranks_on_node) {
   if (const char* env = std::getenv("OMP_NUM_THREADS")) {
     const int t = std::atoi(env);
     if (t > 0) return t;
   }
-  int local_ranks = 1;
-  if (const char* env = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE")) local_ranks = std::max(1, std::atoi(env));
-  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / local_ranks);
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / std::max(1, ranks_on_node));
 }
 
 namespace {
@@ -95,18 +93,16 @@ void print_pass(std::ostream& out, const Trainer& trainer, const char* what, con
 
 int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
   validate(o);
-  // GPU: rank r on device r % (devices of its node); NCCL for the gradients when asked (data parallel).
+  // GPU: the r-th rank of a node on device r % (devices of the node); NCCL for the gradients when asked.
   std::unique_ptr<Communicator> nccl;
   if (o.enable_gpu) {
-    int local_rank = mpi_comm.rank();
-    if (const char* env = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK")) local_rank = std::atoi(env);
-    gpu::init(local_rank % gpu_device_count());
+    gpu::init(mpi_comm.node_rank() % gpu_device_count());
     gpu::set_allow_tf32(o.allow_tf32);
     if (o.enable_nccl && mpi_comm.size() > 1) nccl = make_nccl_communicator(mpi_comm);
   }
   Communicator& comm = nccl ? *nccl : mpi_comm;
   const bool root = comm.rank() == 0;
-  if (o.threads == 0) o.threads = default_threads();
+  if (o.threads == 0) o.threads = default_threads(mpi_comm.node_size());
   cpu::set_threads(o.threads);
   if (o.parallel == "data" && o.optimizer.name == "sgd" && o.learning_rate_scaling)
     o.optimizer.learning_rate *= comm.size();  // PyDTNN scales only SGD's rate

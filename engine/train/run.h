@@ -25,7 +25,8 @@ int run_training(TrainOptions options, Communicator& comm, std::ostream& out);
 // ImageNet models 224x224) when it differs from the dataset's nominal one.
 std::unique_ptr<Dataset> open_dataset(const TrainOptions& options, const Model& model);
 
-// The thread count --threads=0 resolves to: OMP_NUM_THREADS, else cores / ranks on this node.
-int default_threads();
+// The thread count --threads=0 resolves to: OMP_NUM_THREADS, else cores / ranks on this node
+// (Communicator::node_size()).
+int default_threads(int ranks_on_node);
 
 }  // namespace dtnn

@@ -6,7 +6,8 @@
 // last batch of 37, split 19 + 18). Both start from share_root_weights() with rank 1's own weights and
 // statistics overwritten first. Last, the synchronised model trains an epoch of 129 samples, whose last
 // global batch (1 sample) is smaller than the rank count: it must finish (rank 1 runs the step too, on a
-// wrapped-around sample). In every case the ranks must end with the same weights and statistics.
+// wrapped-around sample). In every case the ranks must end with the same weights and statistics. First
+// of all, both ranks must see themselves as one node of 2 (Communicator::node_rank/node_size).
 // Prints "N passed, M failed" and exits 0/1.
 #include <algorithm>
 #include <cmath>
@@ -129,6 +130,16 @@ int main() {
       return 1;
     }
     int passed = 0, failed = 0;
+    {  // both ranks run on this machine: one node of 2 (where the GPU choice and default threads come from)
+      const float mine[2] = {static_cast<float>(world->node_rank()), static_cast<float>(world->node_size())};
+      float sum[2] = {mine[0], mine[1]};
+      world->allreduce_sum(sum, 2);
+      if (world->rank() == 0) {
+        std::printf("node ranks: rank 0 is %d of %d on its node; node ranks sum to %g\n", world->node_rank(),
+                    world->node_size(), sum[0]);
+        (world->node_rank() == 0 && world->node_size() == 2 && sum[0] == 1.0f && sum[1] == 4.0f ? passed : failed) += 1;
+      }
+    }
     for (bool resnet : {false, true}) {
       for (int64_t train_count : {0, 165}) {
         const Result parallel = train(*world, 32, resnet, train_count);
