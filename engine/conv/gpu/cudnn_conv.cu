@@ -254,32 +254,57 @@ class CudnnAlgorithm final : public ConvAlgorithm {
     const Query q = query(p, dir, algo(dir));
     return q.ok ? Support::yes() : Support::no(q.why);
   }
+  // Called when a layer is built, for its largest batch: what it returns is all the workspace there is.
   int64_t workspace_floats(const ConvProblem& p) const override {
     size_t bytes = 0;
     for (ConvDir dir : {ConvDir::fwd, ConvDir::bwd_data, ConvDir::bwd_filter}) {
       if (algo(dir) == kNone) continue;
       const Query q = query(p, dir, algo(dir));
-      if (q.ok) bytes = std::max(bytes, q.bytes);
+      if (!q.ok) continue;
+      bytes = std::max(bytes, q.bytes);
+      std::lock_guard<std::mutex> lock(g_mutex);
+      Reserved& r = reserved()[std::make_tuple(key_without_batch(p), static_cast<int>(dir), algo(dir))];
+      if (p.n >= r.n) r = Reserved{p.n, q.bytes};
     }
     return weight_copy_floats(p) + static_cast<int64_t>((bytes + 3) / 4);
   }
   void forward(const ConvProblem& p, const float* x, const float* w, const float* bias, float* y,
                float* ws) const override {
     DTNN_CHECK(algo(ConvDir::fwd) != kNone, name_, " has no fwd algorithm");
-    run_forward(p, algo(ConvDir::fwd), x, w, bias, y, ws);
+    run_forward(p, runnable(p, ConvDir::fwd), x, w, bias, y, ws);
   }
   void backward_data(const ConvProblem& p, const float* dy, const float* w, float* dx, float* ws) const override {
     DTNN_CHECK(algo(ConvDir::bwd_data) != kNone, name_, " has no bwd_data algorithm");
-    run_backward_data(p, algo(ConvDir::bwd_data), dy, w, dx, ws);
+    run_backward_data(p, runnable(p, ConvDir::bwd_data), dy, w, dx, ws);
   }
   void backward_filter(const ConvProblem& p, const float* x, const float* dy, float* dw, float* db,
                        float* ws) const override {
     DTNN_CHECK(algo(ConvDir::bwd_filter) != kNone, name_, " has no bwd_filter algorithm");
-    run_backward_filter(p, algo(ConvDir::bwd_filter), x, dy, dw, db, ws);
+    run_backward_filter(p, runnable(p, ConvDir::bwd_filter), x, dy, dw, db, ws);
   }
   int algo(ConvDir dir) const { return algo_[static_cast<int>(dir)]; }
 
  private:
+  // The workspace a layer shape was built with (workspace_floats at its largest batch n).
+  struct Reserved {
+    int64_t n = 0;
+    size_t bytes = 0;
+  };
+  static std::map<std::tuple<Key, int, int>, Reserved>& reserved() {
+    static std::map<std::tuple<Key, int, int>, Reserved> m;
+    return m;
+  }
+  // The algorithm for a batch: this one, unless a smaller batch than the built one asks cuDNN for more
+  // workspace than was reserved (or is declined): then algorithm 0 of the direction, which needs none (as
+  // gpu.cudnn_find does for batch sizes it never searched).
+  int runnable(const ConvProblem& p, ConvDir dir) const {
+    const Query q = query(p, dir, algo(dir));
+    std::lock_guard<std::mutex> lock(g_mutex);
+    const auto it = reserved().find(std::make_tuple(key_without_batch(p), static_cast<int>(dir), algo(dir)));
+    if (it != reserved().end() && p.n < it->second.n && (!q.ok || q.bytes > it->second.bytes)) return 0;
+    return algo(dir);
+  }
+
   std::string name_;
   int algo_[3];
 };
