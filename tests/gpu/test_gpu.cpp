@@ -150,6 +150,34 @@ std::vector<ModelCase> model_cases() {
   FusionOptions all;
   all.bn_relu = all.conv_relu = all.conv_bn = all.conv_bn_relu = all.add_relu = true;
   cases.push_back({"the same, fused", blocks, all});
+  // The fused AdditionBlock + Relu's other branches: a single-path block (its Relu runs as a pass over y),
+  // a block + Relu nested inside a path, and one ending a path beside an identity (which stays unfused).
+  const Builder residual = [](Model& m) {
+    m.add(make_input(6, 5, 3));
+    m.add(conv(6, 3, 1, 1), "relu");
+    std::vector<Path> single;
+    single.push_back(path(conv(6, 3, 1, 1)));
+    m.add(make_addition_block(std::move(single)), "relu");
+    std::vector<Path> inner;
+    inner.push_back(path(conv(6, 3, 1, 1, 1, 1, false)));
+    inner.push_back(Path{});
+    std::vector<Path> outer;
+    outer.push_back(path(make_addition_block(std::move(inner)), make_activation("relu"), conv(6, 1)));
+    outer.push_back(Path{});
+    m.add(make_addition_block(std::move(outer)), "relu");
+    std::vector<Path> inner_last;
+    inner_last.push_back(path(conv(6, 1)));
+    inner_last.push_back(Path{});
+    std::vector<Path> outer_last;
+    outer_last.push_back(path(make_addition_block(std::move(inner_last)), make_activation("relu")));
+    outer_last.push_back(Path{});
+    m.add(make_addition_block(std::move(outer_last)), "relu");
+    m.add(make_flatten());
+    m.add(make_fc(5), "softmax");
+  };
+  FusionOptions add_relu;
+  add_relu.add_relu = true;
+  cases.push_back({"single-path and nested addition blocks + relu, fused", residual, add_relu});
   return cases;
 }
 
