@@ -119,6 +119,8 @@ const ConvAlgorithm& find_conv_algorithm(std::string_view name) {
 std::vector<const ConvAlgorithm*> conv_algorithms_named(const std::vector<std::string>& names, Device device) {
   std::vector<const ConvAlgorithm*> out;
   for (const std::string& n : names) {
+    DTNN_CHECK(n != "auto" && n != "best_of", "'", n, "' chooses an algorithm per layer when training (dtnn train ",
+               "--conv_algo); here name the algorithms to time, or all");
     if (n != "all") {
       out.push_back(&find_conv_algorithm(n));
       continue;

@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "core/error.h"
@@ -13,10 +14,13 @@ struct GzCloser {
   void operator()(gzFile_s* f) const { gzclose(f); }
 };
 
-// Reads exactly n bytes or reports what went wrong (truncation or a zlib error).
-void read_exact(gzFile file, const std::string& path, void* dst, size_t n, const char* what) {
-  auto* out = static_cast<uint8_t*>(dst);
-  size_t done = 0;
+// Reads exactly n bytes or reports what went wrong (truncation or a zlib error). For a part of `what`:
+// `done` of its `whole` bytes were read before (for the message).
+void read_exact(gzFile file, const std::string& path, void* dst, size_t n, const char* what, size_t done = 0,
+                size_t whole = 0) {
+  auto* out = static_cast<uint8_t*>(dst) - done;
+  n += done;
+  if (whole == 0) whole = n;
   while (done < n) {
     const unsigned chunk = static_cast<unsigned>(std::min<size_t>(n - done, 1u << 30));
     const int got = gzread(file, out + done, chunk);
@@ -25,7 +29,7 @@ void read_exact(gzFile file, const std::string& path, void* dst, size_t n, const
       const char* msg = gzerror(file, &errnum);
       fail(path, ": corrupt file while reading ", what, " (", msg ? msg : "zlib error", ")");
     }
-    if (got == 0) fail(path, ": truncated file: ", what, " has ", done, " of ", n, " bytes");
+    if (got == 0) fail(path, ": truncated file: ", what, " has ", done, " of ", whole, " bytes");
     done += static_cast<size_t>(got);
   }
 }
@@ -51,8 +55,14 @@ IdxArray read_idx_u8(const std::string& path, int expected_rank) {
     total *= d;
     DTNN_CHECK(total <= (int64_t{1} << 36), path, ": declared size is implausibly large");
   }
-  array.data.resize(static_cast<size_t>(total));
-  read_exact(file.get(), path, array.data.data(), array.data.size(), "the data");
+  // In chunks: a header declaring more than the file holds fails at the truncation, before the memory
+  // it declares is allocated.
+  const size_t size = static_cast<size_t>(total), chunk = size_t{64} << 20;
+  for (size_t done = 0; done < size; done += chunk) {
+    const size_t n = std::min(chunk, size - done);
+    array.data.resize(done + n);
+    read_exact(file.get(), path, array.data.data() + done, n, "the data", done, size);
+  }
   uint8_t extra;
   const int more = gzread(file.get(), &extra, 1);
   DTNN_CHECK(more == 0, path, more < 0 ? ": corrupt file after the data" : ": trailing bytes after the declared data");

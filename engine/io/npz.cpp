@@ -13,6 +13,7 @@
 #include <cstring>
 #include <memory>
 #include <set>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -291,9 +292,20 @@ std::vector<uint8_t> inflate_raw(const std::string& path, const std::string& ent
 }
 
 // ---- file I/O ----
-std::vector<uint8_t> read_file(const std::string& path) {
+// fopen for reading, refusing what is not a regular file (a directory opens, then reads as garbage).
+std::FILE* open_for_reading(const std::string& path) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) fail(path, std::string("cannot open: ") + std::strerror(errno));
+  struct stat st {};
+  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+    std::fclose(f);
+    fail(path, S_ISDIR(st.st_mode) ? "is a directory, not an .npz file" : "is not a regular file");
+  }
+  return f;
+}
+
+std::vector<uint8_t> read_file(const std::string& path) {
+  std::FILE* f = open_for_reading(path);
   std::vector<uint8_t> data;
   if (std::fseek(f, 0, SEEK_END) == 0) {
     long end = std::ftell(f);
@@ -564,8 +576,7 @@ std::vector<uint8_t> inflate_prefix(const std::string& path, const Entry& e, std
 }  // namespace
 
 std::vector<NpyInfo> read_npz_info(const std::string& path) {
-  std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
-  if (!file) fail(path, std::string("cannot open: ") + std::strerror(errno));
+  std::unique_ptr<std::FILE, FileCloser> file(open_for_reading(path));
   std::FILE* f = file.get();
   if (std::fseek(f, 0, SEEK_END) != 0) fail(path, "seek error");
   const long end = std::ftell(f);
