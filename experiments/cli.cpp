@@ -3,6 +3,7 @@
 // compile). Bad input prints one line, "dtnn: <what>", and exits non-zero: 2 for a malformed command line,
 // 3 (kUnsupportedExit) for a valid request this build or machine cannot run, 1 for everything else.
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -90,7 +91,18 @@ void add_train_options(CLI::App& app, TrainOptions& o) {
   add_bool(app, "enable_cudnn_auto_conv_alg", o.enable_cudnn_auto_conv_alg,
            "GPU, --conv_algo=auto: time every cuDNN algorithm per layer (cudnnFind); False: PyDTNN's fixed algorithms");
   add_bool(app, "gpu_layer_times", o.gpu_layer_times, "GPU: measure per-layer times (synchronises after each layer)");
-  app.add_option("--seed", o.seed, "Seed of every random choice")->capture_default_str();
+  app.add_option("--seed", o.seed, "Seed of every random choice")
+      ->capture_default_str()
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {  // CLI11 would wrap -1 and saturate 1e30 into a uint64 silently
+            errno = 0;
+            char* end = nullptr;
+            std::strtoull(v.c_str(), &end, 10);
+            if (v.empty() || v[0] == '-' || *end != '\0' || errno == ERANGE)
+              return "expected an integer in [0, 18446744073709551615], got '" + v + "'";
+            return "";
+          },
+          "UINT64"));
   app.add_option("--report", o.report, "Write a JSON run report to this file");
   add_bool(app, "progress", o.progress, "Live progress bar on a terminal (False: one line per epoch)");
   dtnn::LRSchedulerOptions& s = o.lr_schedulers;
@@ -206,6 +218,7 @@ void print_error(const char* what) {
 int main(int argc, char** argv) {
   CLI::App app{"dtnn: distributed training of neural networks (a C++ PyDTNN) and its benchmark suite"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", "dtnn " DTNN_VERSION);
   // As with PyDTNN's argparse, an option given twice takes its last value.
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   TrainOptions options;
@@ -288,11 +301,25 @@ int main(int argc, char** argv) {
   report->add_option("--out", out_dir, "Output directory")->required();
   report->add_option("--db", db, "Results database")->capture_default_str();
   report->add_option("--matrix", report_matrix, "Only runs of this matrix");
+  if (argc > 1 && argv[1][0] != '-') {  // CLI11 would say only "A subcommand is required"
+    std::string known;
+    bool found = false;
+    for (const CLI::App* sub : app.get_subcommands({})) {
+      known += (known.empty() ? "" : ", ") + sub->get_name();
+      found |= sub->get_name() == argv[1];
+    }
+    if (!found) {
+      print_error(("unknown command '" + std::string(argv[1]) + "' (known: " + known + ")").c_str());
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     print_error(e.what());
@@ -328,6 +355,11 @@ int main(int argc, char** argv) {
     print_error(e.what());
     if (comm && comm->size() > 1) comm->abort(dtnn::kUnsupportedExit);
     return dtnn::kUnsupportedExit;
+  } catch (const std::bad_alloc&) {
+    print_error("out of memory: a size (--batch_size, a convolution's dimensions, --threads) or a file's declared "
+                "contents need more memory than this machine has");
+    if (comm && comm->size() > 1) comm->abort(1);
+    return 1;
   } catch (const std::exception& e) {
     print_error(e.what());
     if (comm && comm->size() > 1) comm->abort(1);

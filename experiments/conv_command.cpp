@@ -36,11 +36,12 @@ std::string fmt(const char* f, double v) {
 
 int run_conv_command(const ConvCommandOptions& o, std::ostream& out) {
   const ConvProblem p = ConvProblem::parse(o.problem);
+  DTNN_CHECK(p.n > 0, "convolution ", p.str(), ": a batch of 0 samples has nothing to time");
   const std::vector<ConvDir> dirs = parse_dirs(o.dirs);
   DTNN_CHECK(o.device == "cpu" || o.device == "gpu", "--device must be cpu or gpu (got '", o.device, "')");
   const bool gpu = o.device == "gpu";
   const std::vector<const ConvAlgorithm*> algos = conv_algorithms_named(o.algos, gpu ? Device::gpu : Device::cpu);
-  DTNN_CHECK(o.threads >= 1, "--threads must be at least 1 (got ", o.threads, ")");
+  DTNN_CHECK(o.threads >= 1 && o.threads <= 1024, "--threads must be in [1, 1024] (got ", o.threads, ")");
   DTNN_CHECK(o.samples >= 1, "--samples must be at least 1 (got ", o.samples, ")");
   cpu::set_threads(o.threads);
   double peak = 0.0;
@@ -70,6 +71,7 @@ int run_conv_command(const ConvCommandOptions& o, std::ostream& out) {
   ConvBench bench(p);
   TimingOptions topt;
   topt.samples = o.samples;
+  int timed = 0;
   for (const ConvAlgorithm* algo : algos) {
     const Support s = algo->supports(p);
     if (!s.ok) {
@@ -98,8 +100,11 @@ int run_conv_command(const ConvCommandOptions& o, std::ostream& out) {
                     conv_dir_name(d), t.median_ms, range.c_str(), gpu ? 2 : 1, gpu ? t.gflops / 1e3 : t.gflops,
                     100.0 * t.gflops / peak, err.c_str());
       out << line << std::flush;
+      ++timed;
     }
   }
+  if (timed == 0) throw Unsupported("no algorithm ran: every one requested declines " + p.str() + " in the " +
+                                    "requested directions");
   return 0;
 }
 

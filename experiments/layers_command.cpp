@@ -150,7 +150,9 @@ int run_layers_command(const LayersCommandOptions& o, std::ostream& out) {
   DTNN_CHECK(o.dataset.empty() || o.dataset == plan.dataset, "--dataset: model ", o.model, " is built for dataset ",
              plan.dataset, " (got '", o.dataset, "')");
   DTNN_CHECK(o.batch_size >= 1, "--batch_size must be at least 1 (got ", o.batch_size, ")");
-  DTNN_CHECK(o.threads >= 1, "--threads must be at least 1 (got ", o.threads, ")");
+  DTNN_CHECK(o.threads >= 1 && o.threads <= 1024, "--threads must be in [1, 1024] (got ", o.threads, ")");
+  DTNN_CHECK(o.samples >= 1, "--samples must be at least 1 (got ", o.samples, ")");
+  DTNN_CHECK(!o.list || o.json_path.empty(), "--json records measurements; --list measures nothing");
   DTNN_CHECK(!plan.conv_problems.empty(), "model ", o.model, " has no convolution layers");
   const Layout layout = parse_layout(o.tensor_format);
   const std::vector<LayerProblem> layers = distinct_problems(plan, o.batch_size, layout);

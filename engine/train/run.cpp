@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -33,13 +34,29 @@ double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+constexpr int kMaxThreads = 1024;
+
 void validate(const TrainOptions& o) {
   DTNN_CHECK(o.batch_size > 0, "--batch_size must be positive (got ", o.batch_size, ")");
   DTNN_CHECK(o.num_epochs >= 0, "--num_epochs must be non-negative (got ", o.num_epochs, ")");
   DTNN_CHECK(o.steps_per_epoch >= 0, "--steps_per_epoch must be non-negative (got ", o.steps_per_epoch, ")");
   DTNN_CHECK(o.parallel == "sequential" || o.parallel == "data", "unknown --parallel '", o.parallel,
              "' (known: sequential, data)");
-  DTNN_CHECK(o.threads >= 0, "--threads must be positive (got ", o.threads, ")");
+  DTNN_CHECK(o.threads >= 0 && o.threads <= kMaxThreads, "--threads must be in [0, ", kMaxThreads, "] (got ",
+             o.threads, "; 0 picks one per core)");
+  DTNN_CHECK(!o.evaluate_only || !o.weights_and_bias_filename.empty(),
+             "--evaluate_only needs --weights_and_bias_filename (the weights to evaluate)");
+  DTNN_CHECK(!o.evaluate_only || std::filesystem::exists(o.weights_and_bias_filename), "--evaluate_only: weights file ",
+             o.weights_and_bias_filename, " does not exist");
+  // Output files are checked before training, not found unwritable after it.
+  for (const auto& [option, path] : {std::pair<const char*, const std::string&>{"--report", o.report},
+                                     {"--history_file", o.history_file},
+                                     {"--weights_and_bias_filename", o.weights_and_bias_filename},
+                                     {"--checkpoint_file", o.checkpoint_file}}) {
+    if (path.empty()) continue;
+    const std::filesystem::path dir = std::filesystem::absolute(path).parent_path();
+    DTNN_CHECK(std::filesystem::is_directory(dir), option, "=", path, ": directory ", dir.string(), " does not exist");
+  }
   DTNN_CHECK(o.crop_images_size == 0, "--crop_images_size (PyDTNN's corner-zeroing roll) is not supported: use "
              "--crop_images with --crop_images_padding=P (zero-pad by P, random crop of the original size)");
   DTNN_CHECK(o.flip_images_prob >= 0 && o.flip_images_prob <= 1, "--flip_images_prob must be in [0, 1] (got ",
@@ -48,6 +65,8 @@ void validate(const TrainOptions& o) {
              o.crop_images_prob, ")");
   DTNN_CHECK(o.crop_images_padding >= 0, "--crop_images_padding must be non-negative (got ", o.crop_images_padding,
              ")");
+  DTNN_CHECK(std::isfinite(o.optimizer.learning_rate), "--learning_rate must be finite (got ",
+             o.optimizer.learning_rate, ")");
   dataset_shape(o.dataset_name);  // an unknown --dataset fails before the model is built
   const std::string format = resolved_tensor_format(o);
   DTNN_CHECK(format == "NHWC" || format == "NCHW" || format == "nhwc" || format == "nchw", "unknown --tensor_format '",
@@ -62,8 +81,14 @@ void validate(const TrainOptions& o) {
 std::unique_ptr<Dataset> open_dataset(const TrainOptions& o, const Model& model) {
   DatasetShape shape = dataset_shape(o.dataset_name);
   const Shape in = model.input_shape();  // per sample: (h, w, c) in NHWC, (c, h, w) in NCHW
+  const bool nchw = model.layout() == Layout::nchw;
+  if (in.rank() == 3 && !o.pad_to_cifar) {  // synthetic data takes the model's image size, not its channels
+    const int64_t c = nchw ? in[0] : in[2];
+    DTNN_CHECK(c == shape.c, "model ", o.model_name, " takes ", c, "-channel images, dataset ", shape.name, " has ",
+               shape.c, "-channel ", shape.h, "x", shape.w, " images",
+               shape.name == "mnist" && c == 3 ? " (--pad_to_cifar makes MNIST files 32x32x3)" : "");
+  }
   if (in.rank() == 3 && (o.use_synthetic_data || shape.name == "imagenet")) {
-    const bool nchw = model.layout() == Layout::nchw;
     shape.h = nchw ? in[1] : in[0];
     shape.w = nchw ? in[2] : in[1];
   }

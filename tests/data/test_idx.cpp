@@ -101,6 +101,12 @@ TEST_CASE("idx: bad files give one clear error naming the file", "[data]") {
   CHECK(truncated.find("truncated") != std::string::npos);
   CHECK(truncated.find(path) != std::string::npos);
 
+  // 50,000,000 declared 28x28 images (39 GB), 200 present: reported as truncated, before 39 GB are
+  // allocated (the data is read in chunks).
+  write_plain(path, idx_bytes(8, {50000000, 28, 28}, std::vector<uint8_t>(200 * 784, 1)));
+  const std::string short_data = error_of([&] { read_idx_u8(path, 3); });
+  CHECK(short_data.find("truncated file: the data has 156800 of 39200000000 bytes") != std::string::npos);
+
   auto trailing = good;
   trailing.push_back(0);
   write_plain(path, trailing);

@@ -422,6 +422,12 @@ TEST_CASE("npz: corrupt or missing input throws NpzError", "[io][npz]") {
     std::string msg = read_error(bad.path);
     CHECK_THAT(msg, Catch::StartsWith("dtnn: " + bad.path + ": ") && Catch::Contains("cannot open"));
   }
+  SECTION("a directory is refused by name (it opens, then read as garbage or exhausted memory)") {
+    fs::create_directories(bad.path);
+    CHECK_THAT(read_error(bad.path), Catch::StartsWith("dtnn: " + bad.path + ": ") && Catch::Contains("is a directory"));
+    CHECK_THROWS_WITH(dtnn::io::read_npz_info(bad.path), Catch::Contains("is a directory"));
+    fs::remove(bad.path);
+  }
   SECTION("random bytes are not a zip archive") {
     std::vector<uint8_t> junk(4096);
     for (auto& c : junk) c = static_cast<uint8_t>(lcg() >> 24);
