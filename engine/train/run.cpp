@@ -44,10 +44,11 @@ void validate(const TrainOptions& o) {
              "' (known: sequential, data)");
   DTNN_CHECK(o.threads >= 0 && o.threads <= kMaxThreads, "--threads must be in [0, ", kMaxThreads, "] (got ",
              o.threads, "; 0 picks one per core)");
-  DTNN_CHECK(!o.evaluate_only || !o.weights_and_bias_filename.empty(),
-             "--evaluate_only needs --weights_and_bias_filename (the weights to evaluate)");
-  DTNN_CHECK(!o.evaluate_only || std::filesystem::exists(o.weights_and_bias_filename), "--evaluate_only: weights file ",
-             o.weights_and_bias_filename, " does not exist");
+  DTNN_CHECK(!o.evaluate_only || !o.weights_and_bias_filename.empty() || !o.resume_from.empty(),
+             "--evaluate_only needs the weights to evaluate (--weights_and_bias_filename or --resume_from)");
+  DTNN_CHECK(!o.evaluate_only || o.weights_and_bias_filename.empty() ||
+                 std::filesystem::exists(o.weights_and_bias_filename),
+             "--evaluate_only: weights file ", o.weights_and_bias_filename, " does not exist");
   // Output files are checked before training, not found unwritable after it.
   for (const auto& [option, path] : {std::pair<const char*, const std::string&>{"--report", o.report},
                                      {"--history_file", o.history_file},
