@@ -79,14 +79,53 @@ TEST_CASE("training: the same seed and threads give bit-identical runs, another 
   CHECK(c.params != a.params);
 }
 
-TEST_CASE("training: NHWC and NCHW simplemlp runs agree (layout only changes conv storage)", "[train]") {
-  auto data = make_synthetic(dataset_shape("mnist"), 0);
+namespace {
+
+// Synthetic data fills storage order whatever the layout; this one stores the same logical images in
+// either layout (generated as NHWC, transposed for NCHW).
+class SameImages final : public Dataset {
+ public:
+  explicit SameImages(std::unique_ptr<Dataset> inner) : inner_(std::move(inner)) {}
+  const DatasetShape& shape() const override { return inner_->shape(); }
+  int64_t count(Pool pool) const override { return inner_->count(pool); }
+  void load_batch(Pool pool, const int64_t* indices, int64_t count, Layout layout, float* x, float* y) const override {
+    const DatasetShape& s = shape();
+    const int64_t size = s.h * s.w * s.c;
+    nhwc_.resize(static_cast<size_t>(count * size));
+    inner_->load_batch(pool, indices, count, Layout::nhwc, layout == Layout::nchw ? nhwc_.data() : x, y);
+    if (layout != Layout::nchw) return;
+    for (int64_t b = 0; b < count; ++b)
+      for (int64_t c = 0; c < s.c; ++c)
+        for (int64_t hw = 0; hw < s.h * s.w; ++hw) x[b * size + c * s.h * s.w + hw] = nhwc_[b * size + hw * s.c + c];
+  }
+
+ private:
+  std::unique_ptr<Dataset> inner_;
+  mutable std::vector<float> nhwc_;
+};
+
+}  // namespace
+
+// simplemlp would agree trivially (no layout-dependent layer); simplecnn's layouts are different functions
+// (its Flatten sees HWC or CHW order under the same FC weights). resnet20 flattens a 1x1 global pool, so
+// both layouts compute the same function of the same logical weights.
+TEST_CASE("training: NHWC and NCHW resnet20 runs agree (layout only changes storage)", "[train]") {
+  const SameImages data_(make_synthetic(dataset_shape("cifar10"), 0));
+  const Dataset* data = &data_;
   TrainOptions o;
-  o.steps_per_epoch = 5;
-  const Result a = train("simplemlp", o, *data, 1);
+  o.steps_per_epoch = 3;
+  o.batch_size = 16;
+  o.optimizer.name = "sgd";
+  const Result a = train("resnet20_cifar10", o, *data, 1);
   o.tensor_format = "NCHW";
-  const Result b = train("simplemlp", o, *data, 1);
-  CHECK(test::max_rel_error(a.params.data(), b.params.data(), static_cast<int64_t>(a.params.size())) < 1e-6);
+  const Result b = train("resnet20_cifar10", o, *data, 1);
+  CHECK(a.epochs[0].train.values[0] == Approx(b.epochs[0].train.values[0]).epsilon(1e-5));
+  // The slabs hold the same values in layout-dependent orders: compared sorted. Summation orders differ
+  // by layout, and batch normalization over 16 samples amplifies that: 2.4e-4 measured after 3 steps.
+  std::vector<float> pa = a.params, pb = b.params;
+  std::sort(pa.begin(), pa.end());
+  std::sort(pb.begin(), pb.end());
+  CHECK(test::max_rel_error(pa.data(), pb.data(), static_cast<int64_t>(pa.size())) < 1e-3);
 }
 
 TEST_CASE("cli: a short run writes the report, history and a numpy-readable weights file", "[cli]") {
