@@ -64,8 +64,6 @@ struct Ref {
   }
 };
 
-int64_t g_cancellation_passes = 0;  // how many checks needed the cancellation clause (reported at the end)
-
 bool close_enough(const Mat& got, const Ref& ref) {
   double err = 0.0, scale = 0.0, mag = 0.0;
   for (int64_t i = 0; i < got.rows; ++i)
@@ -78,10 +76,7 @@ bool close_enough(const Mat& got, const Ref& ref) {
       mag = std::max(mag, ref.mag[idx]);
     }
   if (err <= kTol * scale) return true;
-  if (err <= 1e-6 * mag) {
-    ++g_cancellation_passes;
-    return true;
-  }
+  if (err <= 1e-6 * mag) return true;
   UNSCOPED_INFO("max abs err " << err << ", max |ref| " << scale << ", max sum|terms| " << mag);
   return false;
 }
@@ -231,9 +226,4 @@ TEST_CASE("skinny_gemm reads nothing past exact-size operands", "[skinny_gemm]")
           check_tn(rng, k, n, m, pad, 1.0f);
         }
   g_guard_len = 64;
-}
-
-TEST_CASE("skinny_gemm cancellation-clause report", "[skinny_gemm]") {
-  // Not a check: how many of the comparisons above passed only through the cancellation clause.
-  WARN("checks that needed the cancellation clause: " << g_cancellation_passes);
 }
