@@ -28,6 +28,25 @@ for heading in "# dtnn results report" "## Environments" "## Matrices" "## Run s
   grep -qxF "$heading" "$out/report.md" || fail "report.md lacks the heading '$heading'"
 done
 compgen -G "$out/*.png" > /dev/null || fail "no PNG in $out"
+# The numbers, not only the layout: every ok configuration's median samples/s, computed here from the
+# runs table (statistics.median), must be in its Throughput row as the report formats it (14,450.5).
+"$py" - "$db" "$out/report.md" <<'PY' || fail "report.md's throughput medians differ from the runs table"
+import sqlite3, statistics, sys
+db, report = sys.argv[1], open(sys.argv[2]).read()
+section = report.split("## Throughput", 1)[1].split("\n## ", 1)[0]
+groups = {}
+for model, ranks, threads, sps in sqlite3.connect(db).execute(
+        "SELECT model, ranks, threads, samples_per_s FROM runs WHERE status = 'ok' AND framework = 'dtnn'"):
+    groups.setdefault((model, ranks, threads), []).append(sps)
+bad = 0
+for (model, ranks, threads), values in groups.items():
+    median = f"{statistics.median(values):,.1f}"
+    rows = [r for r in section.splitlines() if f"| {model} |" in r and f"| {ranks} | {threads} |" in r]
+    if not any(f"| {median} |" in r for r in rows):
+        print(f"test_report: {model} ranks {ranks}: median {median} not in {rows}", file=sys.stderr)
+        bad += 1
+sys.exit(1 if bad or not groups else 0)
+PY
 # Ingested convolution benchmarks (the harness.report test stores a `dtnn layers` run): a table and a chart.
 if [ "$("$py" -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT count(*) FROM conv_benchmarks WHERE median_ms IS NOT NULL").fetchone()[0])' "$db")" -gt 0 ]; then
   sed -n '/^## Convolution algorithms per layer/,$p' "$out/report.md" | grep -q '^### ' || fail "no conv algorithm table"
