@@ -90,10 +90,11 @@ std::vector<ConvProblem> problems() {
 }
 
 // Max relative error allowed against the double-accumulating reference. Winograd's transforms add
-// rounding: F(2x2,3x3) stays near 1e-6, F(4x4,3x3) (6x6 tiles, entries up to 1/0.5^4) near 1e-5.
+// rounding: F(2x2,3x3) stays near 1e-6, F(4x4,3x3) (6x6 tiles, entries up to 1/0.5^4) near 1e-5
+// (AVX2 and AVX-512 tiles alike); a wrong transform entry is off by far more.
 double tolerance(const std::string& algo) {
-  if (algo == "cpu.winograd_f2") return 1e-4;
-  if (algo == "cpu.winograd_f4") return 1e-3;
+  if (algo == "cpu.winograd_f2") return 1e-5;
+  if (algo == "cpu.winograd_f4") return 1e-4;
   if (algo == "cpu.onednn") return 1e-4;  // its own summation orders (e.g. a bias gradient near zero)
   return 1e-5;
 }
@@ -270,7 +271,7 @@ TEST_CASE("conv: threaded algorithms give bit-identical results at 1 and 2 threa
       const bool exact_filter = algo->name() != "cpu.winograd_f2" && algo->name() != "cpu.winograd_f4";
       for (int d = 0; d < 4; ++d)
         if (d != 2 || exact_filter) CHECK(out[0][d] == out[1][d]);
-      CHECK(test::max_rel_error(out[1][2].data(), out[0][2].data(), p.w_numel()) < tolerance(name) / 10);
+      CHECK(test::max_rel_error(out[1][2].data(), out[0][2].data(), p.w_numel()) < tolerance(name) / 2);
       ++compared;
     }
   }
