@@ -7,11 +7,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -33,6 +36,8 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
+// SIGINT (Ctrl-C), SIGTERM, SIGHUP (the terminal or ssh session went away), SIGQUIT: see StopSignals.
+constexpr std::array<int, 4> kStopSignals = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 volatile std::sig_atomic_t g_stop_signal = 0;
 extern "C" void on_stop_signal(int sig) { g_stop_signal = sig; }
 
@@ -66,6 +71,10 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
+bool is_error_line(const std::string& line) {
+  return line.rfind("dtnn: ", 0) == 0 || line.rfind("torch_train: ", 0) == 0;
+}
+
 // The line a failed child left behind: its last "dtnn: ..." / "torch_train: ..." line, else its last
 // non-empty line.
 std::string error_line(const std::string& log_path) {
@@ -74,12 +83,34 @@ std::string error_line(const std::string& log_path) {
   while (std::getline(f, line)) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     last = line;
-    if (line.rfind("dtnn: ", 0) == 0 || line.rfind("torch_train: ", 0) == 0 || line.find("Error") != std::string::npos)
-      last_tagged = line;
+    if (is_error_line(line) || line.find("Error") != std::string::npos) last_tagged = line;
   }
   std::string out = last_tagged.empty() ? last : last_tagged;
   if (out.size() > 500) out = out.substr(0, 500) + "...";
   return out;
+}
+
+// Why a child that died by a signal died, if it said so: its last line, only when that line is complete
+// (output cut off by the kill is a fragment of something else, such as the options dump) and is one of its
+// error lines. "" otherwise.
+std::string signal_reason(const std::string& log_path) {
+  const std::string text = read_file(log_path);
+  if (text.empty() || text.back() != '\n') return "";
+  const size_t end = text.find_last_not_of(" \t\r\n");
+  if (end == std::string::npos) return "";
+  const size_t newline = text.rfind('\n', end);
+  const size_t begin = newline == std::string::npos ? 0 : newline + 1;
+  std::string line = text.substr(begin, end + 1 - begin);
+  if (!is_error_line(line)) return "";
+  if (line.size() > 500) line = line.substr(0, 500) + "...";
+  return line;
+}
+
+// A number as the matrix gave it: 1.5 -> "1.5", 300 -> "300".
+std::string number_text(double v) {
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
 }
 
 std::string capture_command(const std::string& cmd) {
@@ -138,17 +169,31 @@ struct ChildResult {
 // timeout or on a stop signal (SIGTERM, then SIGKILL after 5 s).
 ChildResult run_child(const std::vector<std::string>& argv, const std::string& log_path, double timeout_s) {
   const int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (log_fd < 0) fail(log_path, ": cannot create the log file");
+  if (log_fd < 0) fail(log_path, ": cannot create the log file (", std::strerror(errno), ")");
   std::vector<char*> cargv;
   for (const std::string& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
   cargv.push_back(nullptr);
   const pid_t parent = ::getpid();
+  // The child starts with the runner's stop handlers until it execs: a SIGTERM from the runner in that
+  // window would only set the child's copy of the flag. Blocked across fork, reset to the default in the
+  // child, then unblocked: such a signal ends the child at once.
+  sigset_t stop_set, old_mask;
+  sigemptyset(&stop_set);
+  for (const int sig : kStopSignals) sigaddset(&stop_set, sig);
+  ::sigprocmask(SIG_BLOCK, &stop_set, &old_mask);
   const pid_t pid = ::fork();
+  if (pid != 0) ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
   if (pid < 0) {
+    const int err = errno;
     ::close(log_fd);
-    fail("cannot fork a trial process");
+    fail("cannot fork a trial process (", std::strerror(err), ")");
   }
   if (pid == 0) {
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    for (const int sig : kStopSignals) ::sigaction(sig, &dfl, nullptr);
+    ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
     ::setpgid(0, 0);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // a runner killed outright takes its trial with it
     if (::getppid() != parent) ::_exit(127);
@@ -253,6 +298,112 @@ std::vector<std::string> trial_argv(const Matrix& matrix, const Trial& trial, co
   return argv;
 }
 
+// The stop signals (kStopSignals) stop the running trial, which is marked interrupted; the runner then exits
+// 128 + the signal. The previous handlers come back on every way out of the runner (an exception included).
+class StopSignals {
+ public:
+  StopSignals() {
+    g_stop_signal = 0;
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < kStopSignals.size(); ++i) sigaction(kStopSignals[i], &sa, &old_[i]);
+  }
+  ~StopSignals() {
+    for (size_t i = 0; i < kStopSignals.size(); ++i) sigaction(kStopSignals[i], &old_[i], nullptr);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+ private:
+  std::array<struct sigaction, kStopSignals.size()> old_{};
+};
+
+// The database path made absolute, with its directory created; a clear error for a path that cannot be one.
+fs::path prepare_db_path(const std::string& db) {
+  ResultStore::check_path(db);
+  const fs::path path = fs::absolute(db);
+  std::error_code ec;
+  fs::create_directories(path.parent_path(), ec);
+  if (ec) fail(db, ": cannot create the directory ", path.parent_path().string(), " (", ec.message(), ")");
+  return path;
+}
+
+RunStart run_start(int64_t matrix_id, int64_t env_id, const Planned& planned, const std::string& tags,
+                   const std::string& command) {
+  RunStart rs;
+  rs.matrix_id = matrix_id;
+  rs.environment_id = env_id;
+  rs.trial_key = planned.trial.key;
+  rs.label = planned.trial.label;
+  rs.repeat = planned.repeat;
+  rs.params = planned.trial.params;
+  rs.tags = tags;
+  std::map<std::string, std::string> config = planned.trial.params;
+  config.erase("ranks");
+  for (const auto& [name, value] : config) rs.config_key += (rs.config_key.empty() ? "" : ";") + name + "=" + value;
+  rs.command = command;
+  rs.log_path = "(pending)";
+  return rs;
+}
+
+struct Outcome {
+  std::string status, error;  // status "ok": stored with the report already
+};
+
+// Runs one begun run to its outcome: the child, its exit, its report ingested when ok. Throws when the
+// runner itself cannot go on with it (no log file, no fork); the caller marks the run failed then.
+Outcome run_trial(ResultStore& store, int64_t run_id, std::vector<std::string> argv, const std::string& unsupported_why,
+                  const fs::path& log_dir, double timeout_s, double& duration) {
+  const std::string log_path = (log_dir / (std::to_string(run_id) + ".log")).string();
+  const std::string report_path = (log_dir / (std::to_string(run_id) + ".report.json")).string();
+  store.set_log_path(run_id, log_path);
+  if (!unsupported_why.empty()) return {"unsupported", unsupported_why};
+  argv.push_back("--report=" + report_path);
+  {
+    std::ofstream log(log_path);
+    log << "# " << command_string(argv) << "\n";
+  }
+  const auto t0 = Clock::now();
+  const ChildResult child = run_child(argv, log_path, timeout_s);
+  duration = std::chrono::duration<double>(Clock::now() - t0).count();
+  Outcome o;
+  switch (child.kind) {
+    case ChildResult::kInterrupted:
+      o = {"interrupted", "stopped by signal " + std::to_string(g_stop_signal)};
+      break;
+    case ChildResult::kTimeout: {
+      const std::string after = timeout_s < 60 ? number_text(timeout_s) + " s" : format_duration(timeout_s);
+      o = {"timeout", "no result after " + after + " (timeout_s = " + number_text(timeout_s) + ")"};
+      break;
+    }
+    case ChildResult::kSignalled: {
+      const std::string why = signal_reason(log_path);
+      o = {"failed", "killed by signal " + std::to_string(child.code) + (why.empty() ? "" : "; " + why)};
+      break;
+    }
+    case ChildResult::kExited:
+      if (child.code == kUnsupportedExit) {
+        o = {"unsupported", error_line(log_path)};
+      } else if (child.code != 0) {
+        o = {"failed", "exit " + std::to_string(child.code) + ": " + error_line(log_path)};
+      } else if (!fs::exists(report_path)) {
+        o = {"failed", "exit 0 but no report was written"};
+      } else {
+        try {
+          store.finish_run_ok(run_id, read_file(report_path), duration);
+          o = {"ok", ""};
+        } catch (const Error& e) {
+          o = {"failed", e.what()};
+        }
+      }
+      break;
+  }
+  std::error_code ec;
+  fs::remove(report_path, ec);  // the report is stored in the run row
+  return o;
+}
+
 }  // namespace
 
 int run_matrix(const RunnerOptions& options, std::ostream& out) {
@@ -272,8 +423,7 @@ int run_matrix(const RunnerOptions& options, std::ostream& out) {
   }
   if (trials.empty()) fail("no trial of ", matrix.path, " matches the --only filters");
 
-  const fs::path db_path = fs::absolute(options.db_path);
-  fs::create_directories(db_path.parent_path());
+  const fs::path db_path = prepare_db_path(options.db_path);
   ResultStore store = ResultStore::open(db_path.string());
   const int reaped = store.reap_orphaned_runs();
   if (reaped > 0) out << "marked " << reaped << " run(s) of an earlier, killed runner as interrupted\n";
@@ -285,7 +435,11 @@ int run_matrix(const RunnerOptions& options, std::ostream& out) {
   }
   const int64_t env_id = store.add_environment(environment);
   const fs::path log_dir = db_path.parent_path() / "logs" / matrix.name;
-  fs::create_directories(log_dir);
+  {
+    std::error_code ec;
+    fs::create_directories(log_dir, ec);
+    if (ec) fail(log_dir.string(), ": cannot create the log directory (", ec.message(), ")");
+  }
   std::string tags;
   for (const std::string& t : matrix.tags) tags += (tags.empty() ? "" : ",") + t;
   for (const std::string& t : options.tags) tags += (tags.empty() ? "" : ",") + t;
@@ -301,19 +455,16 @@ int run_matrix(const RunnerOptions& options, std::ostream& out) {
   if (options.resume) out << ", " << skipped << " already stored ok";
   out << "; database " << db_path.string() << "\n" << std::flush;
 
-  struct sigaction sa {};
-  sa.sa_handler = on_stop_signal;
-  sigemptyset(&sa.sa_mask);
-  struct sigaction old_int {}, old_term {};
-  sigaction(SIGINT, &sa, &old_int);
-  sigaction(SIGTERM, &sa, &old_term);
-  g_stop_signal = 0;
-
+  const StopSignals stop_signals;
   const bool tty = ::isatty(STDOUT_FILENO);
   const auto start = Clock::now();
   int n_ok = 0, n_failed = 0, n_timeout = 0, n_unsupported = 0;
-  bool interrupted = false;
-  for (size_t i = 0; i < plan.size() && !interrupted; ++i) {
+  int stopped_by = 0;  // the stop signal that ended the runner
+  for (size_t i = 0; i < plan.size() && !stopped_by; ++i) {
+    if (g_stop_signal) {  // between trials: start no other
+      stopped_by = g_stop_signal;
+      break;
+    }
     const Trial& trial = plan[i].trial;
     const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
     const double eta = i == 0 ? NAN : elapsed / static_cast<double>(i) * static_cast<double>(plan.size() - i);
@@ -322,94 +473,32 @@ int run_matrix(const RunnerOptions& options, std::ostream& out) {
         << format_duration(eta) << (tty ? "" : "\n") << std::flush;
 
     std::string unsupported_why;
-    std::vector<std::string> argv = trial_argv(matrix, trial, dtnn_binary, unsupported_why);
-
-    RunStart rs;
-    rs.matrix_id = matrix_id;
-    rs.environment_id = env_id;
-    rs.trial_key = trial.key;
-    rs.label = trial.label;
-    rs.repeat = plan[i].repeat;
-    rs.params = trial.params;
-    rs.tags = tags;
-    {
-      std::map<std::string, std::string> config = trial.params;
-      config.erase("ranks");
-      for (const auto& [name, value] : config) rs.config_key += (rs.config_key.empty() ? "" : ";") + name + "=" + value;
+    const std::vector<std::string> argv = trial_argv(matrix, trial, dtnn_binary, unsupported_why);
+    const int64_t run_id = store.begin_run(run_start(matrix_id, env_id, plan[i], tags, command_string(argv)));
+    // From here on the run is 'running': whatever goes wrong, it gets a final status before the next trial
+    // (a store that cannot even record that ends the runner; the next runner reaps the row).
+    double duration = 0.0;
+    Outcome o;
+    try {
+      o = run_trial(store, run_id, argv, unsupported_why, log_dir, matrix.timeout_s, duration);
+    } catch (const std::exception& e) {
+      o = {"failed", std::string("runner: ") + e.what()};
     }
-    rs.command = command_string(argv);
-    rs.log_path = "(pending)";
-    const int64_t run_id = store.begin_run(rs);
-    const std::string log_path = (log_dir / (std::to_string(run_id) + ".log")).string();
-    const std::string report_path = (log_dir / (std::to_string(run_id) + ".report.json")).string();
-    store.set_log_path(run_id, log_path);
-    if (!unsupported_why.empty()) {
-      store.finish_run(run_id, "unsupported", unsupported_why, 0.0);
-      ++n_unsupported;
-      continue;
-    }
-    argv.push_back("--report=" + report_path);
-    {
-      std::ofstream log(log_path);
-      log << "# " << command_string(argv) << "\n";
-    }
-    const auto t0 = Clock::now();
-    const ChildResult child = run_child(argv, log_path, matrix.timeout_s);
-    const double duration = std::chrono::duration<double>(Clock::now() - t0).count();
-    std::string status, error;
-    switch (child.kind) {
-      case ChildResult::kInterrupted:
-        status = "interrupted";
-        error = "stopped by signal " + std::to_string(g_stop_signal);
-        interrupted = true;
-        break;
-      case ChildResult::kTimeout:
-        status = "timeout";
-        error = "no result after " + format_duration(matrix.timeout_s) + " (timeout_s = " +
-                std::to_string(static_cast<long>(matrix.timeout_s)) + ")";
-        break;
-      case ChildResult::kSignalled:
-        status = "failed";
-        error = "killed by signal " + std::to_string(child.code) + "; " + error_line(log_path);
-        break;
-      case ChildResult::kExited:
-        if (child.code == kUnsupportedExit) {
-          status = "unsupported";
-          error = error_line(log_path);
-        } else if (child.code != 0) {
-          status = "failed";
-          error = "exit " + std::to_string(child.code) + ": " + error_line(log_path);
-        } else if (!fs::exists(report_path)) {
-          status = "failed";
-          error = "exit 0 but no report was written";
-        } else {
-          try {
-            store.finish_run_ok(run_id, read_file(report_path), duration);
-            status = "ok";
-          } catch (const Error& e) {
-            status = "failed";
-            error = e.what();
-          }
-        }
-        break;
-    }
-    std::error_code ec;
-    fs::remove(report_path, ec);  // the report is stored in the run row
-    if (status != "ok") store.finish_run(run_id, status, error, duration);
-    if (status == "ok") ++n_ok;
-    else if (status == "unsupported") ++n_unsupported;
-    else if (status == "timeout") ++n_timeout;
-    else if (status == "failed") ++n_failed;
-    if (status != "ok" && status != "interrupted")
-      out << (tty ? "\r\033[K" : "") << "  run " << run_id << " " << status << ": " << error << "\n" << std::flush;
+    if (o.status == "interrupted") stopped_by = g_stop_signal;
+    if (o.status != "ok") store.finish_run(run_id, o.status, o.error, duration);
+    if (o.status == "ok") ++n_ok;
+    else if (o.status == "unsupported") ++n_unsupported;
+    else if (o.status == "timeout") ++n_timeout;
+    else if (o.status == "failed") ++n_failed;
+    const bool known_beforehand = o.status == "unsupported" && !unsupported_why.empty();  // not news
+    if (o.status != "ok" && o.status != "interrupted" && !known_beforehand)
+      out << (tty ? "\r\033[K" : "") << "  run " << run_id << " " << o.status << ": " << o.error << "\n" << std::flush;
   }
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGTERM, &old_term, nullptr);
   const double total = std::chrono::duration<double>(Clock::now() - start).count();
   out << (tty ? "\r\033[K" : "") << "done in " << format_duration(total) << ": " << n_ok << " ok, " << n_failed
       << " failed, " << n_timeout << " timeout, " << n_unsupported << " unsupported"
-      << (interrupted ? ", interrupted" : "") << "\n";
-  if (interrupted) return 130;
+      << (stopped_by ? ", interrupted by signal " + std::to_string(stopped_by) : std::string()) << "\n";
+  if (stopped_by) return 128 + stopped_by;
   return n_failed + n_timeout > 0 ? 1 : 0;
 }
 

@@ -5,10 +5,13 @@
 // (<db dir>/logs/<matrix>/<run id>.log). The runner is the only writer of the results store: a run row is
 // inserted as 'running' before the child starts and finished in one transaction with the ingested report.
 //
-// Statuses: ok; failed (non-zero exit, the error line kept); timeout; unsupported (the child exits with
-// kUnsupportedExit, or the runner knows beforehand, e.g. a PyTorch trial with 2 ranks); interrupted
-// (SIGINT/SIGTERM: the child's process group is stopped, the run is marked, the runner exits 130).
-// A runner killed outright leaves a 'running' row; the next runner on this host marks it interrupted.
+// Statuses: ok; failed (non-zero exit, the error line kept; killed by a signal, with the child's last line
+// only when it is a complete "dtnn: "/"torch_train: " line; or the runner could not run it, e.g. no log
+// file: "runner: <why>", and the runner goes on with the next trial); timeout; unsupported (the child exits
+// with kUnsupportedExit, or the runner knows beforehand, e.g. a PyTorch trial with 2 ranks); interrupted
+// (SIGINT, SIGTERM, SIGHUP or SIGQUIT: the child's process group is stopped, the run is marked, the runner
+// exits 128 + the signal). A runner killed outright leaves a 'running' row; the next runner on this host
+// marks it interrupted, and `dtnn query runs` shows it as 'running (runner gone)' meanwhile.
 #pragma once
 
 #include <iosfwd>
@@ -33,8 +36,9 @@ struct RunnerOptions {
 // This machine and build as the store records them (host, CPU, libraries, GPU, git commit, env vars).
 StoredEnvironment current_environment();
 
-// Returns the exit code: 0 when every run is ok or unsupported, 1 when any failed or timed out, 130 when
-// interrupted. Throws dtnn::Error for a bad matrix, filter or database.
+// Returns the exit code: 0 when every run is ok or unsupported, 1 when any failed or timed out, 128 + the
+// signal when stopped by one. Throws dtnn::Error for a bad matrix, filter or database path (empty, under a
+// file, not a regular file).
 int run_matrix(const RunnerOptions& options, std::ostream& out);
 
 }  // namespace dtnn

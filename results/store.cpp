@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -15,22 +16,38 @@
 #include "core/error.h"
 #include "results/migrations.h"
 
-// Every SQLite call is checked; the message names the database, the call and SQLite's own words.
-#define DTNN_SQLITE(db, path, expr)                                                                      \
-  do {                                                                                                   \
-    const int dtnn_rc_ = (expr);                                                                         \
-    if (dtnn_rc_ != SQLITE_OK && dtnn_rc_ != SQLITE_ROW && dtnn_rc_ != SQLITE_DONE)                      \
-      ::dtnn::fail(path, ": ", #expr, ": ", (db) ? sqlite3_errmsg(db) : sqlite3_errstr(dtnn_rc_));       \
-  } while (0)
-
 namespace dtnn {
 
 namespace {
+
+namespace fs = std::filesystem;
+
+// Every SQLite call is checked; the message names the database, what was being done (in words: users read
+// it) and SQLite's own words.
+void check_sqlite(sqlite3* db, const std::string& path, const char* doing, int rc) {
+  if (rc != SQLITE_OK && rc != SQLITE_ROW && rc != SQLITE_DONE)
+    fail(path, ": ", doing, ": ", db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+}
 
 std::string this_host() {
   char host[256] = {0};
   if (gethostname(host, sizeof host - 1) != 0) return "unknown";
   return host;
+}
+
+// True when a run's runner was on this host and that process no longer exists (a pid of another host
+// cannot be checked: it counts as alive).
+bool runner_gone(const std::string& host, int64_t pid) {
+  return host == this_host() && pid > 0 && pid != ::getpid() && ::kill(static_cast<pid_t>(pid), 0) != 0 &&
+         errno == ESRCH;
+}
+
+// SQL function dtnn_runner_alive(runner_host, runner_pid), so read-only tools can tell orphaned 'running'
+// rows without writing.
+void runner_alive_sql(sqlite3_context* ctx, int, sqlite3_value** argv) {
+  const unsigned char* host = sqlite3_value_text(argv[0]);
+  const int64_t pid = sqlite3_value_int64(argv[1]);
+  sqlite3_result_int(ctx, runner_gone(host ? reinterpret_cast<const char*>(host) : "", pid) ? 0 : 1);
 }
 
 // A prepared statement bound by position; text columns read back as std::optional<std::string>.
@@ -52,24 +69,25 @@ class Statement {
   Statement& operator=(const Statement&) = delete;
 
   Statement& bind(int i, const std::string& v) {
-    DTNN_SQLITE(db_, path_, sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT));
+    const int n = static_cast<int>(v.size());
+    check_sqlite(db_, path_, "binding a value", sqlite3_bind_text(stmt_, i, v.data(), n, SQLITE_TRANSIENT));
     return *this;
   }
   Statement& bind(int i, const char* v) { return bind(i, std::string(v)); }
   Statement& bind(int i, int64_t v) {
-    DTNN_SQLITE(db_, path_, sqlite3_bind_int64(stmt_, i, v));
+    check_sqlite(db_, path_, "binding a value", sqlite3_bind_int64(stmt_, i, v));
     return *this;
   }
   Statement& bind(int i, int v) { return bind(i, static_cast<int64_t>(v)); }
   Statement& bind(int i, double v) {
-    DTNN_SQLITE(db_, path_, sqlite3_bind_double(stmt_, i, v));
+    check_sqlite(db_, path_, "binding a value", sqlite3_bind_double(stmt_, i, v));
     return *this;
   }
   // std::nullopt binds SQL NULL.
   template <typename T>
   Statement& bind(int i, const std::optional<T>& v) {
     if (v) return bind(i, *v);
-    DTNN_SQLITE(db_, path_, sqlite3_bind_null(stmt_, i));
+    check_sqlite(db_, path_, "binding a value", sqlite3_bind_null(stmt_, i));
     return *this;
   }
   // True while there is a row.
@@ -103,10 +121,11 @@ class Statement {
 class Transaction {
  public:
   Transaction(sqlite3* db, const std::string& path) : db_(db), path_(path) {
-    DTNN_SQLITE(db_, path_, sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr));
+    check_sqlite(db_, path_, "starting a transaction",
+                 sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr));
   }
   void commit() {
-    DTNN_SQLITE(db_, path_, sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr));
+    check_sqlite(db_, path_, "committing", sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr));
     done_ = true;
   }
   ~Transaction() {
@@ -138,7 +157,24 @@ sqlite3* open_db(const std::string& path, int flags) {
   }
   sqlite3_busy_timeout(db, 60000);  // two runners, or a reader during a write: wait, do not fail
   sqlite3_extended_result_codes(db, 1);
+  sqlite3_create_function(db, "dtnn_runner_alive", 2, SQLITE_UTF8, nullptr, runner_alive_sql, nullptr, nullptr);
   return db;
+}
+
+// "file:" URI of an existing database for read-only access that takes no locks and makes no -shm/-wal files
+// (see open_read_only). The path is made absolute and '%', '?' and '#' are escaped as the URI syntax needs.
+std::string immutable_uri(const std::string& path) {
+  std::string uri = "file:";
+  for (const char c : fs::absolute(path).lexically_normal().string()) {
+    if (c == '%' || c == '?' || c == '#') {
+      char buf[4];
+      std::snprintf(buf, sizeof buf, "%%%02X", static_cast<unsigned char>(c));
+      uri += buf;
+    } else {
+      uri += c;
+    }
+  }
+  return uri + "?mode=ro&immutable=1";
 }
 
 bool has_table(sqlite3* db, const std::string& path, const std::string& table) {
@@ -178,10 +214,38 @@ std::string dataset_label(const std::map<std::string, std::string>& params) {
   return std::filesystem::path(path).filename().string();
 }
 
+void ResultStore::check_path(const std::string& path) {
+  if (path.empty()) fail("--db: empty path (expected a results database file)");
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (fs::is_directory(st)) fail(path, ": is a directory, expected a results database file");
+  if (fs::exists(st) && !fs::is_regular_file(st)) fail(path, ": not a regular file (a results database is a file)");
+  if (fs::exists(st)) return;
+  // A new file: the nearest existing ancestor must be a directory (parents are created below it).
+  for (fs::path up = fs::absolute(path, ec).parent_path(); !up.empty(); up = up.parent_path()) {
+    const fs::file_status ust = fs::status(up, ec);
+    if (!fs::exists(ust)) {
+      if (up == up.parent_path()) break;
+      continue;
+    }
+    if (!fs::is_directory(ust)) fail(path, ": ", up.string(), " is not a directory");
+    break;
+  }
+}
+
 ResultStore ResultStore::open(const std::string& path) { return open_at_version(path, latest_version()); }
 
+ResultStore ResultStore::open_existing(const std::string& path) {
+  check_path(path);
+  if (!fs::exists(path)) fail(path, ": no such results database (run `dtnn run` first)");
+  return open(path);
+}
+
 ResultStore ResultStore::open_at_version(const std::string& path, int version) {
+  check_path(path);
+  const bool is_new = !fs::exists(path);
   ResultStore store(open_db(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE), path);
+  store.created_ = is_new;
   exec_sql(store.db_, path, "PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;");
   // Switching to WAL and creating the schema take locks for which SQLite does not always call the busy
   // handler (two runners creating one file at once): retry those steps while the database is busy.
@@ -205,10 +269,21 @@ ResultStore ResultStore::open_at_version(const std::string& path, int version) {
 }
 
 ResultStore ResultStore::open_read_only(const std::string& path) {
-  if (!std::filesystem::exists(path)) fail(path, ": no such results database (run `dtnn run` first)");
+  check_path(path);
+  if (!fs::exists(path)) fail(path, ": no such results database (run `dtnn run` first)");
   ResultStore store(open_db(path, SQLITE_OPEN_READONLY), path);
   exec_sql(store.db_, path, "PRAGMA query_only = ON; PRAGMA foreign_keys = ON;");
-  const int v = stored_version(store.db_, path);
+  int v = 0;
+  try {
+    v = stored_version(store.db_, path);  // the first read: where a WAL database needs its -shm file
+  } catch (const Error&) {
+    const int code = sqlite3_errcode(store.db_) & 0xff;
+    if (code != SQLITE_READONLY && code != SQLITE_CANTOPEN) throw;
+    // The -shm/-wal files cannot be created here: read the main file as immutable (see store.h).
+    store = ResultStore(open_db(immutable_uri(path), SQLITE_OPEN_READONLY | SQLITE_OPEN_URI), path);
+    exec_sql(store.db_, path, "PRAGMA query_only = ON; PRAGMA foreign_keys = ON;");
+    v = stored_version(store.db_, path);
+  }
   if (v == 0) fail(path, ": not a dtnn results database");
   if (v != latest_version())
     fail(path, ": schema version ", v, ", this dtnn reads version ", latest_version(),
@@ -216,7 +291,8 @@ ResultStore ResultStore::open_read_only(const std::string& path) {
   return store;
 }
 
-ResultStore::ResultStore(ResultStore&& other) noexcept : db_(other.db_), path_(std::move(other.path_)) {
+ResultStore::ResultStore(ResultStore&& other) noexcept
+    : db_(other.db_), path_(std::move(other.path_)), created_(other.created_) {
   other.db_ = nullptr;
 }
 
@@ -225,6 +301,7 @@ ResultStore& ResultStore::operator=(ResultStore&& other) noexcept {
     sqlite3_close(db_);
     db_ = other.db_;
     path_ = std::move(other.path_);
+    created_ = other.created_;
     other.db_ = nullptr;
   }
   return *this;
@@ -333,21 +410,30 @@ void ResultStore::set_log_path(int64_t run_id, const std::string& log_path) {
   st.bind(1, log_path).bind(2, run_id).run();
 }
 
-void ResultStore::add_conv_benchmarks(int64_t environment_id, const std::vector<ConvBenchmarkRow>& rows) {
+std::vector<bool> ResultStore::add_conv_benchmarks(int64_t environment_id, const std::vector<ConvBenchmarkRow>& rows) {
+  std::vector<bool> stored;
   Transaction tx(db_, path_);
   for (const ConvBenchmarkRow& r : rows) {
+    // Skipped when an equal row (every field but the file name, which may be spelt differently) is stored:
+    // ingesting one file twice adds nothing. Equal doubles: both were parsed from the same JSON text.
     Statement st(db_, path_,
                  "INSERT INTO conv_benchmarks (environment_id, source, file, model, layer, problem, algorithm, "
                  "direction, device, threads, tf32, median_ms, min_ms, max_ms, gflops, declined) "
-                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+                 "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16 WHERE NOT EXISTS ("
+                 "SELECT 1 FROM conv_benchmarks WHERE environment_id = ?1 AND source = ?2 AND model = ?4 AND "
+                 "layer IS ?5 AND problem = ?6 AND algorithm = ?7 AND direction = ?8 AND device = ?9 AND "
+                 "threads = ?10 AND tf32 = ?11 AND median_ms IS ?12 AND min_ms IS ?13 AND max_ms IS ?14 AND "
+                 "gflops IS ?15 AND declined IS ?16)");
     st.bind(1, environment_id).bind(2, r.source).bind(3, r.file).bind(4, r.model).bind(5, r.layer);
     st.bind(6, r.problem).bind(7, r.algorithm).bind(8, r.direction).bind(9, r.device);
     st.bind(10, static_cast<int64_t>(r.threads)).bind(11, static_cast<int64_t>(r.tf32 ? 1 : 0));
     st.bind(12, r.median_ms).bind(13, r.min_ms).bind(14, r.max_ms).bind(15, r.gflops);
     st.bind(16, r.declined.empty() ? std::optional<std::string>() : std::optional<std::string>(r.declined));
     st.run();
+    stored.push_back(sqlite3_changes(db_) == 1);
   }
   tx.commit();
+  return stored;
 }
 
 void ResultStore::finish_run_ok(int64_t run_id, const std::string& report_json, double duration_s) {
@@ -431,11 +517,12 @@ int ResultStore::reap_orphaned_runs() {
   Transaction tx(db_, path_);
   std::vector<std::pair<int64_t, int64_t>> gone;
   {
+    const std::string host = this_host();
     Statement sel(db_, path_, "SELECT id, runner_pid FROM runs WHERE status = 'running' AND runner_host = ?");
-    sel.bind(1, this_host());
+    sel.bind(1, host);
     while (sel.step()) {
-      const auto pid = static_cast<pid_t>(sel.int_column(1));
-      if (pid != ::getpid() && ::kill(pid, 0) != 0 && errno == ESRCH) gone.emplace_back(sel.int_column(0), pid);
+      const int64_t pid = sel.int_column(1);
+      if (runner_gone(host, pid)) gone.emplace_back(sel.int_column(0), pid);
     }
   }
   for (const auto& [id, pid] : gone) {

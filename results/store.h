@@ -5,9 +5,13 @@
 // The runner is the only writer. Every write is one transaction: a run is inserted as 'running' before
 // its process starts and finished (status, error, the report's epochs and layers) in one transaction, so a
 // killed runner leaves at most a 'running' row, which the next writer marks 'interrupted' once the
-// runner process that owns it is gone. Readers (query, compare, check, report) open the file read-only.
+// runner process that owns it is gone. Readers (query, compare, report) open the file read-only; SQL run
+// through a store can ask dtnn_runner_alive(runner_host, runner_pid) whether a 'running' row still has its
+// runner (0 only when the host is this one and the process is gone), so read-only tools can show orphans
+// without writing.
 //
-// Errors (SQLite failures, a malformed report) are dtnn::Error naming the database file and the call.
+// Errors (SQLite failures, a malformed report) are dtnn::Error naming the database file and, in words, what
+// was being done ("<db>: committing: disk I/O error").
 #pragma once
 
 #include <cstdint>
@@ -60,10 +64,21 @@ struct QueryResult {
 
 class ResultStore {
  public:
+  // Throws a one-line dtnn::Error when `path` cannot be a results database file: empty ("--db: empty
+  // path"), a directory or another non-regular file (/dev/null), or under a parent that is not a directory.
+  // The open functions call it; callers that create directories for the database call it first.
+  static void check_path(const std::string& path);
   // Opens (creating if needed) for writing and applies pending migrations. Throws when the file is not a
   // dtnn database or its schema is newer than this build knows.
   static ResultStore open(const std::string& path);
+  // As open, but a missing file is an error ("no such results database"), for tools that only add to
+  // existing results (check).
+  static ResultStore open_existing(const std::string& path);
   // Opens an existing database read-only (SQLITE_OPEN_READONLY and PRAGMA query_only): writes are refused.
+  // A WAL database whose -shm/-wal files cannot be created (a read-only directory, another user's files) is
+  // opened again as immutable (URI immutable=1): SQLite then takes no locks and ignores a -wal file, which
+  // is safe because nothing can be writing where those files cannot even be created, and a cleanly closed
+  // WAL database keeps every committed row in the main file.
   static ResultStore open_read_only(const std::string& path);
   // For migration tests: opens for writing and applies migrations only up to `version`.
   static ResultStore open_at_version(const std::string& path, int version);
@@ -75,6 +90,7 @@ class ResultStore {
   static int latest_version();
   int version() const;
   const std::string& path() const { return path_; }
+  bool created() const { return created_; }  // open() made a new file (there were no results)
 
   int64_t add_matrix(const std::string& name, const std::string& file, const std::string& hash,
                      const std::string& text);  // returns the existing id for the same name and hash
@@ -96,8 +112,10 @@ class ResultStore {
   // Number of runs with status ok for this matrix, environment and trial key (what --resume skips).
   int count_ok_runs(int64_t matrix_id, int64_t environment_id, const std::string& trial_key);
 
-  // Inserts convolution benchmark rows in one transaction (all or none).
-  void add_conv_benchmarks(int64_t environment_id, const std::vector<ConvBenchmarkRow>& rows);
+  // Inserts convolution benchmark rows in one transaction (all or none). A row equal in every field to one
+  // already stored for this environment (the same file ingested twice) is skipped: returns, per row,
+  // whether it was stored.
+  std::vector<bool> add_conv_benchmarks(int64_t environment_id, const std::vector<ConvBenchmarkRow>& rows);
 
   // Replaces the targets table (from analysis/targets.toml).
   struct Target {
@@ -117,6 +135,7 @@ class ResultStore {
   void migrate(int up_to);
   sqlite3* db_ = nullptr;
   std::string path_;
+  bool created_ = false;
 };
 
 // The dataset label of a trial, as targets and tables name datasets: "synthetic-<dataset>" for synthetic

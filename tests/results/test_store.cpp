@@ -158,6 +158,26 @@ TEST_CASE("store: files that are not (this version of) a dtnn database are refus
   CHECK_THROWS_WITH(dtnn::ResultStore::open_read_only(future), Contains("schema version 99"));
 }
 
+TEST_CASE("store: paths that cannot be a database file are refused in one clear line", "[store]") {
+  const std::string file = fresh_db("plain");
+  std::ofstream(file) << "x";
+  CHECK_THROWS_WITH(dtnn::ResultStore::open(""), "--db: empty path (expected a results database file)");
+  CHECK_THROWS_WITH(dtnn::ResultStore::open("/dev/null"),
+                    "/dev/null: not a regular file (a results database is a file)");
+  CHECK_THROWS_WITH(dtnn::ResultStore::open(file + "/x.db"), file + "/x.db: " + file + " is not a directory");
+  CHECK_THROWS_WITH(dtnn::ResultStore::open_read_only("/tmp"),
+                    "/tmp: is a directory, expected a results database file");
+  fs::remove(file);
+}
+
+TEST_CASE("store: SQLite errors say in words what was being done", "[store]") {
+  Fixture f("words");
+  f.store.exec("BEGIN");  // a transaction left open: the store's own cannot start
+  CHECK_THROWS_WITH(f.store.add_matrix("n", "n.toml", "hash2", "name = \"n\"\n"),
+                    f.path + ": starting a transaction: cannot start a transaction within a transaction");
+  f.store.exec("ROLLBACK");
+}
+
 TEST_CASE("store: a good report is ingested with its epochs and layers", "[store]") {
   Fixture f("ingest");
   const int64_t id = f.begin("k");
