@@ -81,7 +81,10 @@ std::vector<ResultStore::Target> load_targets(const std::string& path) {
 
 CheckCounts check_targets(ResultStore& store, const std::string& targets_path, const std::string& selection,
                           std::ostream& out) {
-  store.replace_targets(load_targets(targets_path));
+  // A check of nothing must not pass: a mistyped --db (which open() has just created) or --select.
+  if (store.created()) fail(store.path(), ": no such results database (run `dtnn run` first)");
+  const std::vector<ResultStore::Target> targets = load_targets(targets_path);
+  store.replace_targets(targets);
   const std::string where_sql = selection.empty() ? "" : " AND " + selection_sql(selection);
   const QueryResult q = store.query(
       "SELECT r.id, r.framework, r.model, r.dataset, r.num_epochs, r.optimizer, t.metric, "
@@ -90,6 +93,10 @@ CheckCounts check_targets(ResultStore& store, const std::string& targets_path, c
       "LEFT JOIN targets t ON t.model = r.model AND t.dataset = r.dataset "
       "AND (t.num_epochs = 0 OR t.num_epochs = r.num_epochs) AND (t.optimizer = '' OR t.optimizer = r.optimizer) "
       "WHERE r.status = 'ok'" + where_sql + " ORDER BY r.id, t.id");
+  if (q.rows.empty()) {
+    if (selection.empty()) fail(store.path(), ": no ok runs to check");
+    fail(store.path(), ": no ok run matches --select ", selection);
+  }
   CheckCounts counts;
   char line[512];
   std::snprintf(line, sizeof line, "%6s %-8s %-10s %-14s %6s %-5s %-14s %8s %8s  %s\n", "run", "framework", "model",

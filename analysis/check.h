@@ -24,7 +24,8 @@ struct CheckCounts {
 };
 
 // Loads the targets into the store and prints one line per ok run matching `selection` (all runs when
-// empty): pass, fail or no target.
+// empty): pass, fail or no target. Checking nothing is an error, not a pass: a store that open() has just
+// created ("no such results database") or no ok run in the selection (the message names it).
 CheckCounts check_targets(ResultStore& store, const std::string& targets_path, const std::string& selection,
                           std::ostream& out);
 

@@ -263,8 +263,10 @@ int main(int argc, char** argv) {
   CLI::App* run = app.add_subcommand("run", "Run an experiment matrix (experiments/*.toml) into the results store");
   run->add_option("matrix", run_options.matrix_path, "Matrix file")->required();
   run->add_option("--db", run_options.db_path, "Results database")->capture_default_str();
-  run->add_flag("--resume", run_options.resume, "Skip runs already stored ok for this matrix and environment");
-  run->add_flag("--dry-run", run_options.dry_run, "Print the expanded trials and their count; run nothing");
+  run->add_flag("--resume", run_options.resume, "Skip runs already stored ok for this matrix and environment")
+      ->disable_flag_override();
+  run->add_flag("--dry-run", run_options.dry_run, "Print the expanded trials and their count; run nothing")
+      ->disable_flag_override();
   run->add_option("--only", run_options.only, "Run only trials with this name=value (repeatable)")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   run->add_option("--tag", run_options.tags, "Tag every run (repeatable); compare selects by tag=")
@@ -339,7 +341,7 @@ int main(int argc, char** argv) {
     if (run->parsed()) return dtnn::run_matrix(run_options, std::cout);
     if (query->parsed()) return cmd_query(db, query_what, format);
     if (check->parsed()) {
-      dtnn::ResultStore store = dtnn::ResultStore::open(db);
+      dtnn::ResultStore store = dtnn::ResultStore::open_existing(db);
       return dtnn::check_targets(store, targets, select, std::cout).fail > 0 ? 1 : 0;
     }
     if (compare->parsed()) {
