@@ -3,11 +3,17 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <climits>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <ostream>
 #include <sstream>
 
+#include "conv/conv_algorithm.h"
 #include "conv/conv_problem.h"
 #include "core/error.h"
 #include "experiments/runner.h"
@@ -17,26 +23,61 @@ namespace {
 
 using json = nlohmann::json;
 
-double to_ms(double value, const std::string& unit) {
+// Google Benchmark's time units; anything else is an error (a guessed unit would store wrong times).
+double to_ms(double value, const std::string& unit, const std::string& where) {
   if (unit == "ns") return value * 1e-6;
   if (unit == "us") return value * 1e-3;
+  if (unit == "ms") return value;
   if (unit == "s") return value * 1e3;
-  return value;  // ms
+  fail(where, ": unknown time_unit '", unit, "' (ns, us, ms or s)");
 }
 
+bool is_direction(const std::string& d) { return d == "fwd" || d == "bwd_data" || d == "bwd_filter"; }
+
+// A time or rate that cannot be negative; `where` names the file and the case or layer.
+double non_negative(double v, const std::string& where, const std::string& what) {
+  if (v < 0) fail(where, ": negative ", what, " (", v, ")");
+  return v;
+}
+
+// Only algorithms this build registers (the names bench_conv and `dtnn layers` write). A build without CUDA
+// registers no GPU algorithm, so there a GPU name is checked by its form only: "gpu." and a lowercase name.
+void check_algorithm(const std::string& algo, const std::string& where) {
+  std::string known;
+  for (const auto* list : {&conv_algorithms(), &gpu_conv_algorithms()})
+    for (const ConvAlgorithm* a : *list) {
+      if (a->name() == algo) return;
+      known += (known.empty() ? "" : ", ") + std::string(a->name());
+    }
+  const bool gpu_form = algo.rfind("gpu.", 0) == 0 && algo.size() > 4 &&
+                        algo.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_.", 4) == std::string::npos;
+  if (gpu_conv_algorithms().empty() && gpu_form) return;
+  fail(where, ": unknown convolution algorithm '", algo, "' (known: ", known,
+       gpu_conv_algorithms().empty() ? "; GPU ones as gpu.<name>" : "", ")");
+}
+
+struct Case {
+  std::string algo, dir, problem;
+  int threads = 0;
+};
+
 // "cpu.convgemm/fwd/n64_.../threads:2" or "gpu.cudnn.fft/bwd_data/n64_...": algorithm, dir, problem, threads.
-bool split_case(const std::string& name, std::string* algo, std::string* dir, std::string* problem, int* threads) {
+// Throws naming the file and the case when the name is not of that form.
+Case split_case(const std::string& name, const std::string& path) {
   std::vector<std::string> parts;
   std::stringstream ss(name);
   for (std::string p; std::getline(ss, p, '/');) parts.push_back(p);
-  if (parts.size() < 3) return false;
-  *algo = parts[0];
-  *dir = parts[1];
-  *problem = parts[2];
-  *threads = 0;
-  for (size_t i = 3; i < parts.size(); ++i)
-    if (parts[i].rfind("threads:", 0) == 0) *threads = std::stoi(parts[i].substr(8));
-  return *dir == "fwd" || *dir == "bwd_data" || *dir == "bwd_filter";
+  if (parts.size() < 3 || !is_direction(parts[1]))
+    fail(path, ": benchmark '", name, "' is not a bench_conv case (<algorithm>/<dir>/<problem>)");
+  Case c{parts[0], parts[1], parts[2], 0};
+  for (size_t i = 3; i < parts.size(); ++i) {
+    if (parts[i].rfind("threads:", 0) != 0) continue;
+    const std::string v = parts[i].substr(8);
+    const auto r = std::from_chars(v.data(), v.data() + v.size(), c.threads);
+    if (v.empty() || r.ec != std::errc() || r.ptr != v.data() + v.size() || c.threads < 0)
+      fail(path, ": benchmark '", name, "': threads '", v, "' is not a non-negative integer (up to ", INT_MAX, ")");
+  }
+  return c;
 }
 
 std::vector<ConvBenchmarkRow> from_google_benchmark(const json& j, const std::string& path) {
@@ -49,10 +90,14 @@ std::vector<ConvBenchmarkRow> from_google_benchmark(const json& j, const std::st
   std::vector<std::string> order;
   for (const json& b : j.at("benchmarks")) {
     const std::string run_name = b.value("run_name", b.value("name", ""));
+    const std::string where = path + ": benchmark '" + run_name + "'";
+    const Case c = split_case(run_name, path);
+    check_algorithm(c.algo, where);
     ConvBenchmarkRow row;
-    int threads = 0;
-    if (!split_case(run_name, &row.algorithm, &row.direction, &row.problem, &threads))
-      fail(path, ": benchmark '", run_name, "' is not a bench_conv case (<algorithm>/<dir>/<problem>)");
+    row.algorithm = c.algo;
+    row.direction = c.dir;
+    row.problem = c.problem;
+    const int threads = c.threads;
     try {
       ConvProblem::parse(row.problem);
     } catch (const Error& e) {
@@ -73,10 +118,11 @@ std::vector<ConvBenchmarkRow> from_google_benchmark(const json& j, const std::st
       continue;
     }
     const std::string unit = b.value("time_unit", "ns");
-    const double ms = to_ms(b.at("real_time").get<double>(), unit);
+    const double ms = non_negative(to_ms(b.at("real_time").get<double>(), unit, where), where, "real_time");
     // bench_conv's counter "FLOP/s" (Google Benchmark stores rates unscaled).
     const std::optional<double> rate =
-        b.contains("FLOP/s") ? std::optional<double>(b["FLOP/s"].get<double>() * 1e-9) : std::nullopt;
+        b.contains("FLOP/s") ? std::optional<double>(non_negative(b["FLOP/s"].get<double>(), where, "FLOP/s") * 1e-9)
+                             : std::nullopt;
     if (b.value("run_type", "iteration") == "aggregate") {
       if (b.value("aggregate_name", "") == "median") {
         a.median = ms;
@@ -109,6 +155,7 @@ std::vector<ConvBenchmarkRow> from_layers(const json& j, const std::string& path
   const bool gpu = j.contains("device");
   const bool tf32 = j.value("tf32", false);
   const int threads = gpu ? 0 : j.value("threads", 1);
+  if (threads < 0) fail(path, ": negative threads (", threads, ")");
   for (const json& l : j.at("layers")) {
     ConvBenchmarkRow base;
     base.source = "dtnn_layers";
@@ -118,6 +165,10 @@ std::vector<ConvBenchmarkRow> from_layers(const json& j, const std::string& path
     base.problem = l.at("problem").get<std::string>();
     base.algorithm = l.at("algorithm").get<std::string>();
     base.device = gpu ? "gpu" : "cpu";
+    const std::string where = path + ": layer " + std::to_string(*base.layer) + " " + base.algorithm;
+    check_algorithm(base.algorithm, where);
+    if ((base.algorithm.rfind("gpu.", 0) == 0) != gpu)
+      fail(where, ": a ", gpu ? "CPU" : "GPU", " algorithm in a ", gpu ? "GPU" : "CPU", " file");
     base.threads = threads;
     base.tf32 = tf32;
     ConvProblem p;
@@ -133,12 +184,15 @@ std::vector<ConvBenchmarkRow> from_layers(const json& j, const std::string& path
     if (gpu) {  // one row per algorithm and direction
       ConvBenchmarkRow r = base;
       r.direction = l.at("direction").get<std::string>();
+      if (!is_direction(r.direction))
+        fail(where, ": unknown direction '", r.direction, "' (fwd, bwd_data or bwd_filter)");
       if (l.contains("declined")) {
         r.declined = l["declined"].get<std::string>();
       } else {
-        r.median_ms = l.at("ms").get<double>();
-        r.min_ms = l.at("min_ms").get<double>();
-        r.max_ms = l.at("max_ms").get<double>();
+        const std::string w = where + " " + r.direction;
+        r.median_ms = non_negative(l.at("ms").get<double>(), w, "ms");
+        r.min_ms = non_negative(l.at("min_ms").get<double>(), w, "min_ms");
+        r.max_ms = non_negative(l.at("max_ms").get<double>(), w, "max_ms");
         r.gflops = rate(r.direction, *r.median_ms);
       }
       rows.push_back(r);
@@ -151,9 +205,9 @@ std::vector<ConvBenchmarkRow> from_layers(const json& j, const std::string& path
         r.declined = l["declined"].get<std::string>();
       } else {
         const std::string d = dir;
-        r.median_ms = l.at(d + "_ms").get<double>();
-        r.min_ms = l.at(d + "_min_ms").get<double>();
-        r.max_ms = l.at(d + "_max_ms").get<double>();
+        r.median_ms = non_negative(l.at(d + "_ms").get<double>(), where, d + "_ms");
+        r.min_ms = non_negative(l.at(d + "_min_ms").get<double>(), where, d + "_min_ms");
+        r.max_ms = non_negative(l.at(d + "_max_ms").get<double>(), where, d + "_max_ms");
         r.gflops = rate(d, *r.median_ms);
       }
       rows.push_back(r);
@@ -164,12 +218,23 @@ std::vector<ConvBenchmarkRow> from_layers(const json& j, const std::string& path
 
 }  // namespace
 
+// The whole file, or an error naming it (a directory would otherwise fail deep in the stream library).
+std::string read_text(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) fail(path, ": is a directory, expected a JSON file");
+  std::ifstream f(path, std::ios::binary);
+  if (!f) fail(path, ": cannot read (", std::strerror(errno), ")");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  if (f.bad()) fail(path, ": cannot read the file");
+  return ss.str();
+}
+
 std::vector<ConvBenchmarkRow> read_conv_benchmarks(const std::string& path) {
-  std::ifstream f(path);
-  DTNN_CHECK(f.good(), path, ": cannot read");
+  const std::string text = read_text(path);
   json j;
   try {
-    j = json::parse(f);
+    j = json::parse(text);
   } catch (const json::exception& e) {
     fail(path, ": not valid JSON (", e.what(), ")");
   }
@@ -190,12 +255,17 @@ int run_ingest(const IngestOptions& o, std::ostream& out) {
   const int64_t env = store.add_environment(current_environment());
   std::vector<ConvBenchmarkRow> rows;
   for (const auto& [file, r] : all) rows.insert(rows.end(), r.begin(), r.end());
-  store.add_conv_benchmarks(env, rows);
+  const std::vector<bool> stored = store.add_conv_benchmarks(env, rows);
+  size_t at = 0;
   for (const auto& [file, r] : all) {
     const size_t declined = std::count_if(r.begin(), r.end(), [](const ConvBenchmarkRow& x) { return !x.declined.empty(); });
+    const size_t skipped = std::count(stored.begin() + at, stored.begin() + at + r.size(), false);
+    at += r.size();
     out << file << ": " << r.size() << " row(s) (" << declined << " declined) from "
         << (r.empty() ? "an empty file" : r.front().source == "bench_conv" ? "bench_conv" : "dtnn layers") << " into "
-        << o.db_path << "\n";
+        << o.db_path;
+    if (skipped > 0) out << ", " << skipped << " of them already stored (skipped)";
+    out << "\n";
   }
   return 0;
 }

@@ -9,8 +9,11 @@
 //   - `dtnn layers --json` output, CPU (per algorithm: fwd/bwd_data/bwd_filter medians, min and max) or
 //     GPU (per algorithm and direction).
 // Every row of one call goes in one transaction with this machine's environment (ingest where the
-// benchmark ran). A file that is unreadable, not JSON or in neither format is an error naming it, and
-// nothing of that call is stored.
+// benchmark ran). A file that is unreadable (or a directory), not JSON or in neither format is an error
+// naming it, and nothing of that call is stored; so is a case or layer with a negative time, rate or thread
+// count, an unknown time_unit or direction, or an algorithm this build does not register (a build without
+// CUDA registers no GPU algorithm and accepts any "gpu.<name>"). Rows already stored for this environment
+// (the same file ingested again) are skipped and counted in the file's line.
 #pragma once
 
 #include <iosfwd>
@@ -29,7 +32,7 @@ struct IngestOptions {
 // The rows one file holds (throws dtnn::Error naming the file when it cannot be read or understood).
 std::vector<ConvBenchmarkRow> read_conv_benchmarks(const std::string& path);
 
-// Returns the exit code (0). Prints one line per file: rows stored and their format.
+// Returns the exit code (0). Prints one line per file: rows read, their format and how many were skipped.
 int run_ingest(const IngestOptions& options, std::ostream& out);
 
 }  // namespace dtnn

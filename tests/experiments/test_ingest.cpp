@@ -98,3 +98,70 @@ TEST_CASE("ingest: unreadable, malformed or foreign files store nothing and fail
   CHECK(one(s, "SELECT median_ms || ' ' || min_ms || ' ' || max_ms || ' ' || gflops FROM conv_benchmarks") ==
         "0.25 0.25 0.25 9.2");
 }
+
+namespace {
+
+// A bench_conv JSON file with one case.
+std::string bench_file(const Dir& d, const std::string& name, const std::string& case_name,
+                       const std::string& fields = R"("real_time": 0.25, "time_unit": "ms")") {
+  std::ofstream(d / name) << R"({"benchmarks": [{"name": ")" << case_name << R"(", "run_type": "iteration", )"
+                          << fields << "}]}";
+  return d / name;
+}
+
+const std::string kProblem = "n4_c8h10w10_k16r3s3_st1x1_pd1x1_dl1x1_g1_nhwc_f32";
+
+}  // namespace
+
+TEST_CASE("ingest: bad cases and layers are refused naming the file and the case", "[ingest]") {
+  Dir d;
+  const std::string ok_case = "cpu.im2row_gemm/fwd/" + kProblem;
+  const struct {
+    std::string file, message;
+  } cases[] = {
+      {bench_file(d, "abc.json", ok_case + "/threads:abc"), "/threads:abc': threads 'abc' is not"},
+      {bench_file(d, "big.json", ok_case + "/threads:99999999999"), "threads '99999999999' is not"},
+      {bench_file(d, "negthreads.json", ok_case + "/threads:-2"), "threads '-2' is not"},
+      {bench_file(d, "negtime.json", ok_case, R"("real_time": -1, "time_unit": "ms")"), "negative real_time"},
+      {bench_file(d, "unit.json", ok_case, R"("real_time": 1, "time_unit": "fortnights")"),
+       "unknown time_unit 'fortnights'"},
+      {bench_file(d, "algo.json", "whatever/fwd/" + kProblem), "unknown convolution algorithm 'whatever'"},
+  };
+  std::ofstream(d / "sideways.json") << R"({"model": "simplecnn", "device": "gpu", "layers": [{"layer": 1, )"
+                                     << R"("problem": ")" << kProblem << R"(", "algorithm": "gpu.cudnn.fft", "direction": "sideways", )"
+                                     << R"("ms": 1, "min_ms": 1, "max_ms": 1}]})";
+  std::ofstream(d / "negms.json") << R"({"model": "simplecnn", "threads": 1, "layers": [{"layer": 1, "problem": ")"
+                                  << kProblem << R"(", "algorithm": "cpu.im2row_gemm", "fwd_ms": -1, )"
+                                  << R"("fwd_min_ms": 1, "fwd_max_ms": 1}]})";
+  std::ofstream(d / "neglayers.json") << R"({"model": "simplecnn", "threads": -3, "layers": []})";
+  std::ofstream(d / "cpuname.json") << R"({"model": "simplecnn", "threads": 1, "layers": [{"layer": 2, "problem": ")"
+                                    << kProblem << R"(", "algorithm": "cpu.nonsense", "declined": "x"}]})";
+  fs::create_directories(d / "adir");
+  std::vector<std::pair<std::string, std::string>> all;
+  for (const auto& c : cases) all.emplace_back(c.file, c.message);
+  all.emplace_back(d / "sideways.json", "layer 1 gpu.cudnn.fft: unknown direction 'sideways'");
+  all.emplace_back(d / "negms.json", "layer 1 cpu.im2row_gemm: negative fwd_ms");
+  all.emplace_back(d / "neglayers.json", "negative threads (-3)");
+  all.emplace_back(d / "cpuname.json", "layer 2 cpu.nonsense: unknown convolution algorithm 'cpu.nonsense'");
+  all.emplace_back(d / "adir", "adir: is a directory, expected a JSON file");
+  for (const auto& [file, message] : all) {
+    INFO(file);
+    const auto c = dtnn::test::run_dtnn("ingest " + file + " --db " + (d / "t.db"));
+    CHECK(dtnn::test::one_line_error(c));
+    CHECK_THAT(c.err, Catch::StartsWith("dtnn: " + file) && Catch::Contains(message));
+  }
+  CHECK(!fs::exists(d / "t.db"));
+}
+
+TEST_CASE("ingest: the same file twice stores its rows once", "[ingest]") {
+  Dir d;
+  const std::string file = bench_file(d, "b.json", "cpu.im2row_gemm/fwd/" + kProblem + "/threads:1");
+  REQUIRE(dtnn::test::run_dtnn("ingest " + file + " --db " + (d / "t.db")).status == 0);
+  const auto again = dtnn::test::run_dtnn("ingest " + file + " --db " + (d / "t.db"));
+  REQUIRE(again.status == 0);
+  CHECK_THAT(again.out, Catch::Contains("1 of them already stored (skipped)"));
+  // Another spelling of the same file is the same rows too.
+  REQUIRE(dtnn::test::run_dtnn("ingest " + (d.path / "." / "b.json").string() + " --db " + (d / "t.db")).status == 0);
+  const dtnn::ResultStore s = dtnn::ResultStore::open_read_only(d / "t.db");
+  CHECK(one(s, "SELECT count(*) FROM conv_benchmarks") == "1");
+}
