@@ -192,11 +192,25 @@ std::string render_double(double v) {
 std::string describe(const toml::node& n) {
   if (const auto* s = n.as_string()) return "\"" + s->get() + "\"";
   if (const auto* i = n.as_integer()) return std::to_string(i->get());
-  if (const auto* f = n.as_floating_point()) return render_double(f->get());
+  if (const auto* f = n.as_floating_point()) {  // 64.0 stays "64.0": "64" would look like a valid integer
+    std::string text = render_double(f->get());
+    if (text.find_first_of(".einf") == std::string::npos) text += ".0";
+    return text;
+  }
   if (const auto* b = n.as_boolean()) return b->get() ? "true" : "false";
   if (const auto* a = n.as_array()) return a->empty() ? "an empty list" : "a list";
   if (n.is_table()) return "a table";
   return "a date or time";
+}
+
+// A matrix name is a directory name under <db dir>/logs: [A-Za-z0-9][A-Za-z0-9_.-]* without "..", so it
+// cannot reach outside that directory (no '/', not absolute, not a parent).
+bool is_safe_name(const std::string& name) {
+  const auto ok = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
+  };
+  return !name.empty() && std::isalnum(static_cast<unsigned char>(name[0])) &&
+         std::all_of(name.begin(), name.end(), ok) && name.find("..") == std::string::npos;
 }
 
 // ---- parsing -----------------------------------------------------------------------------------------
@@ -409,6 +423,9 @@ Matrix parse_matrix(const std::string& text, const std::string& path) {
   if (!name->is_string() || name->as_string()->get().empty())
     p.fail_at(*name, "'name': expected a non-empty string (got " + describe(*name) + ")");
   m.name = name->as_string()->get();
+  if (!is_safe_name(m.name))
+    p.fail_at(*name, "'name': expected letters, digits, '_', '.' or '-', starting with a letter or digit, "
+                     "without '..' (got " + describe(*name) + "); it names the log directory");
 
   if (const toml::node* n = root.get("description")) {
     if (!n->is_string()) p.fail_at(*n, "'description': expected a string (got " + describe(*n) + ")");

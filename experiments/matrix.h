@@ -2,7 +2,8 @@
 // options and axes; the trials are the cartesian product of the axes, minus [[exclude]] rules, plus
 // [[include]] points, each repeated `repeats` times by the runner.
 //
-//   name = "quickstart"                 # required; the matrix's name in the results store
+//   name = "quickstart"                 # required; the matrix's name in the results store and its log
+//                                       # directory: [A-Za-z0-9][A-Za-z0-9_.-]*, without ".."
 //   description = "..."
 //   repeats = 1                         # runs per trial (>= 1); samples are kept for statistics
 //   timeout_s = 600                     # per run (> 0)

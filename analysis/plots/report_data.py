@@ -48,9 +48,15 @@ class Store:
             raise ReportError(f"{path}: is a directory, not a results database")
         uri = "file:" + urllib.request.pathname2url(os.path.abspath(path)) + "?mode=ro"
         try:
-            self.con = sqlite3.connect(uri, uri=True, timeout=10)
-            self.con.row_factory = sqlite3.Row
-            objects = {(r["type"], r["name"]) for r in self.con.execute("SELECT type, name FROM sqlite_master")}
+            try:
+                objects = self._connect(uri)
+            except sqlite3.OperationalError as e:
+                # A WAL database in a directory this user cannot write: SQLite cannot create its -shm file
+                # even to read. Nothing can be writing there, so it is read as an immutable file (as
+                # `dtnn query` does).
+                if "readonly" not in str(e) and "unable to open" not in str(e):
+                    raise
+                objects = self._connect(uri + "&immutable=1")
         except sqlite3.Error as e:
             raise ReportError(f"{path}: cannot read as an SQLite database ({e})") from None
         missing = [n for n in REQUIRED_TABLES if ("table", n) not in objects]
@@ -60,6 +66,12 @@ class Store:
                               f"(missing {', '.join(missing)})")
         if matrix is not None and not self._all("SELECT 1 FROM matrices WHERE name = ?", (matrix,)):
             raise ReportError(f"{path}: no matrix named '{matrix}'")
+
+    def _connect(self, uri):
+        """Opens uri; returns the (type, name) of every schema object."""
+        self.con = sqlite3.connect(uri, uri=True, timeout=10)
+        self.con.row_factory = sqlite3.Row
+        return {(r["type"], r["name"]) for r in self.con.execute("SELECT type, name FROM sqlite_master")}
 
     def close(self):
         self.con.close()

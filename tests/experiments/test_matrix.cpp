@@ -318,6 +318,26 @@ TEST_CASE("matrix: errors name the file, the line and the key", "[matrix]") {
   }
 }
 
+TEST_CASE("matrix: the name cannot leave the log directory", "[matrix]") {
+  for (const char* name : {"/tmp/x", "../../escaped", "a/b", "..", ".hidden", "-x", "a..b", "x y"}) {
+    INFO(name);
+    REQUIRE_THROWS_WITH(parse(std::string("name = \"") + name + "\"\n"),
+                        StartsWith(std::string("experiments/x.toml:1: 'name': expected letters, digits")) &&
+                            Contains(std::string("(got \"") + name + "\")"));
+  }
+  for (const char* name : {"quickstart", "conv_algos_cpu", "gpu-h100.v2", "0"})
+    CHECK(parse(std::string("name = \"") + name + "\"\n").name == name);
+}
+
+TEST_CASE("matrix: a float where an integer belongs is shown as a float", "[matrix]") {
+  REQUIRE_THROWS_WITH(parse("name = \"x\"\n[base]\nbatch_size = 64.0\n"),
+                      "experiments/x.toml:3: base 'batch_size': expected a positive integer (got 64.0)");
+  REQUIRE_THROWS_WITH(parse("name = \"x\"\nrepeats = 2.0\n"),
+                      "experiments/x.toml:2: 'repeats': expected a positive integer (got 2.0)");
+  REQUIRE_THROWS_WITH(parse("name = \"x\"\n[axes]\nranks = [1, 2.0]\n"),
+                      "experiments/x.toml:3: axis 'ranks': expected a list of positive integers (got 2.0)");
+}
+
 TEST_CASE("matrix: TOML syntax errors and unreadable files", "[matrix]") {
   REQUIRE_THROWS_WITH(parse("name = \"x\"\n[base]\nseed = = 1\n"), StartsWith("experiments/x.toml:3: "));
   REQUIRE_THROWS_WITH(parse("name = \"x\"\nname = \"y\"\n"), StartsWith("experiments/x.toml:2: "));

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <thread>
 
+#include "cli_helpers.h"
 #include "helpers.h"
 #include "results/store.h"
 
@@ -79,6 +80,41 @@ std::string one(const std::string& db, const std::string& sql) {
 std::string read_text(const std::string& path) {
   std::ifstream f(path);
   return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+// An executable shell script in the workspace, for `dtnn run --dtnn SCRIPT` (a stand-in trial process).
+std::string script(const Workspace& ws, const std::string& name, const std::string& body) {
+  const std::string p = ws.file(name, "#!/bin/sh\n" + body);
+  fs::permissions(p, fs::perms::owner_all | fs::perms::group_read | fs::perms::others_read | fs::perms::others_exec);
+  return p;
+}
+
+// Waits (up to 60 s) until the database at `db` has a 'running' run.
+bool wait_running(const std::string& db) {
+  for (int i = 0; i < 600; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    try {
+      if (fs::exists(db) && one(db, "SELECT count(*) FROM runs WHERE status = 'running'") == "1") return true;
+    } catch (...) {
+    }
+  }
+  return false;
+}
+
+// A database with one run of matrix "m" in `status`, made through the store (no trial process).
+void make_db_with_run(const std::string& db, const std::string& status) {
+  dtnn::ResultStore store = dtnn::ResultStore::open(db);
+  dtnn::RunStart s;
+  s.matrix_id = store.add_matrix("m", "m.toml", "hash", "name = \"m\"\n");
+  dtnn::StoredEnvironment e;
+  e.host = "h";
+  s.environment_id = store.add_environment(e);
+  s.trial_key = s.config_key = s.label = "model=simplemlp";
+  s.params = {{"model", "simplemlp"}, {"dataset", "mnist"}};
+  s.command = "dtnn train";
+  s.log_path = "x.log";
+  const int64_t id = store.begin_run(s);
+  if (status != "running") store.exec("UPDATE runs SET status = '" + status + "' WHERE id = " + std::to_string(id));
 }
 
 // Synthetic data keeps the trials short and independent of dataset files.
@@ -185,7 +221,7 @@ TEST_CASE("runner: SIGKILL mid-trial leaves the database intact and --resume fin
   CHECK(one(ws.db(), "PRAGMA integrity_check") == "ok");
 }
 
-TEST_CASE("runner: SIGTERM stops the trial, marks it interrupted and exits 130", "[runner]") {
+TEST_CASE("runner: SIGTERM stops the trial, marks it interrupted and exits 128 + SIGTERM", "[runner]") {
   Workspace ws("sigterm");
   const std::string matrix = ws.file("t.toml", "name = \"t\"\n[base]\nuse_synthetic_data = true\nnum_epochs = 20\n"
                                               "threads = 1\n");
@@ -200,7 +236,7 @@ TEST_CASE("runner: SIGTERM stops the trial, marks it interrupted and exits 130",
   }
   REQUIRE(started);
   ::kill(runner, SIGTERM);
-  CHECK(wait_exit(runner) == 130);
+  CHECK(wait_exit(runner) == 128 + SIGTERM);
   CHECK(one(ws.db(), "SELECT status FROM runs") == "interrupted");
   CHECK(one(ws.db(), "PRAGMA integrity_check") == "ok");
 }
@@ -283,4 +319,139 @@ args = ["--bind-to", "core"]
                                                       kQuickBase + "[axes]\nranks = [4]\n");
   REQUIRE(dtnn_cli("run " + slurm + " --dry-run", log) == 0);
   CHECK_THAT(read_text(log), Contains("srun -n 4 --mpi=pmix "));
+}
+
+TEST_CASE("runner: an error after a run began marks it failed and the runner goes on", "[runner]") {
+  Workspace ws("began");
+  const std::string matrix = ws.file("blocked.toml", std::string("name = \"blocked\"\n") + kQuickBase +
+                                                         "[axes]\nseed = [1, 2]\n");
+  fs::create_directories(ws.dir / "logs" / "blocked" / "1.log");  // run 1's log file cannot be created
+  const std::string log = (ws.dir / "run.log").string();
+  CHECK(dtnn_cli("run " + matrix + " --db " + ws.db(), log) == 1);
+  INFO(read_text(log));
+  CHECK(one(ws.db(), "SELECT count(*) FROM runs WHERE status = 'running'") == "0");
+  CHECK(one(ws.db(), "SELECT status FROM runs WHERE id = 1") == "failed");
+  CHECK_THAT(one(ws.db(), "SELECT error FROM runs WHERE id = 1"), Contains("1.log: cannot create the log file"));
+  CHECK(one(ws.db(), "SELECT status FROM runs WHERE id = 2") == "ok");
+  CHECK_THAT(read_text(log), Contains("1 ok, 1 failed"));
+  CHECK(one(ws.db(), "PRAGMA integrity_check") == "ok");
+}
+
+TEST_CASE("runner: SIGHUP and SIGQUIT stop the trial like SIGTERM and exit 128 + the signal", "[runner]") {
+  for (const int sig : {SIGHUP, SIGQUIT}) {
+    INFO("signal " << sig);
+    Workspace ws("hup" + std::to_string(sig));
+    const std::string sleeper = script(ws, "sleeper.sh", "exec sleep 60\n");
+    const std::string matrix = ws.file("h.toml", "name = \"h\"\n[base]\nthreads = 1\n");
+    const pid_t runner = spawn_dtnn({"run", matrix, "--db", ws.db(), "--dtnn", sleeper}, (ws.dir / "run.log").string());
+    REQUIRE(wait_running(ws.db()));
+    ::kill(runner, sig);
+    CHECK(wait_exit(runner) == 128 + sig);
+    CHECK(one(ws.db(), "SELECT status || ': ' || error FROM runs") ==
+          "interrupted: stopped by signal " + std::to_string(sig));
+  }
+}
+
+TEST_CASE("runner: a trial killed by a signal keeps only a complete error line as its reason", "[runner]") {
+  Workspace ws("killed");
+  const std::string matrix = ws.file("k.toml", "name = \"k\"\n[base]\nthreads = 1\n");
+  // Killed mid-line (the options dump cut off): the fragment is no reason, nor is the line before it.
+  const std::string cut = script(ws, "cut.sh", "printf 'dtnn: earlier\\n  enable_cudnn_auto_conv_a'\nkill -9 $$\n");
+  // Killed right after a complete error line: that line is the reason.
+  const std::string said = script(ws, "said.sh", "printf 'options\\ndtnn: out of memory\\n'\nkill -9 $$\n");
+  CHECK(dtnn_cli("run " + matrix + " --db " + ws.db() + " --dtnn " + cut) == 1);
+  CHECK(dtnn_cli("run " + matrix + " --db " + ws.db() + " --dtnn " + said) == 1);
+  CHECK(one(ws.db(), "SELECT error FROM runs WHERE id = 1") == "killed by signal 9");
+  CHECK(one(ws.db(), "SELECT error FROM runs WHERE id = 2") == "killed by signal 9; dtnn: out of memory");
+}
+
+TEST_CASE("runner: the timeout message shows timeout_s as the matrix gives it", "[runner]") {
+  Workspace ws("timeout");
+  const std::string sleeper = script(ws, "sleeper.sh", "exec sleep 60\n");
+  const std::string matrix = ws.file("t.toml", "name = \"t\"\ntimeout_s = 1.5\n[base]\nthreads = 1\n");
+  CHECK(dtnn_cli("run " + matrix + " --db " + ws.db() + " --dtnn " + sleeper) == 1);
+  CHECK(one(ws.db(), "SELECT status || ': ' || error FROM runs") == "timeout: no result after 1.5 s (timeout_s = 1.5)");
+}
+
+TEST_CASE("runner: a --db that cannot be a database file is one clear line", "[runner]") {
+  Workspace ws("baddb");
+  const std::string matrix = ws.file("m.toml", std::string("name = \"m\"\n") + kQuickBase);
+  const std::string file = ws.file("plain", "not a directory\n");
+  const struct {
+    std::string db, message;
+  } cases[] = {
+      {"''", "--db: empty path"},
+      {"/dev/null", "/dev/null: not a regular file"},
+      {file + "/x.db", file + "/x.db: " + file + " is not a directory"},
+      {file + "/a/b/x.db", file + "/a/b/x.db: " + file + " is not a directory"},
+      {ws.dir.string(), ws.dir.string() + ": is a directory"},
+  };
+  for (const auto& c : cases) {
+    INFO(c.db);
+    const dtnn::test::Command r = dtnn::test::run_dtnn("run " + matrix + " --db " + c.db);
+    CHECK(dtnn::test::one_line_error(r));
+    CHECK_THAT(r.err, Contains(c.message));
+    CHECK_THAT(r.err, !Contains("sqlite3_") && !Contains("filesystem error"));
+  }
+}
+
+TEST_CASE("cli: check of a missing database or of no runs fails", "[runner]") {
+  Workspace ws("check_empty");
+  const dtnn::test::Command missing = dtnn::test::run_dtnn("check --db " + (ws.dir / "none.db").string());
+  CHECK(dtnn::test::one_line_error(missing));
+  CHECK_THAT(missing.err, Contains("none.db: no such results database"));
+
+  make_db_with_run(ws.db(), "ok");
+  CHECK(dtnn::test::run_dtnn("check --db " + ws.db() + " --select matrix=m").status == 0);
+  const dtnn::test::Command nosuch = dtnn::test::run_dtnn("check --db " + ws.db() + " --select=matrix=nosuch");
+  CHECK(dtnn::test::one_line_error(nosuch));
+  CHECK_THAT(nosuch.err, Contains("no ok run matches --select matrix=nosuch"));
+}
+
+TEST_CASE("cli: query runs shows a run whose runner is gone", "[runner]") {
+  Workspace ws("orphan_view");
+  make_db_with_run(ws.db(), "running");
+  {
+    dtnn::ResultStore store = dtnn::ResultStore::open(ws.db());
+    const pid_t child = ::fork();
+    if (child == 0) ::_exit(0);
+    int status = 0;
+    ::waitpid(child, &status, 0);  // the pid is gone now
+    store.exec("UPDATE runs SET runner_pid = " + std::to_string(child));
+  }
+  const dtnn::test::Command q = dtnn::test::run_dtnn("query runs --format csv --db " + ws.db());
+  CHECK(q.status == 0);
+  CHECK_THAT(q.out, Contains(",running (runner gone),"));
+  CHECK(one(ws.db(), "SELECT status FROM runs") == "running");  // shown, not written
+}
+
+TEST_CASE("cli: query reads a database in a directory it cannot write", "[runner]") {
+  Workspace ws("readonly_dir");
+  const fs::path dir = ws.dir / "ro";
+  fs::create_directories(dir);
+  const std::string db = (dir / "dtnn.db").string();
+  make_db_with_run(db, "ok");  // closed: the WAL is checkpointed and its -wal/-shm files removed
+  REQUIRE_FALSE(fs::exists(db + "-shm"));
+  // root ignores permission bits: as root, read as nobody (setpriv); otherwise as this user.
+  std::string as_reader;
+  if (::geteuid() == 0) {
+    if (!fs::exists("/usr/bin/setpriv")) {
+      WARN("skipped: running as root without /usr/bin/setpriv to drop privileges");
+      return;
+    }
+    as_reader = "/usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups ";
+  }
+  const auto rx = fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read | fs::perms::group_exec |
+                  fs::perms::others_read | fs::perms::others_exec;
+  fs::permissions(ws.dir, rx | fs::perms::owner_write);
+  fs::permissions(dir, rx);
+  const std::string out = (ws.dir / "q.log").string();
+  const int rc = std::system((as_reader + DTNN_BINARY + " query matrices --format csv --db " + db + " > " + out +
+                              " 2>&1").c_str());
+  fs::permissions(dir, rx | fs::perms::owner_write);
+  INFO(read_text(out));
+  CHECK(WIFEXITED(rc));
+  CHECK(WEXITSTATUS(rc) == 0);
+  CHECK_THAT(read_text(out), Contains("1,m,m.toml,hash,"));
+  CHECK_FALSE(fs::exists(db + "-shm"));
 }
