@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <cstdlib>
 #include <sstream>
 
 #include "backend/gpu.h"
@@ -210,6 +211,56 @@ TEST_CASE("cli: bad input gives one line on stderr, a non-zero exit and no repor
   }
   CHECK_FALSE(fs::exists(report));
   fs::remove_all(dir);
+}
+
+TEST_CASE("cli: training options reach the run (loss, metrics, fusion, best_of, pad_to_cifar) and conv times", "[cli]") {
+  const auto has = [](const Command& c, const std::string& text) {
+    INFO(c.out.substr(c.out.size() > 3000 ? c.out.size() - 3000 : 0) << c.err);
+    return c.status == 0 && c.out.find(text) != std::string::npos;
+  };
+  const std::string base = "train --use_synthetic_data=True --steps_per_epoch=2 --num_epochs=1 --batch_size=8 "
+                           "--threads=1 --evaluate_on_test=False --progress=False ";
+  const Command bce = run(base + "--model=simplemlp --loss_func=binary_cross_entropy "
+                                 "--metrics=categorical_accuracy,regression_mse");
+  CHECK(has(bce, "bce: "));
+  CHECK(has(bce, "acc: "));
+  CHECK(has(bce, "mse: "));
+  // resnet20's model table names the fused layers: AdditionBlock + Relu by default, Conv2D + BN + Relu when
+  // asked, neither with the fusions off. --sync_batchnorm with one rank is accepted (and changes nothing).
+  const std::string resnet = base + "--model=resnet20_cifar10 --dataset=cifar10 --sync_batchnorm=True ";
+  CHECK(has(run(resnet), "AdditionBlockRelu"));
+  CHECK(has(run(resnet + "--enable_fused_conv_bn_relu=True"), "Conv2DBatchNormalizationRelu"));
+  const Command plain = run(resnet + "--enable_fused_add_relu=False");
+  CHECK(plain.status == 0);
+  CHECK(plain.out.find("AdditionBlockRelu") == std::string::npos);
+  // best_of times the convolutions per layer and says so in the table (its cache in a temp file).
+  const std::string cache = test::temp_path("best_of_cli.tsv");
+  ::setenv("DTNN_CONV_CACHE", cache.c_str(), 1);  // inherited by the dtnn child
+  CHECK(has(run(base + "--model=simplecnn --conv_algo=best_of"), "[best_of]"));
+  ::unsetenv("DTNN_CONV_CACHE");
+  CHECK(fs::exists(cache));
+  fs::remove(cache);
+  if (fs::exists(kMnist10k))
+    CHECK(has(run(base + "--use_synthetic_data=False --model=resnet20_cifar10 --dataset=mnist --pad_to_cifar=True "
+                  "--dataset_train_path=" + kMnist10k),  // an option given twice: the last one counts
+              "Training throughput"));
+  else
+    WARN("--pad_to_cifar case skipped: " << kMnist10k << " is absent");
+
+  CHECK(has(run("algos"), "cpu.convgemm"));
+  // dtnn conv: rows for each algorithm and direction, each checked against the reference.
+  const Command conv = run("conv --samples=1 --algo=cpu.convgemm,cpu.direct --check=True "
+                           "n2_c8h8w8_k8r3s3_st1x1_pd1x1_dl1x1_g1_nhwc_f32");
+  REQUIRE(conv.status == 0);
+  int rows = 0;
+  std::istringstream lines(conv.out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("cpu.convgemm ", 0) != 0 && line.rfind("cpu.direct ", 0) != 0) continue;
+    ++rows;
+    const double err = std::stod(line.substr(line.find_last_of(' ') + 1));
+    CHECK(err < 1e-5);
+  }
+  CHECK(rows == 6);
 }
 
 TEST_CASE("cli: nonsense values and impossible requests fail before any work, naming what is wrong", "[cli]") {
