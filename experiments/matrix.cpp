@@ -57,7 +57,7 @@ std::string check_model(const std::string& v) {
 // The registry's full name, so "im2col_gemm" and "cpu.im2col_gemm" give one trial key.
 std::string check_conv_algo(const std::string& v) {
   if (v == "auto" || v == "best_of") return v;
-  return std::string(find_conv_algorithm(v).name());
+  return canonical_conv_algorithm_name(v);  // GPU names too in CPU-only builds: their runs are 'unsupported'
 }
 
 std::string check_dataset(const std::string& v) {

@@ -61,10 +61,17 @@ void conv_sum_bias(const ConvProblem& p, const float* dy, float* db, int64_t fir
 const std::vector<const ConvAlgorithm*>& conv_algorithms();
 // All GPU algorithms of this build (empty without CUDA): every cuDNN algorithm, then gpu.cudnn_find.
 const std::vector<const ConvAlgorithm*>& gpu_conv_algorithms();
+// The names of the GPU algorithms, in every build (so that matrices naming them load, and their runs are
+// recorded 'unsupported', where CUDA is absent); equal to gpu_conv_algorithms()' names in CUDA builds.
+const std::vector<std::string>& gpu_conv_algorithm_names();
 
 // Looks an algorithm (CPU or GPU) up by name; accepts the short form without the "cpu." / "gpu." prefix
-// ("im2row_gemm", "cudnn.fft"). Throws dtnn::Error listing the known names when there is no such algorithm.
+// ("im2row_gemm", "cudnn.fft"). Throws dtnn::Error listing the known names when there is no such algorithm,
+// dtnn::Unsupported for a GPU algorithm in a build without CUDA.
 const ConvAlgorithm& find_conv_algorithm(std::string_view name);
+// The full name of a known algorithm, GPU ones included in builds without CUDA; throws like
+// find_conv_algorithm for an unknown name.
+std::string canonical_conv_algorithm_name(std::string_view name);
 
 // The algorithms a list of names selects, in list order: "all" expands to every algorithm of the device's
 // registry except the reference (the contenders of a comparison). Throws for an unknown name.

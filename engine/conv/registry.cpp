@@ -32,6 +32,17 @@ const std::vector<const ConvAlgorithm*>& conv_algorithms() {
   return all;
 }
 
+const std::vector<std::string>& gpu_conv_algorithm_names() {
+  static const std::vector<std::string> names = {
+      "gpu.cudnn.implicit_gemm",     "gpu.cudnn.implicit_precomp_gemm", "gpu.cudnn.gemm",
+      "gpu.cudnn.direct",            "gpu.cudnn.fft",                   "gpu.cudnn.fft_tiling",
+      "gpu.cudnn.winograd",          "gpu.cudnn.winograd_nonfused",     "gpu.cudnn.bwd_data_algo_0",
+      "gpu.cudnn.bwd_data_algo_1",   "gpu.cudnn.bwd_filter_algo_0",     "gpu.cudnn.bwd_filter_algo_1",
+      "gpu.cudnn.bwd_filter_algo_3", "gpu.cudnn.pydtnn_fixed",          "gpu.cublas_1x1",
+      "gpu.cudnn_find"};
+  return names;
+}
+
 const std::vector<const ConvAlgorithm*>& gpu_conv_algorithms() {
 #if DTNN_CUDA
   return cudnn_algorithms();
@@ -113,7 +124,17 @@ const ConvAlgorithm& find_conv_algorithm(std::string_view name) {
       if (name_matches(a->name(), name)) return *a;
       known += (known.empty() ? "" : ", ") + std::string(a->name());
     }
+  for (const std::string& gpu : gpu_conv_algorithm_names())
+    if (name_matches(gpu, name))
+      throw Unsupported(gpu + " is a GPU algorithm and this build has no GPU backend (built with DTNN_CUDA=OFF or "
+                        "without CUDA)");
   fail("unknown convolution algorithm '", name, "' (known: auto, best_of, ", known, ")");
+}
+
+std::string canonical_conv_algorithm_name(std::string_view name) {
+  for (const std::string& gpu : gpu_conv_algorithm_names())
+    if (name_matches(gpu, name)) return gpu;
+  return std::string(find_conv_algorithm(name).name());
 }
 
 std::vector<const ConvAlgorithm*> conv_algorithms_named(const std::vector<std::string>& names, Device device) {

@@ -122,3 +122,17 @@ TEST_CASE("conv_select: named algorithms, fallbacks with a reason, unknown names
   CHECK(d.note.find("cpu.direct") != std::string::npos);
   std::remove(cache.c_str());
 }
+
+TEST_CASE("conv: the GPU algorithm names every build knows are this build's GPU algorithms", "[conv]") {
+  std::vector<std::string> built;
+  for (const ConvAlgorithm* a : gpu_conv_algorithms()) built.emplace_back(a->name());
+  CHECK(canonical_conv_algorithm_name("cudnn.fft") == "gpu.cudnn.fft");
+  CHECK(canonical_conv_algorithm_name("gpu.cudnn_find") == "gpu.cudnn_find");
+  CHECK(canonical_conv_algorithm_name("im2row_gemm") == "cpu.im2row_gemm");
+  CHECK_THROWS_WITH(canonical_conv_algorithm_name("cudnn.magic"), Catch::Contains("unknown convolution algorithm"));
+  if (built.empty()) {  // a build without CUDA: a GPU name is a clear 'unsupported', not an unknown name
+    CHECK_THROWS_AS(find_conv_algorithm("gpu.cudnn.fft"), Unsupported);
+  } else {
+    CHECK(built == gpu_conv_algorithm_names());
+  }
+}
