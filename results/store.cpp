@@ -243,9 +243,7 @@ ResultStore ResultStore::open_existing(const std::string& path) {
 
 ResultStore ResultStore::open_at_version(const std::string& path, int version) {
   check_path(path);
-  const bool is_new = !fs::exists(path);
   ResultStore store(open_db(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE), path);
-  store.created_ = is_new;
   exec_sql(store.db_, path, "PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;");
   // Switching to WAL and creating the schema take locks for which SQLite does not always call the busy
   // handler (two runners creating one file at once): retry those steps while the database is busy.
@@ -292,7 +290,7 @@ ResultStore ResultStore::open_read_only(const std::string& path) {
 }
 
 ResultStore::ResultStore(ResultStore&& other) noexcept
-    : db_(other.db_), path_(std::move(other.path_)), created_(other.created_) {
+    : db_(other.db_), path_(std::move(other.path_)) {
   other.db_ = nullptr;
 }
 
@@ -301,7 +299,6 @@ ResultStore& ResultStore::operator=(ResultStore&& other) noexcept {
     sqlite3_close(db_);
     db_ = other.db_;
     path_ = std::move(other.path_);
-    created_ = other.created_;
     other.db_ = nullptr;
   }
   return *this;

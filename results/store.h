@@ -90,7 +90,6 @@ class ResultStore {
   static int latest_version();
   int version() const;
   const std::string& path() const { return path_; }
-  bool created() const { return created_; }  // open() made a new file (there were no results)
 
   int64_t add_matrix(const std::string& name, const std::string& file, const std::string& hash,
                      const std::string& text);  // returns the existing id for the same name and hash
@@ -135,7 +134,6 @@ class ResultStore {
   void migrate(int up_to);
   sqlite3* db_ = nullptr;
   std::string path_;
-  bool created_ = false;
 };
 
 // The dataset label of a trial, as targets and tables name datasets: "synthetic-<dataset>" for synthetic
