@@ -165,11 +165,8 @@ TEST_CASE("mnist: mismatched counts, wrong image size and bad labels are errors"
 }
 
 TEST_CASE("mnist: the real mnist-10k subset", "[data]") {
-  const std::string dir = std::string(DTNN_SOURCE_DIR) + "/../shared/datasets/mnist-10k";
-  if (!fs::exists(dir)) {
-    WARN("shared/datasets/mnist-10k not found next to the checkout: real-data check not run");
-    return;
-  }
+  const std::string dir = std::string(DTNN_SOURCE_DIR) + "/experiments/datasets/mnist-10k";  // carried by the repository
+  REQUIRE(fs::exists(dir));
   auto data = open_mnist(dir, "");
   CHECK(data->count(Pool::train) == 8000);
   CHECK(data->count(Pool::test) == 2000);

@@ -240,7 +240,7 @@ TEST_CASE("store: runs of a runner that died are marked interrupted", "[store]")
 TEST_CASE("store: dataset labels name the data a run used", "[store]") {
   CHECK(dtnn::dataset_label({{"dataset", "mnist"}, {"dataset_train_path", "/usr/share/datasets/fashion-mnist/"}}) ==
         "fashion-mnist");
-  CHECK(dtnn::dataset_label({{"dataset", "mnist"}, {"dataset_train_path", "../shared/datasets/mnist-10k"}}) ==
+  CHECK(dtnn::dataset_label({{"dataset", "mnist"}, {"dataset_train_path", "datasets/mnist-10k"}}) ==
         "mnist-10k");
   CHECK(dtnn::dataset_label({{"dataset", "mnist"}, {"use_synthetic_data", "True"}}) == "synthetic-mnist");
   CHECK(dtnn::dataset_label({{"dataset", "mnist"}}) == "mnist");
