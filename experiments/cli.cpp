@@ -24,6 +24,7 @@
 #include "models/plan.h"
 #include "parallel/communicator.h"
 #include "results/store.h"
+#include "train/option_table.h"
 #include "train/run.h"
 
 namespace {
@@ -35,100 +36,44 @@ void add_bool(CLI::App& app, const std::string& name, bool& value, const std::st
   app.add_flag("--" + name, value, help)->default_str(value ? "True" : "False");
 }
 
-void add_train_options(CLI::App& app, TrainOptions& o) {
-  app.add_option("--model", o.model_name, "Model name (see `dtnn models`)")->capture_default_str();
-  app.add_option("--batch_size", o.batch_size, "Batch size per rank")->capture_default_str();
-  app.add_option("--num_epochs", o.num_epochs, "Number of epochs")->capture_default_str();
-  app.add_option("--steps_per_epoch", o.steps_per_epoch, "Global batches per epoch (0: whole epochs)")->capture_default_str();
-  add_bool(app, "evaluate", o.evaluate, "Evaluate on the test set before training");
-  add_bool(app, "evaluate_only", o.evaluate_only, "Only evaluate on the test set");
-  add_bool(app, "evaluate_on_test", o.evaluate_on_test, "Evaluate on the test set after training");
-  app.add_option("--weights_and_bias_filename", o.weights_and_bias_filename,
-                 "NPZ weights: loaded before training if the file exists, stored after");
-  app.add_option("--history_file", o.history_file, "Per-epoch history (PyDTNN format)");
-  app.add_option("--tensor_format", o.tensor_format, "NHWC, NCHW or AUTO (NHWC on the CPU, NCHW on the GPU)")
-      ->capture_default_str();
-  app.add_option("--conv_algo", o.conv_algo, "Convolution algorithm: a name (see `dtnn algos`), auto (cache or heuristic) or best_of (time each layer)")->capture_default_str();
-  add_bool(app, "enable_fused_bn_relu", o.enable_fused_bn_relu, "Fuse BatchNormalization + Relu");
-  add_bool(app, "enable_fused_conv_relu", o.enable_fused_conv_relu, "Fuse Conv2D + Relu");
-  add_bool(app, "enable_fused_conv_bn", o.enable_fused_conv_bn, "Fuse Conv2D + BatchNormalization");
-  add_bool(app, "enable_fused_conv_bn_relu", o.enable_fused_conv_bn_relu, "Fuse Conv2D + BatchNormalization + Relu");
-  add_bool(app, "enable_fused_add_relu", o.enable_fused_add_relu,
-           "Apply the Relu after an AdditionBlock in the block's last addition (bit-identical results)");
-  add_bool(app, "sync_batchnorm", o.sync_batchnorm, "BatchNormalization statistics over every rank's batch");
-  app.add_option("--dataset", o.dataset_name, "Dataset name")->capture_default_str();
-  add_bool(app, "use_synthetic_data", o.use_synthetic_data, "Use synthetic data of the dataset's shape");
-  add_bool(app, "pad_to_cifar", o.pad_to_cifar, "Pad 28x28x1 MNIST-format images to 32x32x3 for CIFAR models");
-  app.add_option("--dataset_train_path", o.dataset_train_path, "Directory of the training files");
-  app.add_option("--dataset_test_path", o.dataset_test_path, "Directory of the test files (default: train path)");
-  add_bool(app, "test_as_validation", o.test_as_validation, "Use the test set as the validation set");
-  app.add_option("--validation_split", o.validation_split, "Fraction of the training set held out")->capture_default_str();
-  add_bool(app, "flip_images", o.flip_images, "Randomly flip training images horizontally");
-  app.add_option("--flip_images_prob", o.flip_images_prob, "Probability of a flip per sample")->capture_default_str();
-  add_bool(app, "crop_images", o.crop_images, "Random pad-and-crop of training images");
-  app.add_option("--crop_images_prob", o.crop_images_prob, "Probability of a crop per sample")->capture_default_str();
-  app.add_option("--crop_images_padding", o.crop_images_padding, "Zero padding P of the crop (offsets in [-P, P])")
-      ->capture_default_str();
-  app.add_option("--crop_images_size", o.crop_images_size, "PyDTNN's crop: not supported (use --crop_images_padding)");
-  add_bool(app, "prefetch", o.prefetch, "Load the next batch on a loader thread during the current step");
-  app.add_option("--optimizer", o.optimizer.name, "sgd, rmsprop, adam or nadam")->capture_default_str();
-  app.add_option("--learning_rate", o.optimizer.learning_rate, "Learning rate")->capture_default_str();
-  add_bool(app, "learning_rate_scaling", o.learning_rate_scaling, "With --parallel=data and sgd, multiply lr by ranks");
-  app.add_option("--momentum", o.optimizer.momentum, "SGD momentum")->capture_default_str();
-  add_bool(app, "nesterov", o.optimizer.nesterov, "Nesterov momentum");
-  app.add_option("--decay", o.optimizer.decay, "L2 decay applied to every trainable value")->capture_default_str();
-  app.add_option("--beta1", o.optimizer.beta1, "Adam beta1")->capture_default_str();
-  app.add_option("--beta2", o.optimizer.beta2, "Adam beta2")->capture_default_str();
-  app.add_option("--rho", o.optimizer.rho, "RMSProp decay of the squared-gradient average")->capture_default_str();
-  app.add_option("--epsilon", o.optimizer.epsilon, "RMSProp/Adam/Nadam epsilon (inside the square root)")->capture_default_str();
-  app.add_option("--loss_func", o.loss_func, "categorical_cross_entropy or binary_cross_entropy")->capture_default_str();
-  app.add_option("--metrics", o.metrics, "Comma-separated metrics")->capture_default_str();
-  app.add_option("--parallel", o.parallel, "sequential or data (run under mpirun)")->capture_default_str();
-  app.add_option("--threads", o.threads, "Threads per rank (0: OMP_NUM_THREADS, else cores/ranks)")->capture_default_str();
-  add_bool(app, "enable_gpu", o.enable_gpu, "Train on the GPU (rank r uses GPU r % GPUs of its node)");
-  add_bool(app, "allow_tf32", o.allow_tf32, "GPU: TF32 tensor-core math for float32 convolutions and GEMMs");
-  add_bool(app, "enable_nccl", o.enable_nccl, "GPU + --parallel=data: allreduce gradients with NCCL");
-  add_bool(app, "enable_cudnn_auto_conv_alg", o.enable_cudnn_auto_conv_alg,
-           "GPU, --conv_algo=auto: time every cuDNN algorithm per layer (cudnnFind); False: PyDTNN's fixed algorithms");
-  add_bool(app, "gpu_layer_times", o.gpu_layer_times, "GPU: measure per-layer times (synchronises after each layer)");
-  app.add_option("--seed", o.seed, "Seed of every random choice")
-      ->capture_default_str()
-      ->check(CLI::Validator(
-          [](std::string& v) -> std::string {  // CLI11 would wrap -1 and saturate 1e30 into a uint64 silently
-            errno = 0;
-            char* end = nullptr;
-            std::strtoull(v.c_str(), &end, 10);
-            if (v.empty() || v[0] == '-' || *end != '\0' || errno == ERANGE)
-              return "expected an integer in [0, 18446744073709551615], got '" + v + "'";
-            return "";
-          },
-          "UINT64"));
-  app.add_option("--report", o.report, "Write a JSON run report to this file");
-  add_bool(app, "progress", o.progress, "Live progress bar on a terminal (False: one line per epoch)");
-  dtnn::LRSchedulerOptions& s = o.lr_schedulers;
-  app.add_option("--lr_schedulers", s.names,
-                 "Comma list applied in order: warm_up, early_stopping, reduce_lr_on_plateau, reduce_lr_every_nepochs, "
-                 "stop_at_loss, model_checkpoint (default none; PyDTNN's default list stops runs without validation)")
-      ->expected(0, 1)  // --lr_schedulers= (empty) means none
-      ->capture_default_str();
-  app.add_option("--warm_up_epochs", s.warm_up_epochs, "warm_up: epochs of linear ramp from lr/ranks to lr")->capture_default_str();
-  app.add_option("--early_stopping_metric", s.early_stopping_metric, "early_stopping: watched value (val_ prefix: validation)")->capture_default_str();
-  app.add_option("--early_stopping_patience", s.early_stopping_patience, "early_stopping: epochs without improvement")->capture_default_str();
-  app.add_option("--early_stopping_weights_filename", s.early_stopping_weights_filename,
-                 "early_stopping: also store the best weights in this NPZ (default: memory only)");
-  app.add_option("--reduce_lr_on_plateau_metric", s.reduce_lr_on_plateau_metric, "reduce_lr_on_plateau: watched value")->capture_default_str();
-  app.add_option("--reduce_lr_on_plateau_factor", s.reduce_lr_on_plateau_factor, "reduce_lr_on_plateau: lr multiplier")->capture_default_str();
-  app.add_option("--reduce_lr_on_plateau_patience", s.reduce_lr_on_plateau_patience, "reduce_lr_on_plateau: epochs without improvement")->capture_default_str();
-  app.add_option("--reduce_lr_on_plateau_min_lr", s.reduce_lr_on_plateau_min_lr, "reduce_lr_on_plateau: lowest rate")->capture_default_str();
-  app.add_option("--reduce_lr_every_nepochs_factor", s.reduce_lr_every_nepochs_factor, "reduce_lr_every_nepochs: lr multiplier")->capture_default_str();
-  app.add_option("--reduce_lr_every_nepochs_nepochs", s.reduce_lr_every_nepochs_nepochs, "reduce_lr_every_nepochs: period in epochs")->capture_default_str();
-  app.add_option("--reduce_lr_every_nepochs_min_lr", s.reduce_lr_every_nepochs_min_lr, "reduce_lr_every_nepochs: lowest rate")->capture_default_str();
-  app.add_option("--stop_at_loss_metric", s.stop_at_loss_metric, "stop_at_loss: watched value")->capture_default_str();
-  app.add_option("--stop_at_loss_threshold", s.stop_at_loss_threshold, "stop_at_loss: stop once the value is better than this")->capture_default_str();
-  app.add_option("--model_checkpoint_metric", s.model_checkpoint_metric, "model_checkpoint: watched value")->capture_default_str();
-  app.add_option("--model_checkpoint_save_freq", s.model_checkpoint_save_freq, "model_checkpoint: save only on epochs divisible by this")->capture_default_str();
-  app.add_option("--checkpoint_file", o.checkpoint_file, "Rewrite this checkpoint (NPZ) after every epoch (rank 0)");
-  app.add_option("--resume_from", o.resume_from, "Continue the run recorded in this checkpoint file");
+// One command-line option per row of the option table (train/option_table.h). CLI11 only collects the text;
+// set_option_text converts and checks it, as it does for a matrix, so both accept and refuse the same values.
+struct TrainFlags {
+  std::vector<std::pair<const dtnn::OptionSpec*, CLI::Option*>> options;
+  bool list = false;
+  std::string list_format = "text";
+};
+
+void add_train_options(CLI::App& app, TrainFlags& flags) {
+  for (const dtnn::OptionSpec& spec : dtnn::train_option_table()) {
+    std::string help = spec.help;
+    if (spec.flags & dtnn::kOptPlanned) help += " [not implemented yet: " + std::string(spec.why_not) + "]";
+    // expected(0, 1): a bare boolean means True (PyDTNN's --evaluate), a bare text option means "" (--lr_schedulers=).
+    // No default_str: CLI11 would hand it over as the value of a bare option.
+    const std::string def = dtnn::option_default_text(spec);
+    CLI::Option* opt = app.add_option("--" + std::string(spec.name))
+                           ->description(help + " (default: " + (def.empty() ? "none" : def) + ")")
+                           ->expected(0, 1)
+                           ->type_name(spec.kind == dtnn::OptionKind::boolean ? "[=True|False]" : "=VALUE");
+    flags.options.emplace_back(&spec, opt);
+  }
+  app.add_flag("--list-options", flags.list, "Print the option table (name, kind, default, where it is understood)")
+      ->disable_flag_override();
+  app.add_option("--format", flags.list_format, "--list-options: text or json")->capture_default_str();
+}
+
+// The parsed values into `o`; the names given (for resolve_options' conflict checks). Throws dtnn::Error.
+std::vector<std::string> read_train_options(const TrainFlags& flags, TrainOptions& o) {
+  std::vector<std::string> given;
+  for (const auto& [spec, opt] : flags.options) {
+    if (opt->count() == 0) continue;
+    const std::vector<std::string> results = opt->results();
+    std::string value = results.empty() ? "" : results.back();
+    if (value.empty() && spec->kind == dtnn::OptionKind::boolean) value = "True";
+    dtnn::set_option_text(*spec, o, value);
+    given.push_back(spec->name);
+  }
+  return given;
 }
 
 // The zoo, one line per model: trainable parameters and forward GFLOPs per sample (a multiply-add is 2),
@@ -222,8 +167,9 @@ int main(int argc, char** argv) {
   // As with PyDTNN's argparse, an option given twice takes its last value.
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   TrainOptions options;
+  TrainFlags train_flags;
   CLI::App* train = app.add_subcommand("train", "Train and evaluate one model (PyDTNN option names)");
-  add_train_options(*train, options);
+  add_train_options(*train, train_flags);
   CLI::App* models = app.add_subcommand("models", "List the model zoo");
   CLI::App* algos = app.add_subcommand("algos", "List the convolution algorithms of this build");
   dtnn::ConvCommandOptions conv_options;
@@ -335,6 +281,20 @@ int main(int argc, char** argv) {
     if (conv->parsed()) return dtnn::run_conv_command(conv_options, std::cout);
     if (layers->parsed()) return dtnn::run_layers_command(layers_options, std::cout);
     if (train->parsed()) {
+      if (train_flags.list) {
+        if (train_flags.list_format != "text" && train_flags.list_format != "json")
+          dtnn::fail("--format: expected text or json (got '", train_flags.list_format, "')");
+        std::cout << (train_flags.list_format == "json" ? dtnn::option_table_json() : dtnn::option_table_text());
+        return 0;
+      }
+      try {
+        dtnn::resolve_options(options, read_train_options(train_flags, options));
+      } catch (const dtnn::Unsupported&) {
+        throw;
+      } catch (const dtnn::Error& e) {  // a malformed command line
+        print_error(e.what());
+        return 2;
+      }
       comm = options.parallel == "data" ? dtnn::make_mpi_communicator() : dtnn::make_local_communicator();
       return dtnn::run_training(options, *comm, std::cout);
     }

@@ -16,21 +16,24 @@
 #include "core/error.h"
 #include "data/dataset.h"
 #include "models/model.h"
+#include "train/option_table.h"
 
 namespace dtnn {
 namespace {
 
-// ---- parameter table -------------------------------------------------------------------------------
+// ---- parameter table ---------------------------------------------------------------------------------
 
 enum class Kind { integer, number, boolean, string, choice };
 
 struct Spec {
-  const char* name;
+  std::string name;
   Kind kind;
   int64_t min = 0;  // integers only
   int64_t max = INT64_MAX;
-  // choice only: the canonical form of a valid value, or throws dtnn::Error saying why it is not valid.
+  // choice only (the matrix's own parameters): the canonical form of a valid value, or throws dtnn::Error.
   std::string (*canonical)(const std::string&) = nullptr;
+  // A `dtnn train` option: its row of the option table, whose parser has the last word on a value.
+  const OptionSpec* option = nullptr;
 };
 
 std::string join(const std::vector<std::string>& items, const char* sep) {
@@ -45,106 +48,30 @@ std::string one_of(const std::string& v, const std::vector<std::string>& known) 
   fail("expected one of ", join(known, ", "), " (got \"", v, "\")");
 }
 
-std::string check_model(const std::string& v) {
-  std::vector<std::string> known;
-  for (const ModelInfo& info : model_zoo()) {
-    if (v == info.name) return v;
-    known.push_back(info.name);
-  }
-  fail("unknown model '", v, "' (known: ", join(known, ", "), ")");
-}
-
-// The registry's full name, so "im2col_gemm" and "cpu.im2col_gemm" give one trial key.
-std::string check_conv_algo(const std::string& v) {
-  if (v == "auto" || v == "best_of") return v;
-  return canonical_conv_algorithm_name(v);  // GPU names too in CPU-only builds: their runs are 'unsupported'
-}
-
-std::string check_dataset(const std::string& v) {
-  dataset_shape(v);
-  return v;
-}
-
-std::string check_tensor_format(const std::string& v) { return one_of(v, {"NHWC", "NCHW", "AUTO"}); }
-std::string check_optimizer(const std::string& v) { return one_of(v, {"sgd", "rmsprop", "adam", "nadam"}); }
-std::string check_loss(const std::string& v) {
-  return one_of(v, {"categorical_cross_entropy", "binary_cross_entropy"});
-}
 std::string check_device(const std::string& v) { return one_of(v, {"cpu", "gpu"}); }
 std::string check_framework(const std::string& v) { return one_of(v, {"dtnn", "pytorch"}); }
 
-// Every `dtnn train` option a matrix may set, in options_list() order (a test keeps the two in step);
-// report and parallel are the runner's. Then the matrix's own parameters.
+// Every `dtnn train` option a matrix may set: the option table's kOptMatrix rows, in its order (report and
+// parallel are the runner's; PyDTNN's aliases and the planned options are not matrix parameters).
 const std::vector<Spec>& option_specs() {
-  static const std::vector<Spec> specs = {
-      {"model", Kind::choice, 0, 0, check_model},
-      {"batch_size", Kind::integer, 1},
-      {"num_epochs", Kind::integer, 0},
-      {"steps_per_epoch", Kind::integer, 0},
-      {"evaluate", Kind::boolean},
-      {"evaluate_only", Kind::boolean},
-      {"evaluate_on_test", Kind::boolean},
-      {"weights_and_bias_filename", Kind::string},
-      {"history_file", Kind::string},
-      {"tensor_format", Kind::choice, 0, 0, check_tensor_format},
-      {"conv_algo", Kind::choice, 0, 0, check_conv_algo},
-      {"enable_fused_bn_relu", Kind::boolean},
-      {"enable_fused_conv_relu", Kind::boolean},
-      {"enable_fused_conv_bn", Kind::boolean},
-      {"enable_fused_conv_bn_relu", Kind::boolean},
-      {"enable_fused_add_relu", Kind::boolean},
-      {"sync_batchnorm", Kind::boolean},
-      {"dataset", Kind::choice, 0, 0, check_dataset},
-      {"use_synthetic_data", Kind::boolean},
-      {"pad_to_cifar", Kind::boolean},
-      {"dataset_train_path", Kind::string},
-      {"dataset_test_path", Kind::string},
-      {"test_as_validation", Kind::boolean},
-      {"validation_split", Kind::number},
-      {"flip_images", Kind::boolean},
-      {"flip_images_prob", Kind::number},
-      {"crop_images", Kind::boolean},
-      {"crop_images_prob", Kind::number},
-      {"crop_images_padding", Kind::integer, 0},
-      {"prefetch", Kind::boolean},
-      {"optimizer", Kind::choice, 0, 0, check_optimizer},
-      {"learning_rate", Kind::number},
-      {"learning_rate_scaling", Kind::boolean},
-      {"momentum", Kind::number},
-      {"nesterov", Kind::boolean},
-      {"decay", Kind::number},
-      {"beta1", Kind::number},
-      {"beta2", Kind::number},
-      {"rho", Kind::number},
-      {"epsilon", Kind::number},
-      {"loss_func", Kind::choice, 0, 0, check_loss},
-      {"metrics", Kind::string},
-      {"threads", Kind::integer, 0, INT_MAX},
-      {"enable_gpu", Kind::boolean},
-      {"allow_tf32", Kind::boolean},
-      {"enable_nccl", Kind::boolean},
-      {"enable_cudnn_auto_conv_alg", Kind::boolean},
-      {"gpu_layer_times", Kind::boolean},
-      {"seed", Kind::integer, 0},
-      {"lr_schedulers", Kind::string},
-      {"warm_up_epochs", Kind::integer, 0},
-      {"early_stopping_metric", Kind::string},
-      {"early_stopping_patience", Kind::integer, 0},
-      {"early_stopping_weights_filename", Kind::string},
-      {"reduce_lr_on_plateau_metric", Kind::string},
-      {"reduce_lr_on_plateau_factor", Kind::number},
-      {"reduce_lr_on_plateau_patience", Kind::integer, 0},
-      {"reduce_lr_on_plateau_min_lr", Kind::number},
-      {"reduce_lr_every_nepochs_factor", Kind::number},
-      {"reduce_lr_every_nepochs_nepochs", Kind::integer, 1},
-      {"reduce_lr_every_nepochs_min_lr", Kind::number},
-      {"stop_at_loss_metric", Kind::string},
-      {"stop_at_loss_threshold", Kind::number},
-      {"model_checkpoint_metric", Kind::string},
-      {"model_checkpoint_save_freq", Kind::integer, 1},
-      {"checkpoint_file", Kind::string},
-      {"resume_from", Kind::string},
-  };
+  static const std::vector<Spec> specs = [] {
+    std::vector<Spec> out;
+    for (const OptionSpec& o : train_option_table()) {
+      if (!(o.flags & kOptMatrix)) continue;
+      Spec s{o.name, Kind::string};
+      switch (o.kind) {
+        case OptionKind::integer: s.kind = Kind::integer, s.min = o.imin, s.max = o.imax; break;
+        case OptionKind::number: s.kind = Kind::number; break;
+        case OptionKind::boolean: s.kind = Kind::boolean; break;
+        case OptionKind::choice: s.kind = Kind::choice; break;
+        case OptionKind::text:
+        case OptionKind::path: s.kind = Kind::string; break;
+      }
+      s.option = &o;
+      out.push_back(s);
+    }
+    return out;
+  }();
   return specs;
 }
 
@@ -230,6 +157,20 @@ struct Parser {
 
   // The command-line string of parameter `s`'s value `v`; `where` names it in messages ("axis 'ranks'").
   std::string value(const Spec& s, const toml::node& v, const std::string& where, bool in_list) const {
+    const std::string text = toml_text(s, v, where, in_list);
+    if (!s.option) return text;
+    try {
+      return canonical_option_text(*s.option, text);
+    } catch (const Error& e) {  // "--model: unknown model ..." -> "base 'model': unknown model ..."
+      std::string why = e.what();
+      const std::string prefix = "--" + s.name + ": ";
+      if (why.rfind(prefix, 0) == 0) why.erase(0, prefix.size());
+      fail_at(v, where + ": " + why);
+    }
+  }
+
+  // The node's text after the TOML type check of the parameter's kind.
+  std::string toml_text(const Spec& s, const toml::node& v, const std::string& where, bool in_list) const {
     switch (s.kind) {
       case Kind::integer: {
         const auto* i = v.as_integer();
@@ -250,11 +191,14 @@ struct Parser {
       case Kind::string: {
         const auto* str = v.as_string();
         if (!str) wrong(s, v, where, in_list);
+        if (str->get().find_first_of("\n\r") != std::string::npos)
+          fail_at(v, where + ": a value cannot hold a line break (it becomes a command-line argument)");
         return str->get();
       }
       case Kind::choice: {
         const auto* str = v.as_string();
         if (!str) wrong(s, v, where, in_list);
+        if (s.option) return str->get();
         try {
           return s.canonical(str->get());
         } catch (const Error& e) {
@@ -269,10 +213,17 @@ struct Parser {
     if (name == "report") fail_at(where, section + ": 'report' is set by the runner");
     if (name == "parallel") fail_at(where, section + ": 'parallel' is set by the runner (data when ranks > 1)");
     const Spec* s = find_spec(name);
-    if (!s)
-      fail_at(where, section + ": unknown parameter '" + name +
-                         "' (not a `dtnn train` option, nor ranks, device or framework)");
-    return *s;
+    if (s) return *s;
+    const OptionSpec* o = find_option(name);
+    if (o && (o->flags & kOptPlanned))
+      fail_at(where, section + ": '" + name + "' is not implemented yet (" + o->why_not + ")");
+    if (o && (o->flags & kOptAlias))
+      fail_at(where, section + ": '" + name + "' is PyDTNN's spelling: a matrix sets " +
+                         (std::string(name) == "threads_per_process" ? "threads" : "conv_algo"));
+    if (o)
+      fail_at(where, section + ": '" + name + "' is a `dtnn train` option a matrix does not set (" + o->help + ")");
+    fail_at(where, section + ": unknown parameter '" + name +
+                       "' (not a `dtnn train` option, nor ranks, device or framework)");
   }
 
   const toml::table& table(const toml::node& n, const std::string& what) const {
@@ -349,13 +300,7 @@ void read_launcher(const Parser& p, const toml::node& n, Matrix& m) {
       const auto* s = v.as_string();
       if (!s || s->get().empty())
         p.fail_at(v, "launcher 'hostfile': expected a file name (got " + describe(v) + ")");
-      namespace fs = std::filesystem;
-      fs::path file(s->get());
-      if (file.is_relative()) {
-        fs::path dir = fs::path(p.path).parent_path();
-        file = fs::absolute(dir.empty() ? fs::path(".") : dir) / file;
-      }
-      m.launcher.hostfile = file.lexically_normal().string();
+      m.launcher.hostfile = resolve_against(matrix_directory(p.path), s->get());
     } else if (name == "args") {
       const auto* a = v.as_array();
       if (!a) p.fail_at(v, "launcher 'args': expected a list of strings (got " + describe(v) + ")");
@@ -392,6 +337,25 @@ std::string Trial::get(const std::string& name, const std::string& fallback) con
   return it == params.end() ? fallback : it->second;
 }
 
+// ---- paths --------------------------------------------------------------------------------------------------
+
+std::string matrix_directory(const std::string& matrix_path) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(matrix_path).parent_path();
+  return fs::absolute(dir.empty() ? fs::path(".") : dir).lexically_normal().string();
+}
+
+std::string resolve_against(const std::string& dir, const std::string& value) {
+  namespace fs = std::filesystem;
+  if (value.empty() || fs::path(value).is_absolute()) return value;
+  return (fs::path(dir) / value).lexically_normal().string();
+}
+
+bool is_path_parameter(const std::string& name) {
+  const OptionSpec* o = find_option(name);
+  return o && o->kind == OptionKind::path;
+}
+
 // ---- parse -------------------------------------------------------------------------------------------------
 
 Matrix parse_matrix(const std::string& text, const std::string& path) {
@@ -405,6 +369,7 @@ Matrix parse_matrix(const std::string& text, const std::string& path) {
 
   Matrix m;
   m.path = path;
+  m.dir = matrix_directory(path);
   m.text = text;
   m.hash = sha256_hex(text);
 
@@ -581,7 +546,7 @@ std::vector<Trial> filter_trials(const std::vector<Trial>& trials, const std::ve
     if (!s) fail("filter '", f, "': unknown parameter '", name, "'");
     if (name == "conv_algo") {  // the short form the CLI accepts names the same trials
       try {
-        value = s->canonical(value);
+        value = canonical_option_text(*s->option, value);
       } catch (const Error&) {
       }
     }

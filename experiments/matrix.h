@@ -10,7 +10,7 @@
 //   tags = ["ci"]                       # optional, stored with every run (compare can select by tag)
 //   [launcher]                          # how ranks > 1 are started (ranks == 1 runs without a launcher)
 //   kind = "mpirun"                     # mpirun (default) | srun | none
-//   hostfile = "hosts.txt"              # mpirun only; relative paths are relative to the matrix file
+//   hostfile = "hosts.txt"              # mpirun only; relative to the matrix file, like every path value
 //   args = ["--bind-to", "core"]        # extra launcher arguments
 //   [base]                              # `dtnn train` options (PyDTNN names) for every trial
 //   dataset = "mnist"
@@ -65,6 +65,7 @@ struct Trial {
 struct Matrix {
   std::string name, description;
   std::string path;    // as given
+  std::string dir;     // the matrix file's directory, absolute: relative paths in the matrix resolve against it
   std::string text;    // the whole file, stored in the results store
   std::string hash;    // hex SHA-256 of text
   int repeats = 1;
@@ -84,6 +85,14 @@ Matrix load_matrix(const std::string& path);  // reads the file; "<path>: cannot
 // is not name=value or names an unknown parameter. Values compare as strings; an absent ranks / framework
 // compares as its default ("1" / "dtnn"), and conv_algo accepts the short name ("im2col_gemm").
 std::vector<Trial> filter_trials(const std::vector<Trial>& trials, const std::vector<std::string>& filters);
+
+// Relative paths in a matrix (path options such as dataset_train_path, the launcher's hostfile) name files
+// relative to the matrix file, never to the caller's working directory: `cd /tmp && dtnn run
+// <repo>/experiments/quickstart.toml` reads the same data as a run from the repository root. Trial keys keep
+// the value as written (the same key on every clone); the runner resolves it when it builds the command.
+std::string matrix_directory(const std::string& matrix_path);               // absolute, normalised
+std::string resolve_against(const std::string& dir, const std::string& value);  // absolute or empty stay
+bool is_path_parameter(const std::string& name);                            // a path row of the option table
 
 // The `dtnn train` option names a matrix may set (besides ranks/device/framework).
 const std::vector<std::string>& matrix_option_names();

@@ -27,6 +27,7 @@
 #include "experiments/matrix.h"
 #include "parallel/communicator.h"
 #include "results/store.h"
+#include "train/option_table.h"
 #include "train/output.h"
 
 namespace dtnn {
@@ -44,15 +45,11 @@ extern "C" void on_stop_signal(int sig) { g_stop_signal = sig; }
 // Parameters that are not `dtnn train` options.
 bool is_harness_param(const std::string& name) { return name == "ranks" || name == "device" || name == "framework"; }
 
-// The options torch_train.py accepts (analysis/reference/torch_train.py OPTIONS).
-const std::vector<std::string>& torch_options() {
-  static const std::vector<std::string> names = {
-      "model",         "dataset",       "dataset_train_path", "dataset_test_path", "batch_size",
-      "num_epochs",    "steps_per_epoch", "optimizer",        "learning_rate",     "momentum",
-      "nesterov",      "decay",         "beta1",              "beta2",             "epsilon",
-      "validation_split", "test_as_validation", "use_synthetic_data", "seed",     "threads",
-      "tensor_format", "pad_to_cifar",  "allow_tf32",   "enable_cudnn_auto_conv_alg", "evaluate_on_test"};
-  return names;
+// Whether the PyTorch reference (analysis/reference/torch_train.py, whose parser is built from the same
+// option table) takes this option.
+bool torch_takes(const std::string& name) {
+  const OptionSpec* o = find_option(name);
+  return o && (o->flags & kOptTorch);
 }
 
 std::string command_string(const std::vector<std::string>& argv) {
@@ -271,11 +268,11 @@ std::vector<std::string> trial_argv(const Matrix& matrix, const Trial& trial, co
     if (trial.get("device", "cpu") == "gpu") argv.push_back("--enable_gpu=True");
     for (const auto& [name, value] : trial.params) {
       if (is_harness_param(name) || name == "conv_algo") continue;
-      if (std::find(torch_options().begin(), torch_options().end(), name) == torch_options().end()) {
+      if (!torch_takes(name)) {
         unsupported_why = "the PyTorch reference has no --" + name;
         continue;
       }
-      argv.push_back("--" + name + "=" + value);
+      argv.push_back("--" + name + "=" + (is_path_parameter(name) ? resolve_against(matrix.dir, value) : value));
     }
     return argv;
   }
@@ -291,7 +288,8 @@ std::vector<std::string> trial_argv(const Matrix& matrix, const Trial& trial, co
   }
   argv.insert(argv.end(), {dtnn_binary, "train"});
   for (const auto& [name, value] : trial.params)
-    if (!is_harness_param(name)) argv.push_back("--" + name + "=" + value);
+    if (!is_harness_param(name))
+      argv.push_back("--" + name + "=" + (is_path_parameter(name) ? resolve_against(matrix.dir, value) : value));
   argv.push_back(std::string("--parallel=") + (ranks > 1 ? "data" : "sequential"));
   if (trial.get("device", "cpu") == "gpu") argv.push_back("--enable_gpu=True");
   argv.push_back("--progress=False");
@@ -410,6 +408,8 @@ int run_matrix(const RunnerOptions& options, std::ostream& out) {
   const Matrix matrix = load_matrix(options.matrix_path);
   const std::vector<Trial> trials = filter_trials(matrix.trials, options.only);
   const std::string dtnn_binary = options.dtnn_binary.empty() ? self_executable() : options.dtnn_binary;
+  // The PyTorch reference reads the option table from the binary whose runs it is compared with.
+  ::setenv("DTNN_BINARY", dtnn_binary.c_str(), 1);
   if (options.dry_run) {
     out << "matrix " << matrix.name << " (" << matrix.path << "): " << trials.size() << " trial(s) x "
         << matrix.repeats << " repeat(s) = " << trials.size() * matrix.repeats << " run(s)\n";

@@ -41,12 +41,14 @@ as many as dtnn's synthetic data has (mnist 60,000 / 10,000, cifar10 50,000 / 10
 distinct images (the whole set would not fit in memory; every sample still has its own label), so an epoch
 has dtnn's length; throughput runs cap it with --steps_per_epoch.
 
-Options (PyDTNN's names and dtnn's defaults; booleans as --name=True/False):
+Options: the rows of dtnn's option table flagged "torch" (`dtnn train --list-options` lists them; this
+script reads `$DTNN_BINARY train --list-options --format json`, default build/experiments/dtnn), with the
+table's names, kinds, defaults and ranges; booleans as --name=True/False:
   --model, --dataset, --dataset_train_path, --dataset_test_path, --batch_size, --num_epochs,
-  --steps_per_epoch (> 0: that many batches per epoch), --optimizer (sgd|adam), --learning_rate, --momentum,
-  --nesterov, --decay, --beta1, --beta2, --epsilon, --validation_split, --test_as_validation,
-  --use_synthetic_data, --pad_to_cifar, --seed, --threads (CPU threads), --report (JSON run report),
-  --evaluate_on_test (default True)
+  --steps_per_epoch (> 0: that many batches per epoch), --optimizer (sgd|adam here), --learning_rate,
+  --momentum, --nesterov, --decay, --beta1, --beta2, --epsilon, --validation_split, --test_as_validation,
+  --use_synthetic_data, --pad_to_cifar, --seed, --threads (CPU threads; 0: one per core), --report (JSON run
+  report), --evaluate_on_test (default True)
   --enable_gpu (False)   train on CUDA device 0: model, loss and optimizer on the GPU; the data stays in
                          host memory and every batch is gathered into a pinned buffer and copied with
                          non_blocking=True (as dtnn does); epochs are timed between torch.cuda.synchronize()
@@ -91,6 +93,7 @@ import json
 import os
 import platform
 import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -131,34 +134,62 @@ def str2bool(text):
     return BOOLS[text.strip().lower()]
 
 
-# name -> (type, default); order is the order in the report's "options"
-OPTIONS = {
-    "model": (str, None), "dataset": (str, "mnist"),
-    "dataset_train_path": (str, "."), "dataset_test_path": (str, None),
-    "batch_size": (int, 64), "num_epochs": (int, 1), "steps_per_epoch": (int, 0),
-    "optimizer": (str, "sgd"), "learning_rate": (float, 0.01), "momentum": (float, 0.9),
-    "nesterov": (str2bool, False), "decay": (float, 0.0), "beta1": (float, 0.9),
-    "beta2": (float, 0.999), "epsilon": (float, 1e-7), "validation_split": (float, 0.0),
-    "test_as_validation": (str2bool, False), "use_synthetic_data": (str2bool, False),
-    "seed": (int, 0), "threads": (int, 1), "tensor_format": (str, "AUTO"),
-    "report": (str, None), "evaluate_on_test": (str2bool, True),
-    "pad_to_cifar": (str2bool, False),
-    "enable_gpu": (str2bool, False), "allow_tf32": (str2bool, False),
-    "enable_cudnn_auto_conv_alg": (str2bool, True),
-}
-CHOICES = {"optimizer": ("sgd", "adam"), "tensor_format": ("NHWC", "NCHW", "AUTO", "auto")}
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# This reference implements only these of the table's choices (its own limitation, said at parse time).
+IMPLEMENTED_CHOICES = {"optimizer": ("sgd", "adam")}
+
+
+def option_table():
+    """The `dtnn train` option table (engine/train/option_table.cpp) from `dtnn train --list-options --format json`:
+    the one list of names, kinds, defaults, ranges and choices, of which this reference takes the rows flagged
+    "torch". The binary is $DTNN_BINARY (the matrix runner sets it to itself), else build/experiments/dtnn."""
+    binary = os.environ.get("DTNN_BINARY") or os.path.join(REPO, "build", "experiments", "dtnn")
+    try:
+        out = subprocess.run([binary, "train", "--list-options", "--format", "json"], check=True,
+                             capture_output=True, text=True).stdout
+        table = json.loads(out)
+    except (OSError, subprocess.CalledProcessError, ValueError) as e:
+        fail(1, f"cannot read the option table from {binary} (set DTNN_BINARY to a dtnn binary): {e}")
+    if table.get("schema") != "dtnn.train_options/1":
+        fail(1, f"{binary}: unknown option table schema {table.get('schema')!r}")
+    return [row for row in table["options"] if "torch" in row["flags"]]
+
+
+def option_type(row):
+    kind = row["kind"]
+    if kind == "boolean":
+        return str2bool
+    if kind == "integer":
+        return int
+    if kind == "number":
+        return float
+    if kind == "choice" and "choices" in row:  # PyDTNN's scripts write Adam, nhwc: the table's case-insensitive match
+        choices = row["choices"]
+        return lambda text: next((c for c in choices if c.lower() == text.lower()), text)
+    return str
 
 
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="torch_train", allow_abbrev=False,
                                 description="PyTorch reference runner for dtnn (--self_check alone: check the "
                                             "models' parameter counts)")
-    for name, (kind, default) in OPTIONS.items():
-        p.add_argument("--" + name, type=kind, default=default, choices=CHOICES.get(name),
-                       required=(name == "model"), metavar=name.upper())
+    rows = option_table()
+    for row in rows:
+        default = option_type(row)(row["default"]) if row["default"] != "" else None
+        p.add_argument("--" + row["name"], type=option_type(row), default=default,
+                       choices=IMPLEMENTED_CHOICES.get(row["name"], row.get("choices")), metavar=row["name"].upper())
     args = p.parse_args(argv)
+    for row in rows:  # the table's ranges
+        value = getattr(args, row["name"])
+        if "range" in row and value is not None:
+            lo, hi = row["range"]
+            if value < lo or value > hi or (row.get("range_open_above") and value == hi):
+                fail(2, f"--{row['name']}: expected a value in [{lo}, {hi}{')' if row.get('range_open_above') else ']'}, "
+                        f"got {value}")
     if args.dataset_test_path is None:
         args.dataset_test_path = args.dataset_train_path
+    if args.threads == 0:  # the table's 0: one thread per core
+        args.threads = os.cpu_count() or 1
     if args.tensor_format.upper() == "AUTO":  # dtnn's (PyDTNN's) AUTO; the report records the resolved format
         args.tensor_format = "NCHW" if args.enable_gpu else "NHWC"
     if args.model not in MODELS:
@@ -168,6 +199,8 @@ def parse_args(argv):
     if args.dataset == "imagenet" and not args.use_synthetic_data:
         fail(3, "--dataset=imagenet: this reference reads no ImageNet files (unsupported); "
                 "use --use_synthetic_data=True")
+    if not args.use_synthetic_data and not args.dataset_train_path:
+        fail(2, "--dataset_train_path is required unless --use_synthetic_data=True")
     if args.pad_to_cifar and args.dataset != "mnist":
         fail(2, "--pad_to_cifar applies to --dataset=mnist only")
     if MODEL_INPUT[args.model] != data_shape(args):
@@ -175,10 +208,6 @@ def parse_args(argv):
         dc, dh, dw = data_shape(args)
         fail(2, f"model {args.model} takes {h}x{w}x{c} inputs but dataset {args.dataset} gives {dh}x{dw}x{dc}"
                 + (" (use --pad_to_cifar=True for MNIST)" if args.dataset == "mnist" and c == 3 else ""))
-    if min(args.batch_size, args.threads) < 1 or min(args.num_epochs, args.steps_per_epoch, args.seed) < 0:
-        fail(2, "batch_size and threads must be >= 1; num_epochs, steps_per_epoch and seed >= 0")
-    if not 0.0 <= args.validation_split < 1.0:
-        fail(2, "validation_split must be in [0, 1)")
     if args.optimizer == "sgd" and args.nesterov and args.momentum <= 0:
         fail(2, "nesterov requires momentum > 0")
     return args

@@ -81,6 +81,7 @@ const std::vector<ModelInfo>& model_zoo() {
       {"resnet18_imagenet", "imagenet", build_resnet18_imagenet},
       {"resnet34_imagenet", "imagenet", build_resnet34_imagenet},
       {"resnet50_imagenet", "imagenet", build_resnet50_imagenet},
+      {"resnet50v15_imagenet", "imagenet", build_resnet50_imagenet},  // PyDTNN's name: the same v1.5 model
       {"resnet101_imagenet", "imagenet", build_resnet101_imagenet},
       {"resnet152_imagenet", "imagenet", build_resnet152_imagenet},
       {"resnet18_cifar10", "cifar10", build_resnet18_cifar10},

@@ -1,10 +1,12 @@
 #include "train/checkpoint.h"
 
 #include <cstdio>
+#include <cstdlib>
 
 #include "core/error.h"
 #include "io/npz_values.h"
 #include "train/losses.h"
+#include "train/option_table.h"
 #include "train/output.h"
 
 namespace dtnn {
@@ -12,58 +14,31 @@ namespace {
 
 constexpr int64_t kVersion = 1;
 
-std::string num(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
 std::string num(int64_t v) { return std::to_string(v); }
-std::string num(bool v) { return v ? "True" : "False"; }
 
 using Pairs = std::vector<std::pair<std::string, std::string>>;
 
-// The options a resumed run must share with the checkpointed one.
+// The options a resumed run must share with the checkpointed one: the table's must-match rows (tensor_format
+// resolved), and the rank count.
 Pairs must_match(const TrainOptions& o, int ranks) {
-  const OptimizerOptions& op = o.optimizer;
-  const LRSchedulerOptions& s = o.lr_schedulers;
-  return {{"model", o.model_name},
-          {"dataset", o.dataset_name},
-          {"use_synthetic_data", num(o.use_synthetic_data)},
-          {"tensor_format", resolved_tensor_format(o)},
-          {"batch_size", num(o.batch_size)},
-          {"ranks", num(static_cast<int64_t>(ranks))},
-          {"parallel", o.parallel},
-          {"seed", std::to_string(o.seed)},
-          {"steps_per_epoch", num(o.steps_per_epoch)},
-          {"validation_split", num(o.validation_split)},
-          {"test_as_validation", num(o.test_as_validation)},
-          {"loss_func", o.loss_func},
-          {"metrics", o.metrics},
-          {"optimizer", op.name},
-          {"learning_rate", num(op.learning_rate)},
-          {"learning_rate_scaling", num(o.learning_rate_scaling)},
-          {"momentum", num(op.momentum)},
-          {"nesterov", num(op.nesterov)},
-          {"decay", num(op.decay)},
-          {"rho", num(op.rho)},
-          {"beta1", num(op.beta1)},
-          {"beta2", num(op.beta2)},
-          {"epsilon", num(op.epsilon)},
-          {"lr_schedulers", s.names},
-          {"warm_up_epochs", num(s.warm_up_epochs)},
-          {"early_stopping_metric", s.early_stopping_metric},
-          {"early_stopping_patience", num(s.early_stopping_patience)},
-          {"reduce_lr_on_plateau_metric", s.reduce_lr_on_plateau_metric},
-          {"reduce_lr_on_plateau_factor", num(s.reduce_lr_on_plateau_factor)},
-          {"reduce_lr_on_plateau_patience", num(s.reduce_lr_on_plateau_patience)},
-          {"reduce_lr_on_plateau_min_lr", num(s.reduce_lr_on_plateau_min_lr)},
-          {"reduce_lr_every_nepochs_factor", num(s.reduce_lr_every_nepochs_factor)},
-          {"reduce_lr_every_nepochs_nepochs", num(s.reduce_lr_every_nepochs_nepochs)},
-          {"reduce_lr_every_nepochs_min_lr", num(s.reduce_lr_every_nepochs_min_lr)},
-          {"stop_at_loss_metric", s.stop_at_loss_metric},
-          {"stop_at_loss_threshold", num(s.stop_at_loss_threshold)},
-          {"model_checkpoint_metric", s.model_checkpoint_metric},
-          {"model_checkpoint_save_freq", num(s.model_checkpoint_save_freq)}};
+  Pairs out;
+  for (const OptionSpec& spec : train_option_table())
+    if (spec.flags & kOptMustMatch)
+      out.emplace_back(spec.name, spec.name == std::string("tensor_format") ? resolved_tensor_format(o) : option_text(spec, o));
+  out.emplace_back("ranks", num(static_cast<int64_t>(ranks)));
+  return out;
+}
+
+// Numbers compare as numbers: checkpoints of version 1 wrote them with %.17g, the table writes the shortest
+// text that reads back as the same double.
+bool same_value(const std::string& key, const std::string& a, const std::string& b) {
+  if (a == b) return true;
+  const OptionSpec* spec = find_option(key);
+  if (!spec || spec->kind != OptionKind::number) return false;
+  char* ea = nullptr;
+  char* eb = nullptr;
+  const double x = std::strtod(a.c_str(), &ea), y = std::strtod(b.c_str(), &eb);
+  return *ea == '\0' && *eb == '\0' && !a.empty() && !b.empty() && x == y;
 }
 
 // Options that may differ, at the price of bit-identity.
@@ -146,7 +121,7 @@ CheckpointState load_checkpoint(const std::string& path, Model& model, Optimizer
   for (const auto& [key, value] : must_match(options, ranks)) {
     const std::string* was = lookup(key);
     DTNN_CHECK(was != nullptr, path, ": checkpoint does not record --", key);
-    DTNN_CHECK(*was == value, path, ": checkpoint was written with ", key == "ranks" ? "" : "--", key, "=", *was,
+    DTNN_CHECK(same_value(key, *was, value), path, ": checkpoint was written with ", key == "ranks" ? "" : "--", key, "=", *was,
                ", this run has ", key == "ranks" ? "" : "--", key, "=", value, " (a resumed run must use the same)");
   }
   if (warn)

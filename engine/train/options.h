@@ -1,6 +1,7 @@
-// TrainOptions: everything `dtnn train` accepts, under PyDTNN's option names (research notes §7) with
-// PyDTNN's defaults unless stated. The CLI (experiments/train_command.cpp) fills it; the engine only
-// reads it. to_json-like listing for the "Parameters" dump and the run report is options_list().
+// TrainOptions: everything `dtnn train` accepts, under PyDTNN's option names with PyDTNN's defaults unless
+// stated. Each member is described by one row of the option table (train/option_table.h: kind, range,
+// help, where it is understood), from which the CLI (experiments/cli.cpp) fills it and every other consumer
+// reads it; the initialisers below are the defaults the table shows. The engine only reads it.
 #pragma once
 
 #include <cstdint>
@@ -76,12 +77,40 @@ struct TrainOptions {
   // Checkpoint/resume (train/checkpoint.h)
   std::string checkpoint_file;          // rank 0 rewrites it atomically after every epoch
   std::string resume_from;              // continue the run a checkpoint file recorded
+
+  // PyDTNN's launcher options (research notes §7.1), with PyDTNN's meaning; resolve_options() folds the
+  // spellings into dtnn's options above or refuses what dtnn cannot do, saying why.
+  std::string dtype = "float32";        // float64: refused (dtnn computes in float32)
+  bool enable_conv_gemm = false;        // --conv_algo=convgemm
+  bool enable_conv_winograd = false;    // --conv_algo=winograd_f4 (layers it declines fall back)
+  bool enable_best_of = false;          // --conv_algo=best_of
+  int threads_per_process = 0;          // --threads (0: not given)
+  int gpus_per_node = 0;                // > 0: ranks of a node use GPUs 0..n-1 (0: every GPU of the node)
+  bool enable_gpudirect = false;        // refused: gradients are staged through pinned host memory, or NCCL
+  bool enable_memory_cache = true;      // dtnn sizes every buffer when the model is built: always cached
+  bool shared_storage = false;          // only rank 0 writes files either way (PyDTNN forces it too)
+  int mpi_processes = 0;                // > 0: must equal the number of ranks started
+
+  // Options of the distribution work still to land: accepted by the parser, refused (exit 3, naming the
+  // issue) when given a value other than these defaults.
+  bool non_blocking_mpi = false;
+  bool blocking_mpi = false;
+  int64_t global_batch_size = 0;
+  bool tracing = false;
+  std::string tracer_output;
+  bool profile = false;
+  double cpu_speed = 4e12;
+  double memory_bw = 50e9;
+  double network_bw = 1e9;
+  double network_lat = 0.5e-6;
+  std::string network_alg = "vdg";
 };
 
 // "NHWC" or "NCHW": --tensor_format with AUTO resolved for the device.
 std::string resolved_tensor_format(const TrainOptions& o);
 
-// (name, value) pairs of every option, in a fixed order, values printed as a user would type them.
+// (name, value) pairs of every option in effect (the option table's rows but the planned ones), in the
+// table's order, values printed as a user would type them; tensor_format is resolved (AUTO -> NHWC/NCHW).
 std::vector<std::pair<std::string, std::string>> options_list(const TrainOptions& o);
 
 }  // namespace dtnn

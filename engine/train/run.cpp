@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "optim/lr_scheduler.h"
 #include "train/checkpoint.h"
+#include "train/option_table.h"
 #include "train/output.h"
 #include "train/trainer.h"
 
@@ -34,18 +35,12 @@ double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-constexpr int kMaxThreads = 1024;
-
-void validate(const TrainOptions& o) {
-  DTNN_CHECK(o.batch_size > 0, "--batch_size must be positive (got ", o.batch_size, ")");
-  DTNN_CHECK(o.num_epochs >= 0, "--num_epochs must be non-negative (got ", o.num_epochs, ")");
-  DTNN_CHECK(o.steps_per_epoch >= 0, "--steps_per_epoch must be non-negative (got ", o.steps_per_epoch, ")");
-  DTNN_CHECK(o.parallel == "sequential" || o.parallel == "data", "unknown --parallel '", o.parallel,
-             "' (known: sequential, data)");
-  DTNN_CHECK(o.threads >= 0 && o.threads <= kMaxThreads, "--threads must be in [0, ", kMaxThreads, "] (got ",
-             o.threads, "; 0 picks one per core)");
-  DTNN_CHECK(!o.evaluate_only || !o.weights_and_bias_filename.empty() || !o.resume_from.empty(),
-             "--evaluate_only needs the weights to evaluate (--weights_and_bias_filename or --resume_from)");
+// The table's ranges and choices and the cross-option rules (validate_options), then what needs the file
+// system or the ranks.
+void validate(const TrainOptions& o, const Communicator& comm) {
+  validate_options(o);
+  DTNN_CHECK(o.mpi_processes == 0 || o.mpi_processes == comm.size(), "--mpi_processes=", o.mpi_processes,
+             " but ", comm.size(), " rank", comm.size() == 1 ? " was" : "s were", " started");
   DTNN_CHECK(!o.evaluate_only || o.weights_and_bias_filename.empty() ||
                  std::filesystem::exists(o.weights_and_bias_filename),
              "--evaluate_only: weights file ", o.weights_and_bias_filename, " does not exist");
@@ -58,22 +53,6 @@ void validate(const TrainOptions& o) {
     const std::filesystem::path dir = std::filesystem::absolute(path).parent_path();
     DTNN_CHECK(std::filesystem::is_directory(dir), option, "=", path, ": directory ", dir.string(), " does not exist");
   }
-  DTNN_CHECK(o.crop_images_size == 0, "--crop_images_size (PyDTNN's corner-zeroing roll) is not supported: use "
-             "--crop_images with --crop_images_padding=P (zero-pad by P, random crop of the original size)");
-  DTNN_CHECK(o.flip_images_prob >= 0 && o.flip_images_prob <= 1, "--flip_images_prob must be in [0, 1] (got ",
-             o.flip_images_prob, ")");
-  DTNN_CHECK(o.crop_images_prob >= 0 && o.crop_images_prob <= 1, "--crop_images_prob must be in [0, 1] (got ",
-             o.crop_images_prob, ")");
-  DTNN_CHECK(o.crop_images_padding >= 0, "--crop_images_padding must be non-negative (got ", o.crop_images_padding,
-             ")");
-  DTNN_CHECK(std::isfinite(o.optimizer.learning_rate), "--learning_rate must be finite (got ",
-             o.optimizer.learning_rate, ")");
-  dataset_shape(o.dataset_name);  // an unknown --dataset fails before the model is built
-  const std::string format = resolved_tensor_format(o);
-  DTNN_CHECK(format == "NHWC" || format == "NCHW" || format == "nhwc" || format == "nchw", "unknown --tensor_format '",
-             o.tensor_format, "' (expected NHWC, NCHW or AUTO)");
-  DTNN_CHECK(!o.enable_nccl || o.enable_gpu, "--enable_nccl needs --enable_gpu");
-  DTNN_CHECK(!o.gpu_layer_times || o.enable_gpu, "--gpu_layer_times needs --enable_gpu");
   if (o.enable_gpu) require_gpu();
 }
 
@@ -118,11 +97,14 @@ void print_pass(std::ostream& out, const Trainer& trainer, const char* what, con
 }  // namespace
 
 int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
-  validate(o);
+  validate(o, mpi_comm);
   // GPU: the r-th rank of a node on device r % (devices of the node); NCCL for the gradients when asked.
   std::unique_ptr<Communicator> nccl;
   if (o.enable_gpu) {
-    gpu::init(mpi_comm.node_rank() % gpu_device_count());
+    const int gpus = gpu_device_count();
+    if (o.gpus_per_node > gpus)
+      unsupported("--gpus_per_node=", o.gpus_per_node, ": this node has ", gpus, " GPU", gpus == 1 ? "" : "s");
+    gpu::init(mpi_comm.node_rank() % (o.gpus_per_node > 0 ? o.gpus_per_node : gpus));
     gpu::set_allow_tf32(o.allow_tf32);
     if (o.enable_nccl && mpi_comm.size() > 1) nccl = make_nccl_communicator(mpi_comm);
   }

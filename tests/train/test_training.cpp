@@ -196,17 +196,14 @@ TEST_CASE("cli: bad input gives one line on stderr, a non-zero exit and no repor
   // A truncated image file.
   const std::string dir = test::temp_path("truncated_ds");
   fs::create_directories(dir);
-  if (fs::exists(kMnist10k)) {
-    for (const char* f : {"train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz",
-                          "train-images-idx3-ubyte.gz"})
-      fs::copy_file(kMnist10k + "/" + f, dir + "/" + f);
-    fs::resize_file(dir + "/train-images-idx3-ubyte.gz", fs::file_size(dir + "/train-images-idx3-ubyte.gz") / 2);
-    Command c = run("train --dataset_train_path=" + dir + tail);
-    CHECK(one_line_error(c));
-    CHECK(c.err.find("train-images-idx3-ubyte.gz") != std::string::npos);
-  } else {
-    WARN("truncated-file case skipped: " << kMnist10k << " is absent (tests/data/test_idx.cpp covers the reader)");
-  }
+  REQUIRE(fs::exists(kMnist10k));
+  for (const char* f : {"train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz",
+                        "train-images-idx3-ubyte.gz"})
+    fs::copy_file(kMnist10k + "/" + f, dir + "/" + f);
+  fs::resize_file(dir + "/train-images-idx3-ubyte.gz", fs::file_size(dir + "/train-images-idx3-ubyte.gz") / 2);
+  Command c = run("train --dataset_train_path=" + dir + tail);
+  CHECK(one_line_error(c));
+  CHECK(c.err.find("train-images-idx3-ubyte.gz") != std::string::npos);
   CHECK_FALSE(fs::exists(report));
   fs::remove_all(dir);
 }
@@ -238,12 +235,9 @@ TEST_CASE("cli: training options reach the run (loss, metrics, fusion, best_of, 
   ::unsetenv("DTNN_CONV_CACHE");
   CHECK(fs::exists(cache));
   fs::remove(cache);
-  if (fs::exists(kMnist10k))
-    CHECK(has(run(base + "--use_synthetic_data=False --model=resnet20_cifar10 --dataset=mnist --pad_to_cifar=True "
-                  "--dataset_train_path=" + kMnist10k),  // an option given twice: the last one counts
-              "Training throughput"));
-  else
-    WARN("--pad_to_cifar case skipped: " << kMnist10k << " is absent");
+  CHECK(has(run(base + "--use_synthetic_data=False --model=resnet20_cifar10 --dataset=mnist --pad_to_cifar=True "
+                "--dataset_train_path=" + kMnist10k),  // an option given twice: the last one counts
+            "Training throughput"));
 
   CHECK(has(run("algos"), "cpu.convgemm"));
   // dtnn conv: rows for each algorithm and direction, each checked against the reference.
@@ -274,8 +268,8 @@ TEST_CASE("cli: nonsense values and impossible requests fail before any work, na
   fails_with("trian", "unknown command 'trian' (known: train,");
   fails_with(synth + "--seed=-1", "--seed: expected an integer in [0, 18446744073709551615], got '-1'");
   fails_with(synth + "--seed=99999999999999999999999", "--seed: expected an integer");
-  fails_with(synth + "--learning_rate=inf", "--learning_rate must be finite");
-  fails_with(synth + "--threads=100000", "--threads must be in [0, 1024]");
+  fails_with(synth + "--learning_rate=inf", "--learning_rate: expected a finite number >= 0, got 'inf'");
+  fails_with(synth + "--threads=100000", "--threads: expected an integer in [0, 1024], got '100000'");
   fails_with(synth + "--evaluate_only=True --weights_and_bias_filename=/nonexistent/w.npz",
              "--evaluate_only: weights file /nonexistent/w.npz does not exist");
   fails_with(synth + "--report=/nonexistent/r.json", "--report=/nonexistent/r.json: directory /nonexistent does not exist");

@@ -1,0 +1,312 @@
+// The rows of the `dtnn train` option table (option_table.h) and the value conversions every consumer
+// shares. Rows are in the order of the "Parameters" dump and the run report.
+#include "train/option_table.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cfloat>
+#include <charconv>
+#include <climits>
+#include <cmath>
+#include <cstdlib>
+
+#include "conv/conv_algorithm.h"
+#include "core/error.h"
+#include "data/dataset.h"
+#include "models/model.h"
+#include "train/losses.h"
+
+namespace dtnn {
+namespace {
+
+// ---- checks of values the table cannot list ----------------------------------------------------------
+
+std::string join(const std::vector<std::string>& items, const char* sep) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
+  return out;
+}
+
+std::string check_model(const std::string& v) {
+  std::vector<std::string> known;
+  for (const ModelInfo& info : model_zoo()) {
+    if (v == info.name) return v;
+    known.push_back(info.name);
+  }
+  fail("unknown model '", v, "' (known: ", join(known, ", "), ")");
+}
+
+// The registry's full name, so "im2col_gemm" and "cpu.im2col_gemm" are one value (and one trial key).
+// GPU names are known in CPU-only builds too: such a run is refused when it starts, not when it is parsed.
+std::string check_conv_algo(const std::string& v) {
+  if (v == "auto" || v == "best_of") return v;
+  return canonical_conv_algorithm_name(v);
+}
+
+std::string check_dataset(const std::string& v) { return dataset_shape(v).name; }
+
+std::string check_metrics(const std::string& v) {
+  parse_metrics(v);
+  return v;
+}
+
+const std::vector<std::string>& loss_names() {
+  static const std::vector<std::string> names = {"categorical_cross_entropy", "binary_cross_entropy"};
+  return names;
+}
+bool is_loss(const std::string& name) {
+  return std::find(loss_names().begin(), loss_names().end(), name) != loss_names().end();
+}
+
+// One loss, or PyDTNN's older form: a comma list of metrics and exactly one loss
+// ("categorical_accuracy,categorical_cross_entropy", PyDTNN's README), split by resolve_options().
+std::string check_loss(const std::string& v) {
+  if (is_loss(v)) return v;
+  if (v.find(',') == std::string::npos)
+    fail("expected one of ", join(loss_names(), ", "), " (got '", v, "')");
+  int losses = 0;
+  std::string metrics;
+  size_t start = 0;
+  while (start <= v.size()) {
+    const size_t comma = std::min(v.find(',', start), v.size());
+    const std::string item = v.substr(start, comma - start);
+    start = comma + 1;
+    if (is_loss(item)) ++losses;
+    else metrics += (metrics.empty() ? "" : ",") + item;
+  }
+  DTNN_CHECK(losses == 1, "a list of metrics and losses needs exactly one loss of ", join(loss_names(), ", "),
+             " (got '", v, "')");
+  parse_metrics(metrics);
+  return v;
+}
+
+std::string check_lr_schedulers(const std::string& v) {
+  size_t start = 0;
+  while (start < v.size()) {
+    const size_t comma = std::min(v.find(',', start), v.size());
+    const std::string name = v.substr(start, comma - start);
+    start = comma + 1;
+    const auto& known = lr_scheduler_names();
+    DTNN_CHECK(name.empty() || std::find(known.begin(), known.end(), name) != known.end(), "unknown scheduler '",
+               name, "' (known: ", join(known, ", "), ")");
+  }
+  return v;
+}
+
+// ---- row builders -------------------------------------------------------------------------------------
+
+constexpr uint32_t M = kOptMatrix, MM = kOptMustMatch, T = kOptTorch, P = kOptPyDTNN, PL = kOptPlanned,
+                   R = kOptRunner, A = kOptAlias;
+constexpr int64_t kMaxThreads = 1024;
+constexpr int64_t kBig = int64_t{1} << 40;  // sizes and counts: far past anything real, no overflow in products
+
+#define DTNN_FIELD(member) [](TrainOptions& o) -> OptionField { return &o.member; }
+
+OptionSpec integer(const char* name, OptionField (*f)(TrainOptions&), uint32_t flags, int64_t lo, int64_t hi,
+                   const char* help) {
+  OptionSpec s{name, OptionKind::integer, f, flags, help};
+  s.imin = lo, s.imax = hi;
+  return s;
+}
+OptionSpec number(const char* name, OptionField (*f)(TrainOptions&), uint32_t flags, double lo, double hi,
+                  const char* help, bool hi_open = false) {
+  OptionSpec s{name, OptionKind::number, f, flags, help};
+  s.dmin = lo, s.dmax = hi, s.dmax_open = hi_open;
+  return s;
+}
+OptionSpec boolean(const char* name, OptionField (*f)(TrainOptions&), uint32_t flags, const char* help) {
+  return {name, OptionKind::boolean, f, flags, help};
+}
+OptionSpec text(const char* name, OptionField (*f)(TrainOptions&), uint32_t flags, const char* help,
+                std::string (*canonical)(const std::string&) = nullptr) {
+  OptionSpec s{name, OptionKind::text, f, flags, help};
+  s.canonical = canonical;
+  return s;
+}
+OptionSpec path(const char* name, OptionField (*f)(TrainOptions&), uint32_t flags, const char* help) {
+  return {name, OptionKind::path, f, flags, help};
+}
+OptionSpec choice(const char* name, OptionField (*f)(TrainOptions&), uint32_t flags, std::vector<std::string> list,
+                  const char* help) {
+  OptionSpec s{name, OptionKind::choice, f, flags, help};
+  s.choices = std::move(list);
+  return s;
+}
+OptionSpec checked(const char* name, OptionField (*f)(TrainOptions&), uint32_t flags,
+                   std::string (*canonical)(const std::string&), const char* help) {
+  OptionSpec s{name, OptionKind::choice, f, flags, help};
+  s.canonical = canonical;
+  return s;
+}
+OptionSpec planned(OptionSpec s, const char* why) {
+  s.flags |= PL;
+  s.why_not = why;
+  return s;
+}
+
+std::vector<OptionSpec> make_table() {
+  const char* issue19 = "issue 19, overlapping data parallelism, adds it";
+  const char* issue20 = "issue 20, timelines, adds it";
+  const char* issue21 = "issue 21, the calibrated performance model, adds it";
+  return {
+      // Model and run length
+      checked("model", DTNN_FIELD(model_name), M | MM | T | P, check_model, "Model name (see `dtnn models`)"),
+      integer("batch_size", DTNN_FIELD(batch_size), M | MM | T | P, 1, kBig, "Batch size per rank"),
+      integer("num_epochs", DTNN_FIELD(num_epochs), M | T | P, 0, kBig, "Number of epochs"),
+      integer("steps_per_epoch", DTNN_FIELD(steps_per_epoch), M | MM | T | P, 0, kBig,
+              "Global batches per epoch (0: whole epochs)"),
+      boolean("evaluate", DTNN_FIELD(evaluate), M | P, "Evaluate on the test set before training"),
+      boolean("evaluate_only", DTNN_FIELD(evaluate_only), M | P, "Only evaluate on the test set"),
+      boolean("evaluate_on_test", DTNN_FIELD(evaluate_on_test), M | T, "Evaluate on the test set after training"),
+      path("weights_and_bias_filename", DTNN_FIELD(weights_and_bias_filename), M | P,
+           "NPZ weights: loaded before training if the file exists, stored after"),
+      path("history_file", DTNN_FIELD(history_file), M | P, "Per-epoch history (PyDTNN format)"),
+      choice("tensor_format", DTNN_FIELD(tensor_format), M | MM | T | P, {"NHWC", "NCHW", "AUTO"},
+             "NHWC, NCHW or AUTO (NHWC on the CPU, NCHW on the GPU)"),
+      checked("conv_algo", DTNN_FIELD(conv_algo), M, check_conv_algo,
+              "Convolution algorithm: a name (see `dtnn algos`), auto (cache or heuristic) or best_of (time each layer)"),
+      boolean("enable_fused_bn_relu", DTNN_FIELD(enable_fused_bn_relu), M | P, "Fuse BatchNormalization + Relu"),
+      boolean("enable_fused_conv_relu", DTNN_FIELD(enable_fused_conv_relu), M | P, "Fuse Conv2D + Relu"),
+      boolean("enable_fused_conv_bn", DTNN_FIELD(enable_fused_conv_bn), M | P, "Fuse Conv2D + BatchNormalization"),
+      boolean("enable_fused_conv_bn_relu", DTNN_FIELD(enable_fused_conv_bn_relu), M | P,
+              "Fuse Conv2D + BatchNormalization + Relu"),
+      boolean("enable_fused_add_relu", DTNN_FIELD(enable_fused_add_relu), M,
+              "Apply the Relu after an AdditionBlock in the block's last addition (bit-identical results)"),
+      boolean("sync_batchnorm", DTNN_FIELD(sync_batchnorm), M, "BatchNormalization statistics over every rank's batch"),
+      // Dataset
+      checked("dataset", DTNN_FIELD(dataset_name), M | MM | T | P, check_dataset, "Dataset: mnist, cifar10 or imagenet"),
+      boolean("use_synthetic_data", DTNN_FIELD(use_synthetic_data), M | MM | T | P, "Use synthetic data of the dataset's shape"),
+      boolean("pad_to_cifar", DTNN_FIELD(pad_to_cifar), M | T, "Pad 28x28x1 MNIST-format images to 32x32x3 for CIFAR models"),
+      path("dataset_train_path", DTNN_FIELD(dataset_train_path), M | T | P, "Directory of the training files"),
+      path("dataset_test_path", DTNN_FIELD(dataset_test_path), M | T | P, "Directory of the test files (default: train path)"),
+      boolean("test_as_validation", DTNN_FIELD(test_as_validation), M | MM | T | P, "Use the test set as the validation set"),
+      number("validation_split", DTNN_FIELD(validation_split), M | MM | T | P, 0.0, 1.0,
+             "Fraction of the training set held out", true),
+      boolean("flip_images", DTNN_FIELD(flip_images), M | P, "Randomly flip training images horizontally"),
+      number("flip_images_prob", DTNN_FIELD(flip_images_prob), M | P, 0.0, 1.0, "Probability of a flip per sample"),
+      boolean("crop_images", DTNN_FIELD(crop_images), M | P, "Random pad-and-crop of training images"),
+      number("crop_images_prob", DTNN_FIELD(crop_images_prob), M | P, 0.0, 1.0, "Probability of a crop per sample"),
+      integer("crop_images_padding", DTNN_FIELD(crop_images_padding), M, 0, 1 << 20,
+              "Zero padding P of the crop (offsets in [-P, P])"),
+      integer("crop_images_size", DTNN_FIELD(crop_images_size), P, 0, 1 << 20,
+              "PyDTNN's crop: not supported (use --crop_images_padding)"),
+      boolean("prefetch", DTNN_FIELD(prefetch), M, "Load the next batch on a loader thread during the current step"),
+      // Optimizer, loss, metrics
+      choice("optimizer", DTNN_FIELD(optimizer.name), M | MM | T | P, {"sgd", "rmsprop", "adam", "nadam"},
+             "sgd, rmsprop, adam or nadam"),
+      number("learning_rate", DTNN_FIELD(optimizer.learning_rate), M | MM | T | P, 0.0, DBL_MAX, "Learning rate"),
+      boolean("learning_rate_scaling", DTNN_FIELD(learning_rate_scaling), M | MM | P,
+              "With --parallel=data and sgd, multiply lr by ranks"),
+      number("momentum", DTNN_FIELD(optimizer.momentum), M | MM | T | P, 0.0, DBL_MAX, "SGD momentum"),
+      boolean("nesterov", DTNN_FIELD(optimizer.nesterov), M | MM | T | P, "Nesterov momentum"),
+      number("decay", DTNN_FIELD(optimizer.decay), M | MM | T | P, 0.0, DBL_MAX, "L2 decay applied to every trainable value"),
+      number("beta1", DTNN_FIELD(optimizer.beta1), M | MM | T | P, 0.0, 1.0, "Adam beta1"),
+      number("beta2", DTNN_FIELD(optimizer.beta2), M | MM | T | P, 0.0, 1.0, "Adam beta2"),
+      number("rho", DTNN_FIELD(optimizer.rho), M | MM | P, 0.0, 1.0, "RMSProp decay of the squared-gradient average"),
+      number("epsilon", DTNN_FIELD(optimizer.epsilon), M | MM | T | P, 0.0, DBL_MAX,
+             "RMSProp/Adam/Nadam epsilon (inside the square root)"),
+      checked("loss_func", DTNN_FIELD(loss_func), M | MM | P, check_loss,
+              "categorical_cross_entropy or binary_cross_entropy (PyDTNN's older metric,...,loss list too)"),
+      text("metrics", DTNN_FIELD(metrics), M | MM | P, "Comma-separated metrics", check_metrics),
+      // Parallelism and devices
+      choice("parallel", DTNN_FIELD(parallel), R | MM | P, {"sequential", "data"}, "sequential or data (run under mpirun)"),
+      integer("threads", DTNN_FIELD(threads), M | T, 0, kMaxThreads, "Threads per rank (0: OMP_NUM_THREADS, else cores/ranks)"),
+      boolean("enable_gpu", DTNN_FIELD(enable_gpu), M | T | P, "Train on the GPU (rank r uses GPU r % GPUs of its node)"),
+      boolean("allow_tf32", DTNN_FIELD(allow_tf32), M | T, "GPU: TF32 tensor-core math for float32 convolutions and GEMMs"),
+      boolean("enable_nccl", DTNN_FIELD(enable_nccl), M | P, "GPU + --parallel=data: allreduce gradients with NCCL"),
+      boolean("enable_cudnn_auto_conv_alg", DTNN_FIELD(enable_cudnn_auto_conv_alg), M | T | P,
+              "GPU, --conv_algo=auto: time every cuDNN algorithm per layer (cudnnFind); False: PyDTNN's fixed algorithms"),
+      boolean("gpu_layer_times", DTNN_FIELD(gpu_layer_times), M, "GPU: measure per-layer times (synchronises after each layer)"),
+      integer("seed", DTNN_FIELD(seed), M | MM | T, 0, INT64_MAX, "Seed of every random choice (any uint64)"),
+      path("report", DTNN_FIELD(report), R | T, "Write a JSON run report to this file"),
+      boolean("progress", DTNN_FIELD(progress), 0, "Live progress bar on a terminal (False: one line per epoch)"),
+      // LR schedulers
+      text("lr_schedulers", DTNN_FIELD(lr_schedulers.names), M | MM | P,
+           "Comma list applied in order: warm_up, early_stopping, reduce_lr_on_plateau, reduce_lr_every_nepochs, "
+           "stop_at_loss, model_checkpoint (default none; PyDTNN's default list stops runs without validation)",
+           check_lr_schedulers),
+      integer("warm_up_epochs", DTNN_FIELD(lr_schedulers.warm_up_epochs), M | MM | P, 0, kBig,
+              "warm_up: epochs of linear ramp from lr/ranks to lr"),
+      text("early_stopping_metric", DTNN_FIELD(lr_schedulers.early_stopping_metric), M | MM | P,
+           "early_stopping: watched value (val_ prefix: validation)"),
+      integer("early_stopping_patience", DTNN_FIELD(lr_schedulers.early_stopping_patience), M | MM | P, 0, kBig,
+              "early_stopping: epochs without improvement"),
+      path("early_stopping_weights_filename", DTNN_FIELD(lr_schedulers.early_stopping_weights_filename), M,
+           "early_stopping: also store the best weights in this NPZ (default: memory only)"),
+      text("reduce_lr_on_plateau_metric", DTNN_FIELD(lr_schedulers.reduce_lr_on_plateau_metric), M | MM | P,
+           "reduce_lr_on_plateau: watched value"),
+      number("reduce_lr_on_plateau_factor", DTNN_FIELD(lr_schedulers.reduce_lr_on_plateau_factor), M | MM | P, 0.0,
+             DBL_MAX, "reduce_lr_on_plateau: lr multiplier"),
+      integer("reduce_lr_on_plateau_patience", DTNN_FIELD(lr_schedulers.reduce_lr_on_plateau_patience), M | MM | P, 0,
+              kBig, "reduce_lr_on_plateau: epochs without improvement"),
+      number("reduce_lr_on_plateau_min_lr", DTNN_FIELD(lr_schedulers.reduce_lr_on_plateau_min_lr), M | MM | P, 0.0,
+             DBL_MAX, "reduce_lr_on_plateau: lowest rate"),
+      number("reduce_lr_every_nepochs_factor", DTNN_FIELD(lr_schedulers.reduce_lr_every_nepochs_factor), M | MM | P,
+             0.0, DBL_MAX, "reduce_lr_every_nepochs: lr multiplier"),
+      integer("reduce_lr_every_nepochs_nepochs", DTNN_FIELD(lr_schedulers.reduce_lr_every_nepochs_nepochs), M | MM | P,
+              1, kBig, "reduce_lr_every_nepochs: period in epochs"),
+      number("reduce_lr_every_nepochs_min_lr", DTNN_FIELD(lr_schedulers.reduce_lr_every_nepochs_min_lr), M | MM | P,
+             0.0, DBL_MAX, "reduce_lr_every_nepochs: lowest rate"),
+      text("stop_at_loss_metric", DTNN_FIELD(lr_schedulers.stop_at_loss_metric), M | MM | P, "stop_at_loss: watched value"),
+      number("stop_at_loss_threshold", DTNN_FIELD(lr_schedulers.stop_at_loss_threshold), M | MM | P, -DBL_MAX,
+             DBL_MAX, "stop_at_loss: stop once the value is better than this"),
+      text("model_checkpoint_metric", DTNN_FIELD(lr_schedulers.model_checkpoint_metric), M | MM | P,
+           "model_checkpoint: watched value"),
+      integer("model_checkpoint_save_freq", DTNN_FIELD(lr_schedulers.model_checkpoint_save_freq), M | MM | P, 1, kBig,
+              "model_checkpoint: save only on epochs divisible by this"),
+      // Checkpoint and resume
+      path("checkpoint_file", DTNN_FIELD(checkpoint_file), M, "Rewrite this checkpoint (NPZ) after every epoch (rank 0)"),
+      path("resume_from", DTNN_FIELD(resume_from), M, "Continue the run recorded in this checkpoint file"),
+      // PyDTNN's launcher options that dtnn spells otherwise or does by design (resolve_options)
+      choice("dtype", DTNN_FIELD(dtype), P, {"float32", "float64"}, "Data type: float32 (float64 is refused)"),
+      boolean("enable_conv_gemm", DTNN_FIELD(enable_conv_gemm), A | P, "PyDTNN's ConvGemm: --conv_algo=convgemm"),
+      boolean("enable_conv_winograd", DTNN_FIELD(enable_conv_winograd), A | P,
+              "PyDTNN's Winograd: --conv_algo=winograd_f4 (other layers fall back)"),
+      boolean("enable_best_of", DTNN_FIELD(enable_best_of), A | P, "PyDTNN's BestOf: --conv_algo=best_of"),
+      integer("threads_per_process", DTNN_FIELD(threads_per_process), A | P, 0, kMaxThreads,
+              "PyDTNN's spelling of --threads (0: not given)"),
+      integer("gpus_per_node", DTNN_FIELD(gpus_per_node), P, 0, 1024,
+              "GPU: the ranks of a node use GPUs 0..n-1 (rank % n); 0: every GPU of the node"),
+      boolean("enable_gpudirect", DTNN_FIELD(enable_gpudirect), P,
+              "PyDTNN's device-mapped MPI buffers: refused (gradients are staged through pinned memory, or NCCL)"),
+      boolean("enable_memory_cache", DTNN_FIELD(enable_memory_cache), P,
+              "PyDTNN's persistent workspaces: dtnn always sizes buffers when the model is built"),
+      boolean("shared_storage", DTNN_FIELD(shared_storage), P, "Only rank 0 writes files either way (as PyDTNN)"),
+      integer("mpi_processes", DTNN_FIELD(mpi_processes), P, 0, 1 << 24,
+              "Checked against the number of ranks started (0: not checked)"),
+      // The distribution work's options, one row each (kOptPlanned until their issue lands)
+      planned(boolean("non_blocking_mpi", DTNN_FIELD(non_blocking_mpi), P,
+                      "Reduce each layer's gradients during the backward pass"), issue19),
+      planned(boolean("blocking_mpi", DTNN_FIELD(blocking_mpi), P, "One blocking reduction after the backward pass"),
+              issue19),
+      planned(integer("global_batch_size", DTNN_FIELD(global_batch_size), P, 0, kBig,
+                      "Global batch, split over the ranks (0: batch_size x ranks)"), issue19),
+      planned(boolean("tracing", DTNN_FIELD(tracing), P, "Per-rank event traces"), issue20),
+      planned(path("tracer_output", DTNN_FIELD(tracer_output), P, "Trace file"), issue20),
+      planned(boolean("profile", DTNN_FIELD(profile), P, "Profile of the training loop"), issue20),
+      planned(number("cpu_speed", DTNN_FIELD(cpu_speed), P, 0.0, DBL_MAX, "Performance model: FLOP/s"), issue21),
+      planned(number("memory_bw", DTNN_FIELD(memory_bw), P, 0.0, DBL_MAX, "Performance model: bytes/s"), issue21),
+      planned(number("network_bw", DTNN_FIELD(network_bw), P, 0.0, DBL_MAX, "Performance model: bits/s"), issue21),
+      planned(number("network_lat", DTNN_FIELD(network_lat), P, 0.0, DBL_MAX, "Performance model: seconds"), issue21),
+      planned(choice("network_alg", DTNN_FIELD(network_alg), P, {"vdg", "bta"}, "Performance model: allreduce algorithm"),
+              issue21),
+  };
+}
+
+#undef DTNN_FIELD
+
+}  // namespace
+
+const std::vector<OptionSpec>& train_option_table() {
+  static const std::vector<OptionSpec> table = make_table();
+  return table;
+}
+
+const OptionSpec* find_option(const std::string& name) {
+  for (const OptionSpec& s : train_option_table())
+    if (name == s.name) return &s;
+  return nullptr;
+}
+
+}  // namespace dtnn

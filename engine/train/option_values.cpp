@@ -1,0 +1,244 @@
+// Values of the option table's rows: text <-> TrainOptions members, range and choice checks, PyDTNN's
+// spellings folded into dtnn's options, and the table printed for people and for the PyTorch reference.
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cfloat>
+#include <cstdio>
+#include <charconv>
+#include <climits>
+#include <cmath>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "train/option_table.h"
+
+namespace dtnn {
+namespace {
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// Shortest text that reads back as the same double: 0.001 -> "0.001", 1.0 -> "1", 1e-7 -> "1e-07".
+std::string render_double(double v) {
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
+[[noreturn]] void wrong(const OptionSpec& s, const std::string& what, const std::string& text) {
+  fail("--", s.name, ": expected ", what, ", got '", text, "'");
+}
+
+bool parse_bool(const OptionSpec& s, const std::string& text) {
+  const std::string v = lower(text);
+  if (v == "true" || v == "1" || v == "yes") return true;
+  if (v == "false" || v == "0" || v == "no") return false;
+  wrong(s, "True or False (also true/false, 1/0, yes/no)", text);
+}
+
+// An integer in the row's range; `umax` replaces imax for unsigned 64-bit members.
+uint64_t parse_integer(const OptionSpec& s, const std::string& text, bool unsigned64) {
+  const std::string range = "[" + std::to_string(s.imin) + ", " +
+                            (unsigned64 ? std::to_string(UINT64_MAX) : std::to_string(s.imax)) + "]";
+  const char* b = text.data();
+  const char* e = b + text.size();
+  if (unsigned64) {
+    uint64_t v = 0;
+    const auto r = std::from_chars(b, e, v);
+    if (text.empty() || r.ec != std::errc() || r.ptr != e || v < static_cast<uint64_t>(s.imin))
+      wrong(s, "an integer in " + range, text);
+    return v;
+  }
+  int64_t v = 0;
+  const auto r = std::from_chars(b, e, v);
+  if (text.empty() || r.ec != std::errc() || r.ptr != e || v < s.imin || v > s.imax)
+    wrong(s, "an integer in " + range, text);
+  return static_cast<uint64_t>(v);
+}
+
+double parse_number(const OptionSpec& s, const std::string& text) {
+  errno = 0;
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  std::string what = "a finite number";
+  if (s.dmin > -DBL_MAX && s.dmax < DBL_MAX)
+    what += " in [" + render_double(s.dmin) + ", " + render_double(s.dmax) + (s.dmax_open ? ")" : "]");
+  else if (s.dmin > -DBL_MAX)
+    what += " >= " + render_double(s.dmin);
+  if (text.empty() || *end != '\0' || !std::isfinite(v) || v < s.dmin || v > s.dmax || (s.dmax_open && v == s.dmax))
+    wrong(s, what, text);
+  return v;
+}
+
+std::string canonical_choice(const OptionSpec& s, const std::string& text) {
+  if (s.canonical) {
+    try {
+      return s.canonical(text);
+    } catch (const Error& e) {
+      fail("--", s.name, ": ", e.what());
+    }
+  }
+  for (const std::string& c : s.choices)  // PyDTNN's scripts write Adam, nhwc, ...
+    if (lower(c) == lower(text)) return c;
+  std::string known;
+  for (const std::string& c : s.choices) known += (known.empty() ? "" : ", ") + c;
+  wrong(s, "one of " + known, text);
+}
+
+const char* kind_name(OptionKind k) {
+  switch (k) {
+    case OptionKind::integer: return "integer";
+    case OptionKind::number: return "number";
+    case OptionKind::boolean: return "boolean";
+    case OptionKind::text: return "text";
+    case OptionKind::path: return "path";
+    case OptionKind::choice: return "choice";
+  }
+  return "?";
+}
+
+std::vector<std::string> flag_names(uint32_t flags) {
+  std::vector<std::string> out;
+  const std::pair<uint32_t, const char*> names[] = {{kOptMatrix, "matrix"},   {kOptMustMatch, "must_match"},
+                                                    {kOptTorch, "torch"},     {kOptPyDTNN, "pydtnn"},
+                                                    {kOptPlanned, "planned"}, {kOptRunner, "runner"},
+                                                    {kOptAlias, "alias"}};
+  for (const auto& [bit, name] : names)
+    if (flags & bit) out.push_back(name);
+  return out;
+}
+
+}  // namespace
+
+std::string option_text(const OptionSpec& spec, const TrainOptions& o) {
+  const OptionField f = spec.field(const_cast<TrainOptions&>(o));  // read only
+  if (auto p = std::get_if<bool*>(&f)) return **p ? "True" : "False";
+  if (auto p = std::get_if<int*>(&f)) return std::to_string(**p);
+  if (auto p = std::get_if<int64_t*>(&f)) return std::to_string(**p);
+  if (auto p = std::get_if<uint64_t*>(&f)) return std::to_string(**p);
+  if (auto p = std::get_if<double*>(&f)) return render_double(**p);
+  return *std::get<std::string*>(f);
+}
+
+std::string option_default_text(const OptionSpec& spec) {
+  static const TrainOptions defaults;
+  return option_text(spec, defaults);
+}
+
+void set_option_text(const OptionSpec& spec, TrainOptions& o, const std::string& text) {
+  const OptionField f = spec.field(o);
+  switch (spec.kind) {
+    case OptionKind::boolean: *std::get<bool*>(f) = parse_bool(spec, text); return;
+    case OptionKind::integer:
+      if (auto p = std::get_if<uint64_t*>(&f)) **p = parse_integer(spec, text, true);
+      else if (auto q = std::get_if<int64_t*>(&f)) **q = static_cast<int64_t>(parse_integer(spec, text, false));
+      else *std::get<int*>(f) = static_cast<int>(parse_integer(spec, text, false));  // rows bound int members to int
+      return;
+    case OptionKind::number: *std::get<double*>(f) = parse_number(spec, text); return;
+    case OptionKind::choice: *std::get<std::string*>(f) = canonical_choice(spec, text); return;
+    case OptionKind::text:
+    case OptionKind::path:
+      DTNN_CHECK(text.find('\n') == std::string::npos, "--", spec.name, ": a value cannot hold a newline");
+      *std::get<std::string*>(f) = spec.canonical ? canonical_choice(spec, text) : text;
+      return;
+  }
+}
+
+std::string canonical_option_text(const OptionSpec& spec, const std::string& text) {
+  TrainOptions scratch;
+  set_option_text(spec, scratch, text);
+  return option_text(spec, scratch);
+}
+
+void resolve_options(TrainOptions& o, const std::vector<std::string>& given) {
+  const auto was_given = [&](const char* name) { return std::find(given.begin(), given.end(), name) != given.end(); };
+  for (const OptionSpec& s : train_option_table())
+    if ((s.flags & kOptPlanned) && option_text(s, o) != option_default_text(s))
+      unsupported("--", s.name, "=", option_text(s, o), ": not implemented yet (", s.why_not, ")");
+  if (o.dtype != "float32") unsupported("--dtype=", o.dtype, ": dtnn computes in float32 only");
+  if (o.enable_gpudirect)
+    unsupported("--enable_gpudirect: not implemented (GPU gradients are staged through pinned host memory for MPI, "
+                "or reduced on the devices with --enable_nccl)");
+  // PyDTNN's precedence: best_of, then Winograd (a layer it declines falls back), then ConvGemm.
+  const char* algo = o.enable_best_of ? "best_of"
+                     : o.enable_conv_winograd ? "cpu.winograd_f4"
+                     : o.enable_conv_gemm     ? "cpu.convgemm"
+                                              : nullptr;
+  if (algo) {
+    DTNN_CHECK(!was_given("conv_algo") || o.conv_algo == algo, "--conv_algo=", o.conv_algo, " contradicts PyDTNN's ",
+               o.enable_best_of ? "--enable_best_of" : o.enable_conv_winograd ? "--enable_conv_winograd" : "--enable_conv_gemm",
+               " (which means --conv_algo=", algo, "): give one of them");
+    o.conv_algo = algo;
+  }
+  if (o.threads_per_process > 0) {
+    DTNN_CHECK(!was_given("threads") || o.threads == o.threads_per_process, "--threads=", o.threads,
+               " contradicts --threads_per_process=", o.threads_per_process);
+    o.threads = o.threads_per_process;
+  }
+  if (o.loss_func.find(',') != std::string::npos) {  // PyDTNN's older "metric,...,loss" list
+    std::string loss, metrics = o.metrics;
+    size_t start = 0;
+    while (start <= o.loss_func.size()) {
+      const size_t comma = std::min(o.loss_func.find(',', start), o.loss_func.size());
+      const std::string item = o.loss_func.substr(start, comma - start);
+      start = comma + 1;
+      if (item == "categorical_cross_entropy" || item == "binary_cross_entropy") loss = item;
+      else if (!item.empty() && ("," + metrics + ",").find("," + item + ",") == std::string::npos)
+        metrics += (metrics.empty() ? "" : ",") + item;
+    }
+    o.loss_func = loss;
+    o.metrics = metrics;
+  }
+}
+
+void validate_options(const TrainOptions& o) {
+  // Every row through its own parser: values set in code get the command line's checks.
+  for (const OptionSpec& s : train_option_table()) {
+    if (s.kind == OptionKind::text && !s.canonical) continue;
+    const std::string text = option_text(s, o);
+    if (s.kind == OptionKind::path || (s.kind == OptionKind::text && text.empty())) continue;
+    canonical_option_text(s, text);
+  }
+  DTNN_CHECK(o.crop_images_size == 0, "--crop_images_size (PyDTNN's corner-zeroing roll) is not supported: use "
+             "--crop_images with --crop_images_padding=P (zero-pad by P, random crop of the original size)");
+  DTNN_CHECK(!o.enable_nccl || o.enable_gpu, "--enable_nccl needs --enable_gpu");
+  DTNN_CHECK(!o.gpu_layer_times || o.enable_gpu, "--gpu_layer_times needs --enable_gpu");
+  DTNN_CHECK(!o.evaluate_only || !o.weights_and_bias_filename.empty() || !o.resume_from.empty(),
+             "--evaluate_only needs the weights to evaluate (--weights_and_bias_filename or --resume_from)");
+}
+
+std::string option_table_json() {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const OptionSpec& s : train_option_table()) {
+    nlohmann::json r = {{"name", s.name}, {"kind", kind_name(s.kind)}, {"default", option_default_text(s)},
+                        {"help", s.help}, {"flags", flag_names(s.flags)}};
+    if (s.kind == OptionKind::integer) r["range"] = {s.imin, s.imax};
+    if (s.kind == OptionKind::number) r["range"] = {s.dmin, s.dmax}, r["range_open_above"] = s.dmax_open;
+    if (!s.choices.empty()) r["choices"] = s.choices;
+    if (s.flags & kOptPlanned) r["planned"] = s.why_not;
+    rows.push_back(std::move(r));
+  }
+  return nlohmann::json{{"schema", "dtnn.train_options/1"}, {"options", rows}}.dump(1) + "\n";
+}
+
+std::string option_table_text() {
+  std::string out;
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "%-32s %-8s %-28s %s\n", "option", "kind", "default", "where (help: dtnn train --help)");
+  out += buf;
+  for (const OptionSpec& s : train_option_table()) {
+    std::string where;
+    for (const std::string& f : flag_names(s.flags)) where += (where.empty() ? "" : ",") + f;
+    std::string def = option_default_text(s);
+    if (def.empty()) def = "\"\"";
+    std::snprintf(buf, sizeof buf, "--%-30s %-8s %-28s %s\n", s.name, kind_name(s.kind), def.c_str(), where.c_str());
+    out += buf;
+  }
+  return out;
+}
+
+}  // namespace dtnn
