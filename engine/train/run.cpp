@@ -58,6 +58,37 @@ void validate(const TrainOptions& o, const Communicator& comm) {
 
 }  // namespace
 
+std::unique_ptr<Model> build_training_model(const TrainOptions& o, Communicator& comm) {
+  auto model = create_model(o.model_name);
+  FusionOptions fusion;
+  fusion.bn_relu = o.enable_fused_bn_relu;
+  fusion.conv_relu = o.enable_fused_conv_relu;
+  fusion.conv_bn = o.enable_fused_conv_bn;
+  fusion.conv_bn_relu = o.enable_fused_conv_bn_relu;
+  fusion.add_relu = o.enable_fused_add_relu;
+  model->fuse(fusion);
+  BuildContext ctx;
+  ctx.layout = parse_layout(resolved_tensor_format(o));
+  ctx.max_batch = o.batch_size;
+  ctx.conv_algo = o.conv_algo;
+  if (o.enable_gpu && o.conv_algo == "auto" && !o.enable_cudnn_auto_conv_alg) ctx.conv_algo = "gpu.cudnn.pydtnn_fixed";
+  ctx.comm = &comm;
+  ctx.sync_batchnorm = o.sync_batchnorm;
+  ctx.device = o.enable_gpu ? Device::gpu : Device::cpu;
+  model->build(ctx, o.seed, Trainer::reduce_tail_floats(o));
+  if (o.enable_gpu) model->set_time_layers(o.gpu_layer_times);
+  model->seed_layers(o.seed, comm.rank());
+  return model;
+}
+
+TrainerSetup build_trainer(const TrainOptions& o, Model& model, const Dataset& data, Communicator& comm) {
+  TrainerSetup s;
+  s.optimizer = make_optimizer(o.optimizer, model.slab_size(), o.enable_gpu ? Device::gpu : Device::cpu);
+  s.trainer = std::make_unique<Trainer>(model, data, comm, *s.optimizer, o);
+  s.splits = make_splits(data, o.validation_split, o.test_as_validation, o.seed);
+  return s;
+}
+
 std::unique_ptr<Dataset> open_dataset(const TrainOptions& o, const Model& model) {
   DatasetShape shape = dataset_shape(o.dataset_name);
   const Shape in = model.input_shape();  // per sample: (h, w, c) in NHWC, (c, h, w) in NCHW
@@ -115,32 +146,13 @@ int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
   if (o.parallel == "data" && o.optimizer.name == "sgd" && o.learning_rate_scaling)
     o.optimizer.learning_rate *= comm.size();  // PyDTNN scales only SGD's rate
 
-  auto model = create_model(o.model_name);
-  FusionOptions fusion;
-  fusion.bn_relu = o.enable_fused_bn_relu;
-  fusion.conv_relu = o.enable_fused_conv_relu;
-  fusion.conv_bn = o.enable_fused_conv_bn;
-  fusion.conv_bn_relu = o.enable_fused_conv_bn_relu;
-  fusion.add_relu = o.enable_fused_add_relu;
-  model->fuse(fusion);
-  BuildContext ctx;
-  ctx.layout = parse_layout(resolved_tensor_format(o));
-  ctx.max_batch = o.batch_size;
-  ctx.conv_algo = o.conv_algo;
-  if (o.enable_gpu && o.conv_algo == "auto" && !o.enable_cudnn_auto_conv_alg) ctx.conv_algo = "gpu.cudnn.pydtnn_fixed";
-  ctx.comm = &comm;
-  ctx.sync_batchnorm = o.sync_batchnorm;
-  ctx.device = o.enable_gpu ? Device::gpu : Device::cpu;
-  model->build(ctx, o.seed, Trainer::reduce_tail_floats(o));
-  if (o.enable_gpu) model->set_time_layers(o.gpu_layer_times);
-  model->seed_layers(o.seed, comm.rank());
+  auto model = build_training_model(o, comm);
   if (root) print_model_table(out, *model);
   if (root && o.enable_gpu)
     out << "**** GPU: " << gpu::device_name() << ", model arena " << (model->device_bytes() >> 20) << " MiB\n";
 
   if (root) out << "**** Loading " << o.dataset_name << " dataset...\n";
   const std::unique_ptr<Dataset> data = open_dataset(o, *model);
-  const Splits splits = make_splits(*data, o.validation_split, o.test_as_validation, o.seed);
 
   namespace fs = std::filesystem;
   const bool load = !o.weights_and_bias_filename.empty() && fs::exists(o.weights_and_bias_filename);
@@ -150,8 +162,10 @@ int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
         << " does not exist yet: starting from the initial weights; it will be written after training\n";
   share_root_weights(*model, comm);
 
-  auto optimizer = make_optimizer(o.optimizer, model->slab_size(), ctx.device);
-  Trainer trainer(*model, *data, comm, *optimizer, o);
+  TrainerSetup setup = build_trainer(o, *model, *data, comm);
+  Trainer& trainer = *setup.trainer;
+  Optimizer* optimizer = setup.optimizer.get();
+  const Splits& splits = setup.splits;
   if (root) trainer.set_progress(make_progress_printer(out, o.progress && isatty(STDOUT_FILENO) == 1, trainer));
 
   SchedulerSetup sched;
@@ -163,7 +177,7 @@ int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
                               : (static_cast<int64_t>(splits.train.size()) + global_batch - 1) / global_batch;
   sched.ranks = comm.size();
   sched.model_name = o.model_name;
-  sched.optimizer = optimizer.get();
+  sched.optimizer = optimizer;
   sched.model = model.get();
   sched.root = root;
   sched.out = root ? &out : nullptr;

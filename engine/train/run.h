@@ -1,6 +1,6 @@
-// run_training: everything `dtnn train` does after parsing its options (PyDTNN's launcher flow):
-// set threads and the communicator, build the model, load data, print the model table and parameters,
-// optionally evaluate, train, store weights and history, evaluate on the test set, write the report.
+// run_training: everything `dtnn train` does after parsing its options (PyDTNN's launcher flow), in named
+// stages that tests call too instead of copying them: validate and set threads, build_training_model,
+// open_dataset, build_trainer, the epoch loop, then weights, history, test evaluation and the report.
 // Training: --resume_from restores a checkpoint first (train/checkpoint.h); after every epoch the LR
 // schedulers run (optim/lr_scheduler.h; they may stop training) and rank 0 rewrites --checkpoint_file.
 // Only rank 0 prints and writes files. Throws dtnn::Error on bad input; nothing is written then.
@@ -12,13 +12,28 @@
 
 #include "data/dataset.h"
 #include "models/model.h"
+#include "optim/optimizer.h"
 #include "parallel/communicator.h"
 #include "train/options.h"
+#include "train/trainer.h"
 
 namespace dtnn {
 
 // Returns the process exit code (0 on success).
 int run_training(TrainOptions options, Communicator& comm, std::ostream& out);
+
+// The model `options` describe, fused as asked, built for its device, layout and batch (every buffer sized
+// here: none is allocated in the batch loop) and seeded for this rank. Not yet sharing rank 0's weights.
+std::unique_ptr<Model> build_training_model(const TrainOptions& options, Communicator& comm);
+
+// The optimizer over the model's slab, the trainer, and the train/validation split. `options`, `model`,
+// `data` and `comm` must outlive it (the trainer keeps references).
+struct TrainerSetup {
+  std::unique_ptr<Optimizer> optimizer;
+  std::unique_ptr<Trainer> trainer;
+  Splits splits;
+};
+TrainerSetup build_trainer(const TrainOptions& options, Model& model, const Dataset& data, Communicator& comm);
 
 // Opens --dataset (mnist, cifar10, imagenet; synthetic with --use_synthetic_data) for a built model.
 // Synthetic and ImageNet images take the model's input size (alexnet_imagenet: 227x227, the other

@@ -7,6 +7,7 @@
 #include "data/loader.h"
 #include "models/model.h"
 #include "parallel/communicator.h"
+#include "train/run.h"
 #include "train/trainer.h"
 
 using namespace dtnn;
@@ -106,17 +107,14 @@ struct Run {
   PassResult eval;
 };
 
-Run train(const TrainOptions& o, const Dataset& data, int epochs) {
-  auto model = create_model("simplecnn");
-  BuildContext ctx;
-  ctx.layout = parse_layout(resolved_tensor_format(o));
-  ctx.max_batch = o.batch_size;
-  model->build(ctx, o.seed, Trainer::reduce_tail_floats(o));
-  model->seed_layers(o.seed, 0);
+// run_training's own stages (train/run.h) on `data`.
+Run train(TrainOptions o, const Dataset& data, int epochs) {
+  o.model_name = "simplecnn";
   auto comm = make_local_communicator();
-  auto opt = make_optimizer(o.optimizer, model->slab_size());
-  Trainer trainer(*model, data, *comm, *opt, o);
-  const Splits splits = make_splits(data, o.validation_split, o.test_as_validation, o.seed);
+  auto model = build_training_model(o, *comm);
+  TrainerSetup setup = build_trainer(o, *model, data, *comm);
+  Trainer& trainer = *setup.trainer;
+  const Splits& splits = setup.splits;
   Run r;
   for (int e = 1; e <= epochs; ++e) r.epochs.push_back(trainer.run_epoch(e, epochs, splits));
   r.params.assign(model->param_slab(), model->param_slab() + model->slab_size());

@@ -16,6 +16,7 @@
 #include "parallel/communicator.h"
 #include "train/checkpoint.h"
 #include "train/output.h"
+#include "train/run.h"
 #include "train/trainer.h"
 
 using namespace dtnn;
@@ -31,17 +32,14 @@ struct Run {
 
 // run_training's loop: epochs [from, to], schedulers after each, optional checkpoint at the end; when
 // resume is set the state comes from that file first.
-Run train(const TrainOptions& o, const Dataset& data, int to, const std::string& save, const std::string& resume) {
-  auto model = create_model("simplecnn");  // has dropout: its streams must be per-epoch too
-  BuildContext ctx;
-  ctx.layout = parse_layout(resolved_tensor_format(o));
-  ctx.max_batch = o.batch_size;
-  model->build(ctx, o.seed, Trainer::reduce_tail_floats(o));
-  model->seed_layers(o.seed, 0);
+Run train(TrainOptions o, const Dataset& data, int to, const std::string& save, const std::string& resume) {
+  o.model_name = "simplecnn";  // has dropout: its streams must be per-epoch too
   auto comm = make_local_communicator();
-  auto opt = make_optimizer(o.optimizer, model->slab_size());
-  Trainer trainer(*model, data, *comm, *opt, o);
-  const Splits splits = make_splits(data, o.validation_split, o.test_as_validation, o.seed);
+  auto model = build_training_model(o, *comm);  // run_training's own stages (train/run.h)
+  TrainerSetup stages = build_trainer(o, *model, data, *comm);
+  Trainer& trainer = *stages.trainer;
+  auto& opt = stages.optimizer;
+  const Splits& splits = stages.splits;
   SchedulerSetup setup;
   setup.value_names = trainer.value_names();
   setup.has_validation = !splits.val.empty();

@@ -14,6 +14,7 @@
 #include "helpers.h"
 #include "models/model.h"
 #include "parallel/communicator.h"
+#include "train/run.h"
 #include "train/trainer.h"
 
 using namespace dtnn;
@@ -29,19 +30,14 @@ struct Result {
   std::vector<float> params;
 };
 
-Result train(const std::string& model_name, const TrainOptions& o, const Dataset& data, int epochs) {
-  auto model = create_model(model_name);
-  BuildContext ctx;
-  ctx.layout = parse_layout(resolved_tensor_format(o));
-  ctx.max_batch = o.batch_size;
-  model->build(ctx, o.seed, Trainer::reduce_tail_floats(o));
-  model->seed_layers(o.seed, 0);
+// run_training's own stages (train/run.h) on `data`.
+Result train(const std::string& model_name, TrainOptions o, const Dataset& data, int epochs) {
+  o.model_name = model_name;
   auto comm = make_local_communicator();
-  auto opt = make_optimizer(o.optimizer, model->slab_size());
-  Trainer trainer(*model, data, *comm, *opt, o);
-  const Splits splits = make_splits(data, o.validation_split, o.test_as_validation, o.seed);
+  auto model = build_training_model(o, *comm);
+  TrainerSetup setup = build_trainer(o, *model, data, *comm);
   Result r;
-  for (int e = 1; e <= epochs; ++e) r.epochs.push_back(trainer.run_epoch(e, epochs, splits));
+  for (int e = 1; e <= epochs; ++e) r.epochs.push_back(setup.trainer->run_epoch(e, epochs, setup.splits));
   r.params.assign(model->param_slab(), model->param_slab() + model->slab_size());
   return r;
 }
