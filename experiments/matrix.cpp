@@ -25,6 +25,10 @@ namespace {
 
 enum class Kind { integer, number, boolean, string, choice };
 
+constexpr uint64_t kMaxTrials = 100000;           // documented in matrix.h
+constexpr size_t kMaxMatrixBytes = 4u << 20;       // 4 MiB
+constexpr int kMaxMatrixDepth = 32;
+
 struct Spec {
   std::string name;
   Kind kind;
@@ -337,6 +341,45 @@ std::string Trial::get(const std::string& name, const std::string& fallback) con
   return it == params.end() ? fallback : it->second;
 }
 
+// ---- size and depth, before the TOML parser sees the text -----------------------------------------------
+
+// toml++ recurses once per level of nesting (a.a.a... = 1, [[[...]]], {a={a=...}}): 50,000 levels overflow
+// the stack. Matrices nest two or three levels; the scan counts brackets and braces outside strings and
+// comments, and the dots of each dotted key.
+void check_toml_shape(const std::string& text, const std::string& path) {
+  if (text.size() > kMaxMatrixBytes)
+    fail(path, ": ", text.size(), " bytes; a matrix file may have at most ", kMaxMatrixBytes);
+  int depth = 0, max_depth = 0, line = 1, dots = 0, max_dots = 0, worst_line = 1;
+  char quote = 0;
+  bool comment = false, key = true;  // key: before the '=' of the line
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') {
+      ++line, comment = false, key = true, dots = 0;
+      if (quote == '"' || quote == '\'') quote = 0;  // single-line strings end here (multi-line: see below)
+      continue;
+    }
+    if (comment) continue;
+    if (quote) {
+      if (c == '\\' && quote == '"') ++i;
+      else if (c == quote) quote = 0;
+      continue;
+    }
+    if (c == '"' || c == '\'') quote = c;
+    else if (c == '#') comment = true;
+    else if (c == '=') key = false;
+    else if (c == '.' && key && ++dots > max_dots) max_dots = dots, worst_line = line;
+    else if (c == '[' || c == '{') {
+      if (++depth > max_depth) max_depth = depth, worst_line = line;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  if (max_depth > kMaxMatrixDepth || max_dots > kMaxMatrixDepth)
+    fail(path, ":", worst_line, ": tables, arrays or dotted keys nested more than ", kMaxMatrixDepth,
+         " levels deep (a matrix needs three)");
+}
+
 // ---- paths --------------------------------------------------------------------------------------------------
 
 std::string matrix_directory(const std::string& matrix_path) {
@@ -360,6 +403,7 @@ bool is_path_parameter(const std::string& name) {
 
 Matrix parse_matrix(const std::string& text, const std::string& path) {
   const Parser p{path};
+  check_toml_shape(text, path);
   toml::table root;
   try {
     root = toml::parse(text, path);
@@ -470,6 +514,18 @@ Matrix parse_matrix(const std::string& text, const std::string& path) {
     }
   }
 
+  // Counted before anything is materialised: 10 axes of 10 values would exhaust memory first.
+  uint64_t product = 1;
+  std::string factors;
+  for (const Axis& axis : axes) {
+    product = std::min<uint64_t>(product * axis.values.size(), kMaxTrials + 1);  // sizes <= 2^32: no overflow
+    factors += (factors.empty() ? "" : " x ") + std::to_string(axis.values.size());
+  }
+  if (product + includes.size() > kMaxTrials)
+    fail(path, ": the axes expand to ", product > kMaxTrials ? "more than " + std::to_string(kMaxTrials) : std::to_string(product),
+         " trials (", factors, ") plus ", includes.size(), " includes: a matrix may have at most ", kMaxTrials,
+         " trials (split it, or turn axes into [[include]] points)");
+
   // Cartesian product, first axis slowest: an odometer over the axis indices.
   std::vector<size_t> index(axes.size(), 0);
   std::vector<int> exclude_hits(excludes.size(), 0);
@@ -515,6 +571,12 @@ Matrix parse_matrix(const std::string& text, const std::string& path) {
                                          (other.label.empty() ? other.key : other.label) + "'");
     m.trials.push_back(std::move(t));
   }
+
+  if (m.launcher.kind == "none")
+    for (const Trial& t : m.trials)
+      if (t.ranks() > 1)
+        fail(path, ": launcher kind 'none' cannot start ", t.ranks(), " ranks (trial ", t.label.empty() ? t.key : t.label,
+             "): use mpirun or srun, or ranks = 1");
 
   for (const Axis& axis : axes)
     for (size_t v = 0; v < axis.values.size(); ++v) {

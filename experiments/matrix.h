@@ -26,6 +26,9 @@
 //   model = "simplemlp"
 //   ranks = 4
 //
+// Limits, checked before anything is expanded: at most 100,000 trials (axes product plus includes), a file of
+// at most 4 MiB, tables/arrays/dotted keys nested at most 32 levels (the TOML parser recurses per level).
+// A `none` launcher with a trial of ranks > 1 is refused at load, not when that trial's turn comes.
 // Parameters besides the `dtnn train` options: ranks (positive integer), device ("cpu" | "gpu", which maps
 // to --enable_gpu), framework ("dtnn" | "pytorch": the PyTorch reference runner in analysis/reference).
 // Values are validated: unknown keys, wrong TOML types, empty axes, unknown models / conv algorithms /

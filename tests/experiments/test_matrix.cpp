@@ -445,3 +445,29 @@ TEST_CASE("matrix: every experiments/*.toml parses and expands", "[harness]") {
   }
   CHECK(files >= 3);
 }
+
+TEST_CASE("matrix: absurd input is refused before it is parsed or expanded", "[matrix]") {
+  // 10 axes of 10 values: 10^10 trials used to be materialised until memory ran out.
+  std::string big = "name = \"big\"\n[axes]\n";
+  const char* axes[] = {"batch_size", "num_epochs", "steps_per_epoch", "seed", "warm_up_epochs",
+                        "early_stopping_patience", "reduce_lr_on_plateau_patience", "crop_images_padding",
+                        "reduce_lr_every_nepochs_nepochs", "model_checkpoint_save_freq"};
+  for (const char* a : axes) big += std::string(a) + " = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\n";
+  CHECK_THROWS_WITH(parse(big), Catch::Contains("expand to more than 100000 trials (10 x 10 x 10") &&
+                                    Catch::Contains("at most 100000"));
+  // Just under the cap expands (5 axes of 10 = 100,000 is the limit itself).
+  std::string ok = "name = \"ok\"\n[axes]\n";
+  for (int i = 0; i < 4; ++i) ok += std::string(axes[i]) + " = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\n";
+  CHECK(parse(ok).trials.size() == 10000);
+  // 50,000 levels of dotted keys or arrays overflowed the TOML parser's stack.
+  std::string dotted = "name = \"d\"\n";
+  for (int i = 0; i < 50000; ++i) dotted += "a.";
+  CHECK_THROWS_WITH(parse(dotted + "a = 1\n"), Catch::Contains(":2: tables, arrays or dotted keys nested more than 32"));
+  CHECK_THROWS_WITH(parse("name = \"d\"\nx = " + std::string(50000, '[') + std::string(50000, ']') + "\n"),
+                    Catch::Contains("nested more than 32"));
+  // Brackets inside strings and comments do not count.
+  CHECK_NOTHROW(parse("name = \"d\" # " + std::string(100, '[') + "\ndescription = \"" + std::string(100, '{') + "\"\n"));
+  // A launcher that starts no ranks, with a trial of two: refused at load, not when that trial comes.
+  CHECK_THROWS_WITH(parse("name = \"n\"\n[launcher]\nkind = \"none\"\n[axes]\nranks = [1, 2]\n"),
+                    Catch::Contains("launcher kind 'none' cannot start 2 ranks"));
+}
