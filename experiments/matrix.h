@@ -88,6 +88,4 @@ std::vector<Trial> filter_trials(const std::vector<Trial>& trials, const std::ve
 // The `dtnn train` option names a matrix may set (besides ranks/device/framework).
 const std::vector<std::string>& matrix_option_names();
 
-std::string sha256_hex(const std::string& data);
-
 }  // namespace dtnn
