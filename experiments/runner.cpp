@@ -23,9 +23,9 @@
 #include <thread>
 
 #include "backend/gpu.h"
+#include "core/environment.h"
 #include "core/error.h"
 #include "experiments/matrix.h"
-#include "parallel/communicator.h"
 #include "results/store.h"
 #include "train/output.h"
 
@@ -127,7 +127,7 @@ std::string capture_command(const std::string& cmd) {
 }  // namespace
 
 StoredEnvironment current_environment() {
-  const Environment e = capture_environment(1, 0, mpi_library_version());
+  const Environment& e = environment();
   StoredEnvironment s;
   s.host = e.host;
   s.cpu_model = e.cpu_model;

@@ -1,5 +1,5 @@
 // What `dtnn train` prints and writes: the model table and parameter dump (PyDTNN's format), the
-// progress bar, the environment description, the JSON run report, the history file and weight files.
+// progress bar, the JSON run report, the history file and weight files.
 // Files are written atomically (temporary file, then rename): a failed run never leaves half a file.
 #pragma once
 
@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/environment.h"
 #include "io/npz.h"
 #include "models/model.h"
 #include "train/options.h"
@@ -24,13 +25,8 @@ ProgressFn make_progress_printer(std::ostream& out, bool terminal, const Trainer
 // "cce: 0.1234567, acc: 91.25%" for a PassResult's values, with an optional prefix ("val_", "test_").
 std::string format_values(const Trainer& trainer, const std::vector<double>& values, const std::string& prefix);
 
-struct Environment {
-  std::string host, cpu_model, compiler, blas, onednn, mpi, cuda, build_type, dtnn_version;
-  int cores = 0, ranks = 1, threads = 1;
-};
-Environment capture_environment(int ranks, int threads, const std::string& mpi_version);
-
 struct RunSummary {
+  int ranks = 1, threads = 1;
   std::vector<EpochRecord> epochs;
   double train_time_s = 0.0;  // sum of the epochs' training loops (what samples/s is computed from)
   double wall_time_s = 0.0;   // training including validation passes
