@@ -3,18 +3,17 @@
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
 #include <climits>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <toml++/toml.h>
 
 #include "conv/conv_algorithm.h"
 #include "core/error.h"
+#include "core/file_io.h"
 #include "core/sha256.h"
+#include "core/strings.h"
 #include "data/dataset.h"
 #include "models/model.h"
 
@@ -33,12 +32,6 @@ struct Spec {
   // choice only: the canonical form of a valid value, or throws dtnn::Error saying why it is not valid.
   std::string (*canonical)(const std::string&) = nullptr;
 };
-
-std::string join(const std::vector<std::string>& items, const char* sep) {
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
-  return out;
-}
 
 std::string one_of(const std::string& v, const std::vector<std::string>& known) {
   for (const std::string& k : known)
@@ -182,19 +175,12 @@ std::string expectation(const Spec& s, bool plural) {
 
 // ---- rendering ---------------------------------------------------------------------------------------
 
-// Shortest form that reads back as the same double: 0.001 -> "0.001", 1.0 -> "1", 1e-7 -> "1e-07".
-std::string render_double(double v) {
-  char buf[64];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, r.ptr);
-}
-
 // A TOML value as a user would recognise it in an error message.
 std::string describe(const toml::node& n) {
   if (const auto* s = n.as_string()) return "\"" + s->get() + "\"";
   if (const auto* i = n.as_integer()) return std::to_string(i->get());
   if (const auto* f = n.as_floating_point()) {  // 64.0 stays "64.0": "64" would look like a valid integer
-    std::string text = render_double(f->get());
+    std::string text = format_double(f->get());
     if (text.find_first_of(".einf") == std::string::npos) text += ".0";
     return text;
   }
@@ -241,7 +227,7 @@ struct Parser {
         if (const auto* i = v.as_integer()) return std::to_string(i->get());
         const auto* f = v.as_floating_point();
         if (!f || !std::isfinite(f->get())) wrong(s, v, where, in_list);
-        return render_double(f->get());
+        return format_double(f->get());
       }
       case Kind::boolean: {
         const auto* b = v.as_boolean();
@@ -565,11 +551,7 @@ Matrix parse_matrix(const std::string& text, const std::string& path) {
 }
 
 Matrix load_matrix(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in || std::filesystem::is_directory(path)) fail(path, ": cannot read the file");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) fail(path, ": cannot read the file");
-  return parse_matrix(text, path);
+  return parse_matrix(read_file(path), path);
 }
 
 std::vector<Trial> filter_trials(const std::vector<Trial>& trials, const std::vector<std::string>& filters) {
