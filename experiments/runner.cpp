@@ -27,7 +27,6 @@
 #include "core/strings.h"
 #include "experiments/matrix.h"
 #include "results/store.h"
-#include "train/output.h"
 
 namespace dtnn {
 

@@ -1,6 +1,6 @@
 // What `dtnn train` prints and writes: the model table and parameter dump (PyDTNN's format), the
 // progress bar, the JSON run report, the history file and weight files.
-// Files are written atomically (temporary file, then rename): a failed run never leaves half a file.
+// Files are written atomically (core/file_io.h): a failed run never leaves half a file.
 #pragma once
 
 #include <ostream>
@@ -47,8 +47,5 @@ void save_weights(const Model& model, const std::string& path);
 void load_weights(Model& model, const std::string& path);
 // The arrays save_weights writes (checkpoints add their own keys to them).
 std::vector<io::NpyArray> weight_arrays(const Model& model);
-
-// Writes `text` to path atomically.
-void write_file_atomically(const std::string& path, const std::string& text);
 
 }  // namespace dtnn

@@ -1,32 +1,12 @@
 // The JSON run report (schema "dtnn.run_report/1") and the history file.
-#include <unistd.h>
-
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/file_io.h"
 #include "train/output.h"
 
 namespace dtnn {
-
-void write_file_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    DTNN_CHECK(f, path, ": cannot create file");
-    f << text;
-    f.flush();
-    if (!f) {
-      std::remove(tmp.c_str());
-      fail(path, ": write failed");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    fail(path, ": cannot rename the temporary file into place");
-  }
-}
 
 namespace {
 
