@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -12,6 +11,7 @@
 #include "backend/cpu/blas.h"
 #include "backend/gpu.h"
 #include "backend/gpu_ops.h"
+#include "core/clock.h"
 #include "core/environment.h"
 #include "core/error.h"
 #include "optim/lr_scheduler.h"
@@ -30,10 +30,6 @@ int default_threads(int ranks_on_node) {
 }
 
 namespace {
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 constexpr int kMaxThreads = 1024;
 
