@@ -47,17 +47,6 @@ double exact_cdf(std::size_t m, std::size_t n, std::size_t k) {
 
 }  // namespace
 
-double median(std::vector<double> v) {
-  DTNN_CHECK(!v.empty(), "median: empty sample");
-  check_no_nan(v, "median");
-  const std::size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + mid, v.end());
-  const double upper = v[mid];
-  if (v.size() % 2 == 1) return upper;
-  const double lower = *std::max_element(v.begin(), v.begin() + mid);
-  return lower + (upper - lower) / 2.0;
-}
-
 double geometric_mean(const std::vector<double>& v) {
   DTNN_CHECK(!v.empty(), "geometric_mean: empty sample");
   double log_sum = 0.0;

@@ -4,9 +4,10 @@
 
 #include <vector>
 
+#include "core/median.h"  // median(): the one every timing in dtnn uses
+
 namespace dtnn {
 
-double median(std::vector<double> v);          // throws dtnn::Error on an empty sample or a NaN
 double geometric_mean(const std::vector<double>& v);  // of positive values; throws on empty or <= 0
 
 struct UTest {

@@ -11,7 +11,7 @@ packages=(
   libopenblas-dev libdnnl-dev ocl-icd-opencl-dev opencl-c-headers   # oneDNN's CMake config needs OpenCL
   libopenmpi-dev openmpi-bin
   libsqlite3-dev libcli11-dev catch2 libbenchmark-dev
-  libtomlplusplus-dev nlohmann-json3-dev zlib1g-dev
+  libtomlplusplus-dev nlohmann-json3-dev zlib1g-dev libssl-dev          # libssl-dev: libcrypto (SHA-256)
   dataset-fashion-mnist
   python3-numpy python3-torch python3-matplotlib                    # /usr/bin/python3: interop checks, PyTorch reference, plots
 )

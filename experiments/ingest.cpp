@@ -16,6 +16,8 @@
 #include "conv/conv_algorithm.h"
 #include "conv/conv_problem.h"
 #include "core/error.h"
+#include "core/file_io.h"
+#include "core/median.h"
 #include "experiments/runner.h"
 
 namespace dtnn {
@@ -138,11 +140,11 @@ std::vector<ConvBenchmarkRow> from_google_benchmark(const json& j, const std::st
     Acc& a = cases[name];
     if (a.row.declined.empty()) {
       if (a.times.empty() && !a.median) continue;
-      std::sort(a.times.begin(), a.times.end());
-      const size_t n = a.times.size();
-      a.row.median_ms = a.median ? *a.median : (n % 2 ? a.times[n / 2] : 0.5 * (a.times[n / 2 - 1] + a.times[n / 2]));
-      a.row.min_ms = n ? a.times.front() : *a.row.median_ms;
-      a.row.max_ms = n ? a.times.back() : *a.row.median_ms;
+      // Google Benchmark's own median aggregate when it wrote one (repetitions), else ours of the runs.
+      a.row.median_ms = a.median ? *a.median : median(a.times);
+      const bool runs = !a.times.empty();
+      a.row.min_ms = runs ? *std::min_element(a.times.begin(), a.times.end()) : *a.row.median_ms;
+      a.row.max_ms = runs ? *std::max_element(a.times.begin(), a.times.end()) : *a.row.median_ms;
       a.row.gflops = a.rate;
     }
     rows.push_back(a.row);
@@ -216,19 +218,14 @@ std::vector<ConvBenchmarkRow> from_layers(const json& j, const std::string& path
   return rows;
 }
 
-}  // namespace
-
-// The whole file, or an error naming it (a directory would otherwise fail deep in the stream library).
+// The whole file, or an error naming it; a directory is most likely a mistyped argument: say what was expected.
 std::string read_text(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) fail(path, ": is a directory, expected a JSON file");
-  std::ifstream f(path, std::ios::binary);
-  if (!f) fail(path, ": cannot read (", std::strerror(errno), ")");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  if (f.bad()) fail(path, ": cannot read the file");
-  return ss.str();
+  return read_file(path);
 }
+
+}  // namespace
 
 std::vector<ConvBenchmarkRow> read_conv_benchmarks(const std::string& path) {
   const std::string text = read_text(path);

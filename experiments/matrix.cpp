@@ -3,17 +3,17 @@
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
 #include <climits>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <toml++/toml.h>
 
 #include "conv/conv_algorithm.h"
 #include "core/error.h"
+#include "core/file_io.h"
+#include "core/sha256.h"
+#include "core/strings.h"
 #include "data/dataset.h"
 #include "models/model.h"
 #include "train/option_table.h"
@@ -39,12 +39,6 @@ struct Spec {
   // A `dtnn train` option: its row of the option table, whose parser has the last word on a value.
   const OptionSpec* option = nullptr;
 };
-
-std::string join(const std::vector<std::string>& items, const char* sep) {
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
-  return out;
-}
 
 std::string one_of(const std::string& v, const std::vector<std::string>& known) {
   for (const std::string& k : known)
@@ -112,19 +106,12 @@ std::string expectation(const Spec& s, bool plural) {
 
 // ---- rendering ---------------------------------------------------------------------------------------
 
-// Shortest form that reads back as the same double: 0.001 -> "0.001", 1.0 -> "1", 1e-7 -> "1e-07".
-std::string render_double(double v) {
-  char buf[64];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, r.ptr);
-}
-
 // A TOML value as a user would recognise it in an error message.
 std::string describe(const toml::node& n) {
   if (const auto* s = n.as_string()) return "\"" + s->get() + "\"";
   if (const auto* i = n.as_integer()) return std::to_string(i->get());
   if (const auto* f = n.as_floating_point()) {  // 64.0 stays "64.0": "64" would look like a valid integer
-    std::string text = render_double(f->get());
+    std::string text = format_double(f->get());
     if (text.find_first_of(".einf") == std::string::npos) text += ".0";
     return text;
   }
@@ -185,7 +172,7 @@ struct Parser {
         if (const auto* i = v.as_integer()) return std::to_string(i->get());
         const auto* f = v.as_floating_point();
         if (!f || !std::isfinite(f->get())) wrong(s, v, where, in_list);
-        return render_double(f->get());
+        return format_double(f->get());
       }
       case Kind::boolean: {
         const auto* b = v.as_boolean();
@@ -591,11 +578,7 @@ Matrix parse_matrix(const std::string& text, const std::string& path) {
 }
 
 Matrix load_matrix(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in || std::filesystem::is_directory(path)) fail(path, ": cannot read the file");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) fail(path, ": cannot read the file");
-  return parse_matrix(text, path);
+  return parse_matrix(read_file(path), path);
 }
 
 std::vector<Trial> filter_trials(const std::vector<Trial>& trials, const std::vector<std::string>& filters) {
@@ -644,59 +627,6 @@ const std::vector<std::string>& matrix_option_names() {
     return out;
   }();
   return names;
-}
-
-// ---- SHA-256 (FIPS 180-4) ------------------------------------------------------------------------------
-
-std::string sha256_hex(const std::string& data) {
-  static const uint32_t k[64] = {
-      0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
-      0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
-      0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-      0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
-      0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
-      0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-      0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-      0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
-  uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
-  const auto rotr = [](uint32_t x, int n) { return (x >> n) | (x << (32 - n)); };
-
-  // Message + 0x80 + zeros + 64-bit big-endian bit length, a multiple of 64 bytes.
-  std::string msg = data;
-  const uint64_t bits = static_cast<uint64_t>(data.size()) * 8;
-  msg.push_back(static_cast<char>(0x80));
-  while (msg.size() % 64 != 56) msg.push_back('\0');
-  for (int i = 7; i >= 0; --i) msg.push_back(static_cast<char>((bits >> (8 * i)) & 0xff));
-
-  for (size_t block = 0; block < msg.size(); block += 64) {
-    uint32_t w[64];
-    for (int t = 0; t < 16; ++t) {
-      const auto* b = reinterpret_cast<const unsigned char*>(msg.data() + block + 4 * t);
-      w[t] = (uint32_t(b[0]) << 24) | (uint32_t(b[1]) << 16) | (uint32_t(b[2]) << 8) | uint32_t(b[3]);
-    }
-    for (int t = 16; t < 64; ++t) {
-      const uint32_t s0 = rotr(w[t - 15], 7) ^ rotr(w[t - 15], 18) ^ (w[t - 15] >> 3);
-      const uint32_t s1 = rotr(w[t - 2], 17) ^ rotr(w[t - 2], 19) ^ (w[t - 2] >> 10);
-      w[t] = w[t - 16] + s0 + w[t - 7] + s1;
-    }
-    uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], hh = h[7];
-    for (int t = 0; t < 64; ++t) {
-      const uint32_t t1 = hh + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + k[t] + w[t];
-      const uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
-      hh = g;
-      g = f;
-      f = e;
-      e = d + t1;
-      d = c;
-      c = b;
-      b = a;
-      a = t1 + t2;
-    }
-    h[0] += a; h[1] += b; h[2] += c; h[3] += d; h[4] += e; h[5] += f; h[6] += g; h[7] += hh;
-  }
-  char hex[65];
-  for (int i = 0; i < 8; ++i) std::snprintf(hex + 8 * i, 9, "%08x", h[i]);
-  return std::string(hex, 64);
 }
 
 }  // namespace dtnn

@@ -100,6 +100,4 @@ bool is_path_parameter(const std::string& name);                            // a
 // The `dtnn train` option names a matrix may set (besides ranks/device/framework).
 const std::vector<std::string>& matrix_option_names();
 
-std::string sha256_hex(const std::string& data);
-
 }  // namespace dtnn

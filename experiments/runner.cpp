@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <array>
-#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -19,16 +18,16 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <thread>
 
 #include "backend/gpu.h"
+#include "core/environment.h"
 #include "core/error.h"
+#include "core/file_io.h"
+#include "core/strings.h"
 #include "experiments/matrix.h"
-#include "parallel/communicator.h"
 #include "results/store.h"
 #include "train/option_table.h"
-#include "train/output.h"
 
 namespace dtnn {
 
@@ -59,13 +58,6 @@ std::string command_string(const std::vector<std::string>& argv) {
     s += (s.empty() ? "" : " ") + (quote ? "'" + a + "'" : a);
   }
   return s;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
 }
 
 bool is_error_line(const std::string& line) {
@@ -103,13 +95,6 @@ std::string signal_reason(const std::string& log_path) {
   return line;
 }
 
-// A number as the matrix gave it: 1.5 -> "1.5", 300 -> "300".
-std::string number_text(double v) {
-  char buf[64];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, r.ptr);
-}
-
 std::string capture_command(const std::string& cmd) {
   std::string out;
   if (FILE* p = ::popen(cmd.c_str(), "r")) {
@@ -124,7 +109,7 @@ std::string capture_command(const std::string& cmd) {
 }  // namespace
 
 StoredEnvironment current_environment() {
-  const Environment e = capture_environment(1, 0, mpi_library_version());
+  const Environment& e = environment();
   StoredEnvironment s;
   s.host = e.host;
   s.cpu_model = e.cpu_model;
@@ -371,8 +356,8 @@ Outcome run_trial(ResultStore& store, int64_t run_id, std::vector<std::string> a
       o = {"interrupted", "stopped by signal " + std::to_string(g_stop_signal)};
       break;
     case ChildResult::kTimeout: {
-      const std::string after = timeout_s < 60 ? number_text(timeout_s) + " s" : format_duration(timeout_s);
-      o = {"timeout", "no result after " + after + " (timeout_s = " + number_text(timeout_s) + ")"};
+      const std::string after = timeout_s < 60 ? format_double(timeout_s) + " s" : format_duration(timeout_s);
+      o = {"timeout", "no result after " + after + " (timeout_s = " + format_double(timeout_s) + ")"};
       break;
     }
     case ChildResult::kSignalled: {

@@ -2,7 +2,7 @@
 //   [mpirun -np R ...] dtnn train <options> --report <tmp>.json      (framework dtnn)
 //   /usr/bin/python3 analysis/reference/torch_train.py <options> ...   (framework pytorch)
 // with the matrix's timeout, stdout and stderr in a per-run log file next to the database
-// (<db dir>/logs/<matrix>/<run id>.log). The runner is the only writer of the results store: a run row is
+// (<db dir>/logs/<matrix>/<run id>.log). The runner is the only writer of runs: a run row is
 // inserted as 'running' before the child starts and finished in one transaction with the ingested report.
 //
 // Statuses: ok; failed (non-zero exit, the error line kept; killed by a signal, with the child's last line

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/host.h"
 #include "results/migrations.h"
 
 namespace dtnn {
@@ -29,16 +30,10 @@ void check_sqlite(sqlite3* db, const std::string& path, const char* doing, int r
     fail(path, ": ", doing, ": ", db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
 }
 
-std::string this_host() {
-  char host[256] = {0};
-  if (gethostname(host, sizeof host - 1) != 0) return "unknown";
-  return host;
-}
-
 // True when a run's runner was on this host and that process no longer exists (a pid of another host
 // cannot be checked: it counts as alive).
 bool runner_gone(const std::string& host, int64_t pid) {
-  return host == this_host() && pid > 0 && pid != ::getpid() && ::kill(static_cast<pid_t>(pid), 0) != 0 &&
+  return host == host_name() && pid > 0 && pid != ::getpid() && ::kill(static_cast<pid_t>(pid), 0) != 0 &&
          errno == ESRCH;
 }
 
@@ -395,7 +390,7 @@ int64_t ResultStore::begin_run(const RunStart& s) {
   st.bind(13, param(p, "device", "cpu")).bind(14, int64_t{std::stoll(param(p, "batch_size", "64"))});
   st.bind(15, int64_t{std::stoll(param(p, "num_epochs", "1"))}).bind(16, param(p, "optimizer", "sgd"));
   st.bind(17, params.dump()).bind(18, s.command).bind(19, s.log_path).bind(20, static_cast<int64_t>(::getpid()));
-  st.bind(21, this_host()).bind(22, s.tags);
+  st.bind(21, host_name()).bind(22, s.tags);
   st.run();
   const int64_t id = sqlite3_last_insert_rowid(db_);
   tx.commit();
@@ -514,7 +509,7 @@ int ResultStore::reap_orphaned_runs() {
   Transaction tx(db_, path_);
   std::vector<std::pair<int64_t, int64_t>> gone;
   {
-    const std::string host = this_host();
+    const std::string host = host_name();
     Statement sel(db_, path_, "SELECT id, runner_pid FROM runs WHERE status = 'running' AND runner_host = ?");
     sel.bind(1, host);
     while (sel.step()) {

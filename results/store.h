@@ -1,11 +1,12 @@
 // The results store: one SQLite file (WAL, busy timeout, foreign keys) holding matrices, environments,
 // runs, per-epoch metrics, per-layer timings and accuracy targets, with a versioned schema applied by
-// migrations (results/store.cpp lists them; never edit a released one, add the next).
+// migrations (results/migrations.h lists them; never edit a released one, add the next).
 //
-// The runner is the only writer. Every write is one transaction: a run is inserted as 'running' before
-// its process starts and finished (status, error, the report's epochs and layers) in one transaction, so a
-// killed runner leaves at most a 'running' row, which the next writer marks 'interrupted' once the
-// runner process that owns it is gone. Readers (query, compare, report) open the file read-only; SQL run
+// Three commands write: the runner (`dtnn run`: matrices, environments, runs with their epochs and layer
+// timings), `dtnn ingest` (conv_benchmarks) and `dtnn check` (targets). Every write is one transaction: a
+// run is inserted as 'running' before its process starts and finished (status, error, the report's epochs
+// and layers) in one transaction, so a killed runner leaves at most a 'running' row, which the next writer
+// marks 'interrupted' once the runner process that owns it is gone. Readers (query, compare, report) open the file read-only; SQL run
 // through a store can ask dtnn_runner_alive(runner_host, runner_pid) whether a 'running' row still has its
 // runner (0 only when the host is this one and the process is gone), so read-only tools can show orphans
 // without writing.
@@ -24,7 +25,8 @@ struct sqlite3;
 
 namespace dtnn {
 
-// Where and with what a run was made. `fingerprint` (SHA-256 of every other field) identifies a row.
+// Where and with what a run was made. All the fields together identify a row (UNIQUE in the environments
+// table): an equal environment is stored once.
 struct StoredEnvironment {
   std::string host, cpu_model, gpu, compiler, blas, onednn, mpi, cuda, build_type, dtnn_version;
   int cores = 0;
@@ -93,7 +95,7 @@ class ResultStore {
 
   int64_t add_matrix(const std::string& name, const std::string& file, const std::string& hash,
                      const std::string& text);  // returns the existing id for the same name and hash
-  int64_t add_environment(const StoredEnvironment& env);  // deduplicated by fingerprint
+  int64_t add_environment(const StoredEnvironment& env);  // the id of the equal row, inserted if none
 
   // Inserts a run with status 'running', owned by this process (pid, host).
   int64_t begin_run(const RunStart& start);

@@ -11,6 +11,7 @@
 
 #include "backend/cpu/blas.h"
 #include "conv/conv_timing.h"
+#include "core/environment.h"
 #include "core/error.h"
 
 namespace dtnn {
@@ -141,25 +142,6 @@ bool cpu_has_avx512() {
 #endif
 }
 
-std::string cpu_model_name() {
-  std::ifstream f("/proc/cpuinfo");
-  std::string model = "unknown cpu", family, number, stepping;
-  for (std::string line; std::getline(f, line);) {
-    const auto colon = line.find(':');
-    if (colon == std::string::npos) {
-      if (line.empty() && !family.empty()) break;  // first processor's block is enough
-      continue;
-    }
-    std::string key = line.substr(0, colon), value = colon + 2 <= line.size() ? line.substr(colon + 2) : "";
-    while (!key.empty() && (key.back() == ' ' || key.back() == '\t')) key.pop_back();
-    if (key == "model name") model = value;
-    if (key == "cpu family") family = value;
-    if (key == "model") number = value;
-    if (key == "stepping") stepping = value;
-  }
-  return model + " (family " + family + " model " + number + " stepping " + stepping + ")";
-}
-
 ConvChoice select_conv_algorithm(std::string_view requested, const ConvProblem& p, const std::string& cache_path) {
   if (requested != "auto" && requested != "best_of") {
     std::string note;
@@ -167,7 +149,7 @@ ConvChoice select_conv_algorithm(std::string_view requested, const ConvProblem& 
     return single(&a, note.empty() ? "requested" : "fallback", note);
   }
   const std::string path = cache_path.empty() ? default_conv_cache_path() : cache_path;
-  const std::string key = cache_key(cpu_model_name(), cpu::threads(), p.str());
+  const std::string key = cache_key(environment().cpu_id, cpu::threads(), p.str());
   std::lock_guard<std::mutex> lock(g_mutex);
   auto mem = memo().find(key);
   const auto cache = read_cache(path);
@@ -223,7 +205,7 @@ ConvChoice best_of_among(const std::vector<const ConvAlgorithm*>& candidates, co
   ConvChoice c = time_all(candidates, p);
   DTNN_CHECK(c.algo[0], "best_of: none of the candidates supports ", p.str());
   c.how = "best_of (timed)";
-  append_cache(cache_path, cache_key(cpu_model_name(), cpu::threads(), p.str()), {c.name(), c.ms});
+  append_cache(cache_path, cache_key(environment().cpu_id, cpu::threads(), p.str()), {c.name(), c.ms});
   return c;
 }
 

@@ -65,7 +65,6 @@ GpuConvChoice select_gpu_conv_algorithm(std::string_view requested, const ConvPr
 std::string conv_direction_names(const ConvAlgorithm* const algo[3]);
 
 std::string default_conv_cache_path();
-std::string cpu_model_name();  // /proc/cpuinfo "model name" plus family/model/stepping
 bool cpu_has_avx512();         // AVX-512F at run time (auto's heuristic)
 
 }  // namespace dtnn

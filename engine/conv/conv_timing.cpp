@@ -6,6 +6,7 @@
 
 #include "backend/cpu/blas.h"
 #include "backend/gpu_ops.h"
+#include "core/median.h"
 #include "core/rng.h"
 
 namespace dtnn {
@@ -24,12 +25,10 @@ Tensor random_tensor(int64_t n, Rng& rng) {
 }
 
 ConvTiming summarize(std::vector<double> samples, double flops) {
-  std::sort(samples.begin(), samples.end());
   ConvTiming t;
-  const size_t n = samples.size();
-  t.median_ms = n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
-  t.min_ms = samples.front();
-  t.max_ms = samples.back();
+  t.median_ms = median(samples);
+  t.min_ms = *std::min_element(samples.begin(), samples.end());
+  t.max_ms = *std::max_element(samples.begin(), samples.end());
   t.gflops = t.median_ms > 0 ? flops / (t.median_ms * 1e6) : 0.0;
   return t;
 }

@@ -16,6 +16,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/error.h"
+#include "core/file_io.h"
+
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "npz.cpp stores array data as raw bytes and assumes a little-endian host"
 #endif
@@ -371,16 +374,13 @@ NpyArray make_f32(std::string name, std::vector<int64_t> shape, const float* dat
 void write_npz(const std::string& path, const std::vector<NpyArray>& arrays, bool compress) {
   std::vector<uint8_t> central;
   std::set<std::string> names;
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) fail(path, "cannot create " + tmp + ": " + std::strerror(errno));
-  uint64_t offset = 0;
-  auto write = [&](const std::vector<uint8_t>& b) {
-    if (!b.empty() && std::fwrite(b.data(), 1, b.size(), f) != b.size())
-      throw NpzError("dtnn: " + path + ": write error: " + std::strerror(errno));
-    offset += b.size();
-  };
   try {
+    AtomicFile file(path);
+    uint64_t offset = 0;
+    auto write = [&](const std::vector<uint8_t>& b) {
+      file.write(b.data(), b.size());
+      offset += b.size();
+    };
     if (arrays.size() > 0xffff) fail(path, "too many arrays for a non-zip64 archive");
     for (const NpyArray& a : arrays) {
       std::string entry = a.name + ".npy";
@@ -426,20 +426,9 @@ void write_npz(const std::string& path, const std::vector<NpyArray>& arrays, boo
     put16(eocd, 0);
     write(central);
     write(eocd);
-    if (std::fflush(f) != 0 || ::fsync(::fileno(f)) != 0) fail(path, std::string("write error: ") + std::strerror(errno));
-  } catch (...) {
-    std::fclose(f);
-    std::remove(tmp.c_str());
-    throw;
-  }
-  if (std::fclose(f) != 0) {
-    std::remove(tmp.c_str());
-    fail(path, std::string("write error on close: ") + std::strerror(errno));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    int e = errno;
-    std::remove(tmp.c_str());
-    fail(path, "cannot rename " + tmp + ": " + std::strerror(e));
+    file.commit();
+  } catch (const Error& e) {  // the file's own I/O errors, in this module's error type
+    throw NpzError(std::string("dtnn: ") + e.what());
   }
 }
 

@@ -1,7 +1,7 @@
 #include "models/model.h"
 
-#include <chrono>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "layers/layers.h"
 
@@ -140,12 +140,6 @@ size_t Model::device_bytes() const { return arena_ ? arena_->bytes_reserved() : 
 
 void Model::reset_layer_times() { times_.assign(layers_.size(), LayerTime{}); }
 
-namespace {
-double seconds_now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-}  // namespace
-
 void Model::seed_layers(uint64_t seed, int rank) {
   const Rng base(seed ^ 0x5EEDDA7Aull);
   for (Layer* layer : all_) {
@@ -164,10 +158,10 @@ void Model::forward(int64_t n, Mode mode) {
       continue;
     }
     if (sync) gpu::synchronize();
-    const double t0 = seconds_now();
+    const double t0 = now_s();
     layers_[i]->forward(acts_[i - 1].batch(n), acts_[i].batch(n), mode);
     if (sync) gpu::synchronize();
-    times_[i].forward_s += seconds_now() - t0;
+    times_[i].forward_s += now_s() - t0;
     ++times_[i].forward_calls;
   }
 }
@@ -182,10 +176,10 @@ void Model::backward(int64_t n, size_t top) {
       continue;
     }
     if (sync) gpu::synchronize();
-    const double t0 = seconds_now();
+    const double t0 = now_s();
     layers_[i]->backward(acts_[i - 1].batch(n), acts_[i].batch(n), grads_[i].batch(n), gradient(i - 1, n));
     if (sync) gpu::synchronize();
-    times_[i].backward_s += seconds_now() - t0;
+    times_[i].backward_s += now_s() - t0;
     ++times_[i].backward_calls;
   }
 }

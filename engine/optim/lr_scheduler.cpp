@@ -9,16 +9,11 @@
 #include <limits>
 
 #include "core/error.h"
+#include "core/strings.h"
 #include "models/model.h"
 
 namespace dtnn {
 namespace {
-
-std::string join(const std::vector<std::string>& v) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
-  return s;
-}
 
 // A watched value: which pass, which entry, and which direction is better.
 struct Watched {
@@ -47,10 +42,10 @@ Watched resolve(const std::string& option, const std::string& name, const Schedu
   const std::string base = w.val ? name.substr(4) : name;
   size_t i = 0;
   while (i < s.value_names.size() && s.value_names[i] != base) ++i;
-  DTNN_CHECK(i < s.value_names.size(), "--", option, ": unknown metric '", name, "' (valid: ", join(valid), ")");
+  DTNN_CHECK(i < s.value_names.size(), "--", option, ": unknown metric '", name, "' (valid: ", join(valid, ", "), ")");
   DTNN_CHECK(!w.val || s.has_validation, "--", option, "=", name,
              " needs a validation set (--validation_split > 0 or --test_as_validation=True); without one the valid "
-             "names are: ", join(valid));
+             "names are: ", join(valid, ", "));
   w.index = i;
   w.greater = name.find("accuracy") != std::string::npos;
   return w;
@@ -360,7 +355,7 @@ LRSchedulers::LRSchedulers(const LRSchedulerOptions& o, const SchedulerSetup& se
     if (name.empty()) continue;
     const auto& known = lr_scheduler_names();
     DTNN_CHECK(std::find(known.begin(), known.end(), name) != known.end(), "--lr_schedulers: unknown scheduler '", name,
-               "' (known: ", join(known), ")");
+               "' (known: ", join(known, ", "), ")");
     names.push_back(name);
   }
   for (const std::string& name : names) {

@@ -13,6 +13,7 @@
 
 #include "conv/conv_algorithm.h"
 #include "core/error.h"
+#include "core/strings.h"
 #include "data/dataset.h"
 #include "models/model.h"
 #include "train/losses.h"
@@ -21,12 +22,6 @@ namespace dtnn {
 namespace {
 
 // ---- checks of values the table cannot list ----------------------------------------------------------
-
-std::string join(const std::vector<std::string>& items, const char* sep) {
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
-  return out;
-}
 
 std::string check_model(const std::string& v) {
   std::vector<std::string> known;

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/strings.h"
 #include "train/option_table.h"
 
 namespace dtnn {
@@ -20,13 +21,6 @@ namespace {
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
-}
-
-// Shortest text that reads back as the same double: 0.001 -> "0.001", 1.0 -> "1", 1e-7 -> "1e-07".
-std::string render_double(double v) {
-  char buf[64];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, r.ptr);
 }
 
 [[noreturn]] void wrong(const OptionSpec& s, const std::string& what, const std::string& text) {
@@ -66,9 +60,9 @@ double parse_number(const OptionSpec& s, const std::string& text) {
   const double v = std::strtod(text.c_str(), &end);
   std::string what = "a finite number";
   if (s.dmin > -DBL_MAX && s.dmax < DBL_MAX)
-    what += " in [" + render_double(s.dmin) + ", " + render_double(s.dmax) + (s.dmax_open ? ")" : "]");
+    what += " in [" + format_double(s.dmin) + ", " + format_double(s.dmax) + (s.dmax_open ? ")" : "]");
   else if (s.dmin > -DBL_MAX)
-    what += " >= " + render_double(s.dmin);
+    what += " >= " + format_double(s.dmin);
   if (text.empty() || *end != '\0' || !std::isfinite(v) || v < s.dmin || v > s.dmax || (s.dmax_open && v == s.dmax))
     wrong(s, what, text);
   return v;
@@ -120,7 +114,7 @@ std::string option_text(const OptionSpec& spec, const TrainOptions& o) {
   if (auto p = std::get_if<int*>(&f)) return std::to_string(**p);
   if (auto p = std::get_if<int64_t*>(&f)) return std::to_string(**p);
   if (auto p = std::get_if<uint64_t*>(&f)) return std::to_string(**p);
-  if (auto p = std::get_if<double*>(&f)) return render_double(**p);
+  if (auto p = std::get_if<double*>(&f)) return format_double(**p);
   return *std::get<std::string*>(f);
 }
 

@@ -1,12 +1,13 @@
 // What `dtnn train` prints and writes: the model table and parameter dump (PyDTNN's format), the
-// progress bar, the environment description, the JSON run report, the history file and weight files.
-// Files are written atomically (temporary file, then rename): a failed run never leaves half a file.
+// progress bar, the JSON run report, the history file and weight files.
+// Files are written atomically (core/file_io.h): a failed run never leaves half a file.
 #pragma once
 
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "core/environment.h"
 #include "io/npz.h"
 #include "models/model.h"
 #include "train/options.h"
@@ -24,13 +25,8 @@ ProgressFn make_progress_printer(std::ostream& out, bool terminal, const Trainer
 // "cce: 0.1234567, acc: 91.25%" for a PassResult's values, with an optional prefix ("val_", "test_").
 std::string format_values(const Trainer& trainer, const std::vector<double>& values, const std::string& prefix);
 
-struct Environment {
-  std::string host, cpu_model, compiler, blas, onednn, mpi, cuda, build_type, dtnn_version;
-  int cores = 0, ranks = 1, threads = 1;
-};
-Environment capture_environment(int ranks, int threads, const std::string& mpi_version);
-
 struct RunSummary {
+  int ranks = 1, threads = 1;
   std::vector<EpochRecord> epochs;
   double train_time_s = 0.0;  // sum of the epochs' training loops (what samples/s is computed from)
   double wall_time_s = 0.0;   // training including validation passes
@@ -51,8 +47,5 @@ void save_weights(const Model& model, const std::string& path);
 void load_weights(Model& model, const std::string& path);
 // The arrays save_weights writes (checkpoints add their own keys to them).
 std::vector<io::NpyArray> weight_arrays(const Model& model);
-
-// Writes `text` to path atomically.
-void write_file_atomically(const std::string& path, const std::string& text);
 
 }  // namespace dtnn

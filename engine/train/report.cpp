@@ -1,67 +1,12 @@
-// Environment capture, the JSON run report (schema "dtnn.run_report/1") and the history file.
-#include <unistd.h>
-
+// The JSON run report (schema "dtnn.run_report/1") and the history file.
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <thread>
 
-#include "backend/cpu/blas.h"
-#include "backend/gpu.h"
-#include "conv/cpu/cpu_algorithms.h"
 #include "core/error.h"
+#include "core/file_io.h"
 #include "train/output.h"
 
 namespace dtnn {
-
-void write_file_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    DTNN_CHECK(f, path, ": cannot create file");
-    f << text;
-    f.flush();
-    if (!f) {
-      std::remove(tmp.c_str());
-      fail(path, ": write failed");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    fail(path, ": cannot rename the temporary file into place");
-  }
-}
-
-Environment capture_environment(int ranks, int threads, const std::string& mpi_version) {
-  Environment env;
-  char host[256] = {0};
-  if (gethostname(host, sizeof host - 1) == 0) env.host = host;
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  for (std::string line; std::getline(cpuinfo, line);)
-    if (line.rfind("model name", 0) == 0) {
-      env.cpu_model = line.substr(line.find(':') + 2);
-      break;
-    }
-  env.cores = static_cast<int>(std::thread::hardware_concurrency());
-#if defined(__clang__)
-  env.compiler = std::string("clang ") + __clang_version__;
-#elif defined(__GNUC__)
-  env.compiler = std::string("g++ ") + __VERSION__;
-#endif
-  env.blas = cpu::blas_version();
-  env.onednn = onednn_version();
-  env.mpi = mpi_version;
-  env.cuda = gpu_description();
-#ifdef NDEBUG
-  env.build_type = "Release";
-#else
-  env.build_type = "Debug";
-#endif
-  env.dtnn_version = "0.1.0";
-  env.ranks = ranks;
-  env.threads = threads;
-  return env;
-}
 
 namespace {
 
@@ -112,7 +57,7 @@ void write_report(const std::string& path, const TrainOptions& options, const En
                        {"choice", l->algorithm_choice()}});
   j["model"] = {{"name", model.name()}, {"params", model.num_params()}, {"tensor_format", layout_name(model.layout())},
                 {"layers", layers}, {"conv_layers", convs}};
-  j["parallel"] = {{"ranks", env.ranks}, {"threads", env.threads}, {"mode", options.parallel}};
+  j["parallel"] = {{"ranks", run.ranks}, {"threads", run.threads}, {"mode", options.parallel}};
   nlohmann::json epochs = nlohmann::json::array();
   for (const EpochRecord& e : run.epochs) {
     nlohmann::json ej = {{"epoch", e.epoch},

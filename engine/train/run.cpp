@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -12,6 +11,8 @@
 #include "backend/cpu/blas.h"
 #include "backend/gpu.h"
 #include "backend/gpu_ops.h"
+#include "core/clock.h"
+#include "core/environment.h"
 #include "core/error.h"
 #include "optim/lr_scheduler.h"
 #include "train/checkpoint.h"
@@ -30,10 +31,6 @@ int default_threads(int ranks_on_node) {
 }
 
 namespace {
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 // The table's ranges and choices and the cross-option rules (validate_options), then what needs the file
 // system or the ranks.
@@ -198,12 +195,15 @@ int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
 
   std::vector<int64_t> test_indices(static_cast<size_t>(data->count(Pool::test)));
   for (size_t i = 0; i < test_indices.size(); ++i) test_indices[i] = static_cast<int64_t>(i);
-  Environment env = capture_environment(comm.size(), o.threads, comm.library_version());
+  Environment env = environment();
+  env.mpi = comm.library_version();  // what this run communicated with: "none (sequential)" without mpirun
   if (o.enable_gpu) {
     env.cuda += ", " + gpu::device_name() + (o.allow_tf32 ? ", TF32 allowed" : ", TF32 off");
     if (!comm.device_library().empty()) env.cuda += ", gradients by " + comm.device_library();
   }
   RunSummary run;
+  run.ranks = comm.size();
+  run.threads = o.threads;
   run.epochs = progress.epochs;  // a resumed run's history and report list every epoch
 
   if (o.evaluate || o.evaluate_only) {

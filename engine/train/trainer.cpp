@@ -1,10 +1,10 @@
 #include "train/trainer.h"
 
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
 #include "backend/gpu_ops.h"
+#include "core/clock.h"
 #include "core/error.h"
 
 namespace dtnn {
@@ -12,10 +12,6 @@ namespace {
 
 // GPU: the running sums are read back for the progress line every this many steps (and at the end).
 constexpr int64_t kProgressEvery = 25;
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 Augmentation augmentation_of(const TrainOptions& o) {
   Augmentation a;

@@ -8,6 +8,7 @@
 #include "backend/cpu/blas.h"
 #include "conv/conv_select.h"
 #include "conv/cpu/cpu_algorithms.h"
+#include "core/environment.h"
 #include "core/error.h"
 #include "helpers.h"
 
@@ -36,7 +37,7 @@ TEST_CASE("conv_select: best_of picks the fastest of a planted pair and records 
   const std::string text = slurp(cache);
   CHECK(text.find(p.str() + "\tcpu.convgemm\t") != std::string::npos);
   CHECK(text.find("\tper-direction\n") != std::string::npos);
-  CHECK(text.find(cpu_model_name()) == 0);
+  CHECK(text.find(environment().cpu_id) == 0);
   std::remove(cache.c_str());
 }
 
@@ -51,12 +52,12 @@ TEST_CASE("conv_select: a cached choice is reused without timing, by best_of and
     // The cache names the reference, which timing would never pick: getting it back proves no timing ran.
     std::ofstream f(cache);
     f << "garbage line without tabs\n";
-    f << cpu_model_name() << "\t1\t" << p.str() << "\tcpu.reference\t1.0\tper-direction\n";
-    f << cpu_model_name() << "\t1\t" << old.str() << "\tcpu.reference\t1.0\n";  // an older build's line
-    f << cpu_model_name() << "\t1\t" << p.str() << "x\tcpu.convgemm\t1.0\tper-direction\n";  // another problem
+    f << environment().cpu_id << "\t1\t" << p.str() << "\tcpu.reference\t1.0\tper-direction\n";
+    f << environment().cpu_id << "\t1\t" << old.str() << "\tcpu.reference\t1.0\n";  // an older build's line
+    f << environment().cpu_id << "\t1\t" << p.str() << "x\tcpu.convgemm\t1.0\tper-direction\n";  // another problem
     // Per-direction choices (fwd/bwd_data/bwd_filter), and a malformed one with two names.
-    f << cpu_model_name() << "\t1\t" << mixed.str() << "\tcpu.reference/cpu.convgemm/cpu.im2row_gemm\t2.0\tper-direction\n";
-    f << cpu_model_name() << "\t1\t" << two.str() << "\tcpu.reference/cpu.convgemm\t2.0\tper-direction\n";
+    f << environment().cpu_id << "\t1\t" << mixed.str() << "\tcpu.reference/cpu.convgemm/cpu.im2row_gemm\t2.0\tper-direction\n";
+    f << environment().cpu_id << "\t1\t" << two.str() << "\tcpu.reference/cpu.convgemm\t2.0\tper-direction\n";
   }
   const ConvChoice b = select_conv_algorithm("best_of", p, cache);
   CHECK(b.name() == "cpu.reference");

@@ -1,14 +1,12 @@
 // The accumulators are twelve named __m256 variables, not an array: GCC keeps named vectors in registers
 // across the runtime-length loops (an array was spilled in implicit_forward.cpp, 3x slower). With six
 // broadcasts and two loads feeding twelve independent FMA chains, the loop is FMA-bound like a BLIS 6x16
-// kernel. Builds without AVX2 get the plain loops at the end (same contract, same results up to rounding).
+// kernel. Every build has AVX2 and FMA (CMakeLists.txt checks DTNN_ARCH_FLAGS).
 #include "conv/cpu/convgemm_kernels.h"
 
 #include "conv/cpu/cpu_algorithms.h"
 
-#if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
-#endif
 
 #include <cstdlib>
 #include <cstring>
@@ -42,16 +40,11 @@ bool avx512_kernels() {
 
 std::string dtnn::cpu_kernel_isa() {
   if (convgemm::avx512_kernels()) return "AVX-512";
-#if defined(__AVX2__) && defined(__FMA__)
   return "AVX2";
-#else
-  return "portable";
-#endif
 }
 
 namespace dtnn::convgemm {
 
-#if defined(__AVX2__) && defined(__FMA__)
 
 #define DTNN_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
 
@@ -139,35 +132,6 @@ void tile_segments(const Segment* segs, int nsegs, int64_t a_off, int64_t b_off,
 
 #undef DTNN_ROWS
 
-#else  // no AVX2/FMA: portable loops with the same contract
-
-void tile_gather(int ntaps, const float* const* rows, const int* btap, int64_t C, const float* b,
-                 const float* init, float* out, int64_t ldo) {
-  for (int i = 0; i < kMR; ++i)
-    for (int j = 0; j < kNR; ++j) {
-      float acc = init ? init[j] : 0.0f;
-      for (int t = 0; t < ntaps; ++t) {
-        const float* bp = b + static_cast<int64_t>(btap[t]) * C * 16;
-        for (int64_t c = 0; c < C; ++c) acc += rows[6 * t + i][c] * bp[16 * c + j];
-      }
-      out[i * ldo + j] = acc;
-    }
-}
-
-template <int MR, bool kMasked>
-void tile_segments(const Segment* segs, int nsegs, int64_t a_off, int64_t b_off, int64_t astep, int64_t bstep,
-                   int nb, bool accumulate, float* out, int64_t ldo) {
-  for (int i = 0; i < kMR; ++i)
-    for (int j = 0; j < kNR; ++j) {
-      float acc = accumulate && i < MR ? out[i * ldo + j] : 0.0f;
-      if (i < MR && (!kMasked || j < nb))
-        for (int g = 0; g < nsegs; ++g)
-          for (int64_t u = 0; u < segs[g].count; ++u) acc += segs[g].a[a_off + u * astep + i] * segs[g].b[b_off + u * bstep + j];
-      out[i * ldo + j] = acc;
-    }
-}
-
-#endif
 
 #define DTNN_INSTANTIATE(MR)                                                                          \
   template void tile_segments<MR, false>(const Segment*, int, int64_t, int64_t, int64_t, int64_t, int, bool, float*, int64_t); \

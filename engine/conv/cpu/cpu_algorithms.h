@@ -19,8 +19,8 @@ const ConvAlgorithm& conv_onednn();       // oneDNN 2.6 primitives, both layouts
 // problem and this returns "not built".
 std::string onednn_version();
 const ConvAlgorithm& conv_reference();    // every problem, double accumulation (the oracle)
-// The register tiles dtnn's own algorithms run on this CPU: "AVX-512", "AVX2" (also when the environment
-// sets DTNN_MAX_CPU_ISA=AVX2) or "portable" (builds without AVX2/FMA).
+// The register tiles dtnn's own algorithms run on this CPU: "AVX-512", or "AVX2" (also when the environment
+// sets DTNN_MAX_CPU_ISA=AVX2).
 std::string cpu_kernel_isa();
 
 }  // namespace dtnn

@@ -26,9 +26,7 @@
 #include "conv/cpu/convgemm_kernels.h"
 #include "conv/cpu/cpu_algorithms.h"
 
-#if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
-#endif
 
 namespace dtnn {
 namespace {
@@ -64,7 +62,6 @@ inline int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a +
 //   init_j = y[i*ystep + j] when accumulate, else bias[j] (0 when bias is null).
 // bwd_data_tile: dx[j*dxstep + c] = sum_t sum_{k < K} dy[dyoff[t] + j*dystep + k] * w[woff[t] + c*wcstep + k]
 //   for channels c < MC <= 4 and pixels j < MP <= 3; overwrites dx.
-#if defined(__AVX2__) && defined(__FMA__)
 
 inline __m256i lane_mask(int n) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
@@ -168,34 +165,6 @@ void bwd_data_tile(int ntaps, const int64_t* dyoff, const int64_t* woff, const f
 }
 #undef DTNN_TILE
 
-#else  // no AVX2/FMA: portable loops with the same contracts
-
-template <int MR, int NV, bool kMasked>
-void fwd_tile(int ntaps, const int64_t* xoff, const int64_t* woff, const float* x, const float* w, int64_t C,
-              int64_t xstep, int64_t wstep, bool accumulate, const float* bias, float* y, int64_t ystep, int nb) {
-  const int cols = kMasked ? nb : 8 * NV;
-  for (int i = 0; i < MR; ++i)
-    for (int j = 0; j < cols; ++j) {
-      float acc = accumulate ? y[i * ystep + j] : bias ? bias[j] : 0.0f;
-      for (int t = 0; t < ntaps; ++t)
-        for (int64_t c = 0; c < C; ++c) acc += x[xoff[t] + i * xstep + c] * w[woff[t] + c * wstep + j];
-      y[i * ystep + j] = acc;
-    }
-}
-
-template <int MC, int MP>
-void bwd_data_tile(int ntaps, const int64_t* dyoff, const int64_t* woff, const float* dy, const float* w, int64_t K,
-                   int64_t dystep, int64_t wcstep, float* dx, int64_t dxstep) {
-  for (int j = 0; j < MP; ++j)
-    for (int c = 0; c < MC; ++c) {
-      float acc = 0.0f;
-      for (int t = 0; t < ntaps; ++t)
-        for (int64_t k = 0; k < K; ++k) acc += dy[dyoff[t] + j * dystep + k] * w[woff[t] + c * wcstep + k];
-      dx[j * dxstep + c] = acc;
-    }
-}
-
-#endif
 
 // Run-time choice of the kernels' compile-time shapes.
 using FwdTile = void (*)(int, const int64_t*, const int64_t*, const float*, const float*, int64_t, int64_t, int64_t,

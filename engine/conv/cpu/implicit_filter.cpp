@@ -2,15 +2,11 @@
 
 #include <algorithm>
 #include <cstring>
-#ifdef __AVX2__
 #include <immintrin.h>
-#endif
 
-#include "core/error.h"
 
 namespace dtnn {
 
-#ifdef __AVX2__
 
 bool implicit_filter_supported(const ConvProblem& p) {
   return p.layout == Layout::nhwc && p.groups == 1 && p.c == 1 && p.r == 3 && p.s == 3 &&
@@ -93,14 +89,5 @@ void implicit_filter(const ConvProblem& p, const float* x, const float* dy, floa
     for (int64_t k = 0; k < K; ++k) db[k] = static_cast<float>(db_sum[k]);
 }
 
-#else
-
-bool implicit_filter_supported(const ConvProblem&) { return false; }
-int64_t implicit_filter_workspace(const ConvProblem&) { return 0; }
-void implicit_filter(const ConvProblem&, const float*, const float*, float*, float*, float*) {
-  fail("implicit_filter: built without AVX2");
-}
-
-#endif
 
 }  // namespace dtnn

@@ -2,9 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
-#ifdef __AVX2__
 #include <immintrin.h>
-#endif
 
 namespace dtnn {
 namespace {
@@ -13,7 +11,6 @@ int64_t padded_numel(const ConvProblem& p) { return p.n * (p.h + 2 * p.pad_h) * 
 
 }  // namespace
 
-#ifdef __AVX2__
 
 bool implicit_forward_supported(const ConvProblem& p) {
   return p.layout == Layout::nhwc && p.groups == 1 && (p.k == 4 || p.k == 8);
@@ -121,12 +118,5 @@ void implicit_forward(const ConvProblem& p, const float* x, const float* w, cons
     run<1>(p, xp, wt, b, y);
 }
 
-#else  // no AVX2: never selected
-
-bool implicit_forward_supported(const ConvProblem&) { return false; }
-int64_t implicit_forward_workspace(const ConvProblem&) { return 0; }
-void implicit_forward(const ConvProblem&, const float*, const float*, const float*, float*, float*) {}
-
-#endif
 
 }  // namespace dtnn

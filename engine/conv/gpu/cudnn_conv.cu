@@ -11,6 +11,7 @@
 #include "backend/gpu/gpu_check.h"
 #include "backend/gpu_ops.h"
 #include "conv/gpu/gpu_algorithms.h"
+#include "core/median.h"
 
 namespace dtnn {
 namespace {
@@ -420,8 +421,7 @@ Found search(const ConvProblem& p) {
         timer.stop();
         t.push_back(timer.elapsed_ms());
       }
-      std::sort(t.begin(), t.end());
-      if (f.algo[i] == kNone || t[1] < best_ms[i]) f.algo[i] = kGemm;
+      if (f.algo[i] == kNone || median(t) < best_ms[i]) f.algo[i] = kGemm;
     }
   }
   gpu::synchronize();

@@ -1,0 +1,17 @@
+// Small string helpers shared by the engine, the results store and the harness.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dtnn {
+
+// The items with `sep` between them: join({"a", "b"}, ", ") == "a, b".
+std::string join(const std::vector<std::string>& items, std::string_view sep);
+
+// The shortest text that reads back as the same double (std::to_chars): 0.001 -> "0.001", 1.0 -> "1",
+// 300 -> "300", 1e-7 -> "1e-07". Independent of the locale.
+std::string format_double(double v);
+
+}  // namespace dtnn
