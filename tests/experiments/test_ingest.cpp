@@ -10,6 +10,7 @@
 #include "cli_helpers.h"
 #include "conv/conv_problem.h"
 #include "results/store.h"
+#include "skip.h"
 
 namespace {
 
@@ -34,10 +35,7 @@ struct Dir {
 }  // namespace
 
 TEST_CASE("ingest: bench_conv and dtnn layers JSON land in conv_benchmarks", "[ingest]") {
-  if (std::string(DTNN_BENCH_CONV).empty()) {
-    WARN("skipped: this build has no suites/bench_conv (DTNN_BUILD_SUITES=OFF)");
-    return;
-  }
+  if (std::string(DTNN_BENCH_CONV).empty()) DTNN_SKIP("this build has no suites/bench_conv (DTNN_BUILD_SUITES=OFF)");
   Dir d;
   const std::string problem = "n4_c8h10w10_k16r3s3_st1x1_pd1x1_dl1x1_g1_nhwc_f32";
   std::ofstream(d / "shapes.txt") << problem << "  # one small layer\n";

@@ -1,6 +1,6 @@
-// The GPU backend against the CPU engine (ctest label `gpu`). Every case returns early with a warning
-// naming the reason when this machine has no CUDA device or the build has no GPU backend, so CI machines
-// without a GPU pass them; on a GPU machine they are the backend's correctness checks:
+// The GPU backend against the CPU engine (ctest label `gpu`). Every case is skipped out loud (tests/skip.h:
+// ctest reports it "Skipped", with the reason on stderr) when this machine has no CUDA device or the build
+// has no GPU backend; on a GPU machine they are the backend's correctness checks and pass or fail:
 //   - whole models built on both devices from the same seed: forward outputs, every parameter gradient,
 //     the activation gradients, BatchNormalization's running statistics, inference, and SGD steps;
 //   - every cuDNN algorithm that accepts a problem (both layouts, strides, padding, dilation, groups,
@@ -20,6 +20,7 @@
 #include "conv/conv_algorithm.h"
 #include "conv/conv_timing.h"
 #include "helpers.h"
+#include "skip.h"
 #include "layers/layers.h"
 #include "models/model.h"
 #include "optim/optimizer.h"
@@ -30,13 +31,14 @@ using namespace dtnn;
 
 namespace {
 
+// Called first in every case: under ctest, a machine or build without a GPU exits the process here (77).
 bool gpu_ready() {
   if (!gpu_built()) {
-    WARN("skipped: this dtnn was built without the GPU backend (" << gpu_description() << ")");
+    test::skip("this dtnn was built without the GPU backend (" + gpu_description() + ")");
     return false;
   }
   if (gpu_device_count() == 0) {
-    WARN("skipped: no CUDA device on this machine (" << gpu_description() << ")");
+    test::skip("no CUDA device on this machine (" + gpu_description() + ")");
     return false;
   }
   gpu::init(0);
