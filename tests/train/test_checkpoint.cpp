@@ -11,7 +11,6 @@
 
 #include "cli_helpers.h"
 #include "helpers.h"
-#include "skip.h"
 #include "io/npz_values.h"
 #include "models/model.h"
 #include "parallel/communicator.h"
@@ -191,20 +190,6 @@ TEST_CASE("checkpoint: a resume with other options, a truncated file or a missin
   fs::resize_file(cut, fs::file_size(cut) / 2);
   CHECK_THROWS_WITH(train(o, *data, 2, "", cut), Contains(cut));
   for (const auto& f : {path, missing, weights, cut}) fs::remove(f);
-}
-
-TEST_CASE("cli: a checkpoint file loads in numpy", "[checkpoint][cli][numpy]") {
-  if (!test::numpy_available()) DTNN_SKIP(test::kNoNumpy);
-  const std::string ck = test::temp_path("cli_ck_numpy.npz");
-  const Command c = run("train --model=simplemlp --use_synthetic_data=True --steps_per_epoch=1 --threads=1 "
-                        "--num_epochs=2 --progress=False --checkpoint_file=" + ck);
-  INFO(c.err);
-  REQUIRE(c.status == 0);
-  const std::string py = "/usr/bin/python3 -c \"import numpy as n; d=n.load('" + ck +
-                         "'); assert int(d['dtnn_epoch'])==2; assert d['2_FC_weights'].shape==(784,512);"
-                         " assert d['dtnn_epochs'].shape[0]==2\"";
-  CHECK(std::system(py.c_str()) == 0);
-  fs::remove(ck);
 }
 
 TEST_CASE("cli: --checkpoint_file then --resume_from gives the uninterrupted run's weights and history", "[checkpoint][cli]") {

@@ -129,18 +129,17 @@ TEST_CASE("training: NHWC and NCHW resnet20 runs agree (layout only changes stor
   CHECK(test::max_rel_error(pa.data(), pb.data(), static_cast<int64_t>(pa.size())) < 1e-3);
 }
 
-TEST_CASE("cli: the weights file of a short run loads in numpy", "[cli][numpy]") {
+TEST_CASE("cli: the weights and checkpoint files of a short run load in numpy", "[cli][checkpoint][numpy]") {
   if (!test::numpy_available()) DTNN_SKIP(test::kNoNumpy);
-  const std::string weights = test::temp_path("weights_numpy.npz");
-  const Command c = run("train --model=simplecnn --use_synthetic_data=True --steps_per_epoch=1 --num_epochs=1 "
-                        "--threads=1 --weights_and_bias_filename=" + weights);
-  INFO(c.err);
-  REQUIRE(c.status == 0);
-  const std::string py = "/usr/bin/python3 -c \"import numpy as n; d=n.load('" + weights +
-                         "'); assert d['1_Conv2D_weights'].shape==(1,3,3,4); assert d['7_FC_weights'].shape==(1568,128);"
-                         " assert d['10_FC_biases'].shape==(10,)\"";
-  CHECK(std::system(py.c_str()) == 0);
+  const std::string weights = test::temp_path("weights_numpy.npz"), ck = test::temp_path("checkpoint_numpy.npz");
+  REQUIRE(run("train --model=simplecnn --use_synthetic_data=True --steps_per_epoch=1 --num_epochs=2 --threads=1 "
+              "--progress=False --weights_and_bias_filename=" + weights + " --checkpoint_file=" + ck).status == 0);
+  CHECK(test::numpy_holds(weights, "assert d['1_Conv2D_weights'].shape==(1,3,3,4); "
+                                   "assert d['7_FC_weights'].shape==(1568,128); assert d['10_FC_biases'].shape==(10,)"));
+  CHECK(test::numpy_holds(ck, "assert int(d['dtnn_epoch'])==2; assert d['7_FC_weights'].shape==(1568,128); "
+                              "assert d['dtnn_epochs'].shape[0]==2"));
   fs::remove(weights);
+  fs::remove(ck);
 }
 
 TEST_CASE("cli: a short run writes the report, history and weights file", "[cli]") {
