@@ -163,3 +163,16 @@ TEST_CASE("ingest: the same file twice stores its rows once", "[ingest]") {
   const dtnn::ResultStore s = dtnn::ResultStore::open_read_only(d / "t.db");
   CHECK(one(s, "SELECT count(*) FROM conv_benchmarks") == "1");
 }
+
+TEST_CASE("ingest: a dtnn layers entry whose check failed is stored untimed, with the verdict", "[ingest]") {
+  Dir d;
+  std::ofstream(d / "wrong.json") << R"({"model": "simplecnn", "threads": 1, "layers": [{"layer": 1, "problem": ")"
+                                  << kProblem << R"(", "algorithm": "cpu.im2row_gemm", )"
+                                  << R"("wrong": "fwd wrong: max rel. error 1.0e-01 > tolerance 1.0e-05"}]})";
+  const auto c = dtnn::test::run_dtnn("ingest " + (d / "wrong.json") + " --db " + (d / "t.db"));
+  INFO(c.err);
+  REQUIRE(c.status == 0);
+  const dtnn::ResultStore s = dtnn::ResultStore::open_read_only(d / "t.db");
+  CHECK(one(s, "SELECT count(*) FROM conv_benchmarks WHERE declined LIKE 'fwd wrong: max rel. error%' "
+               "AND median_ms IS NULL") == "3");
+}
