@@ -1,16 +1,23 @@
 #!/usr/bin/env bash
 # Set-up (ci/setup.sh), then every test this machine can run: unit tests, gradient checks, CLI tests and
-# the MPI tests under a real mpirun. GPU tests skip themselves without a device; tests labelled `slow`
-# run only with DTNN_SLOW_TESTS=1. Then the same sources built without CUDA and oneDNN (what a machine
-# lacking them builds; DTNN_VARIANT=0 skips it): the code behind both switches must compile out, and the
-# tests that depend on them (convolutions, CLI, matrices, runner) must pass there too.
+# the MPI tests under a real mpirun. Tests that cannot run here (no GPU, no numpy, one GPU for two ranks)
+# are reported Skipped with their reason (tests/skip.h), never passed; tests labelled `slow` run only with
+# DTNN_SLOW_TESTS=1. Then the same sources built without CUDA and oneDNN (what a machine lacking them
+# builds; DTNN_VARIANT=0 skips it): the code behind both switches must compile out, and the tests that
+# depend on them (convolutions, CLI, matrices, runner) must pass there too.
+# The last line counts the passed, failed and skipped tests of both ctest runs; the exit status is
+# non-zero when any test failed (both runs still run, so the count is whole).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/setup.sh
 build_dir="${DTNN_BUILD_DIR:-build}"
+junit_dir="$(mktemp -d)"
+trap 'rm -rf "$junit_dir"' EXIT
+failed_runs=0
 exclude=()
 [ "${DTNN_SLOW_TESTS:-0}" = "1" ] || exclude=(-LE slow)
-(cd "$build_dir" && ctest --output-on-failure -j 2 "${exclude[@]}")
+(cd "$build_dir" && ctest --output-on-failure -j 2 "${exclude[@]}" --output-junit "$junit_dir/main.xml") ||
+  failed_runs=$((failed_runs + 1))
 
 if [ "${DTNN_VARIANT:-1}" = "1" ]; then
   variant="${DTNN_VARIANT_DIR:-build-nocuda}"
@@ -18,5 +25,26 @@ if [ "${DTNN_VARIANT:-1}" = "1" ]; then
   cmake -S . -B "$variant" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDTNN_CUDA=OFF -DDTNN_ONEDNN=OFF \
     -DDTNN_BUILD_SUITES=OFF > /dev/null
   cmake --build "$variant" -j "${DTNN_JOBS:-2}" --target dtnn dtnn_tests dtnn_harness_tests
-  (cd "$variant" && ctest --output-on-failure -j 2 -LE slow -R "^(conv|cli|matrix|runner)")
+  (cd "$variant" && ctest --output-on-failure -j 2 -LE slow -R "^(conv|cli|matrix|runner)" \
+    --output-junit "$junit_dir/variant.xml") || failed_runs=$((failed_runs + 1))
 fi
+
+# Each skipped test with its reason (the "SKIPPED: ..." line it printed), then the one summary line.
+python3 - "$junit_dir"/*.xml <<'PY'
+import sys, xml.etree.ElementTree as ET
+passed = failed = skipped = 0
+for path in sys.argv[1:]:
+    run = path.rsplit("/", 1)[-1][:-4]
+    for case in ET.parse(path).getroot().iter("testcase"):
+        out = case.findtext("system-out") or ""
+        if case.find("skipped") is not None or case.get("status") == "notrun":
+            skipped += 1
+            why = next((l[len("SKIPPED: "):] for l in out.splitlines() if l.startswith("SKIPPED: ")), "no reason printed")
+            print(f"skipped ({run}): {case.get('name')}: {why}")
+        elif case.find("failure") is not None or case.get("status") == "fail":
+            failed += 1
+        else:
+            passed += 1
+print(f"ci/test.sh: {passed} passed, {failed} failed, {skipped} skipped (both ctest runs)")
+PY
+[ "$failed_runs" -eq 0 ]

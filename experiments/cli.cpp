@@ -97,7 +97,7 @@ int cmd_algos() {
       std::string dirs;
       for (dtnn::ConvDir d : {dtnn::ConvDir::fwd, dtnn::ConvDir::bwd_data, dtnn::ConvDir::bwd_filter}) {
         const dtnn::Support s = a->supports_dir(dtnn::ConvProblem{}, d);
-        if (s.ok || s.why.find(" has no ") == std::string::npos) dirs += std::string(dirs.empty() ? "" : ", ") + dtnn::conv_dir_name(d);
+        if (s.code != dtnn::SupportCode::no_such_direction) dirs += std::string(dirs.empty() ? "" : ", ") + dtnn::conv_dir_name(d);
       }
       std::printf("  %-34s %s\n", std::string(a->name()).c_str(), dirs.c_str());
     }
@@ -185,7 +185,6 @@ int main(int argc, char** argv) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   conv->add_option("--threads", conv_options.threads, "Threads")->capture_default_str();
   conv->add_option("--samples", conv_options.samples, "Timed samples (each >= 20 ms)")->capture_default_str();
-  add_bool(*conv, "check", conv_options.check, "Compare every output with cpu.reference");
   conv->add_option("--device", conv_options.device, "cpu or gpu (the cuDNN algorithms)")->capture_default_str();
   add_bool(*conv, "allow_tf32", conv_options.allow_tf32, "GPU: TF32 tensor-core math");
   dtnn::LayersCommandOptions layers_options;

@@ -35,12 +35,15 @@ std::string fmt(const char* f, double v) {
 }  // namespace
 
 int run_conv_command(const ConvCommandOptions& o, std::ostream& out) {
+  return run_conv_command(o, conv_algorithms_named(o.algos, o.device == "gpu" ? Device::gpu : Device::cpu), out);
+}
+
+int run_conv_command(const ConvCommandOptions& o, const std::vector<const ConvAlgorithm*>& algos, std::ostream& out) {
   const ConvProblem p = ConvProblem::parse(o.problem);
   DTNN_CHECK(p.n > 0, "convolution ", p.str(), ": a batch of 0 samples has nothing to time");
   const std::vector<ConvDir> dirs = parse_dirs(o.dirs);
   DTNN_CHECK(o.device == "cpu" || o.device == "gpu", "--device must be cpu or gpu (got '", o.device, "')");
   const bool gpu = o.device == "gpu";
-  const std::vector<const ConvAlgorithm*> algos = conv_algorithms_named(o.algos, gpu ? Device::gpu : Device::cpu);
   DTNN_CHECK(o.threads >= 1 && o.threads <= 1024, "--threads must be in [1, 1024] (got ", o.threads, ")");
   DTNN_CHECK(o.samples >= 1, "--samples must be at least 1 (got ", o.samples, ")");
   cpu::set_threads(o.threads);
@@ -62,7 +65,11 @@ int run_conv_command(const ConvCommandOptions& o, std::ostream& out) {
   }
   out << "GFLOP    fwd " << fmt("%.3f", p.flops(ConvDir::fwd) / 1e9) << ", bwd_data "
       << fmt("%.3f", p.flops(ConvDir::bwd_data) / 1e9) << ", bwd_filter "
-      << fmt("%.3f", p.flops(ConvDir::bwd_filter) / 1e9) << "\n\n";
+      << fmt("%.3f", p.flops(ConvDir::bwd_filter) / 1e9) << "\n";
+  const ConvProblem checked = conv_check_problem(p);
+  out << "checked  every algorithm and direction against cpu.reference before it is timed"
+      << (checked.n == p.n ? std::string() : ", at batch " + std::to_string(checked.n) + " (the reference is slow)")
+      << "\n\n";
   char line[256];
   const int width = gpu ? 32 : 18;
   std::snprintf(line, sizeof line, "%-*s %-11s %10s %19s %9s %7s %12s\n", width, "algorithm", "direction",
@@ -71,10 +78,10 @@ int run_conv_command(const ConvCommandOptions& o, std::ostream& out) {
   ConvBench bench(p);
   TimingOptions topt;
   topt.samples = o.samples;
-  int timed = 0;
+  int timed = 0, wrong = 0;
   for (const ConvAlgorithm* algo : algos) {
     const Support s = algo->supports(p);
-    if (!s.ok) {
+    if (!s.ok()) {
       std::snprintf(line, sizeof line, "%-*s %-11s declined: %s\n", width, std::string(algo->name()).c_str(), "-",
                     s.why.c_str());
       out << line;
@@ -83,8 +90,8 @@ int run_conv_command(const ConvCommandOptions& o, std::ostream& out) {
     for (ConvDir d : dirs) {
       std::string name(algo->name());
       const Support sd = algo->supports_dir(p, d);
-      if (!sd.ok) {  // a cuDNN algorithm of another direction needs no row; one cuDNN declines does
-        if (sd.why.find(" has no ") == std::string::npos) {
+      if (!sd.ok()) {  // a cuDNN algorithm of another direction needs no row; one cuDNN declines does
+        if (sd.code != SupportCode::no_such_direction) {
           std::snprintf(line, sizeof line, "%-*s %-11s declined: %s\n", width, name.c_str(), conv_dir_name(d),
                         sd.why.c_str());
           out << line;
@@ -93,8 +100,15 @@ int run_conv_command(const ConvCommandOptions& o, std::ostream& out) {
       }
       const std::string chosen = algo->chosen_for(p, d);
       if (chosen != name) name += " -> " + chosen.substr(chosen.rfind('.') + 1);
+      const ConvCheck c = bench.check(*algo, d);
+      if (!c.ok()) {
+        std::snprintf(line, sizeof line, "%-*s %-11s %s\n", width, name.c_str(), conv_dir_name(d), c.wrong().c_str());
+        out << line << std::flush;
+        ++wrong;
+        continue;
+      }
       const ConvTiming t = bench.time(*algo, d, topt);
-      const std::string err = o.check ? fmt("%.1e", bench.max_rel_error(*algo, d)) : std::string("-");
+      const std::string err = fmt("%.1e", c.error);
       const std::string range = "(" + fmt("%.3f", t.min_ms) + " - " + fmt("%.3f", t.max_ms) + ")";
       std::snprintf(line, sizeof line, "%-*s %-11s %10.3f %19s %9.*f %6.0f%% %12s\n", width, name.c_str(),
                     conv_dir_name(d), t.median_ms, range.c_str(), gpu ? 2 : 1, gpu ? t.gflops / 1e3 : t.gflops,
@@ -102,6 +116,10 @@ int run_conv_command(const ConvCommandOptions& o, std::ostream& out) {
       out << line << std::flush;
       ++timed;
     }
+  }
+  if (wrong > 0) {
+    out << "\n" << wrong << " algorithm x direction(s) computed wrong results (a bug): not timed\n";
+    return 1;
   }
   if (timed == 0) throw Unsupported("no algorithm ran: every one requested declines " + p.str() + " in the " +
                                     "requested directions");

@@ -152,6 +152,14 @@ std::vector<ConvBenchmarkRow> from_google_benchmark(const json& j, const std::st
   return rows;
 }
 
+// Why a `dtnn layers` entry has no times: the algorithm declined the problem, or its output failed the
+// check against cpu.reference ("wrong": stored as the reason, like a decline). Empty when it was timed.
+std::string untimed_reason(const json& l) {
+  if (l.contains("declined")) return l["declined"].get<std::string>();
+  if (l.contains("wrong")) return l["wrong"].get<std::string>();
+  return "";
+}
+
 std::vector<ConvBenchmarkRow> from_layers(const json& j, const std::string& path) {
   std::vector<ConvBenchmarkRow> rows;
   const bool gpu = j.contains("device");
@@ -188,8 +196,8 @@ std::vector<ConvBenchmarkRow> from_layers(const json& j, const std::string& path
       r.direction = l.at("direction").get<std::string>();
       if (!is_direction(r.direction))
         fail(where, ": unknown direction '", r.direction, "' (fwd, bwd_data or bwd_filter)");
-      if (l.contains("declined")) {
-        r.declined = l["declined"].get<std::string>();
+      if (const std::string why = untimed_reason(l); !why.empty()) {
+        r.declined = why;
       } else {
         const std::string w = where + " " + r.direction;
         r.median_ms = non_negative(l.at("ms").get<double>(), w, "ms");
@@ -203,8 +211,8 @@ std::vector<ConvBenchmarkRow> from_layers(const json& j, const std::string& path
     for (const char* dir : {"fwd", "bwd_data", "bwd_filter"}) {  // CPU: all directions in one entry
       ConvBenchmarkRow r = base;
       r.direction = dir;
-      if (l.contains("declined")) {
-        r.declined = l["declined"].get<std::string>();
+      if (const std::string why = untimed_reason(l); !why.empty()) {
+        r.declined = why;
       } else {
         const std::string d = dir;
         r.median_ms = non_negative(l.at(d + "_ms").get<double>(), where, d + "_ms");

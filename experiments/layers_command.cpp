@@ -81,6 +81,7 @@ int run_layers_gpu(const LayersCommandOptions& o, const std::vector<LayerProblem
   out << header << "  fastest (TFLOP/s)            cudnn_find\n";
   nlohmann::json rows = nlohmann::json::array();
   double best_total = 0.0, find_total = 0.0, fixed_total = 0.0;
+  int wrong = 0;
   for (const LayerProblem& l : layers) {
     ConvBench bench(l.problem);
     for (ConvDir d : {ConvDir::fwd, ConvDir::bwd_data, ConvDir::bwd_filter}) {
@@ -94,12 +95,19 @@ int run_layers_gpu(const LayersCommandOptions& o, const std::vector<LayerProblem
         nlohmann::json j = {{"model", o.model}, {"layer", l.first_layer}, {"count", l.count},
                             {"problem", l.problem.str()}, {"algorithm", a->name()}, {"direction", conv_dir_name(d)},
                             {"device", "gpu"}, {"tf32", o.allow_tf32}};
-        if (!s.ok) {
+        if (!s.ok()) {
           row += "          -";
-          if (s.why.find(" has no ") == std::string::npos) {
+          if (s.code != SupportCode::no_such_direction) {
             j["declined"] = s.why;
             rows.push_back(j);
           }
+          continue;
+        }
+        if (const ConvCheck c = bench.check(*a, d); !c.ok()) {
+          row += "      wrong";
+          j["wrong"] = c.wrong();
+          rows.push_back(j);
+          ++wrong;
           continue;
         }
         const ConvTiming t = bench.time(*a, d, topt);
@@ -115,14 +123,19 @@ int run_layers_gpu(const LayersCommandOptions& o, const std::vector<LayerProblem
           best_name = gpu_column(a->name());
         }
       }
-      const ConvTiming tf = bench.time(*find, d, topt);
-      const ConvTiming tx = bench.time(*fixed, d, topt);
+      // The reference columns, checked like the others: a wrong one's time is NaN, and so is its total.
+      const auto checked_ms = [&](const ConvAlgorithm& a) {
+        if (bench.check(a, d).ok()) return bench.time(a, d, topt).median_ms;
+        ++wrong;
+        return std::numeric_limits<double>::quiet_NaN();
+      };
+      const double find_ms = checked_ms(*find);
       best_total += l.count * best;
-      find_total += l.count * tf.median_ms;
-      fixed_total += l.count * tx.median_ms;
+      find_total += l.count * find_ms;
+      fixed_total += l.count * checked_ms(*fixed);
       const std::string chosen = find->chosen_for(l.problem, d);
       std::snprintf(line, sizeof line, "  %-20s %6.1f  %s %.3f ms", best_name.c_str(), l.problem.flops(d) / (best * 1e9),
-                    chosen.substr(chosen.rfind('.') + 1).c_str(), tf.median_ms);
+                    chosen.substr(chosen.rfind('.') + 1).c_str(), find_ms);
       out << row << line << "\n" << std::flush;
     }
   }
@@ -131,6 +144,7 @@ int run_layers_gpu(const LayersCommandOptions& o, const std::vector<LayerProblem
                 "gpu.cudnn_find %.2f ms, gpu.cudnn.pydtnn_fixed %.2f ms\n",
                 best_total, find_total, fixed_total);
   out << line;
+  if (wrong > 0) out << wrong << " algorithm x direction(s) computed wrong results (a bug): not timed\n";
   if (!o.json_path.empty()) {
     std::ofstream f(o.json_path);
     DTNN_CHECK(f.good(), o.json_path, ": cannot write");
@@ -140,7 +154,163 @@ int run_layers_gpu(const LayersCommandOptions& o, const std::vector<LayerProblem
              .dump(1)
       << "\n";
   }
-  return 0;
+  return wrong > 0 ? 1 : 0;
+}
+
+
+// The first direction in which `a` computes the bench's problem wrongly ("bwd_data wrong: max rel. error
+// ..."); empty when every direction passes its check against cpu.reference.
+std::string wrong_direction(ConvBench& bench, const ConvAlgorithm& a) {
+  for (ConvDir d : {ConvDir::fwd, ConvDir::bwd_data, ConvDir::bwd_filter}) {
+    const ConvCheck c = bench.check(a, d);
+    if (!c.ok()) return std::string(conv_dir_name(d)) + " " + c.wrong();
+  }
+  return "";
+}
+
+constexpr double kNone = std::numeric_limits<double>::infinity();
+
+// The CPU table's measurements: per layer x algorithm, the fwd + bwd_data + bwd_filter ms (kNone where
+// declined or wrong) and whether the algorithm failed its check there; per layer, the fastest per direction.
+struct CpuTimes {
+  std::vector<std::vector<double>> ms;
+  std::vector<std::vector<bool>> wrong;
+  std::vector<std::array<double, 3>> dir_best;
+};
+
+// The model-level totals rows (see layers_command.h); returns them with the best_of figures in `summary`.
+std::string model_totals(const std::vector<LayerProblem>& layers, const std::vector<const ConvAlgorithm*>& algos,
+                         const CpuTimes& m, const TimingOptions& topt, nlohmann::json& summary) {
+  // A fixed algorithm runs each layer where it is supported, else what choose_conv_algorithm falls back to
+  // (timed here if it is a contender, else checked and measured now); one wrong on a layer has no total.
+  std::vector<double> fixed(algos.size(), 0.0);
+  std::vector<bool> fell_back(algos.size(), false), wrong(algos.size(), false);
+  double best_of = 0.0, best_per_layer = 0.0;  // per layer and direction (dtnn's best_of) / one per layer
+  for (size_t li = 0; li < layers.size(); ++li) {
+    double layer_best = kNone;
+    for (size_t ai = 0; ai < algos.size(); ++ai) layer_best = std::min(layer_best, m.ms[li][ai]);
+    best_per_layer += layers[li].count * layer_best;
+    best_of += layers[li].count * (m.dir_best[li][0] + m.dir_best[li][1] + m.dir_best[li][2]);
+    for (size_t ai = 0; ai < algos.size(); ++ai) {
+      double t = m.ms[li][ai];
+      if (m.wrong[li][ai]) wrong[ai] = true;
+      if (t == kNone && !m.wrong[li][ai]) {
+        fell_back[ai] = true;
+        const ConvAlgorithm& fb = choose_conv_algorithm(algos[ai]->name(), layers[li].problem, nullptr);
+        for (size_t bi = 0; bi < algos.size(); ++bi)
+          if (algos[bi] == &fb) t = m.ms[li][bi], wrong[ai] = wrong[ai] || m.wrong[li][bi];
+        if (t == kNone && !wrong[ai]) {
+          ConvBench bench(layers[li].problem);
+          if (!wrong_direction(bench, fb).empty()) {
+            wrong[ai] = true;
+            continue;
+          }
+          t = 0.0;
+          for (ConvDir d : {ConvDir::fwd, ConvDir::bwd_data, ConvDir::bwd_filter}) t += bench.time(fb, d, topt).median_ms;
+        }
+      }
+      fixed[ai] += layers[li].count * t;
+    }
+  }
+  double best_fixed = kNone;
+  char line[512];
+  std::snprintf(line, sizeof line, "%-5s  %-2s %-52s", "", "", "model total, ms per step (* = with fallbacks)");
+  std::string rows = line;
+  for (size_t ai = 0; ai < algos.size(); ++ai) {
+    if (wrong[ai]) {
+      rows += "         wrong ";
+      continue;
+    }
+    std::snprintf(line, sizeof line, "%13.2f%s", fixed[ai], fell_back[ai] ? "*" : " ");
+    rows += line;
+    best_fixed = std::min(best_fixed, fixed[ai]);
+  }
+  std::snprintf(line, sizeof line,
+                "\nbest_of (fastest per layer and direction): %.2f ms per step = %.3f x the best fixed algorithm\n"
+                "one algorithm per layer (PyDTNN's BestOf):  %.2f ms per step = %.3f x\n",
+                best_of, best_of / best_fixed, best_per_layer, best_per_layer / best_fixed);
+  summary = {{"best_of_ms", best_of}, {"best_per_layer_ms", best_per_layer}, {"best_fixed_ms", best_fixed}};
+  return rows + line;
+}
+
+// The CPU table (see layers_command.h). Returns 1 when an algorithm computed a layer wrongly, else 0.
+int run_layers_cpu(const LayersCommandOptions& o, const std::vector<LayerProblem>& layers, std::ostream& out) {
+  const std::vector<const ConvAlgorithm*> algos = conv_algorithms_named(o.algos);
+  cpu::set_threads(o.threads);
+  TimingOptions topt;
+  topt.samples = o.samples;
+  out << o.model << ", batch " << o.batch_size << ", " << o.tensor_format << ", " << o.threads
+      << " thread(s): ms per call of fwd + bwd_data + bwd_filter (sum of medians of " << o.samples
+      << " samples), each algorithm checked against cpu.reference before it is timed\n";
+  char line[512];
+  std::string header = "layer  x  ";
+  std::snprintf(line, sizeof line, "%-52s", "problem");
+  header += line;
+  for (const ConvAlgorithm* a : algos) {
+    std::snprintf(line, sizeof line, "%14s", short_name(a->name()).c_str());
+    header += line;
+  }
+  out << header << "   fastest\n";
+
+  nlohmann::json rows = nlohmann::json::array();
+  CpuTimes m{std::vector<std::vector<double>>(layers.size(), std::vector<double>(algos.size(), kNone)),
+             std::vector<std::vector<bool>>(layers.size(), std::vector<bool>(algos.size(), false)),
+             std::vector<std::array<double, 3>>(layers.size(), {kNone, kNone, kNone})};
+  int wrong = 0;
+  for (size_t li = 0; li < layers.size(); ++li) {
+    const LayerProblem& l = layers[li];
+    ConvBench bench(l.problem);
+    std::snprintf(line, sizeof line, "%-5d  %-2d %-52s", l.first_layer, l.count, l.problem.str().c_str());
+    std::string row = line;
+    size_t best = algos.size();
+    for (size_t ai = 0; ai < algos.size(); ++ai) {
+      const Support s = algos[ai]->supports(l.problem);
+      nlohmann::json j = {{"model", o.model}, {"layer", l.first_layer}, {"count", l.count},
+                          {"problem", l.problem.str()}, {"algorithm", algos[ai]->name()}, {"threads", o.threads}};
+      if (!s.ok()) {
+        row += "             -";
+        j["declined"] = s.why;
+        rows.push_back(j);
+        continue;
+      }
+      const std::string bad = wrong_direction(bench, *algos[ai]);
+      if (!bad.empty()) {
+        row += "         wrong";
+        j["wrong"] = bad;
+        rows.push_back(j);
+        m.wrong[li][ai] = true;
+        ++wrong;
+        continue;
+      }
+      double total = 0.0;
+      for (ConvDir d : {ConvDir::fwd, ConvDir::bwd_data, ConvDir::bwd_filter}) {
+        const ConvTiming t = bench.time(*algos[ai], d, topt);
+        total += t.median_ms;
+        double& b = m.dir_best[li][static_cast<int>(d)];
+        b = std::min(b, t.median_ms);
+        j[std::string(conv_dir_name(d)) + "_ms"] = t.median_ms;
+        j[std::string(conv_dir_name(d)) + "_min_ms"] = t.min_ms;
+        j[std::string(conv_dir_name(d)) + "_max_ms"] = t.max_ms;
+      }
+      m.ms[li][ai] = total;
+      if (best == algos.size() || total < m.ms[li][best]) best = ai;
+      std::snprintf(line, sizeof line, "%14.3f", total);
+      row += line;
+      rows.push_back(j);
+    }
+    out << row << "   " << (best < algos.size() ? short_name(algos[best]->name()) : "-") << "\n" << std::flush;
+  }
+  nlohmann::json summary;
+  out << model_totals(layers, algos, m, topt, summary);
+  if (wrong > 0) out << wrong << " algorithm x layer(s) computed wrong results (a bug): not timed\n";
+  if (!o.json_path.empty()) {
+    std::ofstream f(o.json_path);
+    DTNN_CHECK(f.good(), o.json_path, ": cannot write");
+    summary.update(nlohmann::json{{"model", o.model}, {"batch_size", o.batch_size}, {"threads", o.threads},
+                                  {"tensor_format", o.tensor_format}, {"layers", rows}});
+    f << summary.dump(1) << "\n";
+  }
+  return wrong > 0 ? 1 : 0;
 }
 
 }  // namespace
@@ -164,112 +334,7 @@ int run_layers_command(const LayersCommandOptions& o, std::ostream& out) {
   }
   DTNN_CHECK(o.device == "cpu" || o.device == "gpu", "--device must be cpu or gpu (got '", o.device, "')");
   if (o.device == "gpu") return run_layers_gpu(o, layers, out);
-  const std::vector<const ConvAlgorithm*> algos = conv_algorithms_named(o.algos);
-  cpu::set_threads(o.threads);
-  TimingOptions topt;
-  topt.samples = o.samples;
-  constexpr double kNone = std::numeric_limits<double>::infinity();
-
-  out << o.model << ", batch " << o.batch_size << ", " << o.tensor_format << ", " << o.threads
-      << " thread(s): ms per call of fwd + bwd_data + bwd_filter (sum of medians of " << o.samples << " samples)\n";
-  char line[512];
-  std::string header = "layer  x  ";
-  std::snprintf(line, sizeof line, "%-52s", "problem");
-  header += line;
-  for (const ConvAlgorithm* a : algos) {
-    std::snprintf(line, sizeof line, "%14s", short_name(a->name()).c_str());
-    header += line;
-  }
-  out << header << "   fastest\n";
-
-  nlohmann::json rows = nlohmann::json::array();
-  std::vector<std::vector<double>> ms(layers.size(), std::vector<double>(algos.size(), kNone));
-  std::vector<std::array<double, 3>> dir_best(layers.size(), {kNone, kNone, kNone});  // fastest per direction
-  for (size_t li = 0; li < layers.size(); ++li) {
-    const LayerProblem& l = layers[li];
-    ConvBench bench(l.problem);
-    std::snprintf(line, sizeof line, "%-5d  %-2d %-52s", l.first_layer, l.count, l.problem.str().c_str());
-    std::string row = line;
-    size_t best = algos.size();
-    for (size_t ai = 0; ai < algos.size(); ++ai) {
-      const Support s = algos[ai]->supports(l.problem);
-      nlohmann::json j = {{"model", o.model}, {"layer", l.first_layer}, {"count", l.count},
-                          {"problem", l.problem.str()}, {"algorithm", algos[ai]->name()}, {"threads", o.threads}};
-      if (!s.ok) {
-        row += "             -";
-        j["declined"] = s.why;
-        rows.push_back(j);
-        continue;
-      }
-      double total = 0.0;
-      for (ConvDir d : {ConvDir::fwd, ConvDir::bwd_data, ConvDir::bwd_filter}) {
-        const ConvTiming t = bench.time(*algos[ai], d, topt);
-        total += t.median_ms;
-        double& b = dir_best[li][static_cast<int>(d)];
-        b = std::min(b, t.median_ms);
-        j[std::string(conv_dir_name(d)) + "_ms"] = t.median_ms;
-        j[std::string(conv_dir_name(d)) + "_min_ms"] = t.min_ms;
-        j[std::string(conv_dir_name(d)) + "_max_ms"] = t.max_ms;
-      }
-      ms[li][ai] = total;
-      if (best == algos.size() || total < ms[li][best]) best = ai;
-      std::snprintf(line, sizeof line, "%14.3f", total);
-      row += line;
-      rows.push_back(j);
-    }
-    out << row << "   " << (best < algos.size() ? short_name(algos[best]->name()) : "-") << "\n" << std::flush;
-  }
-
-  // Model-level totals: a fixed algorithm runs each layer where it is supported, else what
-  // choose_conv_algorithm falls back to (timed here if it is a contender, else measured now).
-  std::vector<double> fixed(algos.size(), 0.0);
-  std::vector<bool> fell_back(algos.size(), false);
-  double best_of = 0.0, best_per_layer = 0.0;  // per layer and direction (dtnn's best_of) / one per layer
-  for (size_t li = 0; li < layers.size(); ++li) {
-    double layer_best = kNone;
-    for (size_t ai = 0; ai < algos.size(); ++ai) layer_best = std::min(layer_best, ms[li][ai]);
-    best_per_layer += layers[li].count * layer_best;
-    best_of += layers[li].count * (dir_best[li][0] + dir_best[li][1] + dir_best[li][2]);
-    for (size_t ai = 0; ai < algos.size(); ++ai) {
-      double t = ms[li][ai];
-      if (t == kNone) {
-        fell_back[ai] = true;
-        const ConvAlgorithm& fb = choose_conv_algorithm(algos[ai]->name(), layers[li].problem, nullptr);
-        for (size_t bi = 0; bi < algos.size(); ++bi)
-          if (algos[bi] == &fb) t = ms[li][bi];
-        if (t == kNone) {
-          ConvBench bench(layers[li].problem);
-          t = 0.0;
-          for (ConvDir d : {ConvDir::fwd, ConvDir::bwd_data, ConvDir::bwd_filter}) t += bench.time(fb, d, topt).median_ms;
-        }
-      }
-      fixed[ai] += layers[li].count * t;
-    }
-  }
-  double best_fixed = kNone;
-  std::snprintf(line, sizeof line, "%-5s  %-2s %-52s", "", "", "model total, ms per step (* = with fallbacks)");
-  std::string row = line;
-  for (size_t ai = 0; ai < algos.size(); ++ai) {
-    std::snprintf(line, sizeof line, "%13.2f%s", fixed[ai], fell_back[ai] ? "*" : " ");
-    row += line;
-    best_fixed = std::min(best_fixed, fixed[ai]);
-  }
-  out << row << "\n";
-  std::snprintf(line, sizeof line,
-                "best_of (fastest per layer and direction): %.2f ms per step = %.3f x the best fixed algorithm\n"
-                "one algorithm per layer (PyDTNN's BestOf):  %.2f ms per step = %.3f x\n",
-                best_of, best_of / best_fixed, best_per_layer, best_per_layer / best_fixed);
-  out << line;
-  if (!o.json_path.empty()) {
-    std::ofstream f(o.json_path);
-    DTNN_CHECK(f.good(), o.json_path, ": cannot write");
-    f << nlohmann::json{{"model", o.model}, {"batch_size", o.batch_size}, {"threads", o.threads},
-                        {"tensor_format", o.tensor_format}, {"best_of_ms", best_of},
-                        {"best_per_layer_ms", best_per_layer}, {"best_fixed_ms", best_fixed}, {"layers", rows}}
-             .dump(1)
-      << "\n";
-  }
-  return 0;
+  return run_layers_cpu(o, layers, out);
 }
 
 }  // namespace dtnn

@@ -6,6 +6,9 @@
 // per step for each fixed algorithm (a layer it declines is counted at the algorithm training would fall
 // back to, marked *) and for best_of (each layer at its fastest algorithm), with best_of's ratio to the
 // best fixed algorithm. --list prints the problem strings only (the suites/shapes/*.txt format).
+// Every algorithm is checked against cpu.reference on each layer problem (ConvBench::check) before it is
+// timed there: one that computes a direction wrongly is marked "wrong" (JSON: "wrong" with the error and
+// tolerance) instead of timed, has no model total, and the command returns 1.
 //
 // --device gpu: cuDNN algorithms are per direction, so the table has one row per layer problem x
 // direction, a column per cuDNN algorithm (ms, "-" where cuDNN declines), the fastest with its TFLOP/s, and
@@ -33,6 +36,7 @@ struct LayersCommandOptions {
   bool allow_tf32 = false;
 };
 
+// Returns the exit code: 0, or 1 when an algorithm computed a wrong result.
 int run_layers_command(const LayersCommandOptions& options, std::ostream& out);
 
 }  // namespace dtnn

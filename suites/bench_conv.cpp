@@ -2,6 +2,9 @@
 // (or the files given with --shapes=a.txt,b.txt), at the thread counts of --threads=1,2 (default 1). Each
 // case is named "<algorithm>/<dir>/<problem>/threads:<T>", so the name doubles as a `dtnn conv` reproducer. Algorithms that decline a problem are skipped with
 // their reason (SkipWithError), never run. Forward adds a bias and backward_filter sums it, as in training.
+// Every case first checks its algorithm's output against cpu.reference (ConvBench::check, on a smaller
+// batch where the reference would be slow; once per algorithm, direction and problem): a wrong one is
+// skipped with "wrong: max rel. error X > tolerance Y" instead of timed.
 //
 // --device=gpu: the GPU algorithms of this build (every cuDNN algorithm in the directions it computes, and
 // gpu.cudnn_find), manual timing with CUDA events around each iteration (Google Benchmark's UseManualTime),
@@ -13,6 +16,8 @@
 #include <fstream>
 #include <algorithm>
 #include <iostream>
+#include <map>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -22,6 +27,7 @@
 #include "backend/gpu.h"
 #include "backend/gpu_ops.h"
 #include "conv/conv_algorithm.h"
+#include "conv/conv_timing.h"
 #include "core/rng.h"
 #include "tensor/tensor.h"
 
@@ -39,14 +45,27 @@ std::vector<std::string> read_shapes(const std::string& path) {
   return out;
 }
 
+// The check before timing. One bench per problem for the whole run (cases run one after another), so
+// the reference runs once per problem and direction however many algorithms and thread counts follow.
+dtnn::ConvCheck check(const dtnn::ConvAlgorithm& algo, dtnn::ConvDir dir, const dtnn::ConvProblem& p) {
+  static std::map<std::string, std::unique_ptr<dtnn::ConvBench>> benches;
+  std::unique_ptr<dtnn::ConvBench>& bench = benches[p.str()];
+  if (!bench) bench = std::make_unique<dtnn::ConvBench>(dtnn::conv_check_problem(p));
+  return bench->check(algo, dir);
+}
+
 void run_case(benchmark::State& state, const dtnn::ConvAlgorithm* algo, dtnn::ConvDir dir, dtnn::ConvProblem p,
               int threads) {
   const dtnn::Support s = algo->supports(p);
-  if (!s.ok) {
+  if (!s.ok()) {
     state.SkipWithError(s.why.c_str());
     return;
   }
   dtnn::cpu::set_threads(threads);
+  if (const dtnn::ConvCheck c = check(*algo, dir, p); !c.ok()) {
+    state.SkipWithError(c.wrong().c_str());
+    return;
+  }
   dtnn::Tensor x = dtnn::Tensor::zeros(dtnn::Shape{p.x_numel()}), y = dtnn::Tensor::zeros(dtnn::Shape{p.y_numel()});
   dtnn::Tensor w = dtnn::Tensor::zeros(dtnn::Shape{p.w_numel()}), b = dtnn::Tensor::zeros(dtnn::Shape{p.k});
   dtnn::Tensor ws = dtnn::Tensor::zeros(dtnn::Shape{std::max<int64_t>(1, algo->workspace_floats(p))});
@@ -72,8 +91,12 @@ void run_case_gpu(benchmark::State& state, const dtnn::ConvAlgorithm* algo, dtnn
     return;
   }
   const dtnn::Support s = algo->supports_dir(p, dir);
-  if (!s.ok) {
+  if (!s.ok()) {
     state.SkipWithError(s.why.c_str());
+    return;
+  }
+  if (const dtnn::ConvCheck c = check(*algo, dir, p); !c.ok()) {
+    state.SkipWithError(c.wrong().c_str());
     return;
   }
   using dtnn::Tensor;
@@ -151,7 +174,7 @@ int main(int argc, char** argv) {
     if (gpu) {
       for (const dtnn::ConvAlgorithm* algo : dtnn::gpu_conv_algorithms())
         for (dtnn::ConvDir dir : {dtnn::ConvDir::fwd, dtnn::ConvDir::bwd_data, dtnn::ConvDir::bwd_filter}) {
-          if (algo->supports_dir(p, dir).why.find(" has no ") != std::string::npos) continue;  // another direction's
+          if (algo->supports_dir(p, dir).code == dtnn::SupportCode::no_such_direction) continue;  // another direction's
           const std::string name = std::string(algo->name()) + "/" + dtnn::conv_dir_name(dir) + "/" + p.str();
           benchmark::RegisterBenchmark(name.c_str(), run_case_gpu, algo, dir, p)
               ->UseManualTime()

@@ -35,6 +35,13 @@ inline Command run_dtnn(const std::string& args) {
   return c;
 }
 
+// True when the python statements `asserts` hold for d = numpy.load(npz) in /usr/bin/python3 (the
+// interop checks of files dtnn writes; skip first when test::numpy_available() is false, tests/skip.h).
+inline bool numpy_holds(const std::string& npz, const std::string& asserts) {
+  const std::string py = "/usr/bin/python3 -c \"import numpy as n; d=n.load('" + npz + "'); " + asserts + "\"";
+  return std::system(py.c_str()) == 0;
+}
+
 inline bool one_line_error(const Command& c) {
   return c.status != 0 && c.err.rfind("dtnn: ", 0) == 0 && std::count(c.err.begin(), c.err.end(), '\n') == 1;
 }

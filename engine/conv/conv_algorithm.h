@@ -27,11 +27,19 @@
 
 namespace dtnn {
 
+// Why an algorithm does or does not compute a problem. no_such_direction: the algorithm has no code for
+// that direction at all (cuDNN's algorithms are per direction), whatever the problem: tables leave such a
+// cell out instead of reporting a decline. declined: it has code for the direction but not for this
+// problem (or not on this machine), with the reason a user should read.
+enum class SupportCode { ok, declined, no_such_direction };
+
 struct Support {
-  bool ok = true;
+  SupportCode code = SupportCode::ok;
   std::string why;  // empty when ok
+  bool ok() const { return code == SupportCode::ok; }
   static Support yes() { return {}; }
-  static Support no(std::string reason) { return {false, std::move(reason)}; }
+  static Support no(std::string reason) { return {SupportCode::declined, std::move(reason)}; }
+  static Support no_such_direction(std::string reason) { return {SupportCode::no_such_direction, std::move(reason)}; }
 };
 
 class ConvAlgorithm {
@@ -45,6 +53,11 @@ class ConvAlgorithm {
   // names the cuDNN algorithm it picked).
   virtual std::string chosen_for(const ConvProblem&, ConvDir) const { return std::string(name()); }
   virtual int64_t workspace_floats(const ConvProblem& p) const = 0;
+  // The largest error this algorithm's output may have against cpu.reference, as ConvBench::max_rel_error
+  // measures it (max |out - ref| / max |ref|, operands uniform in [-0.5, 0.5)): its own rounding, in every
+  // direction. Larger is a bug. The one home of these numbers: the tests and every command that times an
+  // algorithm (ConvBench::check) read it here.
+  virtual double tolerance() const { return 1e-5; }
   virtual void forward(const ConvProblem& p, const float* x, const float* w, const float* bias, float* y,
                        float* ws) const = 0;
   virtual void backward_data(const ConvProblem& p, const float* dy, const float* w, float* dx, float* ws) const = 0;

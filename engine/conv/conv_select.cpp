@@ -60,7 +60,7 @@ void append_cache(const std::string& path, const std::string& key, const CacheEn
 
 const ConvAlgorithm* lookup_one(const std::string& name, const ConvProblem& p) {
   for (const ConvAlgorithm* a : conv_algorithms())
-    if (a->name() == name && a->supports(p).ok) return a;
+    if (a->name() == name && a->supports(p).ok()) return a;
   return nullptr;
 }
 
@@ -91,8 +91,8 @@ std::map<std::string, CacheEntry>& memo() {
   return m;
 }
 
-// Times every supporting candidate in each direction; the fastest per direction wins. `note` lists each
-// candidate's fwd/bwd_data/bwd_filter medians.
+// Checks, then times every supporting candidate in each direction; the fastest correct one per direction
+// wins. `note` lists each candidate's fwd/bwd_data/bwd_filter medians ("wrong" where its check failed).
 ConvChoice time_all(const std::vector<const ConvAlgorithm*>& candidates, const ConvProblem& p) {
   ConvBench bench(p);
   TimingOptions opt;
@@ -101,17 +101,19 @@ ConvChoice time_all(const std::vector<const ConvAlgorithm*>& candidates, const C
   ConvChoice best;
   double best_ms[3] = {0, 0, 0};
   for (const ConvAlgorithm* a : candidates) {
-    if (!a->supports(p).ok) continue;
-    double ms[3];
+    if (!a->supports(p).ok()) continue;
+    std::string times;
     for (ConvDir d : {ConvDir::fwd, ConvDir::bwd_data, ConvDir::bwd_filter}) {
       const int i = static_cast<int>(d);
-      ms[i] = bench.time(*a, d, opt).median_ms;
-      if (!best.algo[i] || ms[i] < best_ms[i]) best.algo[i] = a, best_ms[i] = ms[i];
+      char buf[32] = "wrong";
+      if (bench.check(*a, d).ok()) {
+        const double ms = bench.time(*a, d, opt).median_ms;
+        if (!best.algo[i] || ms < best_ms[i]) best.algo[i] = a, best_ms[i] = ms;
+        std::snprintf(buf, sizeof buf, "%.3f", ms);
+      }
+      times += (i ? "/" : "") + std::string(buf);
     }
-    char buf[128];
-    std::snprintf(buf, sizeof buf, "%s%s %.3f/%.3f/%.3f ms", best.note.empty() ? "" : ", ",
-                  std::string(a->name()).c_str(), ms[0], ms[1], ms[2]);
-    best.note += buf;
+    best.note += (best.note.empty() ? "" : ", ") + std::string(a->name()) + " " + times + " ms";
   }
   best.ms = best_ms[0] + best_ms[1] + best_ms[2];
   return best;
@@ -172,27 +174,27 @@ ConvChoice select_conv_algorithm(std::string_view requested, const ConvProblem& 
     // with fewer than 16 filters stay with im2row_gemm's skinny kernels, which beat it there too.
     const ConvAlgorithm& onednn = find_conv_algorithm("onednn");
     if (cpu_has_avx512() && p.k >= 16 && !(p.layout == Layout::nchw && p.groups == p.c && p.c > 1) &&
-        onednn.supports(p).ok)
+        onednn.supports(p).ok())
       return single(&onednn, "heuristic");
     // Image-sized inputs (C <= 4: first layers) with 16 or more filters: cpu.direct's (s, c)-row tiles
     // beat both GEMM formulations (fwd + weight gradient 1.2-4x, analysis/baselines/conv_cpu_2core.md).
     const ConvAlgorithm& direct = find_conv_algorithm("direct");
-    if (p.c <= 4 && p.k >= 16 && p.groups == 1 && direct.supports(p).ok) return single(&direct, "heuristic");
+    if (p.c <= 4 && p.k >= 16 && p.groups == 1 && direct.supports(p).ok()) return single(&direct, "heuristic");
     // Other layers with few input or output channels (simplecnn): im2row_gemm's implicit K = 4/8 and skinny
     // kernels beat convgemm's 16-channel panels there (measured 2-4x, analysis/baselines/conv_cpu_2core.md).
     const ConvAlgorithm& im2row = find_conv_algorithm("im2row_gemm");
-    if ((p.c < 8 || p.k < 16) && im2row.supports(p).ok) return single(&im2row, "heuristic");
+    if ((p.c < 8 || p.k < 16) && im2row.supports(p).ok()) return single(&im2row, "heuristic");
     // NCHW depthwise: oneDNN has no fast kernel for plain NCHW there (measured 1.4-3.9x slower than
     // cpu.depthwise on MobileNet's 512-channel 14x14 layer, analysis/baselines/conv_cpu_2core.md).
     const ConvAlgorithm& depthwise = find_conv_algorithm("depthwise");
-    if (p.layout == Layout::nchw && depthwise.supports(p).ok) return single(&depthwise, "heuristic");
+    if (p.layout == Layout::nchw && depthwise.supports(p).ok()) return single(&depthwise, "heuristic");
     for (const ConvAlgorithm* a : conv_algorithms())
-      if (a->supports(p).ok) return single(a, "heuristic");
+      if (a->supports(p).ok()) return single(a, "heuristic");
     fail("no convolution algorithm supports ", p.str());
   }
   std::vector<const ConvAlgorithm*> contenders;
   for (const ConvAlgorithm* a : conv_algorithms())
-    if (a->name() != "cpu.reference" && a->supports(p).ok) contenders.push_back(a);
+    if (a->name() != "cpu.reference" && a->supports(p).ok()) contenders.push_back(a);
   if (contenders.empty())  // only the reference supports it: nothing to choose
     return single(&find_conv_algorithm("reference"), "best_of (only choice)");
   ConvChoice choice = best_of_among(contenders, p, path);
@@ -203,7 +205,8 @@ ConvChoice select_conv_algorithm(std::string_view requested, const ConvProblem& 
 ConvChoice best_of_among(const std::vector<const ConvAlgorithm*>& candidates, const ConvProblem& p,
                          const std::string& cache_path) {
   ConvChoice c = time_all(candidates, p);
-  DTNN_CHECK(c.algo[0], "best_of: none of the candidates supports ", p.str());
+  DTNN_CHECK(c.algo[0] && c.algo[1] && c.algo[2], "best_of: no candidate computes every direction of ", p.str(),
+             " correctly (", c.note.empty() ? "none supports it" : c.note, ")");
   c.how = "best_of (timed)";
   append_cache(cache_path, cache_key(environment().cpu_id, cpu::threads(), p.str()), {c.name(), c.ms});
   return c;
@@ -226,7 +229,7 @@ GpuConvChoice select_gpu_conv_algorithm(std::string_view requested, const ConvPr
   int used = 0;
   for (ConvDir dir : {ConvDir::fwd, ConvDir::bwd_data, ConvDir::bwd_filter}) {
     const Support s = want.supports_dir(p, dir);
-    if (s.ok) {
+    if (s.ok()) {
       c.algo[static_cast<int>(dir)] = &want;
       ++used;
     } else {

@@ -4,7 +4,9 @@
 //            (conv_algorithms()), with the reason in the choice's note.
 //   best_of  times every supporting algorithm except the reference on the layer's real problem in each
 //            direction (forward, backward_data, backward_filter: one warm-up call each, then the median of 3
-//            samples of >= 5 ms) and keeps the fastest per direction: algorithms are stateless, so a layer
+//            samples of >= 5 ms), after checking its output there against cpu.reference at its
+//            tolerance() (ConvBench::check: one call; an algorithm that fails is never timed or chosen in
+//            that direction), and keeps the fastest per direction: algorithms are stateless, so a layer
 //            may run Winograd forward and oneDNN backward. (PyDTNN's BestOf chooses one algorithm for the
 //            forward+backward pipeline; per direction is never slower.) The choice is appended to the cache
 //            file, so a later run on the same CPU model and thread count reads it instead of timing.
@@ -45,8 +47,10 @@ struct ConvChoice {
 // Throws dtnn::Error for an unknown algorithm name.
 ConvChoice select_conv_algorithm(std::string_view requested, const ConvProblem& p, const std::string& cache_path = "");
 
-// The timing behind best_of, over the given candidates (those that decline the problem are skipped),
-// appending the winner to the cache file. Exposed for tests that plant a known-slow candidate.
+// The checks and timing behind best_of, over the given candidates (those that decline the problem, or
+// compute a direction wrongly, are skipped there), appending the winner to the cache file. Throws
+// dtnn::Error when no candidate computes some direction correctly. Exposed for tests that plant a
+// known-slow or a wrong candidate.
 ConvChoice best_of_among(const std::vector<const ConvAlgorithm*>& candidates, const ConvProblem& p,
                          const std::string& cache_path);
 

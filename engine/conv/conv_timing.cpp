@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 
 #include "backend/cpu/blas.h"
 #include "backend/gpu_ops.h"
@@ -150,6 +151,7 @@ double ConvBench::max_rel_error(const ConvAlgorithm& algo, ConvDir dir) {
     run(algo, dir);
     out.copy_from(dev);
   } else {
+    out.fill(std::nanf(""));  // else an algorithm that writes nothing would pass with the reference's output
     run(algo, dir);
   }
   double err = 0.0, scale = 1e-30;
@@ -159,6 +161,34 @@ double ConvBench::max_rel_error(const ConvAlgorithm& algo, ConvDir dir) {
     scale = std::max(scale, std::fabs(static_cast<double>(ref[i])));
   }
   return err / scale;
+}
+
+std::string ConvCheck::wrong() const {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "wrong: max rel. error %.1e > tolerance %.1e", error, tolerance);
+  return buf;
+}
+
+ConvProblem conv_check_problem(const ConvProblem& p) {
+  // cpu.reference: 0.5-1.8 GFLOP/s on one core of this project's 2-core VM, so at most ~0.6 s a direction.
+  constexpr double kCheckFlops = 3e8;
+  double worst = 0.0;
+  for (ConvDir d : {ConvDir::fwd, ConvDir::bwd_data, ConvDir::bwd_filter}) worst = std::max(worst, p.flops(d));
+  if (p.n <= 1 || worst <= kCheckFlops) return p;
+  const double per_sample = worst / static_cast<double>(p.n);
+  return p.with_batch(std::max<int64_t>(1, static_cast<int64_t>(kCheckFlops / per_sample)));
+}
+
+ConvCheck ConvBench::check(const ConvAlgorithm& algo, ConvDir dir) {
+  const auto key = std::make_pair(&algo, dir);
+  if (const auto it = checks_.find(key); it != checks_.end()) return it->second;
+  const ConvProblem small = conv_check_problem(p_);
+  if (small.n != p_.n && !reduced_) reduced_ = std::make_unique<ConvBench>(small);
+  ConvBench& on = reduced_ ? *reduced_ : *this;
+  ConvCheck c;
+  c.error = on.max_rel_error(algo, dir);
+  c.tolerance = algo.tolerance();
+  return checks_[key] = c;
 }
 
 double measure_sgemm_gflops(int64_t n) {

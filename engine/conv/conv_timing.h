@@ -9,11 +9,16 @@
 // GPU algorithms (device() == gpu) run on device copies of the same operands, made on first use, with a
 // device workspace; their samples are timed with CUDA events on the backend's stream (a sample is as many
 // queued calls as fill min_sample_ms), and their outputs are copied back for the error check.
+//
+// Verify before timing: every command that times an algorithm (dtnn conv, dtnn layers, best_of, bench_conv)
+// first calls check() and reports an algorithm whose output is wrong as wrong, never timing or choosing it.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "conv/conv_algorithm.h"
@@ -32,6 +37,21 @@ struct ConvTiming {
   double gflops = 0;  // problem.flops(dir) / median
 };
 
+// One algorithm's output in one direction against cpu.reference, at the algorithm's own tolerance().
+struct ConvCheck {
+  double error = 0.0;      // max |out - ref| / max |ref|; infinite when an output is NaN or left unwritten
+  double tolerance = 0.0;  // the algorithm's tolerance()
+  bool ok() const { return error <= tolerance; }
+  std::string wrong() const;  // "wrong: max rel. error 3.1e-02 > tolerance 1.0e-05"
+};
+
+// The problem an algorithm is checked on before `p` is timed: p itself when cpu.reference (one thread,
+// double accumulation, 0.5-1.8 GFLOP/s) computes each direction of it in well under a second
+// (kCheckFlops), else p with the largest batch under that cost, at least 1 sample: every shape but the
+// batch is the real layer's, so a bug that shows only in big batches can escape the check (the tests'
+// own problems cover batch-dependent paths).
+ConvProblem conv_check_problem(const ConvProblem& p);
+
 class ConvBench {
  public:
   explicit ConvBench(const ConvProblem& p, uint64_t seed = 1);
@@ -42,6 +62,10 @@ class ConvBench {
   ConvTiming time(const ConvAlgorithm& algo, ConvDir dir, const TimingOptions& opt);
   // max |out - ref| / max |ref| of one direction against cpu.reference (computed once per direction).
   double max_rel_error(const ConvAlgorithm& algo, ConvDir dir);
+  // max_rel_error on conv_check_problem(problem()) (this bench's operands when that is the problem itself,
+  // else those of a smaller bench this one owns) against algo.tolerance(); once per algorithm and
+  // direction, later calls return the first verdict. time() does not check: call this first.
+  ConvCheck check(const ConvAlgorithm& algo, ConvDir dir);
 
  private:
   float* workspace(const ConvAlgorithm& algo);
@@ -53,6 +77,8 @@ class ConvBench {
   Tensor gx_, gw_, gdy_, gbias_, gy_, gdx_, gdw_, gdb_;  // device copies (GPU algorithms)
   std::map<const ConvAlgorithm*, Tensor> ws_;
   std::map<ConvDir, std::vector<float>> ref_;
+  std::unique_ptr<ConvBench> reduced_;  // check()'s bench when conv_check_problem(p_) has a smaller batch
+  std::map<std::pair<const ConvAlgorithm*, ConvDir>, ConvCheck> checks_;
 };
 
 // OpenBLAS SGEMM rate (GFLOP/s, median of 5 samples) on square n x n x n at the current thread count: the

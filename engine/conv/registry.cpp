@@ -158,11 +158,11 @@ const ConvAlgorithm& choose_conv_algorithm(std::string_view requested, const Con
     const Support support = algo.device() == Device::cpu
                                 ? algo.supports(p)
                                 : Support::no(std::string(algo.name()) + " runs on the GPU (needs --enable_gpu)");
-    if (support.ok) return algo;
+    if (support.ok()) return algo;
     if (note) *note = support.why;
   }
   for (const ConvAlgorithm* a : conv_algorithms())
-    if (a->supports(p).ok) return *a;
+    if (a->supports(p).ok()) return *a;
   fail("no convolution algorithm supports ", p.str());
 }
 

@@ -89,16 +89,6 @@ std::vector<ConvProblem> problems() {
   return out;
 }
 
-// Max relative error allowed against the double-accumulating reference. Winograd's transforms add
-// rounding: F(2x2,3x3) stays near 1e-6, F(4x4,3x3) (6x6 tiles, entries up to 1/0.5^4) near 1e-5
-// (AVX2 and AVX-512 tiles alike); a wrong transform entry is off by far more.
-double tolerance(const std::string& algo) {
-  if (algo == "cpu.winograd_f2") return 1e-5;
-  if (algo == "cpu.winograd_f4") return 1e-4;
-  if (algo == "cpu.onednn") return 1e-4;  // its own summation orders (e.g. a bias gradient near zero)
-  return 1e-5;
-}
-
 // Runs every algorithm that `want` selects on p (random data, bias on most calls) against the reference
 // in all three directions; counts the problems each one checked or declined (with a reason).
 template <typename Want>
@@ -121,7 +111,7 @@ void check_against_reference(const ConvProblem& p, Rng& rng, Want&& want, std::m
     const std::string name(algo->name());
     if (algo == &ref || !want(name)) continue;
     const Support s = algo->supports(p);
-    if (!s.ok) {
+    if (!s.ok()) {
       CHECK_FALSE(s.why.empty());
       ++declined[name];
       continue;
@@ -134,7 +124,7 @@ void check_against_reference(const ConvProblem& p, Rng& rng, Want&& want, std::m
     algo->backward_data(p, dy.data(), w.data(), dx.data(), ws.data());
     algo->backward_filter(p, x.data(), dy.data(), dw.data(), db.data(), ws.data());
     INFO(name << " on " << p.str());
-    const double tol = tolerance(name);
+    const double tol = algo->tolerance();
     CHECK(test::max_rel_error(y.data(), y_ref.data(), p.y_numel()) < tol);
     CHECK(test::max_rel_error(dx.data(), dx_ref.data(), p.x_numel()) < tol);
     CHECK(test::max_rel_error(dw.data(), dw_ref.data(), p.w_numel()) < tol);
@@ -249,7 +239,7 @@ TEST_CASE("conv: threaded algorithms give bit-identical results at 1 and 2 threa
     for (const ConvAlgorithm* algo : {&find_conv_algorithm("convgemm"), &find_conv_algorithm("winograd_f2"),
                                       &find_conv_algorithm("winograd_f4"), &find_conv_algorithm("depthwise"),
                                       &find_conv_algorithm("direct")}) {
-      if (!algo->supports(p).ok) continue;
+      if (!algo->supports(p).ok()) continue;
       std::vector<float> x(p.x_numel()), w(p.w_numel()), dy(p.y_numel()), bias(p.k);
       for (auto* v : {&x, &w, &dy, &bias}) test::fill_uniform(*v, rng);
       std::vector<float> out[2][4];
@@ -271,7 +261,7 @@ TEST_CASE("conv: threaded algorithms give bit-identical results at 1 and 2 threa
       const bool exact_filter = algo->name() != "cpu.winograd_f2" && algo->name() != "cpu.winograd_f4";
       for (int d = 0; d < 4; ++d)
         if (d != 2 || exact_filter) CHECK(out[0][d] == out[1][d]);
-      CHECK(test::max_rel_error(out[1][2].data(), out[0][2].data(), p.w_numel()) < tolerance(name) / 2);
+      CHECK(test::max_rel_error(out[1][2].data(), out[0][2].data(), p.w_numel()) < algo->tolerance() / 2);
       ++compared;
     }
   }

@@ -10,6 +10,7 @@
 #include "conv/cpu/cpu_algorithms.h"
 #include "core/environment.h"
 #include "core/error.h"
+#include "conv/perturbed_algorithm.h"
 #include "helpers.h"
 
 using namespace dtnn;
@@ -38,6 +39,29 @@ TEST_CASE("conv_select: best_of picks the fastest of a planted pair and records 
   CHECK(text.find(p.str() + "\tcpu.convgemm\t") != std::string::npos);
   CHECK(text.find("\tper-direction\n") != std::string::npos);
   CHECK(text.find(environment().cpu_id) == 0);
+  std::remove(cache.c_str());
+}
+
+TEST_CASE("conv_select: best_of checks every candidate and never picks a wrong one, per direction", "[conv]") {
+  cpu::set_threads(1);
+  const std::string cache = test::temp_path("best_of_wrong.tsv");
+  std::remove(cache.c_str());
+  // convgemm with a wrong output is as fast as convgemm, ~100x faster than the reference: timing alone
+  // would choose it in every direction.
+  const ConvProblem p = ConvProblem::parse("n4_c32h12w12_k32r3s3_st1x1_pd1x1_dl1x1_g1_nhwc_f32");
+  const ConvAlgorithm& ref = find_conv_algorithm("reference");
+  const test::PerturbedAlgorithm wrong(find_conv_algorithm("convgemm"));
+  const ConvChoice c = best_of_among({&wrong, &ref}, p, cache);
+  CHECK(c.name() == "cpu.reference");
+  CHECK(c.note.find("test.perturbed wrong/wrong/wrong ms") != std::string::npos);
+  // Wrong in one direction only: still the fastest in the other two.
+  const test::PerturbedAlgorithm wrong_bwd_data(find_conv_algorithm("convgemm"), {ConvDir::bwd_data});
+  const ConvChoice d = best_of_among({&wrong_bwd_data, &ref}, p, cache);
+  CHECK(d.algo[0] == &wrong_bwd_data);
+  CHECK(d.algo[1] == &ref);
+  CHECK(d.algo[2] == &wrong_bwd_data);
+  // Nothing correct in some direction: an error naming the problem, not a wrong choice.
+  CHECK_THROWS_WITH(best_of_among({&wrong}, p, cache), Catch::Contains("no candidate computes every direction"));
   std::remove(cache.c_str());
 }
 
@@ -136,4 +160,20 @@ TEST_CASE("conv: the GPU algorithm names every build knows are this build's GPU 
   } else {
     CHECK(built == gpu_conv_algorithm_names());
   }
+}
+
+TEST_CASE("conv: a direction an algorithm has no code for is a code, not a text, on every machine", "[conv]") {
+  // cuDNN's forward-only algorithms have no bwd_data: no_such_direction whether or not a device is here
+  // (the tables leave such cells out); every CPU algorithm's decline is 'declined'.
+  const ConvProblem p = ConvProblem::parse("n1_c3h8w8_k4r3s3_st1x1_pd1x1_dl1x1_g1_nchw_f32");
+  if (!gpu_conv_algorithms().empty()) {
+    const ConvAlgorithm& fwd_only = find_conv_algorithm("gpu.cudnn.implicit_gemm");
+    CHECK(fwd_only.supports_dir(p, ConvDir::bwd_data).code == SupportCode::no_such_direction);
+    CHECK(fwd_only.supports_dir(p, ConvDir::bwd_filter).code == SupportCode::no_such_direction);
+    CHECK(fwd_only.supports_dir(p, ConvDir::fwd).code != SupportCode::no_such_direction);
+  }
+  const Support s = find_conv_algorithm("im2row_gemm").supports(p);  // NHWC only
+  CHECK(s.code == SupportCode::declined);
+  CHECK_FALSE(s.ok());
+  CHECK(Support::yes().ok());
 }

@@ -10,6 +10,7 @@
 #include "cli_helpers.h"
 #include "conv/conv_problem.h"
 #include "results/store.h"
+#include "skip.h"
 
 namespace {
 
@@ -34,10 +35,7 @@ struct Dir {
 }  // namespace
 
 TEST_CASE("ingest: bench_conv and dtnn layers JSON land in conv_benchmarks", "[ingest]") {
-  if (std::string(DTNN_BENCH_CONV).empty()) {
-    WARN("skipped: this build has no suites/bench_conv (DTNN_BUILD_SUITES=OFF)");
-    return;
-  }
+  if (std::string(DTNN_BENCH_CONV).empty()) DTNN_SKIP("this build has no suites/bench_conv (DTNN_BUILD_SUITES=OFF)");
   Dir d;
   const std::string problem = "n4_c8h10w10_k16r3s3_st1x1_pd1x1_dl1x1_g1_nhwc_f32";
   std::ofstream(d / "shapes.txt") << problem << "  # one small layer\n";
@@ -164,4 +162,17 @@ TEST_CASE("ingest: the same file twice stores its rows once", "[ingest]") {
   REQUIRE(dtnn::test::run_dtnn("ingest " + (d.path / "." / "b.json").string() + " --db " + (d / "t.db")).status == 0);
   const dtnn::ResultStore s = dtnn::ResultStore::open_read_only(d / "t.db");
   CHECK(one(s, "SELECT count(*) FROM conv_benchmarks") == "1");
+}
+
+TEST_CASE("ingest: a dtnn layers entry whose check failed is stored untimed, with the verdict", "[ingest]") {
+  Dir d;
+  std::ofstream(d / "wrong.json") << R"({"model": "simplecnn", "threads": 1, "layers": [{"layer": 1, "problem": ")"
+                                  << kProblem << R"(", "algorithm": "cpu.im2row_gemm", )"
+                                  << R"("wrong": "fwd wrong: max rel. error 1.0e-01 > tolerance 1.0e-05"}]})";
+  const auto c = dtnn::test::run_dtnn("ingest " + (d / "wrong.json") + " --db " + (d / "t.db"));
+  INFO(c.err);
+  REQUIRE(c.status == 0);
+  const dtnn::ResultStore s = dtnn::ResultStore::open_read_only(d / "t.db");
+  CHECK(one(s, "SELECT count(*) FROM conv_benchmarks WHERE declined LIKE 'fwd wrong: max rel. error%' "
+               "AND median_ms IS NULL") == "3");
 }

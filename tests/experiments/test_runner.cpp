@@ -17,6 +17,7 @@
 #include "cli_helpers.h"
 #include "helpers.h"
 #include "results/store.h"
+#include "skip.h"
 
 extern char** environ;
 
@@ -430,21 +431,16 @@ TEST_CASE("cli: query runs shows a run whose runner is gone", "[runner]") {
 }
 
 TEST_CASE("cli: query reads a database in a directory it cannot write", "[runner]") {
+  // root ignores permission bits: as root, read as nobody (setpriv); otherwise as this user.
+  if (::geteuid() == 0 && !fs::exists("/usr/bin/setpriv"))
+    DTNN_SKIP("running as root without /usr/bin/setpriv to drop privileges");
+  const std::string as_reader = ::geteuid() == 0 ? "/usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups " : "";
   Workspace ws("readonly_dir");
   const fs::path dir = ws.dir / "ro";
   fs::create_directories(dir);
   const std::string db = (dir / "dtnn.db").string();
   make_db_with_run(db, "ok");  // closed: the WAL is checkpointed and its -wal/-shm files removed
   REQUIRE_FALSE(fs::exists(db + "-shm"));
-  // root ignores permission bits: as root, read as nobody (setpriv); otherwise as this user.
-  std::string as_reader;
-  if (::geteuid() == 0) {
-    if (!fs::exists("/usr/bin/setpriv")) {
-      WARN("skipped: running as root without /usr/bin/setpriv to drop privileges");
-      return;
-    }
-    as_reader = "/usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups ";
-  }
   const auto rx = fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read | fs::perms::group_exec |
                   fs::perms::others_read | fs::perms::others_exec;
   fs::permissions(ws.dir, rx | fs::perms::owner_write);

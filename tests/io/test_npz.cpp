@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "io/npz.h"
+#include "skip.h"
 
 namespace fs = std::filesystem;
 using dtnn::io::NpyArray;
@@ -88,11 +89,6 @@ std::vector<T> values(const NpyArray& a) {
   std::vector<T> v(a.bytes.size() / sizeof(T));
   if (!v.empty()) std::memcpy(v.data(), a.bytes.data(), a.bytes.size());
   return v;
-}
-
-bool numpy_available() {
-  static const bool ok = std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") == 0;
-  return ok;
 }
 
 // Runs a python script with /usr/bin/python3; returns true when it exits with status 0.
@@ -274,10 +270,7 @@ TEST_CASE("npz: write failures throw and leave no file behind", "[io][npz]") {
 }
 
 TEST_CASE("npz: files written by dtnn load in numpy", "[io][npz][numpy]") {
-  if (!numpy_available()) {
-    WARN("numpy not available: interop not checked (/usr/bin/python3 with numpy missing)");
-    return;
-  }
+  if (!dtnn::test::numpy_available()) DTNN_SKIP(dtnn::test::kNoNumpy);
   const int64_t n4 = 2 * 3 * 4 * 5;
   auto w = ramp(n4), b = ramp(7);
   const float scalar = -1.5f;
@@ -320,10 +313,7 @@ with np.load(sys.argv[1]) as d:
 }
 
 TEST_CASE("npz: files written by numpy load in dtnn", "[io][npz][numpy]") {
-  if (!numpy_available()) {
-    WARN("numpy not available: interop not checked (/usr/bin/python3 with numpy missing)");
-    return;
-  }
+  if (!dtnn::test::numpy_available()) DTNN_SKIP(dtnn::test::kNoNumpy);
   TempPath stored(".npz"), compressed(".npz"), zip64(".npz"), commented(".npz"), fortran(".npz"),
       bigendian(".npz");
   const std::string make = R"PY(

@@ -2,13 +2,15 @@
 // against MPI's host allreduce on the same data.
 //   - the staged path (Communicator::allreduce_sum_device: device -> pinned host -> MPI -> device), with
 //     the ranks on GPU rank % devices (both may share one GPU);
-//   - NCCL (make_nccl_communicator), when the node has a GPU per rank (NCCL refuses two ranks on one GPU);
 //   - synchronised batch normalization on the GPU (dtnn's kernels, statistics allreduced): 2 ranks x 16
-//     samples normalise like 1 x 32 on rank 0.
-// Without a CUDA device (or a CUDA build) it prints why and exits 0. Prints "N passed, M failed" and exits
-// 0/1.
+//     samples normalise like 1 x 32 on rank 0;
+//   - with the argument `nccl` instead (its own ctest entry): NCCL (make_nccl_communicator), which needs a
+//     GPU per rank (NCCL refuses two ranks on one GPU).
+// Without a CUDA device (or a CUDA build), or `nccl` with fewer GPUs than ranks, it prints why and exits
+// 77 (tests/skip.h: ctest reports it skipped). Else prints "N passed, M failed" and exits 0/1.
 #include <cmath>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "backend/gpu.h"
@@ -16,6 +18,7 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "helpers.h"
+#include "skip.h"
 #include "parallel/communicator.h"
 
 using namespace dtnn;
@@ -97,23 +100,29 @@ void sync_batchnorm(Communicator& mpi) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   try {
+    const bool nccl_part = argc > 1 && std::string(argv[1]) == "nccl";
     auto mpi = make_mpi_communicator();
     const int devices = gpu_device_count();
+    // Every rank sees the same devices, so all ranks skip together (mpirun passes the 77 on).
     if (!gpu_built() || devices == 0) {
-      if (mpi->rank() == 0) std::printf("skipped: no CUDA device (%s)\n", gpu_description().c_str());
-      return 0;
+      if (mpi->rank() == 0) std::fprintf(stderr, "SKIPPED: no CUDA device (%s)\n", gpu_description().c_str());
+      return test::kSkipExit;
+    }
+    if (nccl_part && devices < mpi->size()) {
+      if (mpi->rank() == 0)
+        std::fprintf(stderr, "SKIPPED: %d GPU(s) for %d ranks (NCCL needs one GPU per rank)\n", devices, mpi->size());
+      return test::kSkipExit;
     }
     gpu::init(mpi->rank() % devices);
-    reduction(*mpi, *mpi, "staged device allreduce = MPI host allreduce");
-    if (devices >= mpi->size()) {
+    if (nccl_part) {
       auto nccl = make_nccl_communicator(*mpi);
       reduction(*nccl, *mpi, "NCCL allreduce = MPI host allreduce");
-    } else if (mpi->rank() == 0) {
-      std::printf("NCCL part skipped: %d GPU(s) for %d ranks (NCCL needs one GPU per rank)\n", devices, mpi->size());
+    } else {
+      reduction(*mpi, *mpi, "staged device allreduce = MPI host allreduce");
+      sync_batchnorm(*mpi);
     }
-    sync_batchnorm(*mpi);
     const double total_failed = [&] {
       float f = static_cast<float>(failed);
       mpi->allreduce_sum(&f, 1);

@@ -161,6 +161,7 @@ void reorder(Prims& pr, dnnl::reorder& r, memory& from, memory& to) {
 class ConvOnednn final : public ConvAlgorithm {
  public:
   std::string_view name() const override { return "cpu.onednn"; }
+  double tolerance() const override { return 1e-4; }  // its own summation orders
 
   Support supports(const ConvProblem& p) const override {
     const Prims& pr = prims(p);

@@ -207,10 +207,15 @@ void gemm_backward_filter(const ConvProblem& p, const float* x, const float* dy,
   }
 }
 
+// Against cpu.reference in the current math mode: float32 summation orders, 1e-4; FFT and Winograd
+// transforms round more, 2e-3; TF32 rounds every operand to 10 mantissa bits (2^-11 ~ 5e-4 each), 1e-2.
+double gpu_tolerance(bool transform) { return gpu::allow_tf32() ? 1e-2 : transform ? 2e-3 : 1e-4; }
+
 class CublasOneByOne final : public ConvAlgorithm {
  public:
   std::string_view name() const override { return "gpu.cublas_1x1"; }
   Device device() const override { return Device::gpu; }
+  double tolerance() const override { return gpu_tolerance(false); }
   Support supports(const ConvProblem& p) const override {
     if (!gemm_applies(p)) return Support::no("gpu.cublas_1x1: needs a 1x1, stride-1, unpadded, ungrouped convolution");
     return gpu_device_count() == 0 ? Support::no("no CUDA device") : Support::yes();
@@ -238,19 +243,22 @@ class CudnnAlgorithm final : public ConvAlgorithm {
       : name_(std::move(name)), algo_{fwd, bwd_data, bwd_filter} {}
   std::string_view name() const override { return name_; }
   Device device() const override { return Device::gpu; }
+  double tolerance() const override {
+    return gpu_tolerance(name_.find("fft") != std::string::npos || name_.find("winograd") != std::string::npos);
+  }
 
   Support supports(const ConvProblem& p) const override {
     Support first;
     for (ConvDir dir : {ConvDir::fwd, ConvDir::bwd_data, ConvDir::bwd_filter}) {
       if (algo(dir) == kNone) continue;
       const Support s = supports_dir(p, dir);
-      if (s.ok) return s;
-      if (first.ok) first = s;
+      if (s.ok()) return s;
+      if (first.ok()) first = s;
     }
     return first;
   }
   Support supports_dir(const ConvProblem& p, ConvDir dir) const override {
-    if (algo(dir) == kNone) return Support::no(name_ + " has no " + conv_dir_name(dir) + " algorithm");
+    if (algo(dir) == kNone) return Support::no_such_direction(name_ + " has no " + conv_dir_name(dir) + " algorithm");
     if (gpu_device_count() == 0) return no_device();
     const Query q = query(p, dir, algo(dir));
     return q.ok ? Support::yes() : Support::no(q.why);
@@ -486,6 +494,7 @@ class CudnnFind final : public ConvAlgorithm {
     return name_of(dir, found(p).algo[static_cast<int>(dir)]);
   }
   Device device() const override { return Device::gpu; }
+  double tolerance() const override { return gpu_tolerance(true); }  // it may pick an FFT or Winograd algorithm
   Support supports(const ConvProblem&) const override {
     return gpu_device_count() == 0 ? no_device() : Support::yes();
   }
