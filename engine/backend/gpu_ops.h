@@ -8,7 +8,7 @@
 // Execution model: one device per process (init() picks it) and ONE stream; every kernel, cuBLAS and
 // cuDNN call of dtnn is queued on that stream in program order, so no call here synchronises unless its
 // comment says so. Pointers named x, y, w, ... are device pointers; `host` pointers are host memory.
-// Layouts are dtnn's (tensor/tensor.h): NHWC (N, H, W, C), NCHW (N, C, H, W), flat rows (N, F).
+// Layouts are dtnn's (core/layout.h): NHWC (N, H, W, C), NCHW (N, C, H, W), flat rows (N, F).
 // Every CUDA, cuBLAS and cuDNN status is checked (backend/gpu/gpu_check.h); a failure throws dtnn::Error
 // naming the call, the file and the line.
 #pragma once
@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "tensor/tensor.h"
+#include "core/layout.h"
 
 namespace dtnn::gpu {
 
