@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/pool.h"
 #include "core/layout.h"
 
 namespace dtnn::gpu {
@@ -169,13 +170,7 @@ void sgemm_strided_batched(bool trans_a, bool trans_b, int64_t m, int64_t n, int
                            int64_t lda, int64_t stride_a, const float* b, int64_t ldb, int64_t stride_b, float beta,
                            float* c, int64_t ldc, int64_t stride_c, int64_t batch);
 
-// ---- pooling (dtnn's semantics: first maximum wins; padding never wins a max and is not counted in an
-// average; a window all in padding gives 0) -------------------------------------------------------------
-struct PoolGeometry {
-  bool max = true;
-  Layout layout = Layout::nhwc;
-  int64_t c = 1, h = 1, w = 1, r = 1, s = 1, p = 1, q = 1, sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;
-};
+// ---- pooling (backend/pool.h: geometry and semantics) ---------------------------------------------------
 // Max pooling records each output's winning input position (its index within the sample's H*W plane, or
 // -1) in `argmax` (n * c * p * q ints) for the backward pass; average pooling takes argmax = null.
 void pool_forward(const PoolGeometry& g, int64_t n, const float* x, float* y, int32_t* argmax);
