@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/batchnorm.h"
 #include "backend/pool.h"
 #include "core/layout.h"
 
@@ -178,34 +179,11 @@ void pool_forward(const PoolGeometry& g, int64_t n, const float* x, float* y, in
 // in a fixed order, so the result is deterministic.
 void pool_backward(const PoolGeometry& g, int64_t n, const float* dy, const int32_t* argmax, float* dx);
 
-// ---- batch normalization -------------------------------------------------------------------------------
-// Per channel over N*spatial (flat inputs: spatial = 1). Semantics of layers/batchnorm.cpp: biased batch
-// variance for normalising, running = momentum * running + (1 - momentum) * batch statistic with the
-// unbiased variance, inference with the running statistics. cuDNN's batch normalization, or dtnn's own
-// kernels (backend/gpu/batchnorm.cu) when the statistics are synchronised: with a `reduce` callback (summing
-// device floats over ranks; two passes as on the CPU) or when own_kernels asks for them.
-struct BatchNormShape {
-  Layout layout = Layout::nchw;  // nchw, nhwc, or flat (flat: c features, h = w = 1)
-  int64_t c = 1, h = 1, w = 1;
-  int64_t max_batch = 1;
-  double epsilon = 1e-5, momentum = 0.9;
-};
-class BatchNormOp {
- public:
-  virtual ~BatchNormOp() = default;
-  // Training: y = normalised x with batch statistics; updates running_mean/var; keeps what backward needs.
-  virtual void forward_training(int64_t n, const float* x, float* y, const float* gamma, const float* beta,
-                                float* running_mean, float* running_var) = 0;
-  virtual void forward_inference(int64_t n, const float* x, float* y, const float* gamma, const float* beta,
-                                 const float* running_mean, const float* running_var) = 0;
-  // dgamma, dbeta overwritten (this rank's sums); dx overwritten (the cuDNN version needs it; dtnn's own
-  // kernels accept null).
-  virtual void backward(int64_t n, const float* x, const float* dy, float* dx, const float* gamma, float* dgamma,
-                        float* dbeta) = 0;
-};
-using DeviceReduce = void (*)(void* ctx, float* device_values, int64_t count);
-// `reduce` null: statistics of this rank's batch. Otherwise synchronised statistics (two passes, as the CPU).
-std::unique_ptr<BatchNormOp> make_batchnorm(const BatchNormShape& shape, DeviceReduce reduce, void* reduce_ctx,
+// ---- batch normalization (backend/batchnorm.h: shape, semantics, the BatchNormOp interface) -----------
+// cuDNN's batch normalization, or dtnn's own kernels (backend/gpu/batchnorm.cu) when the statistics are
+// synchronised (`reduce` sums device floats over ranks; two passes, as on the CPU) or when own_kernels
+// asks for them. `reduce` null: statistics of this rank's batch.
+std::unique_ptr<BatchNormOp> make_batchnorm(const BatchNormShape& shape, BatchNormReduce reduce, void* reduce_ctx,
                                             bool own_kernels = false);
 
 // ---- losses and metrics --------------------------------------------------------------------------------
