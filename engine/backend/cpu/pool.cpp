@@ -41,11 +41,10 @@ struct Window {
   int64_t tap(int64_t i, int64_t j) const { return x + i * row_step + j * col_step; }
 };
 
-// Calls fn(y offset, window) for every output element of n samples: output pixels (b, oh, ow) in order,
-// the channels of one pixel one after the other.
+// Calls fn(y offset, window) for every output pixel (b, oh, ow) of n samples, in order; both describe
+// channel 0 (the channel stride is the layout's).
 template <typename Fn>
-void for_each_window(const PoolGeometry& g, int64_t n, Fn&& fn) {
-  const Strides st = strides(g);
+void for_each_pixel(const PoolGeometry& g, const Strides& st, int64_t n, Fn&& fn) {
   for (int64_t b = 0; b < n; ++b)
     for (int64_t oh = 0; oh < g.p; ++oh)
       for (int64_t ow = 0; ow < g.q; ++ow) {
@@ -53,10 +52,19 @@ void for_each_window(const PoolGeometry& g, int64_t n, Fn&& fn) {
         tap_range(oh, g.sh, g.ph, g.dh, g.r, g.h, &r0, &r1);
         tap_range(ow, g.sw, g.pw, g.dw, g.s, g.w, &s0, &s1);
         const int64_t x0 = b * st.xn + (oh * g.sh - g.ph + r0 * g.dh) * st.xh + (ow * g.sw - g.pw + s0 * g.dw) * st.xw;
-        const int64_t y0 = b * st.yn + oh * st.yh + ow * st.yw;
-        for (int64_t c = 0; c < g.c; ++c)
-          fn(y0 + c * st.yc, Window{x0 + c * st.xc, r1 - r0, s1 - s0, g.dh * st.xh, g.dw * st.xw});
+        fn(b * st.yn + oh * st.yh + ow * st.yw, Window{x0, r1 - r0, s1 - s0, g.dh * st.xh, g.dw * st.xw});
       }
+}
+
+// Calls fn(y offset, window) for every output element of n samples: the channels of one output pixel
+// one after the other.
+template <typename Fn>
+void for_each_window(const PoolGeometry& g, int64_t n, Fn&& fn) {
+  const Strides st = strides(g);
+  for_each_pixel(g, st, n, [&](int64_t y0, const Window& win) {
+    for (int64_t c = 0; c < g.c; ++c)
+      fn(y0 + c * st.yc, Window{win.x + c * st.xc, win.rows, win.cols, win.row_step, win.col_step});
+  });
 }
 
 // Max pooling, any layout: the first in-bounds tap starts the comparison (as in the NHWC paths and the
@@ -81,43 +89,33 @@ void max_forward_windows(const PoolGeometry& g, int64_t n, const float* x, float
 // NHWC: channels are contiguous, so each window tap is compared as a whole C-vector (vectorises over c);
 // the first maximum in (i, j) order wins, as in max_forward_windows.
 void max_forward_nhwc(const PoolGeometry& g, int64_t n, const float* x, float* y, int32_t* argmax) {
-  const Strides st = strides(g);
   const int64_t C = g.c;
-  for (int64_t b = 0; b < n; ++b)
-    for (int64_t oh = 0; oh < g.p; ++oh)
-      for (int64_t ow = 0; ow < g.q; ++ow) {
-        float* best = y + b * st.yn + (oh * g.q + ow) * C;
-        int32_t* where = argmax + b * st.yn + (oh * g.q + ow) * C;
-        bool first = true;
-        for (int64_t r = 0; r < g.r; ++r) {
-          const int64_t ih = oh * g.sh - g.ph + r * g.dh;
-          if (ih < 0 || ih >= g.h) continue;
-          for (int64_t s = 0; s < g.s; ++s) {
-            const int64_t iw = ow * g.sw - g.pw + s * g.dw;
-            if (iw < 0 || iw >= g.w) continue;
-            const int32_t base = static_cast<int32_t>(b * st.xn + (ih * g.w + iw) * C);
-            const float* src = x + base;
-            if (first) {
-              for (int64_t c = 0; c < C; ++c) {
-                best[c] = src[c];
-                where[c] = base + static_cast<int32_t>(c);
-              }
-              first = false;
-              continue;
-            }
-            for (int64_t c = 0; c < C; ++c) {
-              const bool better = src[c] > best[c];
-              best[c] = better ? src[c] : best[c];
-              where[c] = better ? base + static_cast<int32_t>(c) : where[c];
-            }
-          }
-        }
-        if (first)  // the window lies entirely in padding
+  for_each_pixel(g, strides(g), n, [&](int64_t y0, const Window& win) {
+    float* best = y + y0;
+    int32_t* where = argmax + y0;
+    for (int64_t i = 0; i < win.rows; ++i)
+      for (int64_t j = 0; j < win.cols; ++j) {
+        const int32_t base = static_cast<int32_t>(win.tap(i, j));
+        const float* src = x + base;
+        if (i == 0 && j == 0) {
           for (int64_t c = 0; c < C; ++c) {
-            best[c] = 0.0f;
-            where[c] = -1;
+            best[c] = src[c];
+            where[c] = base + static_cast<int32_t>(c);
           }
+          continue;
+        }
+        for (int64_t c = 0; c < C; ++c) {
+          const bool better = src[c] > best[c];
+          best[c] = better ? src[c] : best[c];
+          where[c] = better ? base + static_cast<int32_t>(c) : where[c];
+        }
       }
+    if (win.count() == 0)  // the window lies entirely in padding
+      for (int64_t c = 0; c < C; ++c) {
+        best[c] = 0.0f;
+        where[c] = -1;
+      }
+  });
 }
 
 #ifdef __AVX2__
@@ -128,30 +126,35 @@ bool is_2x2_avx2(const PoolGeometry& g) {
          g.c % 8 == 0;
 }
 
-void max_forward_nhwc_2x2_avx2(const PoolGeometry& g, int64_t n, const float* x, float* y, int32_t* argmax) {
+// Calls fn(y offset, offset of the top-left tap) for every output pixel of an unpadded 2x2 NHWC window.
+template <typename Fn>
+void for_each_2x2_pixel(const PoolGeometry& g, int64_t n, Fn&& fn) {
   const Strides st = strides(g);
-  const int64_t C = g.c;
-  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   for (int64_t b = 0; b < n; ++b)
     for (int64_t oh = 0; oh < g.p; ++oh)
-      for (int64_t ow = 0; ow < g.q; ++ow) {
-        const int64_t y0 = b * st.yn + (oh * g.q + ow) * C;
-        const int64_t t0 = b * st.xn + (oh * g.sh * g.w + ow * g.sw) * C;
-        const int64_t taps[3] = {t0 + C, t0 + g.w * C, t0 + g.w * C + C};
-        for (int64_t c = 0; c < C; c += 8) {
-          __m256 best = _mm256_loadu_ps(x + t0 + c);
-          __m256i where = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int32_t>(t0 + c)), lane);
-          for (int64_t t : taps) {
-            const __m256 v = _mm256_loadu_ps(x + t + c);
-            const __m256 better = _mm256_cmp_ps(v, best, _CMP_GT_OQ);
-            best = _mm256_blendv_ps(best, v, better);
-            const __m256i idx = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int32_t>(t + c)), lane);
-            where = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(where), _mm256_castsi256_ps(idx), better));
-          }
-          _mm256_storeu_ps(y + y0 + c, best);
-          _mm256_storeu_si256(reinterpret_cast<__m256i*>(argmax + y0 + c), where);
-        }
+      for (int64_t ow = 0; ow < g.q; ++ow)
+        fn(b * st.yn + (oh * g.q + ow) * g.c, b * st.xn + (oh * g.sh * g.w + ow * g.sw) * g.c);
+}
+
+void max_forward_nhwc_2x2_avx2(const PoolGeometry& g, int64_t n, const float* x, float* y, int32_t* argmax) {
+  const int64_t C = g.c;
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  for_each_2x2_pixel(g, n, [&](int64_t y0, int64_t t0) {
+    const int64_t taps[3] = {t0 + C, t0 + g.w * C, t0 + g.w * C + C};
+    for (int64_t c = 0; c < C; c += 8) {
+      __m256 best = _mm256_loadu_ps(x + t0 + c);
+      __m256i where = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int32_t>(t0 + c)), lane);
+      for (int64_t t : taps) {
+        const __m256 v = _mm256_loadu_ps(x + t + c);
+        const __m256 better = _mm256_cmp_ps(v, best, _CMP_GT_OQ);
+        best = _mm256_blendv_ps(best, v, better);
+        const __m256i idx = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int32_t>(t + c)), lane);
+        where = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(where), _mm256_castsi256_ps(idx), better));
       }
+      _mm256_storeu_ps(y + y0 + c, best);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(argmax + y0 + c), where);
+    }
+  });
 }
 
 // 2x2 windows with stride 2 over an even-sized NHWC input cover every input element exactly once, so dx
@@ -161,25 +164,20 @@ bool tiles_exactly(const PoolGeometry& g) {
 }
 
 void max_backward_nhwc_2x2_avx2(const PoolGeometry& g, int64_t n, const float* dy, const int32_t* argmax, float* dx) {
-  const Strides st = strides(g);
   const int64_t C = g.c;
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  for (int64_t b = 0; b < n; ++b)
-    for (int64_t oh = 0; oh < g.p; ++oh)
-      for (int64_t ow = 0; ow < g.q; ++ow) {
-        const int64_t y0 = b * st.yn + (oh * g.q + ow) * C;
-        const int64_t t0 = b * st.xn + (oh * 2 * g.w + ow * 2) * C;
-        const int64_t taps[4] = {t0, t0 + C, t0 + g.w * C, t0 + g.w * C + C};
-        for (int64_t c = 0; c < C; c += 8) {
-          const __m256 grad = _mm256_loadu_ps(dy + y0 + c);
-          const __m256i where = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(argmax + y0 + c));
-          for (int64_t t : taps) {
-            const __m256i idx = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int32_t>(t + c)), lane);
-            const __m256 hit = _mm256_castsi256_ps(_mm256_cmpeq_epi32(where, idx));
-            _mm256_storeu_ps(dx + t + c, _mm256_and_ps(hit, grad));
-          }
-        }
+  for_each_2x2_pixel(g, n, [&](int64_t y0, int64_t t0) {
+    const int64_t taps[4] = {t0, t0 + C, t0 + g.w * C, t0 + g.w * C + C};
+    for (int64_t c = 0; c < C; c += 8) {
+      const __m256 grad = _mm256_loadu_ps(dy + y0 + c);
+      const __m256i where = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(argmax + y0 + c));
+      for (int64_t t : taps) {
+        const __m256i idx = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int32_t>(t + c)), lane);
+        const __m256 hit = _mm256_castsi256_ps(_mm256_cmpeq_epi32(where, idx));
+        _mm256_storeu_ps(dx + t + c, _mm256_and_ps(hit, grad));
       }
+    }
+  });
 }
 #endif
 
