@@ -8,7 +8,7 @@
 // Execution model: one device per process (init() picks it) and ONE stream; every kernel, cuBLAS and
 // cuDNN call of dtnn is queued on that stream in program order, so no call here synchronises unless its
 // comment says so. Pointers named x, y, w, ... are device pointers; `host` pointers are host memory.
-// Layouts are dtnn's (tensor/tensor.h): NHWC (N, H, W, C), NCHW (N, C, H, W), flat rows (N, F).
+// Layouts are dtnn's (core/layout.h): NHWC (N, H, W, C), NCHW (N, C, H, W), flat rows (N, F).
 // Every CUDA, cuBLAS and cuDNN status is checked (backend/gpu/gpu_check.h); a failure throws dtnn::Error
 // naming the call, the file and the line.
 #pragma once
@@ -19,7 +19,9 @@
 #include <string>
 #include <vector>
 
-#include "tensor/tensor.h"
+#include "backend/batchnorm.h"
+#include "backend/pool.h"
+#include "core/layout.h"
 
 namespace dtnn::gpu {
 
@@ -169,13 +171,7 @@ void sgemm_strided_batched(bool trans_a, bool trans_b, int64_t m, int64_t n, int
                            int64_t lda, int64_t stride_a, const float* b, int64_t ldb, int64_t stride_b, float beta,
                            float* c, int64_t ldc, int64_t stride_c, int64_t batch);
 
-// ---- pooling (dtnn's semantics: first maximum wins; padding never wins a max and is not counted in an
-// average; a window all in padding gives 0) -------------------------------------------------------------
-struct PoolGeometry {
-  bool max = true;
-  Layout layout = Layout::nhwc;
-  int64_t c = 1, h = 1, w = 1, r = 1, s = 1, p = 1, q = 1, sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;
-};
+// ---- pooling (backend/pool.h: geometry and semantics) ---------------------------------------------------
 // Max pooling records each output's winning input position (its index within the sample's H*W plane, or
 // -1) in `argmax` (n * c * p * q ints) for the backward pass; average pooling takes argmax = null.
 void pool_forward(const PoolGeometry& g, int64_t n, const float* x, float* y, int32_t* argmax);
@@ -183,34 +179,11 @@ void pool_forward(const PoolGeometry& g, int64_t n, const float* x, float* y, in
 // in a fixed order, so the result is deterministic.
 void pool_backward(const PoolGeometry& g, int64_t n, const float* dy, const int32_t* argmax, float* dx);
 
-// ---- batch normalization -------------------------------------------------------------------------------
-// Per channel over N*spatial (flat inputs: spatial = 1). Semantics of layers/batchnorm.cpp: biased batch
-// variance for normalising, running = momentum * running + (1 - momentum) * batch statistic with the
-// unbiased variance, inference with the running statistics. cuDNN's batch normalization, or dtnn's own
-// kernels (backend/gpu/batchnorm.cu) when the statistics are synchronised: with a `reduce` callback (summing
-// device floats over ranks; two passes as on the CPU) or when own_kernels asks for them.
-struct BatchNormShape {
-  Layout layout = Layout::nchw;  // nchw, nhwc, or flat (flat: c features, h = w = 1)
-  int64_t c = 1, h = 1, w = 1;
-  int64_t max_batch = 1;
-  double epsilon = 1e-5, momentum = 0.9;
-};
-class BatchNormOp {
- public:
-  virtual ~BatchNormOp() = default;
-  // Training: y = normalised x with batch statistics; updates running_mean/var; keeps what backward needs.
-  virtual void forward_training(int64_t n, const float* x, float* y, const float* gamma, const float* beta,
-                                float* running_mean, float* running_var) = 0;
-  virtual void forward_inference(int64_t n, const float* x, float* y, const float* gamma, const float* beta,
-                                 const float* running_mean, const float* running_var) = 0;
-  // dgamma, dbeta overwritten (this rank's sums); dx overwritten (the cuDNN version needs it; dtnn's own
-  // kernels accept null).
-  virtual void backward(int64_t n, const float* x, const float* dy, float* dx, const float* gamma, float* dgamma,
-                        float* dbeta) = 0;
-};
-using DeviceReduce = void (*)(void* ctx, float* device_values, int64_t count);
-// `reduce` null: statistics of this rank's batch. Otherwise synchronised statistics (two passes, as the CPU).
-std::unique_ptr<BatchNormOp> make_batchnorm(const BatchNormShape& shape, DeviceReduce reduce, void* reduce_ctx,
+// ---- batch normalization (backend/batchnorm.h: shape, semantics, the BatchNormOp interface) -----------
+// cuDNN's batch normalization, or dtnn's own kernels (backend/gpu/batchnorm.cu) when the statistics are
+// synchronised (`reduce` sums device floats over ranks; two passes, as on the CPU) or when own_kernels
+// asks for them. `reduce` null: statistics of this rank's batch.
+std::unique_ptr<BatchNormOp> make_batchnorm(const BatchNormShape& shape, BatchNormReduce reduce, void* reduce_ctx,
                                             bool own_kernels = false);
 
 // ---- losses and metrics --------------------------------------------------------------------------------

@@ -2,8 +2,7 @@
 // 0 is 0 as in PyDTNN). Tanh uses tanh (PyDTNN's CPU Tanh used tan: fixed here).
 // Softmax works on (N, classes), max-subtracted; when it ends a model trained with categorical cross
 // entropy the Model skips its backward and uses the fused (p - y) / B gradient instead.
-#include <cmath>
-
+#include "backend/cpu/elementwise.h"
 #include "backend/gpu_ops.h"
 #include "core/error.h"
 #include "layers/layers.h"
@@ -11,74 +10,43 @@
 namespace dtnn {
 namespace {
 
-class Elementwise : public Layer {
+// The kernels of one elementwise activation on both backends (backend/cpu/elementwise.h and
+// backend/gpu_ops.h declare them with identical signatures).
+struct ElementwiseKernels {
+  const char* type;
+  void (*cpu_forward)(const float* x, float* y, int64_t n);
+  void (*cpu_backward)(const float* y, const float* dy, float* dx, int64_t n);
+  void (*gpu_forward)(const float* x, float* y, int64_t n);
+  void (*gpu_backward)(const float* y, const float* dy, float* dx, int64_t n);
+};
+
+const ElementwiseKernels kRelu{"Relu", &cpu::relu_forward, &cpu::relu_backward, &gpu::relu_forward,
+                               &gpu::relu_backward};
+const ElementwiseKernels kSigmoid{"Sigmoid", &cpu::sigmoid_forward, &cpu::sigmoid_backward, &gpu::sigmoid_forward,
+                                  &gpu::sigmoid_backward};
+const ElementwiseKernels kTanh{"Tanh", &cpu::tanh_forward, &cpu::tanh_backward, &gpu::tanh_forward,
+                               &gpu::tanh_backward};
+
+class Elementwise final : public Layer {
  public:
+  explicit Elementwise(const ElementwiseKernels& k) : k_(k) {}
+  std::string type() const override { return k_.type; }
   Shape build(const Shape& in, const BuildContext& ctx) override {
-    gpu_ = ctx.gpu();
+    forward_ = ctx.gpu() ? k_.gpu_forward : k_.cpu_forward;
+    backward_ = ctx.gpu() ? k_.gpu_backward : k_.cpu_backward;
     return out_sample_ = in;
   }
   bool can_run_in_place() const override { return true; }
   bool backward_reads_output() const override { return true; }
-
- protected:
-  bool gpu_ = false;
-};
-
-class Relu final : public Elementwise {
- public:
-  std::string type() const override { return "Relu"; }
-  void forward(const Tensor& x, const Tensor& y, Mode) override {
-    if (gpu_) return gpu::relu_forward(x.data(), y.data(), x.numel());
-    const float* in = x.data();
-    float* out = y.data();
-    const int64_t n = x.numel();
-#pragma omp parallel for simd schedule(static) if (n > (1 << 16))
-    for (int64_t i = 0; i < n; ++i) out[i] = in[i] > 0.0f ? in[i] : 0.0f;
-  }
+  void forward(const Tensor& x, const Tensor& y, Mode) override { forward_(x.data(), y.data(), x.numel()); }
   void backward(const Tensor&, const Tensor& y, const Tensor& dy, const Tensor& dx) override {
-    if (dx.empty()) return;
-    if (gpu_) return gpu::relu_backward(y.data(), dy.data(), dx.data(), y.numel());
-    const float* out = y.data();
-    const float* g = dy.data();
-    float* d = dx.data();
-    const int64_t n = y.numel();
-#pragma omp parallel for simd schedule(static) if (n > (1 << 16))
-    for (int64_t i = 0; i < n; ++i) d[i] = out[i] > 0.0f ? g[i] : 0.0f;
+    if (!dx.empty()) backward_(y.data(), dy.data(), dx.data(), y.numel());
   }
-};
 
-class Sigmoid final : public Elementwise {
- public:
-  std::string type() const override { return "Sigmoid"; }
-  void forward(const Tensor& x, const Tensor& y, Mode) override {
-    if (gpu_) return gpu::sigmoid_forward(x.data(), y.data(), x.numel());
-    for (int64_t i = 0; i < x.numel(); ++i) y.data()[i] = 1.0f / (1.0f + std::exp(-x.data()[i]));
-  }
-  void backward(const Tensor&, const Tensor& y, const Tensor& dy, const Tensor& dx) override {
-    if (dx.empty()) return;
-    if (gpu_) return gpu::sigmoid_backward(y.data(), dy.data(), dx.data(), y.numel());
-    for (int64_t i = 0; i < y.numel(); ++i) {
-      const float s = y.data()[i];
-      dx.data()[i] = dy.data()[i] * s * (1.0f - s);
-    }
-  }
-};
-
-class Tanh final : public Elementwise {
- public:
-  std::string type() const override { return "Tanh"; }
-  void forward(const Tensor& x, const Tensor& y, Mode) override {
-    if (gpu_) return gpu::tanh_forward(x.data(), y.data(), x.numel());
-    for (int64_t i = 0; i < x.numel(); ++i) y.data()[i] = std::tanh(x.data()[i]);
-  }
-  void backward(const Tensor&, const Tensor& y, const Tensor& dy, const Tensor& dx) override {
-    if (dx.empty()) return;
-    if (gpu_) return gpu::tanh_backward(y.data(), dy.data(), dx.data(), y.numel());
-    for (int64_t i = 0; i < y.numel(); ++i) {
-      const float t = y.data()[i];
-      dx.data()[i] = dy.data()[i] * (1.0f - t * t);
-    }
-  }
+ private:
+  const ElementwiseKernels& k_;
+  decltype(ElementwiseKernels::cpu_forward) forward_ = nullptr;
+  decltype(ElementwiseKernels::cpu_backward) backward_ = nullptr;
 };
 
 class Softmax final : public Layer {
@@ -87,46 +55,28 @@ class Softmax final : public Layer {
   bool backward_reads_output() const override { return true; }
   Shape build(const Shape& in, const BuildContext& ctx) override {
     DTNN_CHECK(in.rank() == 1, "Softmax needs a flat input (add Flatten/FC first), got ", in.str());
-    gpu_ = ctx.gpu();
+    forward_ = ctx.gpu() ? &gpu::softmax_forward : &cpu::softmax_forward;
+    backward_ = ctx.gpu() ? &gpu::softmax_backward : &cpu::softmax_backward;
     return out_sample_ = in;
   }
   void forward(const Tensor& x, const Tensor& y, Mode) override {
-    const int64_t n = x.dim(0), k = out_sample_[0];
-    if (gpu_) return gpu::softmax_forward(x.data(), y.data(), n, k);
-    for (int64_t b = 0; b < n; ++b) {
-      const float* z = x.data() + b * k;
-      float* p = y.data() + b * k;
-      float m = z[0];
-      for (int64_t j = 1; j < k; ++j) m = std::max(m, z[j]);
-      float sum = 0.0f;
-      for (int64_t j = 0; j < k; ++j) sum += (p[j] = std::exp(z[j] - m));
-      const float inv = 1.0f / sum;
-      for (int64_t j = 0; j < k; ++j) p[j] *= inv;
-    }
+    forward_(x.data(), y.data(), x.dim(0), out_sample_[0]);
   }
   void backward(const Tensor&, const Tensor& y, const Tensor& dy, const Tensor& dx) override {
-    if (dx.empty()) return;
-    const int64_t n = y.dim(0), k = out_sample_[0];
-    if (gpu_) return gpu::softmax_backward(y.data(), dy.data(), dx.data(), n, k);
-    for (int64_t b = 0; b < n; ++b) {
-      const float* p = y.data() + b * k;
-      const float* g = dy.data() + b * k;
-      float dot = 0.0f;
-      for (int64_t j = 0; j < k; ++j) dot += g[j] * p[j];
-      for (int64_t j = 0; j < k; ++j) dx.data()[b * k + j] = p[j] * (g[j] - dot);
-    }
+    if (!dx.empty()) backward_(y.data(), dy.data(), dx.data(), y.dim(0), out_sample_[0]);
   }
 
  private:
-  bool gpu_ = false;
+  decltype(&cpu::softmax_forward) forward_ = nullptr;
+  decltype(&cpu::softmax_backward) backward_ = nullptr;
 };
 
 }  // namespace
 
 std::unique_ptr<Layer> make_activation(const std::string& name) {
-  if (name == "relu") return std::make_unique<Relu>();
-  if (name == "sigmoid") return std::make_unique<Sigmoid>();
-  if (name == "tanh") return std::make_unique<Tanh>();
+  if (name == "relu") return std::make_unique<Elementwise>(kRelu);
+  if (name == "sigmoid") return std::make_unique<Elementwise>(kSigmoid);
+  if (name == "tanh") return std::make_unique<Elementwise>(kTanh);
   if (name == "softmax") return std::make_unique<Softmax>();
   fail("unknown activation '", name, "' (known: relu, sigmoid, tanh, softmax)");
 }

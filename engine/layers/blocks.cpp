@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "backend/cpu/blas.h"
+#include "backend/cpu/elementwise.h"
 #include "backend/gpu_ops.h"
 #include "core/error.h"
 #include "layers/layers.h"
@@ -99,22 +100,14 @@ class Chain {
   std::vector<Tensor> acts_, grads_;  // boundaries between layers i and i+1
 };
 
-// dst += src and dst = src over n floats, on the block's device.
+// dst += src, dst = relu(dst + src) and dst = src over n floats, on the block's device (the kernels of
+// backend/cpu/elementwise.h and backend/gpu_ops.h).
 void add_into(float* dst, const float* src, int64_t n, bool gpu) {
-  if (gpu) return gpu::add_into(dst, src, n);
-#pragma omp parallel for simd schedule(static) num_threads(cpu::threads()) if (n > (1 << 15))
-  for (int64_t i = 0; i < n; ++i) dst[i] += src[i];
+  gpu ? gpu::add_into(dst, src, n) : cpu::add_into(dst, src, n);
 }
 
-// dst = relu(dst + src): the addition and the ReLU after it in one pass (the same floats as the two
-// passes: the sum is rounded first, then clamped; a NaN gives 0 as in Relu).
 void add_relu_into(float* dst, const float* src, int64_t n, bool gpu) {
-  if (gpu) return gpu::add_relu_into(dst, src, n);
-#pragma omp parallel for simd schedule(static) num_threads(cpu::threads()) if (n > (1 << 15))
-  for (int64_t i = 0; i < n; ++i) {
-    const float v = dst[i] + src[i];
-    dst[i] = v > 0.0f ? v : 0.0f;
-  }
+  gpu ? gpu::add_relu_into(dst, src, n) : cpu::add_relu_into(dst, src, n);
 }
 
 void copy_floats(float* dst, const float* src, int64_t n, bool gpu) {

@@ -1,8 +1,11 @@
 // Dropout (inverted): in training every element keeps its value with probability 1 - rate, scaled by
 // 1 / (1 - rate), and is zeroed otherwise; the mask is drawn per element (PyDTNN's CPU layer shared one
-// mask across the batch: fixed here). Evaluation is the identity.
+// mask across the batch: fixed here). Evaluation is the identity. The CPU draws the mask from the layer's
+// own random stream; the GPU's kernel (gpu::dropout_forward) draws counter-based numbers seeded from it,
+// so the two devices draw different masks from the same seed.
 #include <cstdio>
 
+#include "backend/cpu/elementwise.h"
 #include "backend/gpu_ops.h"
 #include "core/error.h"
 #include "layers/layers.h"
@@ -34,7 +37,7 @@ class Dropout final : public Layer {
     }
     float* m = mask_.data();
     for (int64_t i = 0; i < n; ++i) m[i] = rng_.uniform_f() < keep ? scale : 0.0f;
-    for (int64_t i = 0; i < n; ++i) y.data()[i] = x.data()[i] * m[i];
+    cpu::multiply(x.data(), m, y.data(), n);
   }
   void backward(const Tensor&, const Tensor&, const Tensor& dy, const Tensor& dx) override {
     if (dx.empty()) return;
@@ -42,8 +45,7 @@ class Dropout final : public Layer {
       if (dx.data() != dy.data()) dx.copy_from(dy);
       return;
     }
-    if (gpu_) return gpu::multiply(dy.data(), mask_.data(), dx.data(), dy.numel());
-    for (int64_t i = 0; i < dy.numel(); ++i) dx.data()[i] = dy.data()[i] * mask_.data()[i];
+    (gpu_ ? gpu::multiply : cpu::multiply)(dy.data(), mask_.data(), dx.data(), dy.numel());
   }
   std::string describe() const override {
     char buf[32];

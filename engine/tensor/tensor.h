@@ -21,9 +21,10 @@
 #include <memory>
 #include <string>
 
+#include "core/layout.h"
+
 namespace dtnn {
 
-enum class Layout { flat, nhwc, nchw };
 enum class Device { cpu, gpu };
 
 const char* device_name(Device device);  // "cpu", "gpu"

@@ -465,7 +465,7 @@ TEST_CASE("gpu: dtnn's batch-normalization kernels match cuDNN's, synchronised p
   for (const Case& k : {Case{Layout::nchw, 6, 9, 7}, Case{Layout::nhwc, 40, 5, 3}, Case{Layout::nchw, 33, 1, 1}})
     for (int mode = 0; mode < 2; ++mode) {
       INFO(layout_name(k.layout) << " c" << k.c << " h" << k.h << " w" << k.w << (mode ? " synchronised" : " own"));
-      gpu::BatchNormShape s;
+      BatchNormShape s;
       s.layout = k.layout;
       s.c = k.c;
       s.h = k.h;

@@ -51,7 +51,7 @@ void reduction(Communicator& device_comm, Communicator& mpi, const char* what) {
 
 // Synchronised BN: each rank holds half of a 32-sample batch; rank 0 also normalises all of it alone.
 void sync_batchnorm(Communicator& mpi) {
-  gpu::BatchNormShape s;
+  BatchNormShape s;
   s.layout = Layout::nchw;
   s.c = 5;
   s.h = 6;

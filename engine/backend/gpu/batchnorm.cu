@@ -1,4 +1,5 @@
-// Batch normalization on the GPU (semantics of layers/batchnorm.cpp), two implementations:
+// Batch normalization on the GPU (semantics of backend/batchnorm.h, as backend/cpu/batchnorm.cpp), two
+// implementations:
 //
 // cuDNN (the default): cudnnBatchNormalization{ForwardTraining,ForwardInference,Backward} in spatial mode;
 //   flat (N, F) inputs are described as N x F x 1 x 1. cuDNN's conventions match dtnn's: the running
@@ -17,7 +18,7 @@
 //               (NHWC: a block per (channel group of 32, slice of rows), threads along channels); one thread
 //               per channel adds the slices in a fixed order (deterministic) and derives mean, variance,
 //               the normalisation's scale and shift, and the running statistics.
-//   synchronised  (a DeviceReduce callback) two passes as on the CPU: the per-channel sums are allreduced,
+//   synchronised  (a BatchNormReduce callback) two passes as on the CPU: the per-channel sums are allreduced,
 //               then the squared deviations around the global mean, so ranks normalise alike.
 //   apply       y = x * scale[c] + shift[c] (inference: from the running statistics).
 //   backward    per channel sum dy and sum dy*(x - mean) (allreduced when synchronised, for dx only), then
@@ -232,7 +233,7 @@ unsigned channel_blocks(int64_t channels) { return static_cast<unsigned>((channe
 
 class DtnnBatchNorm final : public BatchNormOp {
  public:
-  DtnnBatchNorm(const BatchNormShape& s, DeviceReduce reduce, void* ctx) : s_(s), reduce_(reduce), ctx_(ctx) {
+  DtnnBatchNorm(const BatchNormShape& s, BatchNormReduce reduce, void* ctx) : s_(s), reduce_(reduce), ctx_(ctx) {
     const int64_t C = s.c;
     // Enough blocks to fill the GPU about four times over, split along samples (NCHW) or rows (NHWC).
     const int64_t target = 4 * static_cast<int64_t>(multiprocessors());
@@ -340,7 +341,7 @@ class DtnnBatchNorm final : public BatchNormOp {
   }
 
   BatchNormShape s_;
-  DeviceReduce reduce_;
+  BatchNormReduce reduce_;
   void* ctx_;
   int slices_ = 1;
   double* part_ = nullptr;
@@ -416,11 +417,13 @@ class CudnnBatchNorm final : public BatchNormOp {
 
 }  // namespace
 
-std::unique_ptr<BatchNormOp> make_batchnorm(const BatchNormShape& shape, DeviceReduce reduce, void* reduce_ctx,
+std::unique_ptr<BatchNormOp> make_batchnorm(const BatchNormShape& shape, BatchNormReduce reduce, void* reduce_ctx,
                                             bool own_kernels) {
   DTNN_CHECK(shape.c > 0 && shape.h > 0 && shape.w > 0 && shape.max_batch > 0, "BatchNormalization on the GPU: bad shape");
-  if (reduce || own_kernels) return std::make_unique<DtnnBatchNorm>(shape, reduce, reduce_ctx);
-  return std::make_unique<CudnnBatchNorm>(shape);
+  BatchNormShape s = shape;
+  if (s.layout == Layout::flat) s.layout = Layout::nchw;  // (N, F) as N x F x 1 x 1, cuDNN's description
+  if (reduce || own_kernels) return std::make_unique<DtnnBatchNorm>(s, reduce, reduce_ctx);
+  return std::make_unique<CudnnBatchNorm>(s);
 }
 
 }  // namespace dtnn::gpu

@@ -1,4 +1,4 @@
-// Max and average pooling with dtnn's CPU semantics (layers/pool2d.cpp), both layouts, any padding,
+// Max and average pooling with dtnn's semantics (backend/pool.h, as backend/cpu/pool.cpp), both layouts, any padding,
 // stride and dilation. Forward: one thread per output. Backward: one thread per input element, gathering
 // from the windows that contain it (found arithmetically, at most ceil(R/sh) x ceil(S/sw) of them for
 // dilation 1): no atomics, deterministic.

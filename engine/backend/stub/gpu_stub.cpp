@@ -79,7 +79,7 @@ void sgemm_strided_batched(bool, bool, int64_t, int64_t, int64_t, float, const f
 }
 void pool_forward(const PoolGeometry&, int64_t, const float*, float*, int32_t*) { absent(); }
 void pool_backward(const PoolGeometry&, int64_t, const float*, const int32_t*, float*) { absent(); }
-std::unique_ptr<BatchNormOp> make_batchnorm(const BatchNormShape&, DeviceReduce, void*, bool) { absent(); }
+std::unique_ptr<BatchNormOp> make_batchnorm(const BatchNormShape&, BatchNormReduce, void*, bool) { absent(); }
 void loss_and_metrics(LossCode, const float*, const float*, const float*, int64_t, int64_t, float, float*, const int*,
                       int, float*, bool, float*) {
   absent();

@@ -1,0 +1,49 @@
+// Batch normalization, the operation every backend implements (cpu::make_batchnorm in
+// backend/cpu/batchnorm.h, gpu::make_batchnorm in backend/gpu_ops.h): one shape struct, one interface;
+// pointers live on the backend's device (host memory for the CPU).
+//
+// Per channel over N*spatial (flat inputs (N, F): per feature over N), with m the number of values per
+// channel in the batch (all ranks' when synchronised):
+//   mean = sum(x) / m,  var = sum((x - mean)^2) / m  (biased, for normalising)
+//   y = gamma * (x - mean) / sqrt(var + eps) + beta
+//   running_mean = momentum * running_mean + (1 - momentum) * mean
+//   running_var  = momentum * running_var  + (1 - momentum) * var * m / (m - 1)   (unbiased)
+// Inference: y = (x - running_mean) / sqrt(running_var + eps) * gamma + beta.
+// Backward (training statistics): dbeta = sum(dy), dgamma = sum(dy * xn),
+//   dx = gamma / (std * m) * (m * dy - xn * dgamma - dbeta).
+#pragma once
+
+#include <cstdint>
+
+#include "core/layout.h"
+
+namespace dtnn {
+
+struct BatchNormShape {
+  Layout layout = Layout::nchw;  // nchw, nhwc, or flat (flat: c features, h = w = 1)
+  int64_t c = 1, h = 1, w = 1;
+  int64_t max_batch = 1;  // the largest n any call passes
+  double epsilon = 1e-5, momentum = 0.9;
+};
+
+// Sums `count` floats element-wise over the data-parallel ranks, in place (values on the backend's
+// device). A non-null reduce makes the statistics synchronised: the per-channel sums of each forward pass
+// and, for dx, of the backward are reduced, so ranks normalise as one process over the global batch.
+using BatchNormReduce = void (*)(void* ctx, float* values, int64_t count);
+
+// One layer's batch normalization: made once (while the model is built) with all memory it needs.
+class BatchNormOp {
+ public:
+  virtual ~BatchNormOp() = default;
+  // Training: y = normalised x with batch statistics; updates running_mean/var; keeps what backward needs.
+  virtual void forward_training(int64_t n, const float* x, float* y, const float* gamma, const float* beta,
+                                float* running_mean, float* running_var) = 0;
+  virtual void forward_inference(int64_t n, const float* x, float* y, const float* gamma, const float* beta,
+                                 const float* running_mean, const float* running_var) = 0;
+  // After forward_training on the same x. dgamma, dbeta overwritten (this rank's sums, never reduced);
+  // dx overwritten. dx may be null on the CPU and with the GPU's own kernels, not with cuDNN's.
+  virtual void backward(int64_t n, const float* x, const float* dy, float* dx, const float* gamma, float* dgamma,
+                        float* dbeta) = 0;
+};
+
+}  // namespace dtnn

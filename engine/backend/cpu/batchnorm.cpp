@@ -1,0 +1,327 @@
+#include "backend/cpu/batchnorm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "backend/cpu/blas.h"
+#include "core/error.h"
+
+namespace dtnn::cpu {
+namespace {
+
+class CpuBatchNorm final : public BatchNormOp {
+ public:
+  CpuBatchNorm(const BatchNormShape& s, BatchNormReduce reduce, void* ctx)
+      : s_(s), nchw_(s.layout == Layout::nchw), channels_(s.c), spatial_(s.h * s.w), reduce_(reduce), ctx_(ctx) {
+    const int64_t C = channels_;
+    mean_.assign(C, 0.0);
+    acc_.assign(C, 0.0);
+    acc2_.assign(C, 0.0);
+    chunk_acc_.assign(kChunks * 2 * C, 0.0);
+    chunk_part_.assign(kChunks * 2 * C, 0.0f);
+    inv_std_.assign(C, 0.0f);
+    scale_.assign(C, 0.0f);
+    shift_.assign(C, 0.0f);
+    konst_.assign(C, 0.0f);
+    reduced_.assign(2 * C + 1, 0.0f);
+  }
+
+  void forward_training(int64_t n, const float* x, float* y, const float* gamma, const float* beta, float* rmean,
+                        float* rvar) override {
+    const int64_t C = channels_;
+    // Pass 1: mean.
+    sums(x, n, nullptr, acc_.data());
+    double count = static_cast<double>(n * spatial_);
+    if (reduce_) count = allreduce(acc_.data(), count);
+    for (int64_t c = 0; c < C; ++c) mean_[c] = acc_[c] / count;
+    // Pass 2: variance around the mean (no cancellation of E[x^2] - E[x]^2).
+    sums(x, n, mean_.data(), acc_.data());
+    if (reduce_) allreduce(acc_.data(), 0.0);
+    count_ = count;
+    const double m = s_.momentum, unbias = count > 1 ? count / (count - 1) : 1.0;
+    for (int64_t c = 0; c < C; ++c) {
+      const double var = acc_[c] / count;
+      const double inv = 1.0 / std::sqrt(var + s_.epsilon);
+      inv_std_[c] = static_cast<float>(inv);
+      scale_[c] = static_cast<float>(gamma[c] * inv);
+      shift_[c] = static_cast<float>(beta[c] - mean_[c] * gamma[c] * inv);
+      rmean[c] = static_cast<float>(m * rmean[c] + (1 - m) * mean_[c]);
+      rvar[c] = static_cast<float>(m * rvar[c] + (1 - m) * var * unbias);
+    }
+    apply(x, y, n, scale_.data(), shift_.data());
+  }
+
+  void forward_inference(int64_t n, const float* x, float* y, const float* gamma, const float* beta,
+                         const float* rmean, const float* rvar) override {
+    batchnorm_inference_affine(channels_, s_.epsilon, gamma, beta, rmean, rvar, scale_.data(), shift_.data());
+    apply(x, y, n, scale_.data(), shift_.data());
+  }
+
+  void backward(int64_t n, const float* x, const float* dy, float* dx, const float* gamma, float* dgamma,
+                float* dbeta) override {
+    const int64_t C = channels_;
+    // dbeta = sum(dy) into acc_, dgamma = sum(dy * (x - mean)) * inv_std into acc2_.
+    dot_sums(x, dy, n);
+    for (int64_t c = 0; c < C; ++c) {
+      acc2_[c] *= inv_std_[c];
+      dgamma[c] = static_cast<float>(acc2_[c]);
+      dbeta[c] = static_cast<float>(acc_[c]);
+    }
+    if (!dx) return;
+    if (reduce_) {
+      float* r = reduced_.data();
+      for (int64_t c = 0; c < C; ++c) {
+        r[c] = static_cast<float>(acc_[c]);
+        r[C + c] = static_cast<float>(acc2_[c]);
+      }
+      reduce_(ctx_, r, 2 * C);
+      for (int64_t c = 0; c < C; ++c) {
+        acc_[c] = r[c];
+        acc2_[c] = r[C + c];
+      }
+    }
+    // dx = gamma*inv_std * (dy - dbeta/m - xn * dgamma/m), as a per-channel a*dy + b*x + k.
+    float* a = scale_.data();  // reused: the forward's scale and shift are no longer needed
+    float* b = shift_.data();
+    float* k = konst_.data();
+    for (int64_t ch = 0; ch < C; ++ch) {
+      const double g = gamma[ch] * static_cast<double>(inv_std_[ch]);
+      const double t = acc2_[ch] / count_ * inv_std_[ch];  // dgamma / m, in units of x
+      a[ch] = static_cast<float>(g);
+      b[ch] = static_cast<float>(-g * t);
+      k[ch] = static_cast<float>(-g * (acc_[ch] / count_) + g * t * mean_[ch]);
+    }
+    affine2(dy, x, dx, n, a, b, k);
+  }
+
+ private:
+  // Threads (cpu::threads()) and results: NCHW sums split channels (each summed over the batch in order);
+  // NHWC sums split the rows into kChunks fixed chunks whose double partials are added in chunk order, so
+  // the statistics do not depend on the thread count. The elementwise passes split rows or planes.
+  static constexpr int64_t kChunks = 16;
+  static constexpr int64_t kBlock = 64;  // rows per float partial sum (folded into double per block)
+  static constexpr int64_t kParallelFloats = 1 << 15;  // smaller tensors stay on one thread
+
+  // Row range [*r0, *r1) of chunk k of `rows` rows: boundaries on multiples of kBlock.
+  static void chunk_rows(int64_t rows, int64_t k, int64_t* r0, int64_t* r1) {
+    const int64_t blocks = (rows + kBlock - 1) / kBlock;
+    *r0 = std::min(rows, blocks * k / kChunks * kBlock);
+    *r1 = std::min(rows, blocks * (k + 1) / kChunks * kBlock);
+  }
+
+  void sums(const float* x, int64_t n, const double* center, double* acc);
+  void dot_sums(const float* x, const float* dy, int64_t n);
+  void apply(const float* x, float* y, int64_t n, const float* scale, const float* shift) const;
+  void affine2(const float* dy, const float* x, float* out, int64_t n, const float* a, const float* b,
+               const float* k) const;
+
+  // Sums the C per-channel values of acc and a count over ranks (as floats); returns the global count.
+  double allreduce(double* acc, double count) {
+    float* r = reduced_.data();
+    for (int64_t c = 0; c < channels_; ++c) r[c] = static_cast<float>(acc[c]);
+    r[channels_] = static_cast<float>(count);
+    reduce_(ctx_, r, channels_ + 1);
+    for (int64_t c = 0; c < channels_; ++c) acc[c] = r[c];
+    return r[channels_];
+  }
+
+  BatchNormShape s_;
+  bool nchw_;  // NCHW planes; otherwise rows of C values (NHWC, flat)
+  int64_t channels_, spatial_;
+  BatchNormReduce reduce_;
+  void* ctx_;
+  double count_ = 1.0;  // m of the last forward_training
+  std::vector<double> mean_, acc_, acc2_;
+  std::vector<double> chunk_acc_;  // kChunks x 2C: per-chunk partial sums (NHWC statistics)
+  std::vector<float> chunk_part_;  // kChunks x 2C: per-chunk float partials of one block of rows
+  std::vector<float> inv_std_, scale_, shift_, konst_;
+  std::vector<float> reduced_;  // 2C + 1: what reduce_ sums over the ranks
+};
+
+// acc[c] = sum over the batch of x (center == null) or of (x - center[c])^2.
+void CpuBatchNorm::sums(const float* x, int64_t n, const double* center, double* acc) {
+  const int64_t C = channels_, S = spatial_;
+  const bool par = n * C * S > kParallelFloats;
+  if (nchw_) {
+#pragma omp parallel for schedule(static) num_threads(cpu::threads()) if (par)
+    for (int64_t c = 0; c < C; ++c) {
+      double a = 0.0;
+      for (int64_t b = 0; b < n; ++b) {
+        const float* row = x + (b * C + c) * S;
+        float s = 0.0f;
+        if (center) {
+          const float mu = static_cast<float>(center[c]);
+#pragma omp simd reduction(+ : s)
+          for (int64_t i = 0; i < S; ++i) s += (row[i] - mu) * (row[i] - mu);
+        } else {
+#pragma omp simd reduction(+ : s)
+          for (int64_t i = 0; i < S; ++i) s += row[i];
+        }
+        a += s;
+      }
+      acc[c] = a;
+    }
+    return;
+  }
+  // NHWC and flat: rows of C values. Float partial sums over blocks of rows, folded into double.
+  const int64_t rows = n * S;
+#pragma omp parallel for schedule(static) num_threads(cpu::threads()) if (par)
+  for (int64_t k = 0; k < kChunks; ++k) {
+    double* ca = chunk_acc_.data() + k * 2 * C;
+    float* part = chunk_part_.data() + k * 2 * C;
+    for (int64_t c = 0; c < C; ++c) ca[c] = 0.0;
+    int64_t c0, c1;
+    chunk_rows(rows, k, &c0, &c1);
+    for (int64_t r0 = c0; r0 < c1; r0 += kBlock) {
+      const int64_t r1 = std::min(c1, r0 + kBlock);
+      for (int64_t c = 0; c < C; ++c) part[c] = 0.0f;
+      for (int64_t r = r0; r < r1; ++r) {
+        const float* row = x + r * C;
+        if (center) {
+#pragma omp simd
+          for (int64_t c = 0; c < C; ++c) {
+            const float d = row[c] - static_cast<float>(center[c]);
+            part[c] += d * d;
+          }
+        } else {
+#pragma omp simd
+          for (int64_t c = 0; c < C; ++c) part[c] += row[c];
+        }
+      }
+      for (int64_t c = 0; c < C; ++c) ca[c] += part[c];
+    }
+  }
+  for (int64_t c = 0; c < C; ++c) acc[c] = 0.0;
+  for (int64_t k = 0; k < kChunks; ++k)
+    for (int64_t c = 0; c < C; ++c) acc[c] += chunk_acc_[k * 2 * C + c];
+}
+
+// acc_[c] = sum(dy), acc2_[c] = sum(dy * (x - mean)).
+void CpuBatchNorm::dot_sums(const float* x, const float* dy, int64_t n) {
+  const int64_t C = channels_, S = spatial_;
+  const bool par = n * C * S > kParallelFloats;
+  if (nchw_) {
+#pragma omp parallel for schedule(static) num_threads(cpu::threads()) if (par)
+    for (int64_t c = 0; c < C; ++c) {
+      double a = 0.0, a2 = 0.0;
+      const float mu = static_cast<float>(mean_[c]);
+      for (int64_t b = 0; b < n; ++b) {
+        const float* xr = x + (b * C + c) * S;
+        const float* gr = dy + (b * C + c) * S;
+        float s = 0.0f, s2 = 0.0f;
+#pragma omp simd reduction(+ : s, s2)
+        for (int64_t i = 0; i < S; ++i) {
+          s += gr[i];
+          s2 += gr[i] * (xr[i] - mu);
+        }
+        a += s;
+        a2 += s2;
+      }
+      acc_[c] = a;
+      acc2_[c] = a2;
+    }
+    return;
+  }
+  const int64_t rows = n * S;
+#pragma omp parallel for schedule(static) num_threads(cpu::threads()) if (par)
+  for (int64_t k = 0; k < kChunks; ++k) {
+    double* ca = chunk_acc_.data() + k * 2 * C;
+    float* p1 = chunk_part_.data() + k * 2 * C;
+    float* p2 = p1 + C;
+    for (int64_t c = 0; c < 2 * C; ++c) ca[c] = 0.0;
+    int64_t c0, c1;
+    chunk_rows(rows, k, &c0, &c1);
+    for (int64_t r0 = c0; r0 < c1; r0 += kBlock) {
+      const int64_t r1 = std::min(c1, r0 + kBlock);
+      for (int64_t c = 0; c < C; ++c) p1[c] = p2[c] = 0.0f;
+      for (int64_t r = r0; r < r1; ++r) {
+        const float* xr = x + r * C;
+        const float* gr = dy + r * C;
+#pragma omp simd
+        for (int64_t c = 0; c < C; ++c) {
+          p1[c] += gr[c];
+          p2[c] += gr[c] * (xr[c] - static_cast<float>(mean_[c]));
+        }
+      }
+      for (int64_t c = 0; c < C; ++c) {
+        ca[c] += p1[c];
+        ca[C + c] += p2[c];
+      }
+    }
+  }
+  for (int64_t c = 0; c < C; ++c) acc_[c] = acc2_[c] = 0.0;
+  for (int64_t k = 0; k < kChunks; ++k)
+    for (int64_t c = 0; c < C; ++c) {
+      acc_[c] += chunk_acc_[k * 2 * C + c];
+      acc2_[c] += chunk_acc_[k * 2 * C + C + c];
+    }
+}
+
+// y = x * scale[c] + shift[c].
+void CpuBatchNorm::apply(const float* x, float* y, int64_t n, const float* scale, const float* shift) const {
+  const int64_t C = channels_, S = spatial_;
+  const bool par = n * C * S > kParallelFloats;
+  if (nchw_) {
+#pragma omp parallel for collapse(2) schedule(static) num_threads(cpu::threads()) if (par)
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t c = 0; c < C; ++c) {
+        const float* xr = x + (b * C + c) * S;
+        float* yr = y + (b * C + c) * S;
+        const float a = scale[c], s = shift[c];
+#pragma omp simd
+        for (int64_t i = 0; i < S; ++i) yr[i] = xr[i] * a + s;
+      }
+    return;
+  }
+#pragma omp parallel for schedule(static) num_threads(cpu::threads()) if (par)
+  for (int64_t r = 0; r < n * S; ++r) {
+    const float* xr = x + r * C;
+    float* yr = y + r * C;
+#pragma omp simd
+    for (int64_t c = 0; c < C; ++c) yr[c] = xr[c] * scale[c] + shift[c];
+  }
+}
+
+// out = a[c] * dy + b[c] * x + k[c].
+void CpuBatchNorm::affine2(const float* dy, const float* x, float* out, int64_t n, const float* a, const float* b,
+                           const float* k) const {
+  const int64_t C = channels_, S = spatial_;
+  const bool par = n * C * S > kParallelFloats;
+  if (nchw_) {
+#pragma omp parallel for collapse(2) schedule(static) num_threads(cpu::threads()) if (par)
+    for (int64_t bb = 0; bb < n; ++bb)
+      for (int64_t c = 0; c < C; ++c) {
+        const int64_t o = (bb * C + c) * S;
+        const float ac = a[c], bc = b[c], kc = k[c];
+#pragma omp simd
+        for (int64_t i = 0; i < S; ++i) out[o + i] = ac * dy[o + i] + bc * x[o + i] + kc;
+      }
+    return;
+  }
+#pragma omp parallel for schedule(static) num_threads(cpu::threads()) if (par)
+  for (int64_t r = 0; r < n * S; ++r) {
+    const int64_t o = r * C;
+#pragma omp simd
+    for (int64_t c = 0; c < C; ++c) out[o + c] = a[c] * dy[o + c] + b[c] * x[o + c] + k[c];
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<BatchNormOp> make_batchnorm(const BatchNormShape& shape, BatchNormReduce reduce, void* reduce_ctx) {
+  DTNN_CHECK(shape.c > 0 && shape.h > 0 && shape.w > 0, "BatchNormalization: bad shape (", shape.c, ", ", shape.h,
+             ", ", shape.w, ")");
+  return std::make_unique<CpuBatchNorm>(shape, reduce, reduce_ctx);
+}
+
+void batchnorm_inference_affine(int64_t c, double epsilon, const float* gamma, const float* beta,
+                                const float* running_mean, const float* running_var, float* scale, float* shift) {
+  for (int64_t i = 0; i < c; ++i) {
+    const double inv = 1.0 / std::sqrt(static_cast<double>(running_var[i]) + epsilon);
+    scale[i] = static_cast<float>(gamma[i] * inv);
+    shift[i] = static_cast<float>(beta[i] - running_mean[i] * gamma[i] * inv);
+  }
+}
+
+}  // namespace dtnn::cpu

@@ -1,0 +1,132 @@
+// Tests for engine/backend/cpu/batchnorm: the BatchNormOp of cpu::make_batchnorm against a double-precision
+// definition of backend/batchnorm.h (training forward with the running statistics' update, inference,
+// backward with and without dx), over NCHW, NHWC and flat inputs, small and above the threading threshold;
+// and the reduce callback: two ranks holding the same batch normalise like one.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "backend/cpu/batchnorm.h"
+#include "helpers.h"
+
+namespace dtnn {
+namespace {
+
+// Element (b, c, s) of an n x C x S batch in the shape's layout.
+int64_t at(const BatchNormShape& s, int64_t b, int64_t c, int64_t i) {
+  const int64_t S = s.h * s.w;
+  return s.layout == Layout::nchw ? (b * s.c + c) * S + i : (b * S + i) * s.c + c;
+}
+
+struct Reference {
+  std::vector<double> y, y_inference, dx, dgamma, dbeta, running_mean, running_var;
+};
+
+// The definition in double; `ranks` identical copies of the batch make up the global batch.
+Reference reference(const BatchNormShape& s, int64_t n, const std::vector<float>& x, const std::vector<float>& dy,
+                    const std::vector<float>& gamma, const std::vector<float>& beta, const std::vector<float>& rmean,
+                    const std::vector<float>& rvar, int ranks) {
+  const int64_t C = s.c, S = s.h * s.w;
+  const double m = static_cast<double>(n * S * ranks);
+  Reference r{std::vector<double>(x.size()), std::vector<double>(x.size()), std::vector<double>(x.size()),
+              std::vector<double>(C), std::vector<double>(C), std::vector<double>(C), std::vector<double>(C)};
+  for (int64_t c = 0; c < C; ++c) {
+    double mean = 0.0, var = 0.0;
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t i = 0; i < S; ++i) mean += x[at(s, b, c, i)];
+    mean /= n * S;
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t i = 0; i < S; ++i) var += (x[at(s, b, c, i)] - mean) * (x[at(s, b, c, i)] - mean);
+    var /= n * S;
+    const double sd = std::sqrt(var + s.epsilon), run_sd = std::sqrt(rvar[c] + s.epsilon);
+    r.running_mean[c] = s.momentum * rmean[c] + (1 - s.momentum) * mean;
+    r.running_var[c] = s.momentum * rvar[c] + (1 - s.momentum) * var * m / (m - 1);
+    double sum_dy = 0.0, sum_dy_xn = 0.0;
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t i = 0; i < S; ++i) {
+        const int64_t e = at(s, b, c, i);
+        const double xn = (x[e] - mean) / sd;
+        r.y[e] = gamma[c] * xn + beta[c];
+        r.y_inference[e] = (x[e] - rmean[c]) / run_sd * gamma[c] + beta[c];
+        sum_dy += dy[e];
+        sum_dy_xn += dy[e] * xn;
+      }
+    r.dbeta[c] = sum_dy;
+    r.dgamma[c] = sum_dy_xn;
+    // dx with the global sums (ranks identical copies: each sum times `ranks`).
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t i = 0; i < S; ++i) {
+        const int64_t e = at(s, b, c, i);
+        const double xn = (x[e] - mean) / sd;
+        r.dx[e] = gamma[c] / (sd * m) * (m * dy[e] - xn * sum_dy_xn * ranks - sum_dy * ranks);
+      }
+  }
+  return r;
+}
+
+double error(const std::vector<float>& got, const std::vector<double>& want) {
+  return test::max_rel_error(got, std::vector<float>(want.begin(), want.end()));
+}
+
+// Two ranks that hold the same batch: the sum over ranks doubles every value.
+void twice(void* calls, float* values, int64_t count) {
+  ++*static_cast<int*>(calls);
+  for (int64_t i = 0; i < count; ++i) values[i] *= 2.0f;
+}
+
+struct Case {
+  const char* name;
+  Layout layout;
+  int64_t c, h, w, n;
+};
+
+const Case kCases[] = {
+    {"NCHW", Layout::nchw, 5, 6, 4, 7},
+    {"NHWC", Layout::nhwc, 5, 6, 4, 7},
+    {"flat", Layout::flat, 9, 1, 1, 13},
+    {"NHWC above the threading threshold", Layout::nhwc, 24, 16, 16, 9},
+    {"NCHW above the threading threshold", Layout::nchw, 24, 16, 16, 9},
+};
+
+TEST_CASE("cpu::make_batchnorm matches the double-precision definition", "[backend][batchnorm]") {
+  const Case k = GENERATE(from_range(std::begin(kCases), std::end(kCases)));
+  const bool sync = GENERATE(false, true);
+  const bool with_dx = GENERATE(true, false);
+  INFO(k.name << (sync ? ", synchronised over 2 ranks" : "") << (with_dx ? "" : ", no dx"));
+  BatchNormShape s;
+  s.layout = k.layout;
+  s.c = k.c; s.h = k.h; s.w = k.w;
+  s.max_batch = k.n;
+  s.momentum = 0.8;
+  const int64_t numel = k.n * k.c * k.h * k.w;
+  Rng rng(23);
+  std::vector<float> x(numel), dy(numel), gamma(k.c), beta(k.c), rmean(k.c), rvar(k.c);
+  test::fill_uniform(x, rng, -1.0f, 3.0f);
+  test::fill_uniform(dy, rng);
+  test::fill_uniform(gamma, rng, 0.5f, 1.5f);
+  test::fill_uniform(beta, rng);
+  test::fill_uniform(rmean, rng);
+  test::fill_uniform(rvar, rng, 0.5f, 2.0f);
+  const Reference ref = reference(s, k.n, x, dy, gamma, beta, rmean, rvar, sync ? 2 : 1);
+
+  int calls = 0;
+  auto op = cpu::make_batchnorm(s, sync ? &twice : nullptr, &calls);
+  std::vector<float> y(numel), dx(numel, -7.0f), dgamma(k.c), dbeta(k.c), yi(numel);
+  op->forward_inference(k.n, x.data(), yi.data(), gamma.data(), beta.data(), rmean.data(), rvar.data());
+  CHECK(error(yi, ref.y_inference) <= 1e-5);
+  op->forward_training(k.n, x.data(), y.data(), gamma.data(), beta.data(), rmean.data(), rvar.data());
+  op->backward(k.n, x.data(), dy.data(), with_dx ? dx.data() : nullptr, gamma.data(), dgamma.data(), dbeta.data());
+  CHECK(error(y, ref.y) <= 1e-5);
+  CHECK(error(rmean, ref.running_mean) <= 1e-6);
+  CHECK(error(rvar, ref.running_var) <= 1e-6);
+  CHECK(error(dgamma, ref.dgamma) <= 1e-5);  // this rank's sums, never reduced
+  CHECK(error(dbeta, ref.dbeta) <= 1e-5);
+  if (with_dx) CHECK(error(dx, ref.dx) <= 1e-5);
+  // Two forward passes reduce once each; the backward reduces only when it computes dx.
+  CHECK(calls == (sync ? 2 + (with_dx ? 1 : 0) : 0));
+}
+
+}  // namespace
+}  // namespace dtnn
