@@ -11,6 +11,7 @@
 
 #include "backend/cpu/blas.h"
 #include "backend/gpu_ops.h"
+#include "conv/conv_select.h"
 #include "conv/conv_timing.h"
 #include "core/error.h"
 #include "models/plan.h"
@@ -181,7 +182,7 @@ struct CpuTimes {
 // The model-level totals rows (see layers_command.h); returns them with the best_of figures in `summary`.
 std::string model_totals(const std::vector<LayerProblem>& layers, const std::vector<const ConvAlgorithm*>& algos,
                          const CpuTimes& m, const TimingOptions& topt, nlohmann::json& summary) {
-  // A fixed algorithm runs each layer where it is supported, else what choose_conv_algorithm falls back to
+  // A fixed algorithm runs each layer where it is supported, else what select_conv_algorithm falls back to
   // (timed here if it is a contender, else checked and measured now); one wrong on a layer has no total.
   std::vector<double> fixed(algos.size(), 0.0);
   std::vector<bool> fell_back(algos.size(), false), wrong(algos.size(), false);
@@ -196,7 +197,7 @@ std::string model_totals(const std::vector<LayerProblem>& layers, const std::vec
       if (m.wrong[li][ai]) wrong[ai] = true;
       if (t == kNone && !m.wrong[li][ai]) {
         fell_back[ai] = true;
-        const ConvAlgorithm& fb = choose_conv_algorithm(algos[ai]->name(), layers[li].problem, nullptr);
+        const ConvAlgorithm& fb = *select_conv_algorithm(algos[ai]->name(), layers[li].problem).algo[0];
         for (size_t bi = 0; bi < algos.size(); ++bi)
           if (algos[bi] == &fb) t = m.ms[li][bi], wrong[ai] = wrong[ai] || m.wrong[li][bi];
         if (t == kNone && !wrong[ai]) {

@@ -91,8 +91,7 @@ std::string canonical_conv_algorithm_name(std::string_view name);
 std::vector<const ConvAlgorithm*> conv_algorithms_named(const std::vector<std::string>& names,
                                                         Device device = Device::cpu);
 
-// Picks the algorithm for a layer: the named one if it supports the problem; "auto" (or a declined name)
-// takes the first supporting algorithm in preference order. `note` receives why a fallback happened.
-const ConvAlgorithm& choose_conv_algorithm(std::string_view requested, const ConvProblem& p, std::string* note);
+// Choosing a layer's algorithm (a name, auto, best_of; CPU or GPU) is conv/conv_select.h's
+// select_conv_algorithm, the one place that does it.
 
 }  // namespace dtnn

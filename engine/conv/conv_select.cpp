@@ -144,12 +144,28 @@ bool cpu_has_avx512() {
 #endif
 }
 
-ConvChoice select_conv_algorithm(std::string_view requested, const ConvProblem& p, const std::string& cache_path) {
-  if (requested != "auto" && requested != "best_of") {
-    std::string note;
-    const ConvAlgorithm& a = choose_conv_algorithm(requested, p, &note);
-    return single(&a, note.empty() ? "requested" : "fallback", note);
-  }
+namespace {
+
+// A named CPU algorithm if it supports the problem, else the first supporting one in preference order.
+ConvChoice named_cpu_choice(std::string_view requested, const ConvProblem& p) {
+  const ConvAlgorithm& algo = find_conv_algorithm(requested);
+  const Support support = algo.device() == Device::cpu
+                              ? algo.supports(p)
+                              : Support::no(std::string(algo.name()) + " runs on the GPU (needs --enable_gpu)");
+  if (support.ok()) return single(&algo, "requested", "");
+  for (const ConvAlgorithm* a : conv_algorithms())
+    if (a->supports(p).ok()) return single(a, "fallback", support.why);
+  fail("no convolution algorithm supports ", p.str());
+}
+
+ConvChoice gpu_choice(std::string_view requested, const ConvProblem& p);
+
+}  // namespace
+
+ConvChoice select_conv_algorithm(std::string_view requested, const ConvProblem& p, Device device,
+                                 const std::string& cache_path) {
+  if (device == Device::gpu) return gpu_choice(requested, p);
+  if (requested != "auto" && requested != "best_of") return named_cpu_choice(requested, p);
   const std::string path = cache_path.empty() ? default_conv_cache_path() : cache_path;
   const std::string key = cache_key(environment().cpu_id, cpu::threads(), p.str());
   std::lock_guard<std::mutex> lock(g_mutex);
@@ -212,9 +228,11 @@ ConvChoice best_of_among(const std::vector<const ConvAlgorithm*>& candidates, co
   return c;
 }
 
-GpuConvChoice select_gpu_conv_algorithm(std::string_view requested, const ConvProblem& p) {
+namespace {
+
+ConvChoice gpu_choice(std::string_view requested, const ConvProblem& p) {
   const ConvAlgorithm& find = find_conv_algorithm("gpu.cudnn_find");
-  GpuConvChoice c;
+  ConvChoice c;
   for (auto& a : c.algo) a = &find;
   if (requested == "auto" || requested == "best_of" || requested == "gpu.cudnn_find" || requested == "cudnn_find") {
     c.how = "auto (cudnn_find)";
@@ -239,5 +257,7 @@ GpuConvChoice select_gpu_conv_algorithm(std::string_view requested, const ConvPr
   c.how = used == 3 ? "requested" : used > 0 ? "partly requested" : "fallback";
   return c;
 }
+
+}  // namespace
 
 }  // namespace dtnn

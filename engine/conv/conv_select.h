@@ -1,5 +1,7 @@
-// Choosing a layer's convolution algorithm: a fixed name, "auto", or "best_of" (auto-tuning).
+// Choosing a layer's convolution algorithm: a fixed name, "auto", or "best_of" (auto-tuning), on the CPU
+// or the GPU. select_conv_algorithm is the one place that does it (layers, dtnn layers and the tests call it).
 //
+// On the CPU:
 //   NAME     the named algorithm; if it declines the problem, the first supporting one in preference order
 //            (conv_algorithms()), with the reason in the choice's note.
 //   best_of  times every supporting algorithm except the reference on the layer's real problem in each
@@ -36,7 +38,9 @@ namespace dtnn {
 
 struct ConvChoice {
   const ConvAlgorithm* algo[3] = {nullptr, nullptr, nullptr};  // per direction: fwd, bwd_data, bwd_filter
-  std::string how;   // "requested", "fallback", "heuristic", "best_of (timed)", "best_of (cache)", "auto (cache)"
+  // "requested", "fallback", "heuristic", "best_of (timed)", "best_of (cache)", "auto (cache)"; on the GPU
+  // also "partly requested" and "auto (cudnn_find)"
+  std::string how;
   std::string note;  // why a requested algorithm was not used, or the best_of timings
   double ms = 0.0;   // best_of (timed): fwd + bwd_data + bwd_filter milliseconds of the chosen algorithms
   // "cpu.onednn" when one algorithm runs every direction, else "fwd/bwd_data/bwd_filter" names
@@ -44,8 +48,10 @@ struct ConvChoice {
   std::string name() const;
 };
 
-// Throws dtnn::Error for an unknown algorithm name.
-ConvChoice select_conv_algorithm(std::string_view requested, const ConvProblem& p, const std::string& cache_path = "");
+// The algorithm per direction for a layer of problem `p` on `device` (rules above and below). Throws
+// dtnn::Error for an unknown algorithm name. `cache_path`: best_of's cache ("" = default_conv_cache_path()).
+ConvChoice select_conv_algorithm(std::string_view requested, const ConvProblem& p, Device device = Device::cpu,
+                                 const std::string& cache_path = "");
 
 // The checks and timing behind best_of, over the given candidates (those that decline the problem, or
 // compute a direction wrongly, are skipped there), appending the winner to the cache file. Throws
@@ -54,16 +60,11 @@ ConvChoice select_conv_algorithm(std::string_view requested, const ConvProblem& 
 ConvChoice best_of_among(const std::vector<const ConvAlgorithm*>& candidates, const ConvProblem& p,
                          const std::string& cache_path);
 
-// A GPU layer's algorithm per direction (fwd, bwd_data, bwd_filter): the requested GPU algorithm in the
-// directions it computes and accepts, gpu.cudnn_find (every cuDNN algorithm timed per direction, the
-// fastest kept; PyDTNN's --enable_cudnn_auto_conv_alg) in the others, with the reason in `note`. "auto" and
-// "best_of" mean gpu.cudnn_find in every direction. A CPU algorithm's name is declined with a note.
-struct GpuConvChoice {
-  const ConvAlgorithm* algo[3] = {nullptr, nullptr, nullptr};
-  std::string how;   // "requested", "partly requested", "fallback", "auto (cudnn_find)"
-  std::string note;
-};
-GpuConvChoice select_gpu_conv_algorithm(std::string_view requested, const ConvProblem& p);
+// On the GPU (device == Device::gpu): the requested GPU algorithm in the directions it computes and
+// accepts, gpu.cudnn_find (every cuDNN algorithm timed per direction, the fastest kept; PyDTNN's
+// --enable_cudnn_auto_conv_alg) in the others, with the reason in `note`. "auto" and "best_of" mean
+// gpu.cudnn_find in every direction. A CPU algorithm's name is declined with a note; on the CPU a GPU
+// algorithm's name falls back the same way.
 
 // "cpu.onednn" when one algorithm runs all three directions, else the three names joined by '/'.
 std::string conv_direction_names(const ConvAlgorithm* const algo[3]);

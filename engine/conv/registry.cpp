@@ -152,18 +152,4 @@ std::vector<const ConvAlgorithm*> conv_algorithms_named(const std::vector<std::s
   return out;
 }
 
-const ConvAlgorithm& choose_conv_algorithm(std::string_view requested, const ConvProblem& p, std::string* note) {
-  if (requested != "auto") {
-    const ConvAlgorithm& algo = find_conv_algorithm(requested);
-    const Support support = algo.device() == Device::cpu
-                                ? algo.supports(p)
-                                : Support::no(std::string(algo.name()) + " runs on the GPU (needs --enable_gpu)");
-    if (support.ok()) return algo;
-    if (note) *note = support.why;
-  }
-  for (const ConvAlgorithm* a : conv_algorithms())
-    if (a->supports(p).ok()) return *a;
-  fail("no convolution algorithm supports ", p.str());
-}
-
 }  // namespace dtnn

@@ -38,24 +38,18 @@ class Conv2D final : public Layer, public FoldableConv {
     p.dil_w = spec_.dilation.h;
     p.groups = spec_.groups == 0 ? p.c : spec_.groups;  // 0: depthwise
     p.validate();
+    const ConvChoice choice = select_conv_algorithm(ctx.conv_algo, p, ctx.device);
+    for (int d = 0; d < 3; ++d) algo_[d] = choice.algo[d];
+    algo_how_ = choice.how;
+    if (ctx.gpu() || choice.how == "fallback") algo_note_ = choice.note;
     if (ctx.gpu()) {
-      const GpuConvChoice choice = select_gpu_conv_algorithm(ctx.conv_algo, p);
-      for (int d = 0; d < 3; ++d) algo_[d] = choice.algo[d];
-      algo_how_ = choice.how;
-      algo_note_ = choice.note;
       int64_t need = 1;
       for (const ConvAlgorithm* a : algo_) need = std::max(need, a->workspace_floats(p));
       shared_ = ctx.workspace;
       shared_->reserve(need);
     } else {
-      const ConvChoice choice = select_conv_algorithm(ctx.conv_algo, p);
       int64_t need = 1;
-      for (int d = 0; d < 3; ++d) {
-        algo_[d] = choice.algo[d];
-        need = std::max(need, algo_[d]->workspace_floats(p));
-      }
-      algo_how_ = choice.how;
-      if (choice.how == "fallback") algo_note_ = choice.note;
+      for (const ConvAlgorithm* a : algo_) need = std::max(need, a->workspace_floats(p));
       workspace_ = Tensor::zeros(Shape{need});
     }
     // Fans per output unit: the inputs (and outputs) one filter tap connects within its group.

@@ -4,6 +4,7 @@
 
 #include "backend/cpu/blas.h"
 #include "conv/conv_algorithm.h"
+#include "conv/conv_select.h"
 #include "conv/cpu/cpu_algorithms.h"
 #include "core/error.h"
 #include "helpers.h"
@@ -220,14 +221,22 @@ TEST_CASE("conv: the registry resolves names, falls back with a reason, rejects 
   CHECK(find_conv_algorithm("cpu.im2col_gemm").name() == "cpu.im2col_gemm");
   CHECK_THROWS_AS(find_conv_algorithm("winograd_9000"), Error);
   const ConvProblem nchw = ConvProblem::parse("n1_c3h8w8_k4r3s3_st1x1_pd1x1_dl1x1_g1_nchw_f32");
-  std::string note;
-  CHECK(choose_conv_algorithm("im2row_gemm", nchw, &note).name() == "cpu.convgemm");  // first for both layouts
-  CHECK(note.find("NHWC") != std::string::npos);
-  CHECK(choose_conv_algorithm("auto", nchw, nullptr).name() == "cpu.convgemm");
+  const ConvChoice fb = select_conv_algorithm("im2row_gemm", nchw);
+  CHECK(fb.algo[0]->name() == "cpu.convgemm");  // first for both layouts
+  CHECK(fb.how == "fallback");
+  CHECK(fb.note.find("NHWC") != std::string::npos);
   const ConvProblem grouped = ConvProblem::parse("n1_c4h8w8_k4r3s3_st1x1_pd1x1_dl1x1_g2_nchw_f32");
-  CHECK(choose_conv_algorithm("convgemm", grouped, &note).name() != "cpu.convgemm");
-  CHECK(note.find("groups") != std::string::npos);
-  CHECK(choose_conv_algorithm("reference", nchw, nullptr).name() == "cpu.reference");
+  const ConvChoice g = select_conv_algorithm("convgemm", grouped);
+  CHECK(g.algo[0]->name() != "cpu.convgemm");
+  CHECK(g.note.find("groups") != std::string::npos);
+  CHECK(select_conv_algorithm("reference", nchw).how == "requested");
+  // A GPU algorithm's name on the CPU falls back with the reason, and the reverse on the GPU.
+  if (!gpu_conv_algorithms().empty()) {  // CUDA builds
+    CHECK(select_conv_algorithm("gpu.cudnn_find", nchw).note.find("runs on the GPU") != std::string::npos);
+    const ConvChoice cpu_on_gpu = select_conv_algorithm("convgemm", nchw, Device::gpu);
+    CHECK(cpu_on_gpu.how == "fallback");
+    CHECK(cpu_on_gpu.algo[1]->name() == "gpu.cudnn_find");
+  }
 }
 
 // The OpenMP-threaded algorithms split outputs between threads: two threads must give bit-identical

@@ -83,63 +83,63 @@ TEST_CASE("conv_select: a cached choice is reused without timing, by best_of and
     f << environment().cpu_id << "\t1\t" << mixed.str() << "\tcpu.reference/cpu.convgemm/cpu.im2row_gemm\t2.0\tper-direction\n";
     f << environment().cpu_id << "\t1\t" << two.str() << "\tcpu.reference/cpu.convgemm\t2.0\tper-direction\n";
   }
-  const ConvChoice b = select_conv_algorithm("best_of", p, cache);
+  const ConvChoice b = select_conv_algorithm("best_of", p, Device::cpu, cache);
   CHECK(b.name() == "cpu.reference");
   CHECK(b.how == "best_of (cache)");
-  const ConvChoice a = select_conv_algorithm("auto", p, cache);
+  const ConvChoice a = select_conv_algorithm("auto", p, Device::cpu, cache);
   CHECK(a.name() == "cpu.reference");
   CHECK(a.how == "auto (cache)");
-  const ConvChoice m = select_conv_algorithm("best_of", mixed, cache);
+  const ConvChoice m = select_conv_algorithm("best_of", mixed, Device::cpu, cache);
   CHECK(m.how == "best_of (cache)");
   CHECK(m.algo[0]->name() == "cpu.reference");
   CHECK(m.algo[1]->name() == "cpu.convgemm");
   CHECK(m.algo[2]->name() == "cpu.im2row_gemm");
   CHECK(m.name() == "cpu.reference/cpu.convgemm/cpu.im2row_gemm");
-  CHECK(select_conv_algorithm("auto", two, cache).how == "heuristic");  // the two-name line is ignored
-  CHECK(select_conv_algorithm("auto", old, cache).how == "heuristic");  // so is the untagged line
+  CHECK(select_conv_algorithm("auto", two, Device::cpu, cache).how == "heuristic");  // the two-name line is ignored
+  CHECK(select_conv_algorithm("auto", old, Device::cpu, cache).how == "heuristic");  // so is the untagged line
   // Another thread count is another key: auto falls back to the heuristic: oneDNN's JIT on AVX-512 CPUs
   // (layers with 16+ filters), else dtnn's convgemm (the preference order).
   const bool avx512_onednn = cpu_has_avx512() && onednn_version() != "not built";
   cpu::set_threads(2);
-  const ConvChoice h = select_conv_algorithm("auto", p, cache);
+  const ConvChoice h = select_conv_algorithm("auto", p, Device::cpu, cache);
   CHECK(h.name() == (avx512_onednn ? "cpu.onednn" : "cpu.convgemm"));
   CHECK(h.how == "heuristic");
   // The heuristic's special cases: image-sized inputs with 16+ filters (cpu.direct, or oneDNN with
   // AVX-512), fewer than 16 filters (im2row_gemm), NCHW depthwise (cpu.depthwise).
   const ConvProblem first = ConvProblem::parse("n2_c3h9w9_k16r3s3_st1x1_pd1x1_dl1x1_g1_nhwc_f32");
-  CHECK(select_conv_algorithm("auto", first, cache).name() == (avx512_onednn ? "cpu.onednn" : "cpu.direct"));
+  CHECK(select_conv_algorithm("auto", first, Device::cpu, cache).name() == (avx512_onednn ? "cpu.onednn" : "cpu.direct"));
   const ConvProblem narrow = ConvProblem::parse("n2_c1h9w9_k4r3s3_st1x1_pd1x1_dl1x1_g1_nhwc_f32");
-  CHECK(select_conv_algorithm("auto", narrow, cache).name() == "cpu.im2row_gemm");
+  CHECK(select_conv_algorithm("auto", narrow, Device::cpu, cache).name() == "cpu.im2row_gemm");
   const ConvProblem dw_nchw = ConvProblem::parse("n2_c16h9w9_k16r3s3_st1x1_pd1x1_dl1x1_g16_nchw_f32");
-  CHECK(select_conv_algorithm("auto", dw_nchw, cache).name() == "cpu.depthwise");
+  CHECK(select_conv_algorithm("auto", dw_nchw, Device::cpu, cache).name() == "cpu.depthwise");
   cpu::set_threads(1);
   std::remove(cache.c_str());
 }
 
 TEST_CASE("conv_select: named algorithms, fallbacks with a reason, unknown names", "[conv]") {
   const ConvProblem nchw = ConvProblem::parse("n1_c3h8w8_k4r3s3_st1x1_pd1x1_dl1x1_g1_nchw_f32");
-  const ConvChoice c = select_conv_algorithm("im2row_gemm", nchw, test::temp_path("unused.tsv"));
+  const ConvChoice c = select_conv_algorithm("im2row_gemm", nchw, Device::cpu, test::temp_path("unused.tsv"));
   CHECK(c.name() == "cpu.convgemm");
   CHECK(c.how == "fallback");
   CHECK(c.note.find("NHWC") != std::string::npos);
-  CHECK(select_conv_algorithm("im2col_gemm", nchw, "").how == "requested");
-  CHECK_THROWS_AS(select_conv_algorithm("fastest_please", nchw, ""), Error);
+  CHECK(select_conv_algorithm("im2col_gemm", nchw, Device::cpu, "").how == "requested");
+  CHECK_THROWS_AS(select_conv_algorithm("fastest_please", nchw, Device::cpu, ""), Error);
   // Grouped (not depthwise) convolutions: of the non-reference algorithms onednn and cpu.direct take
   // them in NHWC, only onednn in NCHW (so best_of times one there).
   const std::string cache = test::temp_path("grouped.tsv");
   const ConvProblem grouped = ConvProblem::parse("n1_c8h6w6_k8r3s3_st1x1_pd1x1_dl1x1_g2_nhwc_f32");
-  const ConvChoice g = select_conv_algorithm("best_of", grouped, cache);
+  const ConvChoice g = select_conv_algorithm("best_of", grouped, Device::cpu, cache);
   const bool onednn = onednn_version() != "not built";
   for (const ConvAlgorithm* a : g.algo) CHECK((a->name() == "cpu.onednn" || a->name() == "cpu.direct"));
   CHECK(g.how == "best_of (timed)");
   CHECK((g.note.find("cpu.onednn") != std::string::npos) == onednn);
   CHECK(g.note.find("cpu.direct") != std::string::npos);
   const ConvProblem grouped_nchw = ConvProblem::parse("n1_c8h6w6_k8r3s3_st1x1_pd1x1_dl1x1_g2_nchw_f32");
-  const ConvChoice gn = select_conv_algorithm("best_of", grouped_nchw, cache);
+  const ConvChoice gn = select_conv_algorithm("best_of", grouped_nchw, Device::cpu, cache);
   CHECK(gn.name() == (onednn ? "cpu.onednn" : "cpu.reference"));
   // Depthwise NHWC: onednn, cpu.depthwise and cpu.direct take it; best_of times all and keeps one of them.
   const ConvProblem depthwise = ConvProblem::parse("n1_c8h6w6_k8r3s3_st1x1_pd1x1_dl1x1_g8_nhwc_f32");
-  const ConvChoice d = select_conv_algorithm("best_of", depthwise, cache);
+  const ConvChoice d = select_conv_algorithm("best_of", depthwise, Device::cpu, cache);
   for (const ConvAlgorithm* a : d.algo)
     CHECK((a->name() == "cpu.onednn" || a->name() == "cpu.depthwise" || a->name() == "cpu.direct"));
   CHECK((d.note.find("cpu.onednn") != std::string::npos) == onednn);
