@@ -158,22 +158,22 @@ void print_error(const char* what) {
   std::cerr << (msg.rfind("dtnn: ", 0) == 0 ? "" : "dtnn: ") << msg << std::endl;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"dtnn: distributed training of neural networks (a C++ PyDTNN) and its benchmark suite"};
-  app.require_subcommand(1);
-  app.set_version_flag("--version", "dtnn " DTNN_VERSION);
-  // As with PyDTNN's argparse, an option given twice takes its last value.
-  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  TrainOptions options;
+// The engine's commands: train, models, algos, conv, layers.
+struct EngineCommands {
+  TrainOptions train_options;
   TrainFlags train_flags;
-  CLI::App* train = app.add_subcommand("train", "Train and evaluate one model (PyDTNN option names)");
-  add_train_options(*train, train_flags);
-  CLI::App* models = app.add_subcommand("models", "List the model zoo");
-  CLI::App* algos = app.add_subcommand("algos", "List the convolution algorithms of this build");
   dtnn::ConvCommandOptions conv_options;
-  CLI::App* conv = app.add_subcommand("conv", "Time one convolution problem over algorithms and directions");
+  dtnn::LayersCommandOptions layers_options;
+  CLI::App *train = nullptr, *models = nullptr, *algos = nullptr, *conv = nullptr, *layers = nullptr;
+};
+
+void add_engine_commands(CLI::App& app, EngineCommands& e) {
+  e.train = app.add_subcommand("train", "Train and evaluate one model (PyDTNN option names)");
+  add_train_options(*e.train, e.train_flags);
+  e.models = app.add_subcommand("models", "List the model zoo");
+  e.algos = app.add_subcommand("algos", "List the convolution algorithms of this build");
+  dtnn::ConvCommandOptions& conv_options = e.conv_options;
+  CLI::App* conv = e.conv = app.add_subcommand("conv", "Time one convolution problem over algorithms and directions");
   conv->add_option("problem", conv_options.problem,
                    "Canonical problem string, e.g. n64_c64h32w32_k64r3s3_st1x1_pd1x1_dl1x1_g1_nhwc_f32")
       ->required();
@@ -187,8 +187,8 @@ int main(int argc, char** argv) {
   conv->add_option("--samples", conv_options.samples, "Timed samples (each >= 20 ms)")->capture_default_str();
   conv->add_option("--device", conv_options.device, "cpu or gpu (the cuDNN algorithms)")->capture_default_str();
   add_bool(*conv, "allow_tf32", conv_options.allow_tf32, "GPU: TF32 tensor-core math");
-  dtnn::LayersCommandOptions layers_options;
-  CLI::App* layers = app.add_subcommand("layers", "Time every convolution layer of a model under each algorithm");
+  dtnn::LayersCommandOptions& layers_options = e.layers_options;
+  CLI::App* layers = e.layers = app.add_subcommand("layers", "Time every convolution layer of a model under each algorithm");
   layers->add_option("--model", layers_options.model, "Model name (see `dtnn models`)")->required();
   layers->add_option("--dataset", layers_options.dataset, "Dataset (must be the model's)");
   layers->add_option("--batch_size", layers_options.batch_size, "Batch size")->capture_default_str();
@@ -204,8 +204,47 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   add_bool(*layers, "allow_tf32", layers_options.allow_tf32, "GPU: TF32 tensor-core math");
 
+}
+
+// `dtnn train` after parsing: the option table's listing, or the options resolved and the run.
+int cmd_train(EngineCommands& e, std::unique_ptr<dtnn::Communicator>& comm) {
+  if (e.train_flags.list) {
+    if (e.train_flags.list_format != "text" && e.train_flags.list_format != "json")
+      dtnn::fail("--format: expected text or json (got '", e.train_flags.list_format, "')");
+    std::cout << (e.train_flags.list_format == "json" ? dtnn::option_table_json() : dtnn::option_table_text());
+    return 0;
+  }
+  TrainOptions& options = e.train_options;
+  try {
+    dtnn::resolve_options(options, read_train_options(e.train_flags, options));
+  } catch (const dtnn::Unsupported&) {
+    throw;
+  } catch (const dtnn::Error& err) {  // a malformed command line
+    print_error(err.what());
+    return 2;
+  }
+  comm = options.parallel == "data" ? dtnn::make_mpi_communicator() : dtnn::make_local_communicator();
+  return dtnn::run_training(options, *comm, std::cout);
+}
+
+// The harness's commands: run, query, check, compare, ingest, report.
+struct HarnessCommands {
   dtnn::RunnerOptions run_options;
-  CLI::App* run = app.add_subcommand("run", "Run an experiment matrix (experiments/*.toml) into the results store");
+  std::string db = kDefaultDb, query_what, format = "table", targets = kDefaultTargets, select, threshold = "5%";
+  dtnn::CompareOptions compare_options;
+  std::string out_dir, report_matrix;
+  dtnn::IngestOptions ingest_options;
+  CLI::App *run = nullptr, *query = nullptr, *check = nullptr, *compare = nullptr, *ingest = nullptr,
+           *report = nullptr;
+};
+
+void add_harness_commands(CLI::App& app, HarnessCommands& h) {
+  dtnn::RunnerOptions& run_options = h.run_options;
+  std::string &db = h.db, &query_what = h.query_what, &format = h.format, &targets = h.targets, &select = h.select,
+              &threshold = h.threshold, &out_dir = h.out_dir, &report_matrix = h.report_matrix;
+  dtnn::CompareOptions& compare_options = h.compare_options;
+  dtnn::IngestOptions& ingest_options = h.ingest_options;
+  CLI::App* run = h.run = app.add_subcommand("run", "Run an experiment matrix (experiments/*.toml) into the results store");
   run->add_option("matrix", run_options.matrix_path, "Matrix file")->required();
   run->add_option("--db", run_options.db_path, "Results database")->capture_default_str();
   run->add_flag("--resume", run_options.resume, "Skip runs already stored ok for this matrix and environment")
@@ -219,36 +258,53 @@ int main(int argc, char** argv) {
   run->add_option("--dtnn", run_options.dtnn_binary, "The dtnn binary trials run (default: this one)");
   run->add_option("--commit", run_options.git_commit, "Git commit to record for the runs (with --dtnn of another build)");
 
-  std::string db = kDefaultDb, query_what, format = "table";
-  CLI::App* query = app.add_subcommand("query", "Named views or one read-only SQL statement over the results");
+  CLI::App* query = h.query = app.add_subcommand("query", "Named views or one read-only SQL statement over the results");
   query->add_option("view_or_sql", query_what, "A view name (list them with no argument) or an SQL statement");
   query->add_option("--db", db, "Results database")->capture_default_str();
   query->add_option("--format", format, "table, csv or json")->capture_default_str();
 
-  std::string targets = kDefaultTargets, select;
-  CLI::App* check = app.add_subcommand("check", "Check stored runs against the accuracy targets; exit 1 on a failure");
+  CLI::App* check = h.check = app.add_subcommand("check", "Check stored runs against the accuracy targets; exit 1 on a failure");
   check->add_option("--db", db, "Results database")->capture_default_str();
   check->add_option("--targets", targets, "Targets file")->capture_default_str();
   check->add_option("--select", select, "Only runs of this selection (commit=, matrix=, tag=, runs=)");
 
-  dtnn::CompareOptions compare_options;
-  std::string threshold = "5%";
-  CLI::App* compare = app.add_subcommand("compare", "Compare throughput of two run selections; exit 1 on a regression");
+  CLI::App* compare = h.compare = app.add_subcommand("compare", "Compare throughput of two run selections; exit 1 on a regression");
   compare->add_option("--baseline", compare_options.baseline, "Baseline runs (commit=, matrix=, tag=, runs=)")->required();
   compare->add_option("--candidate", compare_options.candidate, "Candidate runs")->required();
   compare->add_option("--threshold", threshold, "Slowdown that counts as a regression (5% or 0.05)")->capture_default_str();
   compare->add_option("--db", db, "Results database")->capture_default_str();
 
-  std::string out_dir, report_matrix;
-  dtnn::IngestOptions ingest_options;
-  CLI::App* ingest = app.add_subcommand("ingest", "Store convolution benchmarks (bench_conv or dtnn layers JSON)");
+  CLI::App* ingest = h.ingest = app.add_subcommand("ingest", "Store convolution benchmarks (bench_conv or dtnn layers JSON)");
   ingest->add_option("files", ingest_options.files, "JSON files")->required();
   ingest->add_option("--db", ingest_options.db_path, "Results database")->capture_default_str();
-  CLI::App* report = app.add_subcommand("report", "Markdown report with PNG plots from the results store");
+  CLI::App* report = h.report = app.add_subcommand("report", "Markdown report with PNG plots from the results store");
   report->add_option("--out", out_dir, "Output directory")->required();
   report->add_option("--db", db, "Results database")->capture_default_str();
   report->add_option("--matrix", report_matrix, "Only runs of this matrix");
-  if (argc > 1 && argv[1][0] != '-') {  // CLI11 would say only "A subcommand is required"
+}
+
+int run_harness_command(HarnessCommands& h) {
+  if (h.run->parsed()) return dtnn::run_matrix(h.run_options, std::cout);
+  if (h.query->parsed()) return cmd_query(h.db, h.query_what, h.format);
+  if (h.check->parsed()) {
+    dtnn::ResultStore store = dtnn::ResultStore::open_existing(h.db);
+    return dtnn::check_targets(store, h.targets, h.select, std::cout).fail > 0 ? 1 : 0;
+  }
+  if (h.compare->parsed()) {
+    h.compare_options.threshold = parse_fraction(h.threshold);
+    const dtnn::ResultStore store = dtnn::ResultStore::open_read_only(h.db);
+    const dtnn::Comparison c = dtnn::compare_runs(store, h.compare_options);
+    dtnn::print_comparison(std::cout, c, h.compare_options);
+    return c.regressions > 0 ? 1 : 0;
+  }
+  if (h.report->parsed()) return cmd_report(h.db, h.out_dir, h.report_matrix);
+  if (h.ingest->parsed()) return dtnn::run_ingest(h.ingest_options, std::cout);
+  return 0;
+}
+
+// CLI11 would say only "A subcommand is required" for a misspelt command.
+bool known_command(const CLI::App& app, int argc, char** argv) {
+  if (argc > 1 && argv[1][0] != '-') {
     std::string known;
     bool found = false;
     for (const CLI::App* sub : app.get_subcommands({})) {
@@ -257,9 +313,25 @@ int main(int argc, char** argv) {
     }
     if (!found) {
       print_error(("unknown command '" + std::string(argv[1]) + "' (known: " + known + ")").c_str());
-      return 2;
+      return false;
     }
   }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"dtnn: distributed training of neural networks (a C++ PyDTNN) and its benchmark suite"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "dtnn " DTNN_VERSION);
+  // As with PyDTNN's argparse, an option given twice takes its last value.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  EngineCommands engine;
+  add_engine_commands(app, engine);
+  HarnessCommands harness;
+  add_harness_commands(app, harness);
+  if (!known_command(app, argc, argv)) return 2;
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -275,43 +347,12 @@ int main(int argc, char** argv) {
 
   std::unique_ptr<dtnn::Communicator> comm;
   try {
-    if (models->parsed()) return cmd_models();
-    if (algos->parsed()) return cmd_algos();
-    if (conv->parsed()) return dtnn::run_conv_command(conv_options, std::cout);
-    if (layers->parsed()) return dtnn::run_layers_command(layers_options, std::cout);
-    if (train->parsed()) {
-      if (train_flags.list) {
-        if (train_flags.list_format != "text" && train_flags.list_format != "json")
-          dtnn::fail("--format: expected text or json (got '", train_flags.list_format, "')");
-        std::cout << (train_flags.list_format == "json" ? dtnn::option_table_json() : dtnn::option_table_text());
-        return 0;
-      }
-      try {
-        dtnn::resolve_options(options, read_train_options(train_flags, options));
-      } catch (const dtnn::Unsupported&) {
-        throw;
-      } catch (const dtnn::Error& e) {  // a malformed command line
-        print_error(e.what());
-        return 2;
-      }
-      comm = options.parallel == "data" ? dtnn::make_mpi_communicator() : dtnn::make_local_communicator();
-      return dtnn::run_training(options, *comm, std::cout);
-    }
-    if (run->parsed()) return dtnn::run_matrix(run_options, std::cout);
-    if (query->parsed()) return cmd_query(db, query_what, format);
-    if (check->parsed()) {
-      dtnn::ResultStore store = dtnn::ResultStore::open_existing(db);
-      return dtnn::check_targets(store, targets, select, std::cout).fail > 0 ? 1 : 0;
-    }
-    if (compare->parsed()) {
-      compare_options.threshold = parse_fraction(threshold);
-      const dtnn::ResultStore store = dtnn::ResultStore::open_read_only(db);
-      const dtnn::Comparison c = dtnn::compare_runs(store, compare_options);
-      dtnn::print_comparison(std::cout, c, compare_options);
-      return c.regressions > 0 ? 1 : 0;
-    }
-    if (report->parsed()) return cmd_report(db, out_dir, report_matrix);
-    if (ingest->parsed()) return dtnn::run_ingest(ingest_options, std::cout);
+    if (engine.models->parsed()) return cmd_models();
+    if (engine.algos->parsed()) return cmd_algos();
+    if (engine.conv->parsed()) return dtnn::run_conv_command(engine.conv_options, std::cout);
+    if (engine.layers->parsed()) return dtnn::run_layers_command(engine.layers_options, std::cout);
+    if (engine.train->parsed()) return cmd_train(engine, comm);
+    return run_harness_command(harness);
   } catch (const dtnn::Unsupported& e) {
     print_error(e.what());
     if (comm && comm->size() > 1) comm->abort(dtnn::kUnsupportedExit);
@@ -326,5 +367,4 @@ int main(int argc, char** argv) {
     if (comm && comm->size() > 1) comm->abort(1);
     return 1;
   }
-  return 0;
 }

@@ -16,93 +16,13 @@
 #include "core/strings.h"
 #include "data/dataset.h"
 #include "models/model.h"
+#include "experiments/matrix_params.h"
 #include "train/option_table.h"
 
 namespace dtnn {
 namespace {
 
-// ---- parameter table ---------------------------------------------------------------------------------
-
-enum class Kind { integer, number, boolean, string, choice };
-
-constexpr uint64_t kMaxTrials = 100000;           // documented in matrix.h
-constexpr size_t kMaxMatrixBytes = 4u << 20;       // 4 MiB
-constexpr int kMaxMatrixDepth = 32;
-
-struct Spec {
-  std::string name;
-  Kind kind;
-  int64_t min = 0;  // integers only
-  int64_t max = INT64_MAX;
-  // choice only (the matrix's own parameters): the canonical form of a valid value, or throws dtnn::Error.
-  std::string (*canonical)(const std::string&) = nullptr;
-  // A `dtnn train` option: its row of the option table, whose parser has the last word on a value.
-  const OptionSpec* option = nullptr;
-};
-
-std::string one_of(const std::string& v, const std::vector<std::string>& known) {
-  for (const std::string& k : known)
-    if (v == k) return v;
-  fail("expected one of ", join(known, ", "), " (got \"", v, "\")");
-}
-
-std::string check_device(const std::string& v) { return one_of(v, {"cpu", "gpu"}); }
-std::string check_framework(const std::string& v) { return one_of(v, {"dtnn", "pytorch"}); }
-
-// Every `dtnn train` option a matrix may set: the option table's kOptMatrix rows, in its order (report and
-// parallel are the runner's; PyDTNN's aliases and the planned options are not matrix parameters).
-const std::vector<Spec>& option_specs() {
-  static const std::vector<Spec> specs = [] {
-    std::vector<Spec> out;
-    for (const OptionSpec& o : train_option_table()) {
-      if (!(o.flags & kOptMatrix)) continue;
-      Spec s{o.name, Kind::string};
-      switch (o.kind) {
-        case OptionKind::integer: s.kind = Kind::integer, s.min = o.imin, s.max = o.imax; break;
-        case OptionKind::number: s.kind = Kind::number; break;
-        case OptionKind::boolean: s.kind = Kind::boolean; break;
-        case OptionKind::choice: s.kind = Kind::choice; break;
-        case OptionKind::text:
-        case OptionKind::path: s.kind = Kind::string; break;
-      }
-      s.option = &o;
-      out.push_back(s);
-    }
-    return out;
-  }();
-  return specs;
-}
-
-const std::vector<Spec>& matrix_specs() {
-  static const std::vector<Spec> specs = {
-      {"ranks", Kind::integer, 1, INT_MAX},
-      {"device", Kind::choice, 0, 0, check_device},
-      {"framework", Kind::choice, 0, 0, check_framework},
-  };
-  return specs;
-}
-
-const Spec* find_spec(const std::string& name) {
-  for (const auto* list : {&option_specs(), &matrix_specs()})
-    for (const Spec& s : *list)
-      if (name == s.name) return &s;
-  return nullptr;
-}
-
-// What a value of this kind is, singular ("a positive integer") or plural ("positive integers").
-std::string expectation(const Spec& s, bool plural) {
-  switch (s.kind) {
-    case Kind::integer:
-      if (s.min == 1) return plural ? "positive integers" : "a positive integer";
-      if (s.min == 0) return plural ? "non-negative integers" : "a non-negative integer";
-      return plural ? "integers" : "an integer";
-    case Kind::number: return plural ? "numbers" : "a number";
-    case Kind::boolean: return plural ? "booleans (true or false)" : "a boolean (true or false)";
-    case Kind::string:
-    case Kind::choice: return plural ? "strings" : "a string";
-  }
-  return "";
-}
+using namespace matrix_detail;
 
 // ---- rendering ---------------------------------------------------------------------------------------
 
@@ -328,82 +248,13 @@ std::string Trial::get(const std::string& name, const std::string& fallback) con
   return it == params.end() ? fallback : it->second;
 }
 
-// ---- size and depth, before the TOML parser sees the text -----------------------------------------------
-
-// toml++ recurses once per level of nesting (a.a.a... = 1, [[[...]]], {a={a=...}}): 50,000 levels overflow
-// the stack. Matrices nest two or three levels; the scan counts brackets and braces outside strings and
-// comments, and the dots of each dotted key.
-void check_toml_shape(const std::string& text, const std::string& path) {
-  if (text.size() > kMaxMatrixBytes)
-    fail(path, ": ", text.size(), " bytes; a matrix file may have at most ", kMaxMatrixBytes);
-  int depth = 0, max_depth = 0, line = 1, dots = 0, max_dots = 0, worst_line = 1;
-  char quote = 0;
-  bool comment = false, key = true;  // key: before the '=' of the line
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (c == '\n') {
-      ++line, comment = false, key = true, dots = 0;
-      if (quote == '"' || quote == '\'') quote = 0;  // single-line strings end here (multi-line: see below)
-      continue;
-    }
-    if (comment) continue;
-    if (quote) {
-      if (c == '\\' && quote == '"') ++i;
-      else if (c == quote) quote = 0;
-      continue;
-    }
-    if (c == '"' || c == '\'') quote = c;
-    else if (c == '#') comment = true;
-    else if (c == '=') key = false;
-    else if (c == '.' && key && ++dots > max_dots) max_dots = dots, worst_line = line;
-    else if (c == '[' || c == '{') {
-      if (++depth > max_depth) max_depth = depth, worst_line = line;
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
-    }
-  }
-  if (max_depth > kMaxMatrixDepth || max_dots > kMaxMatrixDepth)
-    fail(path, ":", worst_line, ": tables, arrays or dotted keys nested more than ", kMaxMatrixDepth,
-         " levels deep (a matrix needs three)");
-}
-
-// ---- paths --------------------------------------------------------------------------------------------------
-
-std::string matrix_directory(const std::string& matrix_path) {
-  namespace fs = std::filesystem;
-  const fs::path dir = fs::path(matrix_path).parent_path();
-  return fs::absolute(dir.empty() ? fs::path(".") : dir).lexically_normal().string();
-}
-
-std::string resolve_against(const std::string& dir, const std::string& value) {
-  namespace fs = std::filesystem;
-  if (value.empty() || fs::path(value).is_absolute()) return value;
-  return (fs::path(dir) / value).lexically_normal().string();
-}
-
-bool is_path_parameter(const std::string& name) {
-  const OptionSpec* o = find_option(name);
-  return o && o->kind == OptionKind::path;
-}
-
 // ---- parse -------------------------------------------------------------------------------------------------
 
-Matrix parse_matrix(const std::string& text, const std::string& path) {
-  const Parser p{path};
-  check_toml_shape(text, path);
-  toml::table root;
-  try {
-    root = toml::parse(text, path);
-  } catch (const toml::parse_error& e) {
-    fail(path, ":", e.source().begin.line, ": ", e.description());
-  }
+namespace {
 
-  Matrix m;
-  m.path = path;
-  m.dir = matrix_directory(path);
-  m.text = text;
-  m.hash = sha256_hex(text);
-
+// The top-level keys: name, description, repeats, timeout_s, tags, launcher.
+void read_header(const Parser& p, const toml::table& root, Matrix& m) {
+  const std::string& path = p.path;
   static const char* const known_keys[] = {"name", "description", "repeats", "timeout_s", "tags", "launcher",
                                            "base", "axes", "exclude", "include"};
   for (auto&& [k, v] : root) {
@@ -451,19 +302,29 @@ Matrix parse_matrix(const std::string& text, const std::string& path) {
   }
   if (const toml::node* n = root.get("launcher")) read_launcher(p, *n, m);
 
-  // base
-  std::map<std::string, std::string> base;
-  std::map<std::string, uint32_t> base_line;
+}
+
+// [base]: parameter -> value, and the line each was set on.
+struct Base {
+  std::map<std::string, std::string> values;
+  std::map<std::string, uint32_t> line;
+};
+
+Base read_base(const Parser& p, const toml::table& root) {
+  Base b;
   if (const toml::node* n = root.get("base")) {
     for (auto&& [k, v] : p.table(*n, "base")) {
       const std::string key(k.str());
       const Spec& s = p.spec(key, k.source(), "base");
-      base[key] = p.value(s, v, "base '" + key + "'", false);
-      base_line[key] = k.source().begin.line;
+      b.values[key] = p.value(s, v, "base '" + key + "'", false);
+      b.line[key] = k.source().begin.line;
     }
   }
 
-  // axes
+  return b;
+}
+
+std::vector<Axis> read_axes(const Parser& p, const toml::table& root, const Base& b, Matrix& m) {
   std::vector<Axis> axes;
   if (const toml::node* n = root.get("axes")) {
     for (auto [k, v] : in_file_order(p.table(*n, "axes"))) {
@@ -471,8 +332,8 @@ Matrix parse_matrix(const std::string& text, const std::string& path) {
       axis.name = std::string(k->str());
       const std::string where = "axis '" + axis.name + "'";
       const Spec& s = p.spec(axis.name, k->source(), "axes");
-      if (base.count(axis.name))
-        p.fail_at(k->source(), where + ": also set in [base] (line " + std::to_string(base_line[axis.name]) +
+      if (b.values.count(axis.name))
+        p.fail_at(k->source(), where + ": also set in [base] (line " + std::to_string(b.line.at(axis.name)) +
                                    "); a parameter is either fixed or an axis");
       const auto* a = v->as_array();
       if (!a || a->empty())
@@ -489,18 +350,15 @@ Matrix parse_matrix(const std::string& text, const std::string& path) {
     }
   }
 
-  const std::vector<Point> excludes = read_points(p, root, "exclude");
-  const std::vector<Point> includes = read_points(p, root, "include");
-  for (size_t r = 0; r < excludes.size(); ++r) {
-    if (excludes[r].values.empty()) p.fail_at(excludes[r].where, "exclude #" + std::to_string(r + 1) + ": empty rule");
-    for (const auto& [key, value] : excludes[r].values) {
-      const bool is_axis = std::find(m.axis_names.begin(), m.axis_names.end(), key) != m.axis_names.end();
-      if (!is_axis && !base.count(key))
-        p.fail_at(excludes[r].where, "exclude #" + std::to_string(r + 1) + ": '" + key +
-                                         "' is neither an axis nor set in [base]");
-    }
-  }
+  return axes;
+}
 
+// The product of the axes minus the excludes, then the includes (errors: rules that match nothing, duplicate
+// includes, too many trials).
+void expand(const Parser& p, const Base& b, const std::vector<Axis>& axes, const std::vector<Point>& excludes,
+            const std::vector<Point>& includes, Matrix& m) {
+  const std::string& path = p.path;
+  const auto& base = b.values;
   // Counted before anything is materialised: 10 axes of 10 values would exhaust memory first.
   uint64_t product = 1;
   std::string factors;
@@ -559,6 +417,11 @@ Matrix parse_matrix(const std::string& text, const std::string& path) {
     m.trials.push_back(std::move(t));
   }
 
+}
+
+// What the whole matrix must satisfy once expanded.
+void check_trials(const Parser& p, const std::vector<Axis>& axes, const Matrix& m) {
+  const std::string& path = p.path;
   if (m.launcher.kind == "none")
     for (const Trial& t : m.trials)
       if (t.ranks() > 1)
@@ -574,59 +437,46 @@ Matrix parse_matrix(const std::string& text, const std::string& path) {
                                      "': every trial with it is excluded");
     }
   if (m.trials.empty()) fail(path, ": the excludes leave no trial");
+}
+
+}  // namespace
+
+Matrix parse_matrix(const std::string& text, const std::string& path) {
+  const Parser p{path};
+  check_toml_shape(text, path);
+  toml::table root;
+  try {
+    root = toml::parse(text, path);
+  } catch (const toml::parse_error& e) {
+    fail(path, ":", e.source().begin.line, ": ", e.description());
+  }
+  Matrix m;
+  m.path = path;
+  m.dir = matrix_directory(path);
+  m.text = text;
+  m.hash = sha256_hex(text);
+  read_header(p, root, m);
+  const Base base = read_base(p, root);
+  const std::vector<Axis> axes = read_axes(p, root, base, m);
+  const std::vector<Point> excludes = read_points(p, root, "exclude");
+  const std::vector<Point> includes = read_points(p, root, "include");
+  for (size_t r = 0; r < excludes.size(); ++r) {
+    if (excludes[r].values.empty()) p.fail_at(excludes[r].where, "exclude #" + std::to_string(r + 1) + ": empty rule");
+    for (const auto& [key, value] : excludes[r].values) {
+      const bool is_axis = std::find(m.axis_names.begin(), m.axis_names.end(), key) != m.axis_names.end();
+      if (!is_axis && !base.values.count(key))
+        p.fail_at(excludes[r].where, "exclude #" + std::to_string(r + 1) + ": '" + key +
+                                         "' is neither an axis nor set in [base]");
+    }
+  }
+
+  expand(p, base, axes, excludes, includes, m);
+  check_trials(p, axes, m);
   return m;
 }
 
 Matrix load_matrix(const std::string& path) {
   return parse_matrix(read_file(path), path);
-}
-
-std::vector<Trial> filter_trials(const std::vector<Trial>& trials, const std::vector<std::string>& filters) {
-  std::vector<std::pair<std::string, std::string>> wanted;
-  for (const std::string& f : filters) {
-    const size_t eq = f.find('=');
-    if (eq == std::string::npos || eq == 0) fail("filter '", f, "': expected name=value");
-    std::string name = f.substr(0, eq), value = f.substr(eq + 1);
-    const Spec* s = find_spec(name);
-    if (!s) fail("filter '", f, "': unknown parameter '", name, "'");
-    if (name == "conv_algo") {  // the short form the CLI accepts names the same trials
-      try {
-        value = canonical_option_text(*s->option, value);
-      } catch (const Error&) {
-      }
-    }
-    if (s->kind == Kind::boolean) {  // trials store True/False; accept the spellings the CLI accepts
-      std::string low = value;
-      for (char& c : low) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      if (low == "true" || low == "1") value = "True";
-      else if (low == "false" || low == "0") value = "False";
-      else fail("filter '", f, "': ", name, " is a boolean (True or False)");
-    }
-    wanted.emplace_back(std::move(name), std::move(value));
-  }
-  std::vector<Trial> kept;
-  for (const Trial& t : trials) {
-    bool match = true;
-    for (const auto& [name, value] : wanted) {
-      // ranks and framework have defaults (Trial::ranks(), Trial::framework()); other absent params match
-      // only an empty value.
-      std::string have = t.get(name);
-      if (name == "ranks") have = std::to_string(t.ranks());
-      if (name == "framework") have = t.framework();
-      match = match && have == value;
-    }
-    if (match) kept.push_back(t);
-  }
-  return kept;
-}
-
-const std::vector<std::string>& matrix_option_names() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> out;
-    for (const Spec& s : option_specs()) out.push_back(s.name);
-    return out;
-  }();
-  return names;
 }
 
 }  // namespace dtnn

@@ -124,19 +124,96 @@ void print_pass(std::ostream& out, const Trainer& trainer, const char* what, con
 
 }  // namespace
 
+namespace {
+
+// GPU: the r-th rank of a node on device r % (devices of the node, or --gpus_per_node); NCCL for the
+// gradients when asked. Returns the communicator the run reduces with.
+Communicator& start_devices(const TrainOptions& o, Communicator& mpi_comm, std::unique_ptr<Communicator>& nccl) {
+  if (!o.enable_gpu) return mpi_comm;
+  const int gpus = gpu_device_count();
+  if (o.gpus_per_node > gpus)
+    unsupported("--gpus_per_node=", o.gpus_per_node, ": this node has ", gpus, " GPU", gpus == 1 ? "" : "s");
+  gpu::init(mpi_comm.node_rank() % (o.gpus_per_node > 0 ? o.gpus_per_node : gpus));
+  gpu::set_allow_tf32(o.allow_tf32);
+  if (o.enable_nccl && mpi_comm.size() > 1) nccl = make_nccl_communicator(mpi_comm);
+  return nccl ? *nccl : mpi_comm;
+}
+
+SchedulerSetup scheduler_setup(const TrainOptions& o, const Trainer& trainer, const Splits& splits, Communicator& comm,
+                               Model& model, Optimizer& optimizer, std::ostream& out) {
+  SchedulerSetup sched;
+  sched.value_names = trainer.value_names();
+  sched.has_validation = !splits.val.empty();
+  const int64_t global_batch = o.batch_size * comm.size();
+  sched.steps_per_epoch = o.steps_per_epoch > 0
+                              ? o.steps_per_epoch
+                              : (static_cast<int64_t>(splits.train.size()) + global_batch - 1) / global_batch;
+  sched.ranks = comm.size();
+  sched.model_name = o.model_name;
+  sched.optimizer = &optimizer;
+  sched.model = &model;
+  sched.root = comm.rank() == 0;
+  sched.out = sched.root ? &out : nullptr;
+  sched.save_weights = [&model](const std::string& path) { save_weights(model, path); };
+  return sched;
+}
+
+// The environment the report records: this process's, with what this run communicated and computed with.
+Environment run_environment(const TrainOptions& o, const Communicator& comm) {
+  Environment env = environment();
+  env.mpi = comm.library_version();  // "none (sequential)" without mpirun
+  if (o.enable_gpu) {
+    env.cuda += ", " + gpu::device_name() + (o.allow_tf32 ? ", TF32 allowed" : ", TF32 off");
+    if (!comm.device_library().empty()) env.cuda += ", gradients by " + comm.device_library();
+  }
+  return env;
+}
+
+// The epoch loop: epochs after the checkpointed ones, LR schedulers after each (they may stop training),
+// rank 0 rewriting --checkpoint_file. Returns the number of epochs run.
+int train_epochs(const TrainOptions& o, Trainer& trainer, const Splits& splits, LRSchedulers& schedulers, Model& model,
+                 Optimizer& optimizer, Communicator& comm, CheckpointState& progress, RunSummary& run,
+                 std::ostream& out) {
+  const bool root = comm.rank() == 0;
+  int epochs_run = 0;
+  for (int epoch = static_cast<int>(progress.epoch) + 1; epoch <= o.num_epochs && !progress.stopped; ++epoch) {
+    EpochRecord rec = trainer.run_epoch(epoch, static_cast<int>(o.num_epochs), splits);
+    if (root && rec.val) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "  validation (%lld samples): ", static_cast<long long>(rec.val->samples));
+      out << buf << format_values(trainer, rec.val->values, "val_") << "\n";
+    }
+    schedulers.on_epoch_end(rec.train.values, rec.val ? &rec.val->values : nullptr);
+    run.train_time_s += rec.train.time_s;
+    run.train_samples += rec.train.samples;
+    run.epochs.push_back(std::move(rec));
+    ++epochs_run;
+    progress.epoch = epoch;
+    progress.stopped = schedulers.stop_training();
+    if (root && !o.checkpoint_file.empty()) {
+      progress.epochs = run.epochs;
+      save_checkpoint(o.checkpoint_file, model, optimizer, schedulers, o, comm.size(), progress);
+    }
+  }
+  return epochs_run;
+}
+
+void print_done(std::ostream& out, const RunSummary& run, int epochs_run) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "**** Done...\nTraining time: %.4f s\nTime per epoch: %.4f s\nTraining throughput: %.4f samples/s\n"
+                "Training time (training loops only): %.4f s\n",
+                run.wall_time_s, epochs_run == 0 ? 0.0 : run.wall_time_s / epochs_run,
+                run.train_time_s > 0 ? run.train_samples / run.train_time_s : 0.0, run.train_time_s);
+  out << buf;
+}
+
+}  // namespace
+
 int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
   validate(o, mpi_comm);
-  // GPU: the r-th rank of a node on device r % (devices of the node); NCCL for the gradients when asked.
   std::unique_ptr<Communicator> nccl;
-  if (o.enable_gpu) {
-    const int gpus = gpu_device_count();
-    if (o.gpus_per_node > gpus)
-      unsupported("--gpus_per_node=", o.gpus_per_node, ": this node has ", gpus, " GPU", gpus == 1 ? "" : "s");
-    gpu::init(mpi_comm.node_rank() % (o.gpus_per_node > 0 ? o.gpus_per_node : gpus));
-    gpu::set_allow_tf32(o.allow_tf32);
-    if (o.enable_nccl && mpi_comm.size() > 1) nccl = make_nccl_communicator(mpi_comm);
-  }
-  Communicator& comm = nccl ? *nccl : mpi_comm;
+  Communicator& comm = start_devices(o, mpi_comm, nccl);
   const bool root = comm.rank() == 0;
   if (o.threads == 0) o.threads = default_threads(mpi_comm.node_size());
   cpu::set_threads(o.threads);
@@ -161,33 +238,17 @@ int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
 
   TrainerSetup setup = build_trainer(o, *model, *data, comm);
   Trainer& trainer = *setup.trainer;
-  Optimizer* optimizer = setup.optimizer.get();
-  const Splits& splits = setup.splits;
+  Optimizer& optimizer = *setup.optimizer;
   if (root) trainer.set_progress(make_progress_printer(out, o.progress && isatty(STDOUT_FILENO) == 1, trainer));
-
-  SchedulerSetup sched;
-  sched.value_names = trainer.value_names();
-  sched.has_validation = !splits.val.empty();
-  const int64_t global_batch = o.batch_size * comm.size();
-  sched.steps_per_epoch = o.steps_per_epoch > 0
-                              ? o.steps_per_epoch
-                              : (static_cast<int64_t>(splits.train.size()) + global_batch - 1) / global_batch;
-  sched.ranks = comm.size();
-  sched.model_name = o.model_name;
-  sched.optimizer = optimizer;
-  sched.model = model.get();
-  sched.root = root;
-  sched.out = root ? &out : nullptr;
-  sched.save_weights = [&model](const std::string& path) { save_weights(*model, path); };
-  LRSchedulers schedulers(o.lr_schedulers, sched);
+  LRSchedulers schedulers(o.lr_schedulers, scheduler_setup(o, trainer, setup.splits, comm, *model, optimizer, out));
   if (!schedulers.empty()) trainer.set_batch_begin([&schedulers] { schedulers.on_batch_begin(); });
 
   CheckpointState progress;
   if (!o.resume_from.empty()) {
-    progress = load_checkpoint(o.resume_from, *model, *optimizer, schedulers, o, comm.size(), root ? &out : nullptr);
+    progress = load_checkpoint(o.resume_from, *model, optimizer, schedulers, o, comm.size(), root ? &out : nullptr);
     if (root)
       out << "**** Resuming from " << o.resume_from << " after epoch " << progress.epoch << " (learning rate "
-          << optimizer->learning_rate() << ")\n";
+          << optimizer.learning_rate() << ")\n";
     if (root && progress.stopped)
       out << "**** The checkpointed run was stopped by an LR scheduler: nothing more to train\n";
   }
@@ -195,12 +256,7 @@ int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
 
   std::vector<int64_t> test_indices(static_cast<size_t>(data->count(Pool::test)));
   for (size_t i = 0; i < test_indices.size(); ++i) test_indices[i] = static_cast<int64_t>(i);
-  Environment env = environment();
-  env.mpi = comm.library_version();  // what this run communicated with: "none (sequential)" without mpirun
-  if (o.enable_gpu) {
-    env.cuda += ", " + gpu::device_name() + (o.allow_tf32 ? ", TF32 allowed" : ", TF32 off");
-    if (!comm.device_library().empty()) env.cuda += ", gradients by " + comm.device_library();
-  }
+  const Environment env = run_environment(o, comm);
   RunSummary run;
   run.ranks = comm.size();
   run.threads = o.threads;
@@ -221,38 +277,11 @@ int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
   if (root) out << "**** Training...\n";
   comm.barrier();
   const double t0 = now_s();
-  int epochs_run = 0;
-  for (int epoch = static_cast<int>(progress.epoch) + 1; epoch <= o.num_epochs && !progress.stopped; ++epoch) {
-    EpochRecord rec = trainer.run_epoch(epoch, static_cast<int>(o.num_epochs), splits);
-    if (root && rec.val) {
-      char buf[64];
-      std::snprintf(buf, sizeof buf, "  validation (%lld samples): ", static_cast<long long>(rec.val->samples));
-      out << buf << format_values(trainer, rec.val->values, "val_") << "\n";
-    }
-    schedulers.on_epoch_end(rec.train.values, rec.val ? &rec.val->values : nullptr);
-    run.train_time_s += rec.train.time_s;
-    run.train_samples += rec.train.samples;
-    run.epochs.push_back(std::move(rec));
-    ++epochs_run;
-    progress.epoch = epoch;
-    progress.stopped = schedulers.stop_training();
-    if (root && !o.checkpoint_file.empty()) {
-      progress.epochs = run.epochs;
-      save_checkpoint(o.checkpoint_file, *model, *optimizer, schedulers, o, comm.size(), progress);
-    }
-  }
+  const int epochs_run =
+      train_epochs(o, trainer, setup.splits, schedulers, *model, optimizer, comm, progress, run, out);
   comm.barrier();
   run.wall_time_s = now_s() - t0;
-  if (root) {
-    char buf[256];
-    std::snprintf(buf, sizeof buf,
-                  "**** Done...\nTraining time: %.4f s\nTime per epoch: %.4f s\nTraining throughput: %.4f samples/s\n"
-                  "Training time (training loops only): %.4f s\n",
-                  run.wall_time_s, epochs_run == 0 ? 0.0 : run.wall_time_s / epochs_run,
-                  run.train_time_s > 0 ? run.train_samples / run.train_time_s : 0.0, run.train_time_s);
-    out << buf;
-  }
-
+  if (root) print_done(out, run, epochs_run);
   if (root && epochs_run > 0 && (!o.enable_gpu || o.gpu_layer_times)) print_layer_times(out, *model);
   if (root && !o.weights_and_bias_filename.empty()) save_weights(*model, o.weights_and_bias_filename);
   if (root && !o.history_file.empty()) write_history(o.history_file, run);

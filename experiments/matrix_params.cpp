@@ -1,0 +1,192 @@
+// What a matrix parameter is: the option table's matrix rows and the matrix's own, paths, limits, filters.
+// See matrix_params.h and matrix.h.
+#include "experiments/matrix_params.h"
+
+#include <algorithm>
+#include <cctype>
+#include <climits>
+#include <filesystem>
+
+#include "core/error.h"
+#include "core/strings.h"
+#include "experiments/matrix.h"
+
+namespace dtnn {
+namespace matrix_detail {
+namespace {
+
+std::string one_of(const std::string& v, const std::vector<std::string>& known) {
+  for (const std::string& k : known)
+    if (v == k) return v;
+  fail("expected one of ", join(known, ", "), " (got \"", v, "\")");
+}
+
+std::string check_device(const std::string& v) { return one_of(v, {"cpu", "gpu"}); }
+std::string check_framework(const std::string& v) { return one_of(v, {"dtnn", "pytorch"}); }
+
+}  // namespace
+
+// Every `dtnn train` option a matrix may set: the option table's kOptMatrix rows, in its order (report and
+// parallel are the runner's; PyDTNN's aliases and the planned options are not matrix parameters).
+const std::vector<Spec>& option_specs() {
+  static const std::vector<Spec> specs = [] {
+    std::vector<Spec> out;
+    for (const OptionSpec& o : train_option_table()) {
+      if (!(o.flags & kOptMatrix)) continue;
+      Spec s{o.name, Kind::string};
+      switch (o.kind) {
+        case OptionKind::integer: s.kind = Kind::integer, s.min = o.imin, s.max = o.imax; break;
+        case OptionKind::number: s.kind = Kind::number; break;
+        case OptionKind::boolean: s.kind = Kind::boolean; break;
+        case OptionKind::choice: s.kind = Kind::choice; break;
+        case OptionKind::text:
+        case OptionKind::path: s.kind = Kind::string; break;
+      }
+      s.option = &o;
+      out.push_back(s);
+    }
+    return out;
+  }();
+  return specs;
+}
+
+const std::vector<Spec>& matrix_specs() {
+  static const std::vector<Spec> specs = {
+      {"ranks", Kind::integer, 1, INT_MAX},
+      {"device", Kind::choice, 0, 0, check_device},
+      {"framework", Kind::choice, 0, 0, check_framework},
+  };
+  return specs;
+}
+
+const Spec* find_spec(const std::string& name) {
+  for (const auto* list : {&option_specs(), &matrix_specs()})
+    for (const Spec& s : *list)
+      if (name == s.name) return &s;
+  return nullptr;
+}
+
+// What a value of this kind is, singular ("a positive integer") or plural ("positive integers").
+std::string expectation(const Spec& s, bool plural) {
+  switch (s.kind) {
+    case Kind::integer:
+      if (s.min == 1) return plural ? "positive integers" : "a positive integer";
+      if (s.min == 0) return plural ? "non-negative integers" : "a non-negative integer";
+      return plural ? "integers" : "an integer";
+    case Kind::number: return plural ? "numbers" : "a number";
+    case Kind::boolean: return plural ? "booleans (true or false)" : "a boolean (true or false)";
+    case Kind::string:
+    case Kind::choice: return plural ? "strings" : "a string";
+  }
+  return "";
+}
+
+// toml++ recurses once per level of nesting (a.a.a... = 1, [[[...]]], {a={a=...}}): 50,000 levels overflow
+// the stack. Matrices nest two or three levels; the scan counts brackets and braces outside strings and
+// comments, and the dots of each dotted key.
+void check_toml_shape(const std::string& text, const std::string& path) {
+  if (text.size() > kMaxMatrixBytes)
+    fail(path, ": ", text.size(), " bytes; a matrix file may have at most ", kMaxMatrixBytes);
+  int depth = 0, max_depth = 0, line = 1, dots = 0, max_dots = 0, worst_line = 1;
+  char quote = 0;
+  bool comment = false, key = true;  // key: before the '=' of the line
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') {
+      ++line, comment = false, key = true, dots = 0;
+      if (quote == '"' || quote == '\'') quote = 0;  // single-line strings end here (multi-line: see below)
+      continue;
+    }
+    if (comment) continue;
+    if (quote) {
+      if (c == '\\' && quote == '"') ++i;
+      else if (c == quote) quote = 0;
+      continue;
+    }
+    if (c == '"' || c == '\'') quote = c;
+    else if (c == '#') comment = true;
+    else if (c == '=') key = false;
+    else if (c == '.' && key && ++dots > max_dots) max_dots = dots, worst_line = line;
+    else if (c == '[' || c == '{') {
+      if (++depth > max_depth) max_depth = depth, worst_line = line;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  if (max_depth > kMaxMatrixDepth || max_dots > kMaxMatrixDepth)
+    fail(path, ":", worst_line, ": tables, arrays or dotted keys nested more than ", kMaxMatrixDepth,
+         " levels deep (a matrix needs three)");
+}
+
+}  // namespace matrix_detail
+
+using namespace matrix_detail;
+
+// ---- paths --------------------------------------------------------------------------------------------------
+
+std::string matrix_directory(const std::string& matrix_path) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(matrix_path).parent_path();
+  return fs::absolute(dir.empty() ? fs::path(".") : dir).lexically_normal().string();
+}
+
+std::string resolve_against(const std::string& dir, const std::string& value) {
+  namespace fs = std::filesystem;
+  if (value.empty() || fs::path(value).is_absolute()) return value;
+  return (fs::path(dir) / value).lexically_normal().string();
+}
+
+bool is_path_parameter(const std::string& name) {
+  const OptionSpec* o = find_option(name);
+  return o && o->kind == OptionKind::path;
+}
+
+std::vector<Trial> filter_trials(const std::vector<Trial>& trials, const std::vector<std::string>& filters) {
+  std::vector<std::pair<std::string, std::string>> wanted;
+  for (const std::string& f : filters) {
+    const size_t eq = f.find('=');
+    if (eq == std::string::npos || eq == 0) fail("filter '", f, "': expected name=value");
+    std::string name = f.substr(0, eq), value = f.substr(eq + 1);
+    const Spec* s = find_spec(name);
+    if (!s) fail("filter '", f, "': unknown parameter '", name, "'");
+    if (name == "conv_algo") {  // the short form the CLI accepts names the same trials
+      try {
+        value = canonical_option_text(*s->option, value);
+      } catch (const Error&) {
+      }
+    }
+    if (s->kind == Kind::boolean) {  // trials store True/False; accept the spellings the CLI accepts
+      std::string low = value;
+      for (char& c : low) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (low == "true" || low == "1") value = "True";
+      else if (low == "false" || low == "0") value = "False";
+      else fail("filter '", f, "': ", name, " is a boolean (True or False)");
+    }
+    wanted.emplace_back(std::move(name), std::move(value));
+  }
+  std::vector<Trial> kept;
+  for (const Trial& t : trials) {
+    bool match = true;
+    for (const auto& [name, value] : wanted) {
+      // ranks and framework have defaults (Trial::ranks(), Trial::framework()); other absent params match
+      // only an empty value.
+      std::string have = t.get(name);
+      if (name == "ranks") have = std::to_string(t.ranks());
+      if (name == "framework") have = t.framework();
+      match = match && have == value;
+    }
+    if (match) kept.push_back(t);
+  }
+  return kept;
+}
+
+const std::vector<std::string>& matrix_option_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const Spec& s : option_specs()) out.push_back(s.name);
+    return out;
+  }();
+  return names;
+}
+
+}  // namespace dtnn
