@@ -16,6 +16,7 @@
 #include "backend/gpu.h"
 #include "conv/conv_algorithm.h"
 #include "core/error.h"
+#include "core/strings.h"
 #include "experiments/conv_command.h"
 #include "experiments/ingest.h"
 #include "experiments/layers_command.h"
@@ -28,6 +29,7 @@
 #include "train/run.h"
 
 namespace {
+using dtnn::shell_quote;
 
 using dtnn::TrainOptions;
 
@@ -133,13 +135,6 @@ double parse_fraction(const std::string& text) {
   } catch (const std::exception&) {
   }
   dtnn::fail("--threshold: expected a fraction such as 5% or 0.05 (got '", text, "')");
-}
-
-// 'text' for a POSIX shell, single quotes inside escaped.
-std::string shell_quote(const std::string& text) {
-  std::string q = "'";
-  for (char c : text) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
 }
 
 int cmd_report(const std::string& db, const std::string& out_dir, const std::string& matrix) {

@@ -51,12 +51,11 @@ bool torch_takes(const std::string& name) {
   return o && (o->flags & kOptTorch);
 }
 
+// The command as a POSIX shell reads it back: every argument that is not plainly safe is single-quoted,
+// an embedded ' as '\'' (a value like "y' ; touch /tmp/x ; '" stays one argument when the stored line is pasted).
 std::string command_string(const std::vector<std::string>& argv) {
   std::string s;
-  for (const std::string& a : argv) {
-    const bool quote = a.find_first_of(" \t\"'$") != std::string::npos || a.empty();
-    s += (s.empty() ? "" : " ") + (quote ? "'" + a + "'" : a);
-  }
+  for (const std::string& a : argv) s += (s.empty() ? "" : " ") + shell_quote(a);
   return s;
 }
 
@@ -395,6 +394,7 @@ int run_matrix(const RunnerOptions& options, std::ostream& out) {
   const std::string dtnn_binary = options.dtnn_binary.empty() ? self_executable() : options.dtnn_binary;
   // The PyTorch reference reads the option table from the binary whose runs it is compared with.
   ::setenv("DTNN_BINARY", dtnn_binary.c_str(), 1);
+  if (trials.empty()) fail("no trial of ", matrix.path, " matches the --only filters");
   if (options.dry_run) {
     out << "matrix " << matrix.name << " (" << matrix.path << "): " << trials.size() << " trial(s) x "
         << matrix.repeats << " repeat(s) = " << trials.size() * matrix.repeats << " run(s)\n";
@@ -406,7 +406,6 @@ int run_matrix(const RunnerOptions& options, std::ostream& out) {
     }
     return 0;
   }
-  if (trials.empty()) fail("no trial of ", matrix.path, " matches the --only filters");
 
   const fs::path db_path = prepare_db_path(options.db_path);
   ResultStore store = ResultStore::open(db_path.string());

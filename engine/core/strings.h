@@ -14,4 +14,8 @@ std::string join(const std::vector<std::string>& items, std::string_view sep);
 // 300 -> "300", 1e-7 -> "1e-07". Independent of the locale.
 std::string format_double(double v);
 
+// `text` as one word for a POSIX shell: unchanged when it is made only of characters no shell treats
+// specially ([A-Za-z0-9_./=:,+@%-], not empty), else single-quoted with each ' written as '\''.
+std::string shell_quote(const std::string& text);
+
 }  // namespace dtnn

@@ -14,6 +14,7 @@
 #include "core/median.h"
 #include "core/sha256.h"
 #include "core/strings.h"
+#include "helpers.h"
 
 namespace fs = std::filesystem;
 
@@ -77,4 +78,22 @@ TEST_CASE("core: the environment is captured once and names this build", "[core]
   CHECK(e.cpu_id.find(" (family ") != std::string::npos);
   CHECK_FALSE(e.dtnn_version.empty());
   CHECK(e.dtnn_version.find_first_not_of("0123456789.") == std::string::npos);
+}
+
+TEST_CASE("core: shell_quote gives back each argument through a real /bin/sh", "[core]") {
+  const std::vector<std::string> nasty = {"plain", "", "two words", "y' ; touch /tmp/dtnn_pwned ; '", "$HOME",
+                                          "`id`", "a\"b", "back\\slash", "semi;colon", "glob*?[x]", "~user", "-n",
+                                          "tab\there", "new\nline", "--dataset_train_path=/data/mnist-10k"};
+  for (const std::string& arg : nasty) {
+    INFO(arg);
+    const std::string out = dtnn::test::temp_path("shell_quote.out");
+    const std::string cmd = "printf '%s' " + dtnn::shell_quote(arg) + " > " + out;
+    REQUIRE(std::system(cmd.c_str()) == 0);
+    std::ifstream f(out, std::ios::binary);
+    const std::string back((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    CHECK(back == arg);
+    std::filesystem::remove(out);
+  }
+  CHECK_FALSE(std::filesystem::exists("/tmp/dtnn_pwned"));
+  CHECK(dtnn::shell_quote("--model=simplecnn") == "--model=simplecnn");  // stored commands stay readable
 }

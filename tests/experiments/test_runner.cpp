@@ -324,6 +324,9 @@ args = ["--bind-to", "core"]
                                                       kQuickBase + "[axes]\nranks = [4]\n");
   REQUIRE(dtnn_cli("run " + slurm + " --dry-run", log) == 0);
   CHECK_THAT(read_text(log), Contains("srun -n 4 --mpi=pmix "));
+  // An --only that matches nothing fails the dry run as it fails a real one.
+  CHECK(dtnn_cli("run " + slurm + " --dry-run --only ranks=3", log) == 1);
+  CHECK_THAT(read_text(log), Contains("matches the --only filters"));
 }
 
 TEST_CASE("runner: an error after a run began marks it failed and the runner goes on", "[runner]") {
