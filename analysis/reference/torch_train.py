@@ -772,6 +772,8 @@ def build_report(args, n_params, epochs, total_time, total_samples, test_result,
     }
     if test_result is not None:
         report["test"] = test_result
+    if os.environ.get("DTNN_RUN_NONCE"):  # the runner's name for this attempt: it ingests no other report
+        report["run_nonce"] = os.environ["DTNN_RUN_NONCE"]
     return report
 
 

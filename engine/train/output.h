@@ -34,6 +34,8 @@ struct RunSummary {
   std::optional<PassResult> test;
 };
 
+// The dtnn.run_report/1 JSON, written atomically. It carries "run_nonce" copied from $DTNN_RUN_NONCE when
+// that is set: the runner passes one per attempt and ingests only a report that names it.
 void write_report(const std::string& path, const TrainOptions& options, const Environment& env, const Model& model,
                   const Trainer& trainer, const RunSummary& run);
 // PyDTNN's history format: one line per epoch, "%3d" (0-based) then "%20.4f" for loss, metrics,

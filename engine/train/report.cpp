@@ -1,5 +1,6 @@
 // The JSON run report (schema "dtnn.run_report/1") and the history file.
 #include <cstdio>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -30,6 +31,8 @@ void write_report(const std::string& path, const TrainOptions& options, const En
   j["schema"] = "dtnn.run_report/1";
   j["framework"] = "dtnn";
   j["status"] = "ok";
+  // The runner (experiments/runner.cpp) names each attempt; a report without its name is not ingested.
+  if (const char* nonce = std::getenv("DTNN_RUN_NONCE"); nonce && *nonce) j["run_nonce"] = nonce;
   nlohmann::json opts = nlohmann::json::object();
   for (const auto& [name, value] : options_list(options)) opts[name] = value;
   j["options"] = opts;
