@@ -1,9 +1,18 @@
 // The matrix runner (`dtnn run`): expands a matrix and runs each trial as a child process,
 //   [mpirun -np R ...] dtnn train <options> --report <tmp>.json      (framework dtnn)
 //   /usr/bin/python3 analysis/reference/torch_train.py <options> ...   (framework pytorch)
-// with the matrix's timeout, stdout and stderr in a per-run log file next to the database
-// (<db dir>/logs/<matrix>/<run id>.log). The runner is the only writer of runs: a run row is
-// inserted as 'running' before the child starts and finished in one transaction with the ingested report.
+// with the matrix's timeout, stdout and stderr in a per-run log file next to the database,
+// <db dir>/logs/<db file stem>-<hash of its path>/<matrix>/<run id>-<nonce>.log (runs.log_path): databases in
+// one directory each count run ids from 1, and every attempt gets a fresh random nonce. The runner is the only
+// writer of runs: a run row is inserted as 'running' before the child starts and finished in one transaction
+// with the ingested report.
+//
+// Reports: the child writes <run id>-<nonce>.report.json next to its log, with $DTNN_RUN_NONCE copied into it
+// ("run_nonce"). Nothing may be at that path when the child starts; after an exit 0 the report is ingested
+// only when written after the run began and naming this nonce (one without "run_nonce", from a dtnn build
+// older than the nonce, is taken on its path and time), else the run fails "exit 0 but its report was
+// refused: <why>". The runner deletes the reports of the runs it reaps, and under this database's log folder
+// any report more than a minute old whose run is not running (ranks of a killed mpirun can write late).
 //
 // Statuses: ok; failed (non-zero exit, the error line kept; killed by a signal, with the child's last line
 // only when it is a complete "dtnn: "/"torch_train: " line; or the runner could not run it, e.g. no log

@@ -505,16 +505,20 @@ void ResultStore::finish_run(int64_t run_id, const std::string& status, const st
   tx.commit();
 }
 
-int ResultStore::reap_orphaned_runs() {
+std::vector<std::string> ResultStore::reap_orphaned_runs() {
   Transaction tx(db_, path_);
   std::vector<std::pair<int64_t, int64_t>> gone;
+  std::vector<std::string> log_paths;
   {
     const std::string host = host_name();
-    Statement sel(db_, path_, "SELECT id, runner_pid FROM runs WHERE status = 'running' AND runner_host = ?");
+    Statement sel(db_, path_,
+                  "SELECT id, runner_pid, log_path FROM runs WHERE status = 'running' AND runner_host = ?");
     sel.bind(1, host);
     while (sel.step()) {
       const int64_t pid = sel.int_column(1);
-      if (runner_gone(host, pid)) gone.emplace_back(sel.int_column(0), pid);
+      if (!runner_gone(host, pid)) continue;
+      gone.emplace_back(sel.int_column(0), pid);
+      log_paths.push_back(sel.text_column(2).value_or(""));
     }
   }
   for (const auto& [id, pid] : gone) {
@@ -524,7 +528,7 @@ int ResultStore::reap_orphaned_runs() {
     up.bind(1, "the runner (pid " + std::to_string(pid) + ") ended before the run finished").bind(2, id).run();
   }
   tx.commit();
-  return static_cast<int>(gone.size());
+  return log_paths;
 }
 
 int ResultStore::count_ok_runs(int64_t matrix_id, int64_t environment_id, const std::string& trial_key) {

@@ -107,8 +107,8 @@ class ResultStore {
   // Sets a final status other than ok: failed | timeout | interrupted | unsupported, with the error line.
   void finish_run(int64_t run_id, const std::string& status, const std::string& error, double duration_s);
   // Marks 'interrupted' every 'running' row whose owning process no longer exists on this host; returns
-  // how many.
-  int reap_orphaned_runs();
+  // their log paths (the runner deletes what their trials may have left next to them).
+  std::vector<std::string> reap_orphaned_runs();
 
   // Number of runs with status ok for this matrix, environment and trial key (what --resume skips).
   int count_ok_runs(int64_t matrix_id, int64_t environment_id, const std::string& trial_key);

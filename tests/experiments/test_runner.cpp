@@ -333,13 +333,17 @@ TEST_CASE("runner: an error after a run began marks it failed and the runner goe
   Workspace ws("began");
   const std::string matrix = ws.file("blocked.toml", std::string("name = \"blocked\"\n") + kQuickBase +
                                                          "[axes]\nseed = [1, 2]\n");
-  fs::create_directories(ws.dir / "logs" / "blocked" / "1.log");  // run 1's log file cannot be created
+  {  // recording where run 1 logs fails: the store throws after the run began
+    dtnn::ResultStore store = dtnn::ResultStore::open(ws.db());
+    store.exec("CREATE TRIGGER block_1 BEFORE UPDATE OF log_path ON runs WHEN NEW.id = 1 "
+               "BEGIN SELECT RAISE(ABORT, 'run 1 is blocked'); END");
+  }
   const std::string log = (ws.dir / "run.log").string();
   CHECK(dtnn_cli("run " + matrix + " --db " + ws.db(), log) == 1);
   INFO(read_text(log));
   CHECK(one(ws.db(), "SELECT count(*) FROM runs WHERE status = 'running'") == "0");
   CHECK(one(ws.db(), "SELECT status FROM runs WHERE id = 1") == "failed");
-  CHECK_THAT(one(ws.db(), "SELECT error FROM runs WHERE id = 1"), Contains("1.log: cannot create the log file"));
+  CHECK_THAT(one(ws.db(), "SELECT error FROM runs WHERE id = 1"), Contains("runner: ") && Contains("run 1 is blocked"));
   CHECK(one(ws.db(), "SELECT status FROM runs WHERE id = 2") == "ok");
   CHECK_THAT(read_text(log), Contains("1 ok, 1 failed"));
   CHECK(one(ws.db(), "PRAGMA integrity_check") == "ok");
@@ -457,4 +461,103 @@ TEST_CASE("cli: query reads a database in a directory it cannot write", "[runner
   CHECK(WEXITSTATUS(rc) == 0);
   CHECK_THAT(read_text(out), Contains("1,m,m.toml,hash,"));
   CHECK_FALSE(fs::exists(db + "-shm"));
+}
+
+namespace {
+
+// A real run report (a short synthetic `dtnn train`) naming the attempt "not-this-run": what a stale or
+// foreign report looks like. Its scripts below put it where the runner asked for the report.
+std::string foreign_report(const Workspace& ws) {
+  const std::string path = (ws.dir / "foreign.report.json").string();
+  REQUIRE(std::system(("DTNN_RUN_NONCE=not-this-run " + std::string(DTNN_BINARY) +
+                       " train --model=simplemlp --dataset=mnist --use_synthetic_data=True --num_epochs=1 "
+                       "--steps_per_epoch=2 --threads=1 --progress=False --report=" + path + " > /dev/null 2>&1")
+                          .c_str()) == 0);
+  REQUIRE_THAT(read_text(path), Contains("\"run_nonce\": \"not-this-run\""));
+  return path;
+}
+
+// Shell that sets $r to the path the runner passed as --report=.
+const char* const kReportArg = "for a; do case \"$a\" in --report=*) r=\"${a#--report=}\";; esac; done\n";
+
+}  // namespace
+
+TEST_CASE("runner: two databases in one directory keep separate logs", "[runner]") {
+  Workspace ws("two_dbs");
+  const std::string matrix = ws.file("m.toml", "name = \"m\"\n[base]\nthreads = 1\n");
+  for (const std::string name : {"a", "b"}) {
+    const std::string say = script(ws, name + ".sh", "echo from " + name + "\nexit 1\n");
+    CHECK(dtnn_cli("run " + matrix + " --db " + (ws.dir / (name + ".db")).string() + " --dtnn " + say) == 1);
+  }
+  // Both databases have a run 1; each log is its own.
+  const std::string log_a = one((ws.dir / "a.db").string(), "SELECT log_path FROM runs WHERE id = 1");
+  const std::string log_b = one((ws.dir / "b.db").string(), "SELECT log_path FROM runs WHERE id = 1");
+  CHECK(log_a != log_b);
+  CHECK_THAT(read_text(log_a), Contains("from a") && !Contains("from b"));
+  CHECK_THAT(read_text(log_b), Contains("from b"));
+}
+
+TEST_CASE("runner: a stale report is never ingested for a later run", "[runner]") {
+  Workspace ws("stale");
+  const std::string matrix = ws.file("m.toml", "name = \"m\"\n[base]\nthreads = 1\n");
+  const std::string report = read_text(foreign_report(ws));
+  // Where run 1's report went before reports had a path per database and attempt, as a killed runner
+  // would have left it; the next run 1 exits 0 without writing one.
+  fs::create_directories(ws.dir / "logs" / "m");
+  std::ofstream(ws.dir / "logs" / "m" / "1.report.json") << report;
+  CHECK(dtnn_cli("run " + matrix + " --db " + ws.db() + " --dtnn " + script(ws, "true.sh", "exit 0\n")) == 1);
+  CHECK(one(ws.db(), "SELECT status || ': ' || error FROM runs") == "failed: exit 0 but no report was written");
+}
+
+TEST_CASE("runner: a report naming another attempt or older than the run is refused", "[runner]") {
+  Workspace ws("foreign");
+  const std::string matrix = ws.file("m.toml", "name = \"m\"\n[base]\nthreads = 1\n");
+  const std::string foreign = foreign_report(ws);
+  const std::string renamed = "sed \"s/not-this-run/$DTNN_RUN_NONCE/\" " + foreign + " > \"$r\"\n";
+  const std::string copy = script(ws, "copy.sh", kReportArg + ("cp " + foreign + " \"$r\"\n"));
+  const std::string old = script(ws, "old.sh", kReportArg + renamed + "touch -d 2001-01-01 \"$r\"\n");
+  const std::string own = script(ws, "own.sh", kReportArg + renamed);
+  CHECK(dtnn_cli("run " + matrix + " --db " + ws.db() + " --dtnn " + copy) == 1);
+  CHECK(dtnn_cli("run " + matrix + " --db " + ws.db() + " --dtnn " + old) == 1);
+  CHECK(dtnn_cli("run " + matrix + " --db " + ws.db() + " --dtnn " + own) == 0);
+  CHECK(one(ws.db(), "SELECT status FROM runs WHERE id = 1") == "failed");
+  CHECK_THAT(one(ws.db(), "SELECT error FROM runs WHERE id = 1"),
+             Contains("report was refused") && Contains("names run nonce \"not-this-run\""));
+  CHECK(one(ws.db(), "SELECT status FROM runs WHERE id = 2") == "failed");
+  CHECK_THAT(one(ws.db(), "SELECT error FROM runs WHERE id = 2"), Contains("written before the run started"));
+  CHECK(one(ws.db(), "SELECT status FROM runs WHERE id = 3") == "ok");
+  // The nonce is the attempt's name in its file names too.
+  CHECK_THAT(one(ws.db(), "SELECT log_path FROM runs WHERE id = 3"),
+             Contains("/3-" + one(ws.db(), "SELECT json_extract(report, '$.run_nonce') FROM runs WHERE id = 3")));
+}
+
+TEST_CASE("runner: reports a killed runner's trials left are deleted before they can be read", "[runner]") {
+  Workspace ws("orphan_reports");
+  const std::string matrix = ws.file("m.toml", "name = \"m\"\n[base]\nthreads = 1\n");
+  const std::string fail = script(ws, "fail.sh", "exit 1\n");
+  make_db_with_run(ws.db(), "running");
+  const std::string orphan_log = (ws.dir / "logs" / "old-run.log").string();
+  const std::string orphan_report = (ws.dir / "logs" / "old-run.report.json").string();
+  {
+    dtnn::ResultStore store = dtnn::ResultStore::open(ws.db());
+    const pid_t child = ::fork();
+    if (child == 0) ::_exit(0);
+    int status = 0;
+    ::waitpid(child, &status, 0);  // the pid is gone now
+    store.exec("UPDATE runs SET runner_pid = " + std::to_string(child) + ", log_path = '" + orphan_log + "'");
+  }
+  fs::create_directories(ws.dir / "logs");
+  ws.file("logs/old-run.report.json", "{}");
+  CHECK(dtnn_cli("run " + matrix + " --db " + ws.db() + " --dtnn " + fail) == 1);
+  CHECK(one(ws.db(), "SELECT status FROM runs WHERE id = 1") == "interrupted");
+  CHECK_FALSE(fs::exists(orphan_report));
+  // A report a rank wrote after its run ended, in this database's log folder: gone once it is a minute old.
+  const fs::path dir = fs::path(one(ws.db(), "SELECT log_path FROM runs WHERE id = 2")).parent_path();
+  const fs::path late = dir / "9-0123456789abcdef.report.json", fresh = dir / "8-0123456789abcdef.report.json";
+  std::ofstream(late) << "{}";
+  std::ofstream(fresh) << "{}";
+  fs::last_write_time(late, fs::last_write_time(late) - std::chrono::minutes(2));
+  CHECK(dtnn_cli("run " + matrix + " --db " + ws.db() + " --dtnn " + fail) == 1);
+  CHECK_FALSE(fs::exists(late));
+  CHECK(fs::exists(fresh));  // it may be a live trial's
 }
