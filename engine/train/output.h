@@ -32,6 +32,9 @@ struct RunSummary {
   double wall_time_s = 0.0;   // training including validation passes
   int64_t train_samples = 0;
   std::optional<PassResult> test;
+  // Non-empty when training stopped because its loss became NaN or infinite: the one-line reason. The report
+  // then says "status": "diverged" (else "ok") and lists the epochs up to and including that one.
+  std::string diverged;
 };
 
 void write_report(const std::string& path, const TrainOptions& options, const Environment& env, const Model& model,

@@ -29,7 +29,8 @@ void write_report(const std::string& path, const TrainOptions& options, const En
   nlohmann::json j;
   j["schema"] = "dtnn.run_report/1";
   j["framework"] = "dtnn";
-  j["status"] = "ok";
+  j["status"] = run.diverged.empty() ? "ok" : "diverged";
+  if (!run.diverged.empty()) j["error"] = run.diverged;
   nlohmann::json opts = nlohmann::json::object();
   for (const auto& [name, value] : options_list(options)) opts[name] = value;
   j["options"] = opts;
