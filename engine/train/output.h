@@ -46,7 +46,8 @@ void write_history(const std::string& path, const RunSummary& run);
 // NPZ with PyDTNN's keys "<layer id>_<Type>_<variable>" (e.g. 1_Conv2D_weights), arrays in dtnn's
 // storage layout (which is PyDTNN's CPU layout).
 void save_weights(const Model& model, const std::string& path);
-// Loads every parameter; throws dtnn::Error naming the first missing key or mismatching shape.
+// Loads every parameter; throws dtnn::Error naming the first missing key, mismatching shape or array holding
+// NaN or an infinity, and then changes nothing.
 void load_weights(Model& model, const std::string& path);
 // The arrays save_weights writes (checkpoints add their own keys to them).
 std::vector<io::NpyArray> weight_arrays(const Model& model);
