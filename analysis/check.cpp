@@ -85,18 +85,25 @@ CheckCounts check_targets(ResultStore& store, const std::string& targets_path, c
   const std::vector<ResultStore::Target> targets = load_targets(targets_path);
   store.replace_targets(targets);
   const std::string where_sql = selection.empty() ? "" : " AND " + selection_sql(selection);
+  const std::string runs_sql =
+      " FROM runs r JOIN matrices m ON m.id = r.matrix_id JOIN environments e ON e.id = r.environment_id ";
+  CheckCounts counts;
+  counts.diverged = std::stoi(*store.query("SELECT count(*)" + runs_sql + "WHERE r.status = 'diverged'" + where_sql)
+                                   .rows.at(0).at(0));
+  const std::string diverged_note =
+      std::to_string(counts.diverged) + " diverged run(s) not checked (their training loss became NaN or infinite; "
+      "dtnn query runs lists them)";
   const QueryResult q = store.query(
       "SELECT r.id, r.framework, r.model, r.dataset, r.num_epochs, r.optimizer, t.metric, "
       "CASE t.metric WHEN 'test_accuracy' THEN r.test_accuracy ELSE r.val_accuracy END, t.target, t.tolerance, "
-      "t.source FROM runs r JOIN matrices m ON m.id = r.matrix_id JOIN environments e ON e.id = r.environment_id "
-      "LEFT JOIN targets t ON t.model = r.model AND t.dataset = r.dataset "
+      "t.source" + runs_sql + "LEFT JOIN targets t ON t.model = r.model AND t.dataset = r.dataset "
       "AND (t.num_epochs = 0 OR t.num_epochs = r.num_epochs) AND (t.optimizer = '' OR t.optimizer = r.optimizer) "
       "WHERE r.status = 'ok'" + where_sql + " ORDER BY r.id, t.id");
   if (q.rows.empty()) {
-    if (selection.empty()) fail(store.path(), ": no ok runs to check");
-    fail(store.path(), ": no ok run matches --select ", selection);
+    const std::string also = counts.diverged ? " (" + diverged_note + ")" : "";
+    if (selection.empty()) fail(store.path(), ": no ok runs to check", also);
+    fail(store.path(), ": no ok run matches --select ", selection, also);
   }
-  CheckCounts counts;
   char line[512];
   std::snprintf(line, sizeof line, "%6s %-8s %-10s %-14s %6s %-5s %-14s %8s %8s  %s\n", "run", "framework", "model",
                 "dataset", "epochs", "opt", "metric", "value", "target", "verdict");
@@ -136,6 +143,7 @@ CheckCounts check_targets(ResultStore& store, const std::string& targets_path, c
   }
   out << counts.pass << " pass, " << counts.fail << " fail, " << counts.no_target << " without a target (targets: "
       << targets_path << "; their sources: dtnn query targets)\n";
+  if (counts.diverged) out << diverged_note << "\n";
   return counts;
 }
 

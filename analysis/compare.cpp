@@ -42,6 +42,17 @@ std::map<std::string, Samples> samples_of(const ResultStore& store, const std::s
   return out;
 }
 
+int diverged_runs(const ResultStore& store, const std::string& selection) {
+  const QueryResult q = store.query(
+      "SELECT count(*) FROM runs r JOIN matrices m ON m.id = r.matrix_id JOIN environments e ON e.id = "
+      "r.environment_id WHERE r.status = 'diverged' AND " + selection_sql(selection));
+  return std::stoi(*q.rows.at(0).at(0));
+}
+
+std::string diverged_note(int n) {
+  return n ? " (" + std::to_string(n) + " diverged run(s), whose loss became NaN or infinite, are not compared)" : "";
+}
+
 }  // namespace
 
 std::string selection_sql(const std::string& selection) {
@@ -81,9 +92,12 @@ Comparison compare_runs(const ResultStore& store, const CompareOptions& o) {
   if (!(o.threshold >= 0.0 && o.threshold < 1.0)) fail("--threshold must be in [0%, 100%)");
   const auto base = samples_of(store, o.baseline);
   const auto cand = samples_of(store, o.candidate);
-  if (base.empty()) fail("the baseline selection '", o.baseline, "' has no ok runs");
-  if (cand.empty()) fail("the candidate selection '", o.candidate, "' has no ok runs");
   Comparison c;
+  c.diverged_baseline = diverged_runs(store, o.baseline);
+  c.diverged_candidate = diverged_runs(store, o.candidate);
+  if (base.empty()) fail("the baseline selection '", o.baseline, "' has no ok runs", diverged_note(c.diverged_baseline));
+  if (cand.empty())
+    fail("the candidate selection '", o.candidate, "' has no ok runs", diverged_note(c.diverged_candidate));
   const int need = min_repeats_for_significance(o.alpha);
   std::vector<double> ratios;
   for (const auto& [key, b] : base) {
@@ -135,6 +149,9 @@ void print_comparison(std::ostream& out, const Comparison& c, const CompareOptio
   if (c.only_baseline || c.only_candidate)
     out << " (" << c.only_baseline << " only in the baseline, " << c.only_candidate << " only in the candidate)";
   out << "\n";
+  if (c.diverged_baseline || c.diverged_candidate)
+    out << "note: " << c.diverged_baseline << " baseline and " << c.diverged_candidate
+        << " candidate run(s) diverged (training loss NaN or infinite) and are not compared (dtnn query runs)\n";
   if (c.too_few_samples)
     out << "warning: some trials have fewer than " << min_repeats_for_significance(o.alpha)
         << " samples on a side; the U test cannot reach p < " << o.alpha << " with so few (raise repeats or epochs)\n";

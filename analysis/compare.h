@@ -5,8 +5,8 @@
 //   matrix=<name>     the run belongs to that matrix
 //   tag=<tag>         the matrix carried that tag
 //   runs=<a>-<b>      run ids a..b (or runs=<id>)
-// Only runs with status ok count. Runs are matched by trial key (every parameter of the trial). Each
-// training epoch of each run is one throughput sample (samples/s); a trial's ratio is
+// Only runs with status ok count (diverged runs are counted and noted, never compared). Runs are matched
+// by trial key (every parameter of the trial). Each training epoch of each run is one throughput sample (samples/s); a trial's ratio is
 // median(candidate) / median(baseline), so above 1 is faster. A trial regresses when the ratio is below
 // 1 - threshold and the two-sided Mann-Whitney U test gives p < alpha (0.05).
 #pragma once
@@ -38,6 +38,7 @@ struct Comparison {
   double geomean_ratio = 0.0;           // over matched trials
   int regressions = 0;
   bool too_few_samples = false;         // some trial has fewer samples than the test needs
+  int diverged_baseline = 0, diverged_candidate = 0;  // diverged runs in each selection: not compared, noted
 };
 
 // The SQL condition (on runs r JOIN matrices m JOIN environments e) of a selection; throws dtnn::Error for

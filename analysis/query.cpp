@@ -24,7 +24,8 @@ const View kViews[] = {
      "SELECT * FROM v_scaling"},
     {"accuracy", "accuracy of ok runs against their targets (run `dtnn check` to load the targets)",
      "SELECT * FROM v_accuracy_vs_target ORDER BY run_id"},
-    {"runs", "every run with its status and error ('running (runner gone)': its runner was killed)",
+    {"runs", "every run with its status and error ('running (runner gone)': its runner was killed; 'diverged': its "
+     "loss became NaN or infinite, no samples/s or accuracy)",
      "SELECT id, matrix_id, label, repeat, CASE WHEN status = 'running' AND NOT dtnn_runner_alive(runner_host, "
      "runner_pid) THEN 'running (runner gone)' ELSE status END AS status, round(duration_s, 1) AS duration_s, "
      "round(samples_per_s, 1) AS samples_per_s, round(test_accuracy, 2) AS test_accuracy, error, started_at "

@@ -1,7 +1,8 @@
 // The dtnn command line: `dtnn train`, `models`, `algos`, `conv`, `layers` (the engine) and `run`, `query`, `check`,
 // `compare`, `report` (the harness). The only translation unit that includes CLI11 (it is heavy to
 // compile). Bad input prints one line, "dtnn: <what>", and exits non-zero: 2 for a malformed command line,
-// 3 (kUnsupportedExit) for a valid request this build or machine cannot run, 1 for everything else.
+// 3 (kUnsupportedExit) for a valid request this build or machine cannot run, 4 (kDivergedExit) for a `dtnn train`
+// whose loss became NaN or infinite, 1 for everything else.
 #include <CLI/CLI.hpp>
 #include <cerrno>
 #include <cstdio>

@@ -407,7 +407,7 @@ RunStart run_start(int64_t matrix_id, int64_t env_id, const Planned& planned, co
 }
 
 struct Outcome {
-  std::string status, error;  // status "ok": stored with the report already
+  std::string status, error;  // status "ok" or "diverged": stored with the report already
 };
 
 // Nothing may be at a report path before its attempt begins: removes what is there, throws if it cannot.
@@ -467,6 +467,14 @@ Outcome run_trial(ResultStore& store, int64_t run_id, std::vector<std::string> a
     case ChildResult::kExited:
       if (child.code == kUnsupportedExit) {
         o = {"unsupported", error_line(log_path)};
+      } else if (child.code == kDivergedExit && fs::exists(report_path)) {
+        // A result, not a failure: stored with its report so the epochs up to the divergence are kept.
+        try {
+          store.finish_run_diverged(run_id, read_file(report_path), error_line(log_path), duration);
+          o = {"diverged", error_line(log_path)};
+        } catch (const Error& e) {
+          o = {"failed", e.what()};
+        }
       } else if (child.code != 0) {
         o = {"failed", "exit " + std::to_string(child.code) + ": " + error_line(log_path)};
       } else if (!fs::exists(report_path)) {
@@ -544,7 +552,7 @@ int run_matrix(const RunnerOptions& options, std::ostream& out) {
   const StopSignals stop_signals;
   const bool tty = ::isatty(STDOUT_FILENO);
   const auto start = Clock::now();
-  int n_ok = 0, n_failed = 0, n_timeout = 0, n_unsupported = 0;
+  int n_ok = 0, n_failed = 0, n_timeout = 0, n_unsupported = 0, n_diverged = 0;
   int stopped_by = 0;  // the stop signal that ended the runner
   for (size_t i = 0; i < plan.size() && !stopped_by; ++i) {
     if (g_stop_signal) {  // between trials: start no other
@@ -571,8 +579,10 @@ int run_matrix(const RunnerOptions& options, std::ostream& out) {
       o = {"failed", std::string("runner: ") + e.what()};
     }
     if (o.status == "interrupted") stopped_by = g_stop_signal;
-    if (o.status != "ok") store.finish_run(run_id, o.status, o.error, duration);
+    const bool stored = o.status == "ok" || o.status == "diverged";  // with the report already
+    if (!stored) store.finish_run(run_id, o.status, o.error, duration);
     if (o.status == "ok") ++n_ok;
+    else if (o.status == "diverged") ++n_diverged;
     else if (o.status == "unsupported") ++n_unsupported;
     else if (o.status == "timeout") ++n_timeout;
     else if (o.status == "failed") ++n_failed;
@@ -582,10 +592,10 @@ int run_matrix(const RunnerOptions& options, std::ostream& out) {
   }
   const double total = std::chrono::duration<double>(Clock::now() - start).count();
   out << (tty ? "\r\033[K" : "") << "done in " << format_duration(total) << ": " << n_ok << " ok, " << n_failed
-      << " failed, " << n_timeout << " timeout, " << n_unsupported << " unsupported"
+      << " failed, " << n_timeout << " timeout, " << n_unsupported << " unsupported, " << n_diverged << " diverged"
       << (stopped_by ? ", interrupted by signal " + std::to_string(stopped_by) : std::string()) << "\n";
   if (stopped_by) return 128 + stopped_by;
-  return n_failed + n_timeout > 0 ? 1 : 0;
+  return n_failed + n_timeout + n_diverged > 0 ? 1 : 0;
 }
 
 }  // namespace dtnn

@@ -14,7 +14,9 @@
 // refused: <why>". The runner deletes the reports of the runs it reaps, and under this database's log folder
 // any report more than a minute old whose run is not running (ranks of a killed mpirun can write late).
 //
-// Statuses: ok; failed (non-zero exit, the error line kept; killed by a signal, with the child's last line
+// Statuses: ok; diverged (the child exits with kDivergedExit, its training loss NaN or infinite: its report is
+// stored as an ok run's, so the epochs up to the divergence are kept, with the child's "dtnn: diverged" line as
+// the error; no throughput or accuracy is stored for it); failed (non-zero exit, the error line kept; killed by a signal, with the child's last line
 // only when it is a complete "dtnn: "/"torch_train: " line; or the runner could not run it, e.g. no log
 // file: "runner: <why>", and the runner goes on with the next trial); timeout; unsupported (the child exits
 // with kUnsupportedExit, or the runner knows beforehand, e.g. a PyTorch trial with 2 ranks); interrupted
@@ -45,7 +47,7 @@ struct RunnerOptions {
 // This machine and build as the store records them (host, CPU, libraries, GPU, git commit, env vars).
 StoredEnvironment current_environment();
 
-// Returns the exit code: 0 when every run is ok or unsupported, 1 when any failed or timed out, 128 + the
+// Returns the exit code: 0 when every run is ok or unsupported, 1 when any failed, diverged or timed out, 128 + the
 // signal when stopped by one. Throws dtnn::Error for a bad matrix, filter or database path (empty, under a
 // file, not a regular file).
 int run_matrix(const RunnerOptions& options, std::ostream& out);

@@ -307,7 +307,26 @@ int ResultStore::latest_version() {
 
 int ResultStore::version() const { return stored_version(db_, path_); }
 
+namespace {
+
+// Foreign keys off for the length of a migration, as SQLite's table-rebuild procedure requires (a DROP TABLE
+// with them on would cascade-delete the rows that reference it); migrate() checks them before committing.
+// The pragma is a no-op inside a transaction, so this wraps the migration's transaction.
+class ForeignKeysOff {
+ public:
+  ForeignKeysOff(sqlite3* db, const std::string& path) : db_(db) { exec_sql(db, path, "PRAGMA foreign_keys = OFF"); }
+  ~ForeignKeysOff() { sqlite3_exec(db_, "PRAGMA foreign_keys = ON", nullptr, nullptr, nullptr); }
+  ForeignKeysOff(const ForeignKeysOff&) = delete;
+  ForeignKeysOff& operator=(const ForeignKeysOff&) = delete;
+
+ private:
+  sqlite3* db_;
+};
+
+}  // namespace
+
 void ResultStore::migrate(int up_to) {
+  const ForeignKeysOff fk_off(db_, path_);
   Transaction tx(db_, path_);
   if (!has_table(db_, path_, "schema_migrations")) {
     Statement any(db_, path_, "SELECT count(*) FROM sqlite_master");
@@ -325,6 +344,10 @@ void ResultStore::migrate(int up_to) {
     exec_sql(db_, path_, m.sql);
     Statement st(db_, path_, "INSERT INTO schema_migrations (version, description) VALUES (?, ?)");
     st.bind(1, m.version).bind(2, m.description).run();
+  }
+  {
+    Statement fk(db_, path_, "PRAGMA foreign_key_check");
+    if (fk.step()) fail(path_, ": migrating: a row of table ", *fk.text_column(0), " refers to a missing row");
   }
   tx.commit();
 }
@@ -429,6 +452,17 @@ std::vector<bool> ResultStore::add_conv_benchmarks(int64_t environment_id, const
 }
 
 void ResultStore::finish_run_ok(int64_t run_id, const std::string& report_json, double duration_s) {
+  finish_run_with_report(run_id, report_json, duration_s, "ok", "");
+}
+
+void ResultStore::finish_run_diverged(int64_t run_id, const std::string& report_json, const std::string& error,
+                                      double duration_s) {
+  finish_run_with_report(run_id, report_json, duration_s, "diverged", error);
+}
+
+void ResultStore::finish_run_with_report(int64_t run_id, const std::string& report_json, double duration_s,
+                                         const std::string& status, const std::string& error) {
+  const bool ok = status == "ok";
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(report_json);
@@ -438,7 +472,7 @@ void ResultStore::finish_run_ok(int64_t run_id, const std::string& report_json, 
   try {
     if (!j.is_object() || j.value("schema", "") != "dtnn.run_report/1")
       fail("run report: not a dtnn.run_report/1 document");
-    if (j.value("status", "") != "ok") fail("run report: status is not ok");
+    if (j.value("status", "") != status) fail("run report: status is not ", status);
     const nlohmann::json& training = j.at("training");
     const nlohmann::json& epochs = j.at("epochs");
     if (!epochs.is_array()) fail("run report: 'epochs' is not an array");
@@ -454,13 +488,18 @@ void ResultStore::finish_run_ok(int64_t run_id, const std::string& report_json, 
     if (!epochs.empty() && epochs.back().contains("val")) val_acc = metric(epochs.back()["val"], "categorical_accuracy");
 
     Transaction tx(db_, path_);
+    // A diverged run keeps its report, epochs and layers but no run-level throughput or accuracy: nothing
+    // that sums or averages those columns can count it.
+    std::optional<double> samples_per_s = training.at("samples_per_s").get<double>();
+    if (!ok) samples_per_s = test_loss = test_acc = val_acc = std::nullopt;
     Statement up(db_, path_,
-                 "UPDATE runs SET status = 'ok', error = NULL, finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), "
+                 "UPDATE runs SET status = ?, error = ?, finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), "
                  "duration_s = ?, samples_per_s = ?, train_time_s = ?, train_samples = ?, test_loss = ?, "
                  "test_accuracy = ?, val_accuracy = ?, report = ? WHERE id = ? AND status = 'running'");
-    up.bind(1, duration_s).bind(2, training.at("samples_per_s").get<double>());
-    up.bind(3, training.at("time_s").get<double>()).bind(4, training.at("samples").get<int64_t>());
-    up.bind(5, test_loss).bind(6, test_acc).bind(7, val_acc).bind(8, report_json).bind(9, run_id);
+    up.bind(1, status).bind(2, ok ? std::nullopt : std::optional<std::string>(error));
+    up.bind(3, duration_s).bind(4, samples_per_s);
+    up.bind(5, training.at("time_s").get<double>()).bind(6, training.at("samples").get<int64_t>());
+    up.bind(7, test_loss).bind(8, test_acc).bind(9, val_acc).bind(10, report_json).bind(11, run_id);
     up.run();
     if (sqlite3_changes(db_) != 1) fail(path_, ": run ", run_id, " is not a running run");
     for (const nlohmann::json& e : epochs) {

@@ -104,7 +104,12 @@ class ResultStore {
   // Ingests a dtnn.run_report/1 JSON text and sets status 'ok', in one transaction. Throws dtnn::Error
   // (and changes nothing) when the report is malformed, truncated or not a run report.
   void finish_run_ok(int64_t run_id, const std::string& report_json, double duration_s);
-  // Sets a final status other than ok: failed | timeout | interrupted | unsupported, with the error line.
+  // As finish_run_ok for a report whose status is "diverged" (the training loss became NaN or infinite): status
+  // 'diverged' with the error line; the report, epochs and layer timings are stored as for an ok run, the
+  // run-level samples_per_s, test_loss, test_accuracy and val_accuracy are left NULL (nothing counts them).
+  void finish_run_diverged(int64_t run_id, const std::string& report_json, const std::string& error,
+                           double duration_s);
+  // Sets a final status without a report: failed | timeout | interrupted | unsupported, with the error line.
   void finish_run(int64_t run_id, const std::string& status, const std::string& error, double duration_s);
   // Marks 'interrupted' every 'running' row whose owning process no longer exists on this host; returns
   // their log paths (the runner deletes what their trials may have left next to them).
@@ -134,6 +139,8 @@ class ResultStore {
  private:
   ResultStore(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
   void migrate(int up_to);
+  void finish_run_with_report(int64_t run_id, const std::string& report_json, double duration_s,
+                              const std::string& status, const std::string& error);
   sqlite3* db_ = nullptr;
   std::string path_;
 };

@@ -24,6 +24,10 @@ struct Unsupported : Error {
 };
 inline constexpr int kUnsupportedExit = 3;
 
+// `dtnn train` whose training loss became NaN or infinite (train/run.h): it still writes its report, with
+// "status": "diverged", and the harness stores the run as 'diverged', not 'ok' and not 'failed'.
+inline constexpr int kDivergedExit = 4;
+
 namespace detail {
 template <typename... Args>
 std::string concat(const Args&... args) {

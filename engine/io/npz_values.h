@@ -3,6 +3,7 @@
 // file and the key when an array is missing or has the wrong dtype or size.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -43,6 +44,15 @@ inline NpyArray make_text(std::string name, const std::string& text) {
   a.shape = {static_cast<int64_t>(text.size())};
   a.bytes.assign(text.begin(), text.end());
   return a;
+}
+
+// Throws when any of the n values is NaN or infinite, naming the file, the array and the first such element:
+// weights and checkpoints are refused rather than trained from (a run that diverged writes none).
+template <typename T>
+void require_finite(const T* values, size_t n, const std::string& key, const std::string& path) {
+  for (size_t i = 0; i < n; ++i)
+    DTNN_CHECK(std::isfinite(values[i]), path, ": array '", key, "' holds ", std::isnan(values[i]) ? "NaN" : "an infinity",
+               " (element ", i, "): weights and checkpoints must be finite");
 }
 
 inline const NpyArray& require_array(const NpyArrayMap& arrays, const std::string& key, const std::string& path) {

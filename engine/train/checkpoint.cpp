@@ -1,5 +1,7 @@
 #include "train/checkpoint.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
@@ -137,14 +139,17 @@ CheckpointState load_checkpoint(const std::string& path, Model& model, Optimizer
   DTNN_CHECK(state.epoch >= 0, path, ": negative epoch count");
   state.stopped = io::read_i64(arrays, "dtnn_stopped", path) != 0;
   const std::vector<double> lr = io::read_f64(arrays, "dtnn_learning_rate", path);
-  DTNN_CHECK(lr.size() == 1 && lr[0] > 0, path, ": array 'dtnn_learning_rate' must hold one positive rate");
+  DTNN_CHECK(lr.size() == 1 && lr[0] > 0 && std::isfinite(lr[0]), path,
+             ": array 'dtnn_learning_rate' must hold one positive finite rate");
   const int64_t steps = io::read_i64(arrays, "dtnn_optimizer_steps", path);
+  DTNN_CHECK(steps >= 0, path, ": array 'dtnn_optimizer_steps' holds a negative step count (", steps, ")");
 
   const size_t k = 1 + parse_metrics(options.metrics).size(), cols = 7 + 2 * k;
   const io::NpyArray& ea = io::require_array(arrays, "dtnn_epochs", path);
   DTNN_CHECK(ea.shape.size() == 2 && ea.shape[0] == state.epoch && ea.shape[1] == static_cast<int64_t>(cols), path,
              ": array 'dtnn_epochs' must have shape (", state.epoch, ", ", cols, ")");
   const std::vector<double> rows = io::read_f64(arrays, "dtnn_epochs", path);
+  io::require_finite(rows.data(), rows.size(), "dtnn_epochs", path);  // a NaN loss in the history
   for (int64_t e = 0; e < state.epoch; ++e) {
     const double* r = rows.data() + e * cols;
     EpochRecord rec;
@@ -173,14 +178,22 @@ CheckpointState load_checkpoint(const std::string& path, Model& model, Optimizer
   DTNN_CHECK(sa.dtype == io::NpyDType::f32 && sa.numel() == model.state_size(), path,
              ": array 'dtnn_state_slab' must hold ", model.state_size(), " float32 values (has ", sa.numel(), ")");
 
-  load_weights(model, path);  // checks every key and shape before it changes anything
-  io::read_f32_into(arrays, "dtnn_state_slab", path, model.host_state_slab(), model.state_size());
-  model.upload();
+  std::vector<Tensor> slabs;  // read and checked before anything changes, in optimizer.state()'s order
   for (const auto& [name, t] : optimizer.state()) {
     Tensor host = Tensor::zeros(t->shape());
     io::read_f32_into(arrays, "dtnn_optimizer_" + name, path, host.data(), t->numel());
-    t->copy_from(host);
+    io::require_finite(host.data(), static_cast<size_t>(t->numel()), "dtnn_optimizer_" + name, path);
+    slabs.push_back(std::move(host));
   }
+  std::vector<float> state_slab(static_cast<size_t>(model.state_size()));
+  io::read_f32_into(arrays, "dtnn_state_slab", path, state_slab.data(), model.state_size());
+  io::require_finite(state_slab.data(), state_slab.size(), "dtnn_state_slab", path);
+
+  load_weights(model, path);  // checks every key, shape and value before it changes anything
+  std::copy(state_slab.begin(), state_slab.end(), model.host_state_slab());
+  model.upload();
+  const auto state_slabs = optimizer.state();
+  for (size_t i = 0; i < slabs.size(); ++i) state_slabs[i].second->copy_from(slabs[i]);
   optimizer.set_steps(steps);
   optimizer.set_learning_rate(lr[0]);
   schedulers.load_state(arrays, path);

@@ -24,7 +24,8 @@
 //                            --num_epochs may differ (that is how a run is extended); --threads and
 //                            --conv_algo may too, with a warning that the result is then not bit-identical.
 // Errors (one line naming the file, non-zero exit): not an NPZ, truncated or corrupt, a missing or
-// malformed dtnn_ key, an option that differs (naming it and both values), weights of another model.
+// malformed dtnn_ key, an option that differs (naming it and both values), weights of another model, a NaN or
+// infinite value in any weight, slab or epoch row, a negative optimizer step count.
 #pragma once
 
 #include <cstdint>

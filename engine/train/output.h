@@ -32,6 +32,9 @@ struct RunSummary {
   double wall_time_s = 0.0;   // training including validation passes
   int64_t train_samples = 0;
   std::optional<PassResult> test;
+  // Non-empty when training stopped because its loss became NaN or infinite: the one-line reason. The report
+  // then says "status": "diverged" (else "ok") and lists the epochs up to and including that one.
+  std::string diverged;
 };
 
 // The dtnn.run_report/1 JSON, written atomically. It carries "run_nonce" copied from $DTNN_RUN_NONCE when
@@ -45,7 +48,8 @@ void write_history(const std::string& path, const RunSummary& run);
 // NPZ with PyDTNN's keys "<layer id>_<Type>_<variable>" (e.g. 1_Conv2D_weights), arrays in dtnn's
 // storage layout (which is PyDTNN's CPU layout).
 void save_weights(const Model& model, const std::string& path);
-// Loads every parameter; throws dtnn::Error naming the first missing key or mismatching shape.
+// Loads every parameter; throws dtnn::Error naming the first missing key, mismatching shape or array holding
+// NaN or an infinity, and then changes nothing.
 void load_weights(Model& model, const std::string& path);
 // The arrays save_weights writes (checkpoints add their own keys to them).
 std::vector<io::NpyArray> weight_arrays(const Model& model);

@@ -30,8 +30,9 @@ void write_report(const std::string& path, const TrainOptions& options, const En
   nlohmann::json j;
   j["schema"] = "dtnn.run_report/1";
   j["framework"] = "dtnn";
-  j["status"] = "ok";
-  // The runner (experiments/runner.cpp) names each attempt; a report without its name is not ingested.
+  j["status"] = run.diverged.empty() ? "ok" : "diverged";
+  if (!run.diverged.empty()) j["error"] = run.diverged;
+  // The runner (experiments/runner.cpp) names each attempt; a report naming another attempt is not ingested.
   if (const char* nonce = std::getenv("DTNN_RUN_NONCE"); nonce && *nonce) j["run_nonce"] = nonce;
   nlohmann::json opts = nlohmann::json::object();
   for (const auto& [name, value] : options_list(options)) opts[name] = value;

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <iostream>
 #include <thread>
 
 #include "backend/cpu/blas.h"
@@ -13,6 +14,7 @@
 #include "backend/gpu_ops.h"
 #include "core/clock.h"
 #include "core/environment.h"
+#include "core/strings.h"
 #include "core/error.h"
 #include "optim/lr_scheduler.h"
 #include "train/checkpoint.h"
@@ -170,7 +172,8 @@ Environment run_environment(const TrainOptions& o, const Communicator& comm) {
 }
 
 // The epoch loop: epochs after the checkpointed ones, LR schedulers after each (they may stop training),
-// rank 0 rewriting --checkpoint_file. Returns the number of epochs run.
+// rank 0 rewriting --checkpoint_file. Returns the number of epochs run; stops after an epoch whose training
+// loss is not finite, with run.diverged saying so.
 int train_epochs(const TrainOptions& o, Trainer& trainer, const Splits& splits, LRSchedulers& schedulers, Model& model,
                  Optimizer& optimizer, Communicator& comm, CheckpointState& progress, RunSummary& run,
                  std::ostream& out) {
@@ -178,6 +181,18 @@ int train_epochs(const TrainOptions& o, Trainer& trainer, const Splits& splits, 
   int epochs_run = 0;
   for (int epoch = static_cast<int>(progress.epoch) + 1; epoch <= o.num_epochs && !progress.stopped; ++epoch) {
     EpochRecord rec = trainer.run_epoch(epoch, static_cast<int>(o.num_epochs), splits);
+    if (!std::isfinite(rec.train.values[0])) {
+      // The loss is allreduced, so every rank stops here. Neither the schedulers (which may save weights)
+      // nor the checkpoint see this state: --checkpoint_file keeps the last finite epoch.
+      const double loss = rec.train.values[0];
+      run.diverged = "diverged: the training loss (" + trainer.value_names()[0] + ") is " +
+                     (std::isnan(loss) ? "nan" : format_double(loss)) + " after epoch " + std::to_string(epoch) +
+                     " (learning rate " + format_double(rec.learning_rate) + ")";
+      run.train_time_s += rec.train.time_s;
+      run.train_samples += rec.train.samples;
+      run.epochs.push_back(std::move(rec));
+      return epochs_run + 1;
+    }
     if (root && rec.val) {
       char buf[64];
       std::snprintf(buf, sizeof buf, "  validation (%lld samples): ", static_cast<long long>(rec.val->samples));
@@ -206,6 +221,19 @@ void print_done(std::ostream& out, const RunSummary& run, int epochs_run) {
                 run.wall_time_s, epochs_run == 0 ? 0.0 : run.wall_time_s / epochs_run,
                 run.train_time_s > 0 ? run.train_samples / run.train_time_s : 0.0, run.train_time_s);
   out << buf;
+}
+
+// A diverged run writes its report (status "diverged", the epochs up to the non-finite one) and nothing
+// else: no weights, history or test pass from a NaN state. Rank 0 says why on stderr.
+int finish_diverged(const TrainOptions& o, const Environment& env, const Model& model, const Trainer& trainer,
+                    const RunSummary& run, int epochs_run, bool root) {
+  if (!root) return kDivergedExit;
+  if (!o.report.empty()) write_report(o.report, o, env, model, trainer, run);
+  std::string kept;
+  if (!o.checkpoint_file.empty() && epochs_run > 1)
+    kept = "; --checkpoint_file keeps epoch " + std::to_string(run.epochs.back().epoch - 1);
+  std::cerr << "dtnn: " << run.diverged << ": no weights, history or checkpoint written from it" << kept << std::endl;
+  return kDivergedExit;
 }
 
 }  // namespace
@@ -283,6 +311,7 @@ int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
   run.wall_time_s = now_s() - t0;
   if (root) print_done(out, run, epochs_run);
   if (root && epochs_run > 0 && (!o.enable_gpu || o.gpu_layer_times)) print_layer_times(out, *model);
+  if (!run.diverged.empty()) return finish_diverged(o, env, *model, trainer, run, epochs_run, root);
   if (root && !o.weights_and_bias_filename.empty()) save_weights(*model, o.weights_and_bias_filename);
   if (root && !o.history_file.empty()) write_history(o.history_file, run);
 

@@ -19,7 +19,11 @@
 
 namespace dtnn {
 
-// Returns the process exit code (0 on success).
+// Returns the process exit code: 0 on success; kDivergedExit (core/error.h) when the training loss became NaN
+// or infinite (checked on every epoch's allreduced loss, so every rank stops after the same epoch). A diverged
+// run writes only its report (--report, "status": "diverged") and one "dtnn: diverged: ..." line on stderr;
+// --weights_and_bias_filename and --history_file are not written, --checkpoint_file keeps the last finite
+// epoch (it is never written from the diverged state), and the test pass is skipped.
 int run_training(TrainOptions options, Communicator& comm, std::ostream& out);
 
 // The model `options` describe, fused as asked, built for its device, layout and batch (every buffer sized

@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "io/npz.h"
+#include "io/npz_values.h"
 #include "train/output.h"
 
 namespace dtnn {
@@ -48,8 +49,14 @@ void load_weights(Model& model, const std::string& path) {
     DTNN_CHECK(it->second.shape == dims(p.shape), path, ": array '", k, "' has shape ", dims_str(it->second.shape),
                ", the model needs ", p.shape.str());
   });
+  std::map<std::string, std::vector<float>> values;
+  for_each_array(model, [&](const Layer& layer, const Param& p) {
+    const std::string k = key(layer, p);
+    std::vector<float>& v = values[k] = by_name.at(k).to_float();
+    io::require_finite(v.data(), v.size(), k, path);
+  });
   for_each_array(model, [&](const Layer& layer, Param& p) {
-    const std::vector<float> v = by_name.at(key(layer, p)).to_float();
+    const std::vector<float>& v = values.at(key(layer, p));
     std::copy(v.begin(), v.end(), p.host.data());
   });
   model.upload();

@@ -135,6 +135,46 @@ TEST_CASE("store: a version-1 database migrates to the latest and keeps its runs
   CHECK(one(latest, "SELECT verdict FROM v_accuracy_vs_target WHERE value IS NULL") == "no value");
 }
 
+TEST_CASE("store: a version-3 database gains status 'diverged' and keeps runs, epochs, layers, views", "[store]") {
+  const std::string path = fresh_db("v3");
+  {
+    dtnn::ResultStore v3 = dtnn::ResultStore::open_at_version(path, 3);
+    REQUIRE(v3.version() == 3);
+    v3.exec("INSERT INTO matrices (name, file, hash, text) VALUES ('old', 'old.toml', 'h', 't');"
+            "INSERT INTO environments (host, cpu_model, cores, gpu, compiler, blas, onednn, mpi, cuda, build_type,"
+            " dtnn_version, git_commit, git_dirty, env_vars) VALUES ('h','c',2,'none','g','b','o','m','c','R','0',"
+            " 'c0ffee',0,'{}');");
+    for (const char* ranks : {"1", "2"})
+      v3.exec(std::string("INSERT INTO runs (matrix_id, environment_id, trial_key, config_key, label, repeat, framework,"
+              " model, dataset, conv_algo, ranks, threads, device, batch_size, num_epochs, optimizer, params, status,"
+              " command, log_path, runner_pid, runner_host, samples_per_s, test_accuracy, tags) VALUES (1, 1, 'k")
+              + ranks + "', 'c', 'l', 0, 'dtnn', 'simplecnn', 'mnist', 'auto', " + ranks + ", 1, 'cpu', 64, 5, 'sgd',"
+              " '{}', 'ok', 'x', 'y', 1, 'h', " + (ranks[0] == '1' ? "1000.0" : "1900.0") + ", 89.0, 'ci');"
+              "INSERT INTO epochs (run_id, epoch, samples, time_s, samples_per_s, metrics) VALUES (last_insert_rowid(),"
+              " 1, 64, 0.1, 640.0, '{}');"
+              "INSERT INTO layer_timings (run_id, layer_id, type) SELECT max(id), 1, 'FC' FROM runs;");
+    CHECK_THROWS(v3.exec("UPDATE runs SET status = 'diverged' WHERE id = 1"));  // the CHECK of version 3
+  }
+  dtnn::ResultStore latest = dtnn::ResultStore::open(path);
+  CHECK(latest.version() == dtnn::ResultStore::latest_version());
+  CHECK(one(latest, "PRAGMA foreign_keys") == "1");  // back on after the migration turned them off
+  CHECK(one(latest, "SELECT count(*) FROM runs") == "2");
+  CHECK(one(latest, "SELECT count(*) FROM epochs") == "2");  // not cascade-deleted with the old table
+  CHECK(one(latest, "SELECT count(*) FROM layer_timings") == "2");
+  CHECK(one(latest, "SELECT group_concat(tags || ':' || test_accuracy) FROM runs") == "ci:89.0,ci:89.0");
+  CHECK(one(latest, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name LIKE 'runs_by_%'") == "2");
+  CHECK(one(latest, "SELECT speedup FROM v_scaling WHERE ranks = 2") == "1.9");
+  CHECK(one(latest, "SELECT count(*) FROM v_throughput") == "2");
+  CHECK(one(latest, "PRAGMA integrity_check") == "ok");
+  latest.exec("UPDATE runs SET status = 'diverged' WHERE id = 2");
+  CHECK(one(latest, "SELECT count(*) FROM v_throughput") == "1");  // the views count ok runs only
+  CHECK_THROWS(latest.exec("UPDATE runs SET status = 'bogus' WHERE id = 1"));
+  // Foreign keys still hold on the rebuilt table.
+  CHECK_THROWS(latest.exec("INSERT INTO epochs (run_id, epoch, samples, time_s, samples_per_s, metrics) "
+                           "VALUES (999, 1, 1, 1.0, 1.0, '{}')"));
+  CHECK_THROWS(latest.exec("DELETE FROM matrices"));
+}
+
 TEST_CASE("store: files that are not (this version of) a dtnn database are refused", "[store]") {
   const std::string garbage = fresh_db("garbage");
   std::ofstream(garbage) << "this is not an SQLite file, it is long enough to have a header......................."
