@@ -30,6 +30,7 @@
 #include "core/sha256.h"
 #include "core/strings.h"
 #include "experiments/matrix.h"
+#include "experiments/run_files.h"
 #include "results/store.h"
 #include "train/option_table.h"
 
@@ -317,77 +318,6 @@ fs::path prepare_db_path(const std::string& db) {
   return path;
 }
 
-// This database's own log folder: <db dir>/logs/<db file stem>-<8 hex digits of the SHA-256 of its
-// canonical path>. Databases in one directory each count run ids from 1 and must not share files.
-fs::path database_log_dir(const fs::path& db_path) {
-  std::error_code ec;
-  fs::path canonical = fs::weakly_canonical(db_path, ec);
-  if (ec) canonical = db_path;
-  const std::string tag = sha256_hex(canonical.string()).substr(0, 8);
-  return db_path.parent_path() / "logs" / (db_path.stem().string() + "-" + tag);
-}
-
-// A fresh name for one attempt at a run (64 random bits, 16 hex digits): in its file names, so an attempt
-// never meets the files of another (a recreated database counts run ids from 1 again), and in
-// $DTNN_RUN_NONCE, which the trial copies into its report as "run_nonce".
-std::string attempt_nonce() {
-  std::random_device rd;
-  const uint64_t bits = (static_cast<uint64_t>(rd()) << 32) ^ rd();
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(bits));
-  return buf;
-}
-
-// Where the trial logged at `log_path` (<name>.log) writes its report: <name>.report.json.
-std::string report_path_for(const std::string& log_path) {
-  const bool dot_log = log_path.size() >= 4 && log_path.compare(log_path.size() - 4, 4, ".log") == 0;
-  return (dot_log ? log_path.substr(0, log_path.size() - 4) : log_path) + ".report.json";
-}
-
-bool before(const timespec& a, const timespec& b) {
-  return a.tv_sec < b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec < b.tv_nsec);
-}
-
-// Why the file at report_path is not this attempt's report: it was written before the attempt began
-// (`began` comes from the same file system's clock, so coarse timestamps can only tie), or it names
-// another attempt. "" when it is this attempt's, and when there is none (the caller says so). A report
-// without "run_nonce" is taken on its path and time: dtnn builds from before the nonce (`dtnn run --dtnn`
-// with an older build, as ci/perf-regression.sh runs its baselines) write none, and the path is this
-// attempt's own, cleared before it began.
-std::string refused_report_reason(const std::string& report_path, const std::string& nonce, const timespec& began) {
-  struct stat st {};
-  if (::stat(report_path.c_str(), &st) != 0) return "";
-  if (before(st.st_mtim, began)) return report_path + " was written before the run started";
-  const nlohmann::json j = nlohmann::json::parse(read_file(report_path), nullptr, false);
-  if (!j.is_object() || !j.contains("run_nonce")) return "";  // malformed: ingesting it says why
-  const nlohmann::json& named = j["run_nonce"];
-  if (!named.is_string() || named.get<std::string>() != nonce)
-    return report_path + " names run nonce " + named.dump() + ", not this run's \"" + nonce + "\"";
-  return "";
-}
-
-// Reports that no trial will read any more: those next to the logs of `orphans` (runs of a killed runner),
-// and, under `log_root`, any *.report.json more than a minute old whose run is not running (a rank of a
-// killed trial can write one after its run ended). A newer one may be a live trial's, just written.
-void remove_stale_reports(const std::vector<std::string>& orphans, const fs::path& log_root, const ResultStore& store) {
-  std::error_code ec;
-  for (const std::string& log : orphans)
-    if (fs::path(log).is_absolute()) fs::remove(report_path_for(log), ec);
-  if (!fs::is_directory(log_root, ec)) return;
-  std::set<std::string> live;
-  for (const auto& row : store.query("SELECT log_path FROM runs WHERE status = 'running'").rows)
-    if (row[0]) live.insert(report_path_for(*row[0]));
-  const auto cutoff = fs::file_time_type::clock::now() - std::chrono::minutes(1);
-  for (auto it = fs::recursive_directory_iterator(log_root, ec); !ec && it != fs::recursive_directory_iterator();
-       it.increment(ec)) {
-    const std::string path = it->path().string();
-    if (path.size() < 12 || path.compare(path.size() - 12, 12, ".report.json") != 0 || live.count(path)) continue;
-    std::error_code time_ec;
-    const auto written = fs::last_write_time(it->path(), time_ec);
-    if (!time_ec && written < cutoff) fs::remove(it->path(), time_ec);
-  }
-}
-
 RunStart run_start(int64_t matrix_id, int64_t env_id, const Planned& planned, const std::string& tags,
                    const std::string& command) {
   RunStart rs;
@@ -409,14 +339,6 @@ RunStart run_start(int64_t matrix_id, int64_t env_id, const Planned& planned, co
 struct Outcome {
   std::string status, error;  // status "ok" or "diverged": stored with the report already
 };
-
-// Nothing may be at a report path before its attempt begins: removes what is there, throws if it cannot.
-void clear_report_path(const std::string& report_path) {
-  std::error_code ec;
-  fs::remove(report_path, ec);
-  if (ec || fs::symlink_status(report_path, ec).type() != fs::file_type::not_found)
-    fail(report_path, ": cannot remove what is there before the run starts");
-}
 
 // Runs one begun run to its outcome: the child, its exit, its report ingested when ok and this attempt's
 // (refused_report_reason). Throws when the runner itself cannot go on with it (no log file, no fork); the
@@ -441,12 +363,13 @@ Outcome run_trial(ResultStore& store, int64_t run_id, std::vector<std::string> a
   const auto t0 = Clock::now();
   const ChildResult child = run_child(argv, log_path, nonce, timeout_s);
   duration = std::chrono::duration<double>(Clock::now() - t0).count();
-  if (child.kind == ChildResult::kExited && child.code == 0) {
+  // Only a report this attempt wrote is a result (exit 0, and a diverged run's report too).
+  if (child.kind == ChildResult::kExited && (child.code == 0 || (child.code == kDivergedExit && fs::exists(report_path)))) {
     const std::string why = refused_report_reason(report_path, nonce, began);
     if (!why.empty()) {
       std::error_code ec;
       fs::remove(report_path, ec);  // at this attempt's own path: no later run would read it anyway
-      return {"failed", "exit 0 but its report was refused: " + why};
+      return {"failed", "exit " + std::to_string(child.code) + " but its report was refused: " + why};
     }
   }
   Outcome o;

@@ -68,7 +68,8 @@ TEST_CASE("option table: matrix parameters, the listing and the checkpoint's mus
           "[options][matrix]") {
   CHECK(dtnn::matrix_option_names() == names_with(dtnn::kOptMatrix));
   std::vector<std::string> listed;
-  for (const auto& [name, value] : dtnn::options_list(dtnn::TrainOptions{})) listed.push_back(name);
+  const dtnn::TrainOptions defaults;
+  for (const auto& [name, value] : dtnn::options_list(defaults)) listed.push_back(name);
   CHECK(listed == names_with(dtnn::kOptPlanned, false));
 
   // A checkpoint records exactly the must-match rows (and the rank count), each as the table prints it.

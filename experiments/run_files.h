@@ -1,0 +1,33 @@
+// Where a run's log and report live, and which report a run may read (experiments/run_files.cpp). A
+// benchmarking suite's worst failure is a wrong number stored as a good one, so: each database has its own
+// log folder, each attempt its own file names and nonce, nothing is at a report path when its attempt
+// starts, and a report is read only if it was written after its attempt began and names that attempt.
+#pragma once
+
+#include <time.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "results/store.h"
+
+namespace dtnn {
+
+// This database's own log folder: <db dir>/logs/<db file stem>-<8 hex digits of the SHA-256 of its
+// canonical path>. Databases in one directory each count run ids from 1 and must not share files.
+std::filesystem::path database_log_dir(const std::filesystem::path& db_path);
+// A fresh name for one attempt at a run (64 random bits, 16 hex digits), used in its file names and in
+// $DTNN_RUN_NONCE, which the trial copies into its report as "run_nonce".
+std::string attempt_nonce();
+// Where the trial logged at `log_path` (<name>.log) writes its report: <name>.report.json.
+std::string report_path_for(const std::string& log_path);
+// Why the file at report_path is not this attempt's report ("" when it is, and when there is none).
+std::string refused_report_reason(const std::string& report_path, const std::string& nonce, const timespec& began);
+// Deletes reports no trial will read any more: next to the logs of `orphans`, and old ones under `log_root`.
+void remove_stale_reports(const std::vector<std::string>& orphans, const std::filesystem::path& log_root,
+                          const ResultStore& store);
+// Nothing may be at a report path before its attempt begins: removes what is there, throws if it cannot.
+void clear_report_path(const std::string& report_path);
+
+}  // namespace dtnn
