@@ -6,8 +6,8 @@ options, and writes the same JSON run report ("dtnn.run_report/1"), so both
 frameworks can be compared side by side for speed and accuracy, on the CPU or (--enable_gpu=True) on
 CUDA device 0.
 
-Models (built layer for layer like dtnn's builders in engine/models/; parameter counts as `dtnn models`
-prints them, checked on every run and by --self_check):
+Models (torch_models.py; built layer for layer like dtnn's builders in engine/models/; parameter counts as
+`dtnn models` prints them, checked on every run and by --self_check):
   simplemlp, simplecnn   PyDTNN's MNIST models (28x28x1; 932,362 and 202,458 params)
   resnet20_cifar10       He et al.'s CIFAR ResNet-20 as dtnn builds it (zoo_resnet.cpp): conv3x3 16
                          (no bias) - BN - ReLU, 3 stages x 3 basic blocks (16/32/64), projection
@@ -27,7 +27,7 @@ Initialisation follows dtnn: glorot_uniform by default, he_uniform where the bui
 biases, BN gamma 1 / beta 0 / running mean 0 / running var 1, BN momentum 0.1 (PyTorch's convention:
 1 - PyDTNN's 0.9), epsilon 1e-5.
 
-Datasets:
+Datasets (torch_data.py):
   mnist    MNIST-format IDX files, x / 255 (also Fashion-MNIST); with --pad_to_cifar=True each image is
            zero-padded by 2 pixels on every side to 32x32 and its gray channel copied to R, G and B, so
            the CIFAR-shaped (32x32x3) models train on it
@@ -88,7 +88,6 @@ Exit status: 0 on success, 1 on bad data files, 2 on bad options, 3 for a model,
 reference does not implement or this machine lacks (the dtnn runner records that run as "unsupported").
 """
 import argparse
-import gzip
 import json
 import os
 import platform
@@ -97,33 +96,15 @@ import subprocess
 import sys
 import tempfile
 import time
-import zlib
 
 import numpy as np
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
 
-MODELS = ("simplecnn", "simplemlp", "resnet20_cifar10", "resnet50_imagenet", "vgg11bn_cifar10", "vgg16_cifar10",
-          "vgg3dobn")
-DATASETS = ("mnist", "cifar10", "imagenet")
-# The per-sample input shape (C, H, W) each model expects.
-MODEL_INPUT = {"simplecnn": (1, 28, 28), "simplemlp": (1, 28, 28),
-               "resnet20_cifar10": (3, 32, 32), "resnet50_imagenet": (3, 224, 224),
-               "vgg11bn_cifar10": (3, 32, 32), "vgg16_cifar10": (3, 32, 32), "vgg3dobn": (3, 32, 32)}
-# Trainable parameters as `dtnn models` counts them (BN gamma and beta count, running statistics do not).
-EXPECTED_PARAMS = {"simplecnn": 202458, "simplemlp": 932362, "resnet20_cifar10": 272474,
-                   "resnet50_imagenet": 25557032, "vgg11bn_cifar10": 9758474, "vgg16_cifar10": 15245130,
-                   "vgg3dobn": 1343146}
-# dtnn's dataset table (engine/data/synthetic.cpp): classes, train and test sample counts.
-DATASET_SIZES = {"mnist": (10, 60000, 10000), "cifar10": (10, 50000, 10000), "imagenet": (1000, 1281167, 50000)}
-# Distinct synthetic images behind a synthetic dataset that would not fit in memory (imagenet).
-SYNTHETIC_POOL = 256
-
-
-class DataError(Exception):
-    """A data file is missing or malformed."""
-
+# The models and the data live beside this script; it runs as a script (and the tests load it by path).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_data import DATASETS, DataError, TiledImages, data_shape, gather, load_data, to_nhwc  # noqa: E402
+from torch_models import EXPECTED_PARAMS, MODEL_INPUT, MODELS, build_model, count_params, self_check  # noqa: E402
 
 BOOLS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 
@@ -213,381 +194,9 @@ def parse_args(argv):
     return args
 
 
-def data_shape(args):
-    """The per-sample (C, H, W) the data loader produces."""
-    if args.dataset == "imagenet":
-        return (3, 224, 224)
-    if args.dataset == "cifar10" or args.pad_to_cifar:
-        return (3, 32, 32)
-    return (1, 28, 28)
-
-
 def fail(code, message):
     print(f"torch_train: {message}", file=sys.stderr)
     sys.exit(code)
-
-
-def read_idx(directory, name, magic):
-    """Read an IDX file (plain or gzipped, by content) and return a uint8 array."""
-    path = os.path.join(directory, name)
-    if not os.path.exists(path) and os.path.exists(path + ".gz"):
-        path += ".gz"
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-        if raw[:2] == b"\x1f\x8b":
-            raw = gzip.decompress(raw)
-    except (OSError, EOFError, zlib.error) as e:  # gzip.BadGzipFile is an OSError
-        raise DataError(f"cannot read {path}: {getattr(e, 'strerror', None) or e}") from None
-    ndim = 3 if magic == 2051 else 1
-    header = 4 + 4 * ndim
-    if len(raw) < header or int.from_bytes(raw[:4], "big") != magic:
-        raise DataError(f"{path}: not an IDX file with magic {magic}")
-    dims = [int.from_bytes(raw[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim)]
-    if len(raw) != header + int(np.prod(dims)):
-        raise DataError(f"{path}: size {len(raw)} does not match header dims {dims}")
-    return np.frombuffer(raw, dtype=np.uint8, offset=header).reshape(dims)
-
-
-def load_mnist(directory, prefix):
-    x = read_idx(directory, f"{prefix}-images-idx3-ubyte", 2051)
-    y = read_idx(directory, f"{prefix}-labels-idx1-ubyte", 2049)
-    if x.shape[1:] != (28, 28) or x.shape[0] != y.shape[0] or x.shape[0] == 0:
-        raise DataError(f"{directory}: {prefix} images {x.shape} and labels {y.shape} do not match")
-    if y.max() > 9:
-        raise DataError(f"{directory}: {prefix} labels out of range 0..9")
-    images = torch.from_numpy(x.astype(np.float32) / 255.0).reshape(-1, 1, 28, 28)
-    return images, torch.from_numpy(y.astype(np.int64))
-
-
-def pad_to_cifar(images):
-    """(N, 1, 28, 28) -> (N, 3, 32, 32): zero-pad 2 pixels on every side, gray copied to R, G, B
-    (an expanded view: batches indexed out of it are ordinary 3-channel tensors)."""
-    return F.pad(images, (2, 2, 2, 2)).expand(-1, 3, -1, -1)
-
-
-def read_cifar10(path):
-    """One CIFAR-10 binary file -> (uint8 images (N, 3, 32, 32), int64 labels (N,))."""
-    record = 1 + 3 * 32 * 32
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except OSError as e:
-        raise DataError(f"cannot read {path}: {e.strerror or e}") from None
-    if len(raw) == 0 or len(raw) % record != 0:
-        raise DataError(f"{path}: size {len(raw)} bytes is not a multiple of the {record}-byte CIFAR-10 record")
-    data = np.frombuffer(raw, dtype=np.uint8).reshape(-1, record)
-    labels = data[:, 0].astype(np.int64)
-    if labels.max() > 9:
-        raise DataError(f"{path}: labels out of range 0..9")
-    return data[:, 1:].reshape(-1, 3, 32, 32), labels
-
-
-def load_cifar10(train_dir, test_dir, need_test):
-    """Train pool and (optionally) test set, x / 255 standardised per channel with the train pool's
-    mean and population std (over N, H, W), as PyDTNN and dtnn do."""
-    parts = [read_cifar10(os.path.join(train_dir, f"data_batch_{k}.bin")) for k in range(1, 6)]
-    x = np.concatenate([p[0] for p in parts]).astype(np.float32) / 255.0
-    y = np.concatenate([p[1] for p in parts])
-    # statistics in float64 so they do not depend on the summation order
-    mean = x.astype(np.float64).mean(axis=(0, 2, 3))
-    std = x.astype(np.float64).std(axis=(0, 2, 3))
-    std[std == 0] = 1.0
-    norm = lambda a: ((a - mean[None, :, None, None]) / std[None, :, None, None]).astype(np.float32)
-    train = (torch.from_numpy(norm(x)), torch.from_numpy(y))
-    test = None
-    if need_test:
-        tx, ty = read_cifar10(os.path.join(test_dir, "test_batch.bin"))
-        test = (torch.from_numpy(norm(tx.astype(np.float32) / 255.0)), torch.from_numpy(ty))
-    return train, test
-
-
-class TiledImages:
-    """A synthetic image set of len(index) samples over a smaller pool of distinct images: sample i is
-    pool[index[i] % len(pool)]. Only batches are ever materialised (see gather)."""
-
-    def __init__(self, pool, index):
-        self.pool, self.index = pool, index
-
-    @property
-    def shape(self):
-        return (self.index.shape[0],) + tuple(self.pool.shape[1:])
-
-    def rows(self, idx):
-        """Pool rows of the samples idx (an int64 tensor)."""
-        return torch.remainder(self.index[idx], self.pool.shape[0])
-
-    def take(self, idx):
-        return TiledImages(self.pool, self.index[idx])
-
-
-def gather(x, idx, out=None):
-    """Samples idx (int64 tensor) of x (a tensor or TiledImages), into `out` when given."""
-    if isinstance(x, TiledImages):
-        return torch.index_select(x.pool, 0, x.rows(idx), out=out)
-    return torch.index_select(x, 0, idx, out=out)
-
-
-def take(x, idx):
-    """A subset of a dataset's images, for the validation split (a TiledImages stays one)."""
-    return x.take(idx) if isinstance(x, TiledImages) else x[idx]
-
-
-def to_nhwc(x):
-    """Host images (N, C, H, W) stored as (N, H, W, C) (dtnn's NHWC host layout)."""
-    if isinstance(x, TiledImages):
-        return TiledImages(x.pool.permute(0, 2, 3, 1).contiguous(), x.index)
-    return x.permute(0, 2, 3, 1).contiguous()
-
-
-def synthetic(n, shape, classes, rng, pool=None):
-    """n standard-normal images and uniform labels; with pool < n, a TiledImages over `pool` images."""
-    images = rng.standard_normal((min(n, pool or n),) + shape, dtype=np.float32)
-    labels = torch.from_numpy(rng.integers(0, classes, size=n, dtype=np.int64))
-    if images.shape[0] < n:
-        return TiledImages(torch.from_numpy(images), torch.arange(n, dtype=torch.int64)), labels
-    return torch.from_numpy(images), labels
-
-
-def load_data(args):
-    """Return (train, val, test); each is (x, y) or None."""
-    rng = np.random.default_rng(args.seed)
-    need_test = args.evaluate_on_test or args.test_as_validation
-    classes, n_train, n_test = DATASET_SIZES[args.dataset]
-    if args.use_synthetic_data:
-        pool = SYNTHETIC_POOL if args.dataset == "imagenet" else None
-        train = synthetic(n_train, data_shape(args), classes, rng, pool)
-        test = synthetic(n_test, data_shape(args), classes, rng, pool) if need_test else None
-    elif args.dataset == "cifar10":
-        train, test = load_cifar10(args.dataset_train_path, args.dataset_test_path, need_test)
-    else:
-        train = load_mnist(args.dataset_train_path, "train")
-        test = load_mnist(args.dataset_test_path, "t10k") if need_test else None
-        if args.pad_to_cifar:
-            train = (pad_to_cifar(train[0]), train[1])
-            test = (pad_to_cifar(test[0]), test[1]) if test is not None else None
-    val = None
-    if args.test_as_validation:
-        val = test
-    elif args.validation_split > 0:
-        n = train[0].shape[0]
-        n_val = int(n * args.validation_split)
-        if n_val > 0:
-            window = (int(rng.integers(0, n)) + np.arange(n)) % n  # wraps around the end
-            val_idx = torch.from_numpy(window[:n_val])
-            train_idx = torch.from_numpy(np.sort(window[n_val:]))
-            val = (take(train[0], val_idx), train[1][val_idx])
-            train = (take(train[0], train_idx), train[1][train_idx])
-    return train, val, test
-
-
-def he_uniform_(weight):
-    """Keras/PyDTNN he_uniform: U(-sqrt(6 / fan_in), sqrt(6 / fan_in))."""
-    nn.init.kaiming_uniform_(weight, a=0.0, mode="fan_in", nonlinearity="relu")
-
-
-def batchnorm(features, spatial=True):
-    """PyDTNN BatchNormalization(momentum=0.9, epsilon=1e-5) in PyTorch's momentum convention."""
-    return (nn.BatchNorm2d if spatial else nn.BatchNorm1d)(features, eps=1e-5, momentum=1.0 - 0.9)
-
-
-class ResidualBlock(nn.Module):
-    """dtnn's AdditionBlock([residual path], [shortcut path]) followed by ReLU; an empty shortcut path is
-    the identity."""
-
-    def __init__(self, residual, shortcut=None):
-        super().__init__()
-        self.residual = residual
-        self.shortcut = shortcut if shortcut is not None else nn.Identity()
-
-    def forward(self, x):
-        return F.relu(self.residual(x) + self.shortcut(x))
-
-
-def projection(cin, cout, stride):
-    """A projection shortcut: 1x1 conv with the block's stride (no bias) + BN."""
-    return nn.Sequential(nn.Conv2d(cin, cout, 1, stride=stride, bias=False), batchnorm(cout))
-
-
-def basic_block(cin, cout, stride):
-    """conv3x3/s - BN - ReLU - conv3x3 - BN (+ shortcut), ReLU; projection where the shape changes."""
-    residual = nn.Sequential(
-        nn.Conv2d(cin, cout, 3, stride=stride, padding=1, bias=False), batchnorm(cout), nn.ReLU(),
-        nn.Conv2d(cout, cout, 3, stride=1, padding=1, bias=False), batchnorm(cout))
-    return ResidualBlock(residual, projection(cin, cout, stride) if stride != 1 or cin != cout else None)
-
-
-def bottleneck_block(cin, filters, stride):
-    """v1.5 bottleneck (stride on the 3x3): conv1x1 n - BN - ReLU - conv3x3/s n - BN - ReLU - conv1x1 4n - BN
-    (+ shortcut), ReLU; projection where the shape changes."""
-    cout = 4 * filters
-    residual = nn.Sequential(
-        nn.Conv2d(cin, filters, 1, bias=False), batchnorm(filters), nn.ReLU(),
-        nn.Conv2d(filters, filters, 3, stride=stride, padding=1, bias=False), batchnorm(filters), nn.ReLU(),
-        nn.Conv2d(filters, cout, 1, bias=False), batchnorm(cout))
-    return ResidualBlock(residual, projection(cin, cout, stride) if stride != 1 or cin != cout else None)
-
-
-def init_resnet(model):
-    """dtnn's ResNets: he_uniform convs (no bias), glorot FC with a zero bias."""
-    for m in model.modules():
-        if isinstance(m, nn.Conv2d):
-            he_uniform_(m.weight)
-        elif isinstance(m, nn.Linear):
-            nn.init.xavier_uniform_(m.weight)
-            nn.init.zeros_(m.bias)
-    return model
-
-
-def resnet_cifar(n):
-    """He et al.'s CIFAR ResNet-(6n+2) as dtnn's resnet_cifar10_6n2 builds it."""
-    layers = [nn.Conv2d(3, 16, 3, padding=1, bias=False), batchnorm(16), nn.ReLU()]
-    cin = 16
-    for s, cout in enumerate((16, 32, 64)):
-        for b in range(n):
-            layers.append(basic_block(cin, cout, 2 if s > 0 and b == 0 else 1))
-            cin = cout
-    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10)]
-    return init_resnet(nn.Sequential(*layers))
-
-
-def resnet_imagenet(blocks):
-    """dtnn's resnet_imagenet with bottleneck blocks (torchvision's ResNet-50/101/152 v1.5): conv7x7/2 p3 64
-    - BN - ReLU - maxpool 3x3/2 p1, four stages (64, 128, 256, 512 filters; stride 1, 2, 2, 2), GAP, FC1000."""
-    layers = [nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False), batchnorm(64), nn.ReLU(),
-              nn.MaxPool2d(3, stride=2, padding=1)]
-    channels = 64
-    for s, filters in enumerate((64, 128, 256, 512)):
-        for b in range(blocks[s]):
-            layers.append(bottleneck_block(channels, filters, 2 if s > 0 and b == 0 else 1))
-            channels = 4 * filters
-    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(channels, 1000)]
-    return init_resnet(nn.Sequential(*layers))
-
-
-def init_he(model):
-    """he_uniform for every conv and FC weight, zero biases (PyDTNN's CIFAR VGGs)."""
-    for m in model.modules():
-        if isinstance(m, (nn.Conv2d, nn.Linear)):
-            he_uniform_(m.weight)
-            nn.init.zeros_(m.bias)
-    return model
-
-
-def vgg_features(stages, bn):
-    """dtnn's VGG features: per stage, `layers` x (conv3x3 p1 with bias [- BN] - ReLU), then maxpool 2/2."""
-    layers, cin = [], 3
-    for n, cout in stages:
-        for _ in range(n):
-            layers += [nn.Conv2d(cin, cout, 3, padding=1)] + ([batchnorm(cout)] if bn else []) + [nn.ReLU()]
-            cin = cout
-        layers.append(nn.MaxPool2d(2, stride=2))
-    return layers
-
-
-VGG11 = ((1, 64), (1, 128), (2, 256), (2, 512), (2, 512))
-VGG16 = ((2, 64), (2, 128), (3, 256), (3, 512), (3, 512))
-
-
-def vgg11bn_cifar10():
-    """PyDTNN's vgg11bn_cifar10 as dtnn builds it: he_uniform everywhere, conv biases kept."""
-    layers = vgg_features(VGG11, bn=True)
-    layers += [nn.Flatten(),
-               nn.Dropout(0.5), nn.Linear(512, 512), batchnorm(512, False), nn.ReLU(),
-               nn.Dropout(0.5), nn.Linear(512, 512), batchnorm(512, False), nn.ReLU(),
-               nn.Linear(512, 10)]
-    return init_he(nn.Sequential(*layers))
-
-
-def vgg16_cifar10():
-    """PyDTNN's vgg16_cifar10 as dtnn builds it (plain head, no BN): he_uniform everywhere, zero biases."""
-    layers = vgg_features(VGG16, bn=False)
-    layers += [nn.Flatten(),
-               nn.Linear(512, 512), nn.ReLU(), nn.Dropout(0.5),
-               nn.Linear(512, 512), nn.ReLU(), nn.Dropout(0.5),
-               nn.Linear(512, 10)]
-    return init_he(nn.Sequential(*layers))
-
-
-def vgg3dobn():
-    """PyDTNN's vgg3dobn as dtnn builds it (zoo_vgg.cpp): per stage (32, 64, 128) 2 x (conv3x3 - ReLU - BN),
-    maxpool 2/2, dropout .2/.3/.4; FC512 - ReLU - BN - dropout .5 - FC10; he_uniform, zero biases."""
-    layers, cin = [], 3
-    for cout, rate in ((32, 0.2), (64, 0.3), (128, 0.4)):
-        for _ in range(2):
-            layers += [nn.Conv2d(cin, cout, 3, padding=1), nn.ReLU(), batchnorm(cout)]
-            cin = cout
-        layers += [nn.MaxPool2d(2, stride=2), nn.Dropout(rate)]
-    layers += [nn.Flatten(), nn.Linear(128 * 4 * 4, 512), nn.ReLU(), batchnorm(512, False), nn.Dropout(0.5),
-               nn.Linear(512, 10)]
-    return init_he(nn.Sequential(*layers))
-
-
-def build_model(name):
-    if name == "vgg3dobn":
-        return vgg3dobn()
-    if name == "resnet20_cifar10":
-        return resnet_cifar(3)
-    if name == "resnet50_imagenet":
-        return resnet_imagenet((3, 4, 6, 3))
-    if name == "vgg11bn_cifar10":
-        return vgg11bn_cifar10()
-    if name == "vgg16_cifar10":
-        return vgg16_cifar10()
-    if name == "simplemlp":
-        model = nn.Sequential(
-            nn.Flatten(),
-            nn.Linear(784, 512), nn.ReLU(),
-            nn.Linear(512, 512), nn.ReLU(),
-            nn.Linear(512, 512), nn.ReLU(),
-            nn.Linear(512, 10))
-    else:  # simplecnn
-        model = nn.Sequential(
-            nn.Conv2d(1, 4, 3, stride=1, padding=1), nn.ReLU(),
-            nn.Conv2d(4, 8, 3, stride=1, padding=1), nn.ReLU(),
-            nn.MaxPool2d(2, stride=2),
-            nn.Flatten(),
-            nn.Linear(8 * 14 * 14, 128), nn.ReLU(),
-            nn.Dropout(0.5),
-            nn.Linear(128, 10))
-    for m in model.modules():  # PyDTNN defaults: glorot_uniform weights, zero biases
-        if isinstance(m, (nn.Linear, nn.Conv2d)):
-            nn.init.xavier_uniform_(m.weight)
-            nn.init.zeros_(m.bias)
-    return model
-
-
-def count_params(model):
-    return sum(p.numel() for p in model.parameters())
-
-
-def self_check():
-    """Build every model: parameter count against dtnn's, output shape of a 2-sample forward pass, and
-    resnet50_imagenet's count against torchvision's where torchvision is installed. Returns an exit status."""
-    torch.set_num_threads(1)
-    torch.manual_seed(0)
-    bad = 0
-    for name in MODELS:
-        model = build_model(name).eval()
-        n = count_params(model)
-        classes = 1000 if name.endswith("_imagenet") else 10
-        with torch.no_grad():
-            out = model(torch.randn((2,) + MODEL_INPUT[name]))
-        ok = n == EXPECTED_PARAMS[name] and tuple(out.shape) == (2, classes)
-        bad += not ok
-        c, h, w = MODEL_INPUT[name]
-        print(f"{name:<18} input {f'{h}x{w}x{c}':<10} params {n:>11,} (dtnn {EXPECTED_PARAMS[name]:,})  "
-              f"output {tuple(out.shape)}  {'ok' if ok else 'MISMATCH'}")
-    try:
-        import torchvision
-    except ImportError:
-        print("torchvision not installed: resnet50 not compared with torchvision's")
-    else:
-        n = count_params(torchvision.models.resnet50())
-        ok = n == EXPECTED_PARAMS["resnet50_imagenet"]
-        bad += not ok
-        print(f"torchvision {torchvision.__version__} resnet50 params {n:,}  {'ok' if ok else 'MISMATCH'}")
-    return 1 if bad else 0
 
 
 def build_optimizer(args, params):

@@ -12,9 +12,9 @@
 //     AlexNet: the one-tower 96-filter network at 227x227 (62,378,344, the sum of its layer sizes);
 //     MobileNet: Keras MobileNet(alpha=1) trainable parameters (4,231,976; the closed form below).
 //   - CIFAR ResNet-(6n+2): the closed form below (projection shortcuts); ResNet-20 = 272,474, which the
-//     PyTorch build in analysis/reference/torch_train.py also prints (option A, without the projection
+//     PyTorch build in analysis/reference/torch_models.py also prints (option A, without the projection
 //     convs and BNs, would be 269,722).
-//   - vgg16_cifar10: 15,245,130 (PyDTNN's README); vgg11bn_cifar10: 9,758,474 (torch_train.py's build).
+//   - vgg16_cifar10: 15,245,130 (PyDTNN's README); vgg11bn_cifar10: 9,758,474 (torch_models.py's build).
 #include <catch2/catch.hpp>
 
 #include <cmath>
