@@ -115,35 +115,48 @@ TEST_CASE("option table: a matrix and the command line accept and refuse the sam
 
 TEST_CASE("option table: PyDTNN's launcher options are accepted with PyDTNN's meaning or refused with a reason",
           "[options][cli]") {
-  dtnn::TrainOptions o;
-  dtnn::set_option_text(*dtnn::find_option("enable_best_of"), o, "True");
-  dtnn::resolve_options(o, {"enable_best_of"});
-  CHECK(o.conv_algo == "best_of");
-  o = {};
-  o.enable_conv_winograd = o.enable_conv_gemm = true;  // PyDTNN: Winograd where it applies, ConvGemm elsewhere
-  dtnn::resolve_options(o, {});
-  CHECK(o.conv_algo == "cpu.winograd_f4");
-  o = {};
-  o.threads_per_process = 3;
-  dtnn::resolve_options(o, {});
-  CHECK(o.threads == 3);
-  o = {};
-  dtnn::set_option_text(*dtnn::find_option("loss_func"), o, "categorical_accuracy,categorical_cross_entropy");
-  o.metrics = "categorical_mse";
-  dtnn::resolve_options(o, {});
-  CHECK(o.loss_func == "categorical_cross_entropy");
-  CHECK(o.metrics == "categorical_mse,categorical_accuracy");
-  o = {};
-  o.enable_conv_gemm = true;
-  o.conv_algo = "cpu.direct";
-  CHECK_THROWS_WITH(dtnn::resolve_options(o, {"conv_algo", "enable_conv_gemm"}), Catch::Contains("contradicts"));
-  o = {};
-  o.dtype = "float64";
-  CHECK_THROWS_AS(dtnn::resolve_options(o, {}), dtnn::Unsupported);
-  o = {};
-  o.tracing = true;
-  CHECK_THROWS_AS(dtnn::resolve_options(o, {}), dtnn::Unsupported);
-
+  {
+    dtnn::TrainOptions o;
+    dtnn::set_option_text(*dtnn::find_option("enable_best_of"), o, "True");
+    dtnn::resolve_options(o, {"enable_best_of"});
+    CHECK(o.conv_algo == "best_of");
+  }
+  {
+    dtnn::TrainOptions o;
+    o.enable_conv_winograd = o.enable_conv_gemm = true;  // PyDTNN: Winograd where it applies, ConvGemm elsewhere
+    dtnn::resolve_options(o, {});
+    CHECK(o.conv_algo == "cpu.winograd_f4");
+  }
+  {
+    dtnn::TrainOptions o;
+    o.threads_per_process = 3;
+    dtnn::resolve_options(o, {});
+    CHECK(o.threads == 3);
+  }
+  {
+    dtnn::TrainOptions o;
+    dtnn::set_option_text(*dtnn::find_option("loss_func"), o, "categorical_accuracy,categorical_cross_entropy");
+    o.metrics = "categorical_mse";
+    dtnn::resolve_options(o, {});
+    CHECK(o.loss_func == "categorical_cross_entropy");
+    CHECK(o.metrics == "categorical_mse,categorical_accuracy");
+  }
+  {
+    dtnn::TrainOptions o;
+    o.enable_conv_gemm = true;
+    o.conv_algo = "cpu.direct";
+    CHECK_THROWS_WITH(dtnn::resolve_options(o, {"conv_algo", "enable_conv_gemm"}), Catch::Contains("contradicts"));
+  }
+  {
+    dtnn::TrainOptions o;
+    o.dtype = "float64";
+    CHECK_THROWS_AS(dtnn::resolve_options(o, {}), dtnn::Unsupported);
+  }
+  {
+    dtnn::TrainOptions o;
+    o.tracing = true;
+    CHECK_THROWS_AS(dtnn::resolve_options(o, {}), dtnn::Unsupported);
+  }
   const std::string synth = "train --model=simplemlp --use_synthetic_data=True --steps_per_epoch=1 "
                             "--evaluate_on_test=False --progress=False ";
   for (const char* accepted : {"--dtype=float32", "--enable_memory_cache=False", "--shared_storage=True",
