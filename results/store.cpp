@@ -16,19 +16,15 @@
 #include "core/error.h"
 #include "core/host.h"
 #include "results/migrations.h"
+#include "results/sqlite_util.h"
 
 namespace dtnn {
+
+using namespace store_detail;
 
 namespace {
 
 namespace fs = std::filesystem;
-
-// Every SQLite call is checked; the message names the database, what was being done (in words: users read
-// it) and SQLite's own words.
-void check_sqlite(sqlite3* db, const std::string& path, const char* doing, int rc) {
-  if (rc != SQLITE_OK && rc != SQLITE_ROW && rc != SQLITE_DONE)
-    fail(path, ": ", doing, ": ", db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
-}
 
 // True when a run's runner was on this host and that process no longer exists (a pid of another host
 // cannot be checked: it counts as alive).
@@ -43,103 +39,6 @@ void runner_alive_sql(sqlite3_context* ctx, int, sqlite3_value** argv) {
   const unsigned char* host = sqlite3_value_text(argv[0]);
   const int64_t pid = sqlite3_value_int64(argv[1]);
   sqlite3_result_int(ctx, runner_gone(host ? reinterpret_cast<const char*>(host) : "", pid) ? 0 : 1);
-}
-
-// A prepared statement bound by position; text columns read back as std::optional<std::string>.
-class Statement {
- public:
-  Statement(sqlite3* db, const std::string& path, const std::string& sql) : db_(db), path_(path) {
-    const char* tail = nullptr;
-    const int rc = sqlite3_prepare_v2(db, sql.c_str(), static_cast<int>(sql.size()), &stmt_, &tail);
-    if (rc != SQLITE_OK) fail(path, ": ", sqlite3_errmsg(db));
-    if (!stmt_) fail(path, ": empty SQL statement");
-    for (; tail && *tail; ++tail)
-      if (!std::isspace(static_cast<unsigned char>(*tail)) && *tail != ';') {
-        sqlite3_finalize(stmt_);
-        fail(path, ": one SQL statement at a time (extra text: \"", std::string(tail).substr(0, 40), "\")");
-      }
-  }
-  ~Statement() { sqlite3_finalize(stmt_); }
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
-
-  Statement& bind(int i, const std::string& v) {
-    const int n = static_cast<int>(v.size());
-    check_sqlite(db_, path_, "binding a value", sqlite3_bind_text(stmt_, i, v.data(), n, SQLITE_TRANSIENT));
-    return *this;
-  }
-  Statement& bind(int i, const char* v) { return bind(i, std::string(v)); }
-  Statement& bind(int i, int64_t v) {
-    check_sqlite(db_, path_, "binding a value", sqlite3_bind_int64(stmt_, i, v));
-    return *this;
-  }
-  Statement& bind(int i, int v) { return bind(i, static_cast<int64_t>(v)); }
-  Statement& bind(int i, double v) {
-    check_sqlite(db_, path_, "binding a value", sqlite3_bind_double(stmt_, i, v));
-    return *this;
-  }
-  // std::nullopt binds SQL NULL.
-  template <typename T>
-  Statement& bind(int i, const std::optional<T>& v) {
-    if (v) return bind(i, *v);
-    check_sqlite(db_, path_, "binding a value", sqlite3_bind_null(stmt_, i));
-    return *this;
-  }
-  // True while there is a row.
-  bool step() {
-    const int rc = sqlite3_step(stmt_);
-    if (rc == SQLITE_ROW) return true;
-    if (rc == SQLITE_DONE) return false;
-    fail(path_, ": ", sqlite3_errmsg(db_));
-  }
-  void run() {
-    while (step()) {
-    }
-  }
-  int64_t int_column(int i) const { return sqlite3_column_int64(stmt_, i); }
-  int columns() const { return sqlite3_column_count(stmt_); }
-  std::string column_name(int i) const { return sqlite3_column_name(stmt_, i); }
-  std::optional<std::string> text_column(int i) const {
-    if (sqlite3_column_type(stmt_, i) == SQLITE_NULL) return std::nullopt;
-    const unsigned char* t = sqlite3_column_text(stmt_, i);
-    return std::string(reinterpret_cast<const char*>(t), static_cast<size_t>(sqlite3_column_bytes(stmt_, i)));
-  }
-
- private:
-  sqlite3* db_;
-  const std::string& path_;
-  sqlite3_stmt* stmt_ = nullptr;
-};
-
-// BEGIN IMMEDIATE ... COMMIT, rolled back when an exception leaves the scope. IMMEDIATE takes the write lock
-// up front, so two writers queue on the busy timeout instead of failing on a lock upgrade.
-class Transaction {
- public:
-  Transaction(sqlite3* db, const std::string& path) : db_(db), path_(path) {
-    check_sqlite(db_, path_, "starting a transaction",
-                 sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr));
-  }
-  void commit() {
-    check_sqlite(db_, path_, "committing", sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr));
-    done_ = true;
-  }
-  ~Transaction() {
-    if (!done_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-  }
-
- private:
-  sqlite3* db_;
-  const std::string& path_;
-  bool done_ = false;
-};
-
-void exec_sql(sqlite3* db, const std::string& path, const std::string& sql) {
-  char* err = nullptr;
-  if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
-    const std::string msg = err ? err : sqlite3_errmsg(db);
-    sqlite3_free(err);
-    fail(path, ": ", msg);
-  }
 }
 
 sqlite3* open_db(const std::string& path, int flags) {
@@ -184,12 +83,6 @@ int stored_version(sqlite3* db, const std::string& path) {
   Statement st(db, path, "SELECT coalesce(max(version), 0) FROM schema_migrations");
   st.step();
   return static_cast<int>(st.int_column(0));
-}
-
-std::optional<double> number_at(const nlohmann::json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_number()) return std::nullopt;
-  return it->get<double>();
 }
 
 std::string param(const std::map<std::string, std::string>& params, const std::string& name,
@@ -449,89 +342,6 @@ std::vector<bool> ResultStore::add_conv_benchmarks(int64_t environment_id, const
   }
   tx.commit();
   return stored;
-}
-
-void ResultStore::finish_run_ok(int64_t run_id, const std::string& report_json, double duration_s) {
-  finish_run_with_report(run_id, report_json, duration_s, "ok", "");
-}
-
-void ResultStore::finish_run_diverged(int64_t run_id, const std::string& report_json, const std::string& error,
-                                      double duration_s) {
-  finish_run_with_report(run_id, report_json, duration_s, "diverged", error);
-}
-
-void ResultStore::finish_run_with_report(int64_t run_id, const std::string& report_json, double duration_s,
-                                         const std::string& status, const std::string& error) {
-  const bool ok = status == "ok";
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(report_json);
-  } catch (const nlohmann::json::exception& e) {
-    fail("run report: not valid JSON (", e.what(), ")");
-  }
-  try {
-    if (!j.is_object() || j.value("schema", "") != "dtnn.run_report/1")
-      fail("run report: not a dtnn.run_report/1 document");
-    if (j.value("status", "") != status) fail("run report: status is not ", status);
-    const nlohmann::json& training = j.at("training");
-    const nlohmann::json& epochs = j.at("epochs");
-    if (!epochs.is_array()) fail("run report: 'epochs' is not an array");
-    const std::string loss = j.at("options").value("loss_func", "categorical_cross_entropy");
-    auto metric = [&](const nlohmann::json& pass, const std::string& name) -> std::optional<double> {
-      return pass.is_object() ? number_at(pass, name.c_str()) : std::nullopt;
-    };
-    std::optional<double> test_loss, test_acc, val_acc;
-    if (j.contains("test")) {
-      test_loss = metric(j["test"], loss);
-      test_acc = metric(j["test"], "categorical_accuracy");
-    }
-    if (!epochs.empty() && epochs.back().contains("val")) val_acc = metric(epochs.back()["val"], "categorical_accuracy");
-
-    Transaction tx(db_, path_);
-    // A diverged run keeps its report, epochs and layers but no run-level throughput or accuracy: nothing
-    // that sums or averages those columns can count it.
-    std::optional<double> samples_per_s = training.at("samples_per_s").get<double>();
-    if (!ok) samples_per_s = test_loss = test_acc = val_acc = std::nullopt;
-    Statement up(db_, path_,
-                 "UPDATE runs SET status = ?, error = ?, finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), "
-                 "duration_s = ?, samples_per_s = ?, train_time_s = ?, train_samples = ?, test_loss = ?, "
-                 "test_accuracy = ?, val_accuracy = ?, report = ? WHERE id = ? AND status = 'running'");
-    up.bind(1, status).bind(2, ok ? std::nullopt : std::optional<std::string>(error));
-    up.bind(3, duration_s).bind(4, samples_per_s);
-    up.bind(5, training.at("time_s").get<double>()).bind(6, training.at("samples").get<int64_t>());
-    up.bind(7, test_loss).bind(8, test_acc).bind(9, val_acc).bind(10, report_json).bind(11, run_id);
-    up.run();
-    if (sqlite3_changes(db_) != 1) fail(path_, ": run ", run_id, " is not a running run");
-    for (const nlohmann::json& e : epochs) {
-      const nlohmann::json train = e.value("train", nlohmann::json::object());
-      const nlohmann::json val = e.value("val", nlohmann::json());
-      nlohmann::json metrics = {{"train", train}};
-      if (!val.is_null()) metrics["val"] = val;
-      Statement row(db_, path_,
-                    "INSERT INTO epochs (run_id, epoch, samples, time_s, samples_per_s, lr, train_loss, "
-                    "train_accuracy, val_loss, val_accuracy, metrics) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-      row.bind(1, run_id).bind(2, e.at("epoch").get<int64_t>()).bind(3, e.at("samples").get<int64_t>());
-      row.bind(4, e.at("time_s").get<double>()).bind(5, e.at("samples_per_s").get<double>());
-      row.bind(6, number_at(e, "lr")).bind(7, metric(train, loss)).bind(8, metric(train, "categorical_accuracy"));
-      row.bind(9, metric(val, loss)).bind(10, metric(val, "categorical_accuracy")).bind(11, metrics.dump());
-      row.run();
-    }
-    if (j.contains("model") && j["model"].contains("layers")) {
-      for (const nlohmann::json& l : j["model"]["layers"]) {
-        Statement row(db_, path_,
-                      "INSERT INTO layer_timings (run_id, layer_id, type, conv_algo, problem, output_shape, params, "
-                      "forward_ms, backward_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
-        row.bind(1, run_id).bind(2, l.at("id").get<int64_t>()).bind(3, l.at("type").get<std::string>());
-        row.bind(4, l.value("conv_algo", "")).bind(5, l.value("problem", ""));
-        row.bind(6, l.value("output_shape", "")).bind(7, l.value("params", int64_t{0}));
-        row.bind(8, number_at(l, "forward_ms")).bind(9, number_at(l, "backward_ms"));
-        row.run();
-      }
-    }
-    tx.commit();
-  } catch (const nlohmann::json::exception& e) {
-    fail("run report: missing or mistyped field (", e.what(), ")");
-  }
 }
 
 void ResultStore::finish_run(int64_t run_id, const std::string& status, const std::string& error, double duration_s) {
