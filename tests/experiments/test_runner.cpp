@@ -377,6 +377,16 @@ TEST_CASE("runner: a trial killed by a signal keeps only a complete error line a
   CHECK(one(ws.db(), "SELECT error FROM runs WHERE id = 2") == "killed by signal 9; dtnn: out of memory");
 }
 
+TEST_CASE("runner: mpirun's banner rules are not a failed run's error", "[runner]") {
+  Workspace ws("banner");
+  const std::string matrix = ws.file("b.toml", "name = \"b\"\n[base]\nthreads = 1\n");
+  const std::string rule = std::string(74, '-');
+  const std::string mpirun = script(ws, "mpirun.sh", "echo " + rule + "\necho 'mpirun noticed that process rank 1 "
+                                    "exited on signal 9 (Killed).'\necho " + rule + "\necho '  ===  '\nexit 137\n");
+  CHECK(dtnn_cli("run " + matrix + " --db " + ws.db() + " --dtnn " + mpirun) == 1);
+  CHECK(one(ws.db(), "SELECT error FROM runs") == "exit 137: mpirun noticed that process rank 1 exited on signal 9 (Killed).");
+}
+
 TEST_CASE("runner: the timeout message shows timeout_s as the matrix gives it", "[runner]") {
   Workspace ws("timeout");
   const std::string sleeper = script(ws, "sleeper.sh", "exec sleep 60\n");
