@@ -6,6 +6,7 @@
 
 #include <cctype>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 
@@ -20,6 +21,24 @@ inline void check_sqlite(sqlite3* db, const std::string& path, const char* doing
     fail(path, ": ", doing, ": ", db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
 }
 
+// The first character of `tail` that starts another statement, or nullptr when the rest is only whitespace,
+// ';' and SQL comments ("-- ..." to the end of the line, "/* ... */", an unclosed one to the end).
+inline const char* statement_text(const char* tail) {
+  while (tail && *tail) {
+    if (std::isspace(static_cast<unsigned char>(*tail)) || *tail == ';') {
+      ++tail;
+    } else if (tail[0] == '-' && tail[1] == '-') {
+      while (*tail && *tail != '\n') ++tail;
+    } else if (tail[0] == '/' && tail[1] == '*') {
+      const char* end = std::strstr(tail + 2, "*/");
+      tail = end ? end + 2 : tail + std::strlen(tail);
+    } else {
+      return tail;
+    }
+  }
+  return nullptr;
+}
+
 // A prepared statement bound by position; text columns read back as std::optional<std::string>.
 class Statement {
  public:
@@ -28,11 +47,10 @@ class Statement {
     const int rc = sqlite3_prepare_v2(db, sql.c_str(), static_cast<int>(sql.size()), &stmt_, &tail);
     if (rc != SQLITE_OK) fail(path, ": ", sqlite3_errmsg(db));
     if (!stmt_) fail(path, ": empty SQL statement");
-    for (; tail && *tail; ++tail)
-      if (!std::isspace(static_cast<unsigned char>(*tail)) && *tail != ';') {
-        sqlite3_finalize(stmt_);
-        fail(path, ": one SQL statement at a time (extra text: \"", std::string(tail).substr(0, 40), "\")");
-      }
+    if (const char* extra = statement_text(tail)) {
+      sqlite3_finalize(stmt_);
+      fail(path, ": one SQL statement at a time (extra text: \"", std::string(extra).substr(0, 40), "\")");
+    }
   }
   ~Statement() { sqlite3_finalize(stmt_); }
   Statement(const Statement&) = delete;
@@ -71,6 +89,8 @@ class Statement {
     while (step()) {
     }
   }
+  // True when the statement cannot change the database file (sqlite3_stmt_readonly).
+  bool read_only() const { return sqlite3_stmt_readonly(stmt_) != 0; }
   int64_t int_column(int i) const { return sqlite3_column_int64(stmt_, i); }
   int columns() const { return sqlite3_column_count(stmt_); }
   std::string column_name(int i) const { return sqlite3_column_name(stmt_, i); }

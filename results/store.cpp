@@ -85,6 +85,12 @@ int stored_version(sqlite3* db, const std::string& path) {
   return static_cast<int>(st.int_column(0));
 }
 
+// The message for a database whose schema is newer than this build's migrations.
+std::string newer_schema(const std::string& path, int version) {
+  return path + ": this database was written by a newer dtnn (schema version " + std::to_string(version) +
+         ", this build knows " + std::to_string(ResultStore::latest_version()) + "): use that build or a newer one";
+}
+
 std::string param(const std::map<std::string, std::string>& params, const std::string& name,
                   const std::string& fallback) {
   auto it = params.find(name);
@@ -171,6 +177,7 @@ ResultStore ResultStore::open_read_only(const std::string& path) {
     v = stored_version(store.db_, path);
   }
   if (v == 0) fail(path, ": not a dtnn results database");
+  if (v > latest_version()) fail(newer_schema(path, v));
   if (v != latest_version())
     fail(path, ": schema version ", v, ", this dtnn reads version ", latest_version(),
          " (a writer such as `dtnn run` or `dtnn check` migrates it)");
@@ -230,8 +237,7 @@ void ResultStore::migrate(int up_to) {
              "applied_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now')))");
   }
   const int current = stored_version(db_, path_);
-  if (current > latest_version())
-    fail(path_, ": schema version ", current, " is newer than this dtnn (", latest_version(), "); use a newer dtnn");
+  if (current > latest_version()) fail(newer_schema(path_, current));
   for (const schema::Migration& m : schema::kMigrations) {
     if (m.version <= current || m.version > up_to) continue;
     exec_sql(db_, path_, m.sql);
