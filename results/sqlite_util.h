@@ -45,6 +45,8 @@ class Statement {
   Statement(sqlite3* db, const std::string& path, const std::string& sql) : db_(db), path_(path) {
     const char* tail = nullptr;
     const int rc = sqlite3_prepare_v2(db, sql.c_str(), static_cast<int>(sql.size()), &stmt_, &tail);
+    if (rc == SQLITE_AUTH)  // read_only_guard.h refused it
+      fail(path, ": ", sqlite3_errmsg(db), " (the database is open read-only: only statements that read run)");
     if (rc != SQLITE_OK) fail(path, ": ", sqlite3_errmsg(db));
     if (!stmt_) fail(path, ": empty SQL statement");
     if (const char* extra = statement_text(tail)) {

@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/host.h"
 #include "results/migrations.h"
+#include "results/read_only_guard.h"
 #include "results/sqlite_util.h"
 
 namespace dtnn {
@@ -165,6 +166,8 @@ ResultStore ResultStore::open_read_only(const std::string& path) {
   if (!fs::exists(path)) fail(path, ": no such results database (run `dtnn run` first)");
   ResultStore store(open_db(path, SQLITE_OPEN_READONLY), path);
   exec_sql(store.db_, path, "PRAGMA query_only = ON; PRAGMA foreign_keys = ON;");
+  guard_read_only(store.db_, path);
+  store.read_only_ = true;
   int v = 0;
   try {
     v = stored_version(store.db_, path);  // the first read: where a WAL database needs its -shm file
@@ -174,6 +177,8 @@ ResultStore ResultStore::open_read_only(const std::string& path) {
     // The -shm/-wal files cannot be created here: read the main file as immutable (see store.h).
     store = ResultStore(open_db(immutable_uri(path), SQLITE_OPEN_READONLY | SQLITE_OPEN_URI), path);
     exec_sql(store.db_, path, "PRAGMA query_only = ON; PRAGMA foreign_keys = ON;");
+    guard_read_only(store.db_, path);
+    store.read_only_ = true;
     v = stored_version(store.db_, path);
   }
   if (v == 0) fail(path, ": not a dtnn results database");
@@ -185,7 +190,7 @@ ResultStore ResultStore::open_read_only(const std::string& path) {
 }
 
 ResultStore::ResultStore(ResultStore&& other) noexcept
-    : db_(other.db_), path_(std::move(other.path_)) {
+    : db_(other.db_), path_(std::move(other.path_)), read_only_(other.read_only_) {
   other.db_ = nullptr;
 }
 
@@ -194,6 +199,7 @@ ResultStore& ResultStore::operator=(ResultStore&& other) noexcept {
     sqlite3_close(db_);
     db_ = other.db_;
     path_ = std::move(other.path_);
+    read_only_ = other.read_only_;
     other.db_ = nullptr;
   }
   return *this;
@@ -410,6 +416,9 @@ void ResultStore::replace_targets(const std::vector<Target>& targets) {
 
 QueryResult ResultStore::query(const std::string& sql) const {
   Statement st(db_, path_, sql);
+  // VACUUM INTO has no authorizer action (read_only_guard.h); it would create its file before failing.
+  if (read_only_ && !st.read_only())
+    fail(path_, ": the database is open read-only: only statements that read run (not \"", sql.substr(0, 40), "\")");
   QueryResult r;
   for (int i = 0; i < st.columns(); ++i) r.columns.push_back(st.column_name(i));
   while (st.step()) {
@@ -420,6 +429,12 @@ QueryResult ResultStore::query(const std::string& sql) const {
   return r;
 }
 
-void ResultStore::exec(const std::string& sql) { exec_sql(db_, path_, sql); }
+void ResultStore::exec(const std::string& sql) {
+  if (read_only_) {
+    query(sql);  // one statement, through the read-only checks
+    return;
+  }
+  exec_sql(db_, path_, sql);
+}
 
 }  // namespace dtnn

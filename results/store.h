@@ -76,7 +76,9 @@ class ResultStore {
   // As open, but a missing file is an error ("no such results database"), for tools that only add to
   // existing results (check).
   static ResultStore open_existing(const std::string& path);
-  // Opens an existing database read-only (SQLITE_OPEN_READONLY and PRAGMA query_only): writes are refused.
+  // Opens an existing database read-only (SQLITE_OPEN_READONLY, PRAGMA query_only and the authorizer of
+  // results/read_only_guard.h): writes, ATTACH, VACUUM, writing pragmas and load_extension are refused before
+  // they run, so no file is created or changed.
   // A WAL database whose -shm/-wal files cannot be created (a read-only directory, another user's files) is
   // opened again as immutable (URI immutable=1): SQLite then takes no locks and ignores a -wal file, which
   // is safe because nothing can be writing where those files cannot even be created, and a cleanly closed
@@ -134,7 +136,8 @@ class ResultStore {
 
   // Runs one SQL statement and returns its rows (for read-only stores, any write fails).
   QueryResult query(const std::string& sql) const;
-  void exec(const std::string& sql);  // statements without results (tests, maintenance)
+  // Statements without results (tests, maintenance); on a read-only store, one statement as query runs it.
+  void exec(const std::string& sql);
 
  private:
   ResultStore(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
@@ -143,6 +146,7 @@ class ResultStore {
                               const std::string& status, const std::string& error);
   sqlite3* db_ = nullptr;
   std::string path_;
+  bool read_only_ = false;  // open_read_only: query() runs only statements that read
 };
 
 // The dataset label of a trial, as targets and tables name datasets: "synthetic-<dataset>" for synthetic

@@ -255,7 +255,7 @@ TEST_CASE("cli: query is read-only, check and compare exit 1 on failures", "[run
   CHECK(dtnn_cli("query throughput --format csv --db " + ws.db(), log) == 0);
   CHECK_THAT(read_text(log), Contains("run_id,matrix,git_commit,framework"));
   CHECK(dtnn_cli("query \"DELETE FROM runs\" --db " + ws.db(), log) == 1);
-  CHECK_THAT(read_text(log), Contains("readonly"));
+  CHECK_THAT(read_text(log), Contains("read-only"));
   CHECK(dtnn_cli("query no_such_view --db " + ws.db(), log) == 1);
   CHECK_THAT(read_text(log), Contains("unknown view 'no_such_view'"));
   CHECK(one(ws.db(), "SELECT count(*) FROM runs") == "2");

@@ -260,7 +260,7 @@ TEST_CASE("store: read-only stores refuse writes", "[store]") {
   f.begin("k");
   const dtnn::ResultStore ro = dtnn::ResultStore::open_read_only(f.path);
   CHECK(one(ro, "SELECT count(*) FROM runs") == "1");
-  CHECK_THROWS_WITH(ro.query("DELETE FROM runs"), Contains("readonly"));
+  CHECK_THROWS_WITH(ro.query("DELETE FROM runs"), Contains("read-only"));
   CHECK_THROWS_WITH(ro.query("SELECT 1; DELETE FROM runs"), Contains("one SQL statement"));
   CHECK_THROWS_WITH(ro.query("SELECT 1; /* c */ SELECT 2"), Contains("extra text: \"SELECT 2\""));
   CHECK(one(ro, "SELECT 1; -- a comment\n ; /* another */ -- last") == "1");
