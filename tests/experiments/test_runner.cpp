@@ -272,8 +272,12 @@ source = "planted"
   CHECK_THAT(read_text(log), Contains("0 pass, 2 fail"));
   const std::string easy = ws.file("easy.toml", "[[target]]\nmodel = \"simplemlp\"\ndataset = \"synthetic-mnist\"\n"
                                                 "metric = \"test_accuracy\"\ntarget = 1.0\ntolerance = 1.0\nsource = \"x\"\n");
+  CHECK(one(ws.db(), "SELECT count(*) FROM targets") != "0");  // `dtnn run` stored analysis/targets.toml's
+  const auto stamp = fs::last_write_time(ws.db());
   CHECK(dtnn_cli("check --db " + ws.db() + " --targets " + easy, log) == 0);
   CHECK_THAT(read_text(log), Contains("2 pass, 0 fail"));
+  CHECK(one(ws.db(), "SELECT count(*) FROM targets WHERE source = 'x'") == "0");  // check reads, never writes
+  CHECK(fs::last_write_time(ws.db()) == stamp);
   const std::string bad = ws.file("bad.toml", "[[target]]\nmodel = \"simplemlp\"\nmetrik = 1\n");
   CHECK(dtnn_cli("check --db " + ws.db() + " --targets " + bad, log) == 1);
   CHECK_THAT(read_text(log), Contains("bad.toml:3: unknown key 'metrik'"));
@@ -422,6 +426,14 @@ TEST_CASE("cli: check of a missing database or of no runs fails", "[runner]") {
   const dtnn::test::Command missing = dtnn::test::run_dtnn("check --db " + (ws.dir / "none.db").string());
   CHECK(dtnn::test::one_line_error(missing));
   CHECK_THAT(missing.err, Contains("none.db: no such results database"));
+
+  // An empty file or a text file is refused and left as it was (not turned into a database).
+  const std::string empty = ws.file("empty.db", ""), text = ws.file("text.db", "not a database\n");
+  CHECK_THAT(dtnn::test::run_dtnn("check --db " + empty).err, Contains("empty.db: not a dtnn results database"));
+  CHECK_THAT(dtnn::test::run_dtnn("check --db " + text).err, Contains("text.db: "));
+  CHECK(read_text(empty).empty());
+  CHECK(read_text(text) == "not a database\n");
+  CHECK_FALSE(fs::exists(empty + "-wal"));
 
   make_db_with_run(ws.db(), "ok");
   CHECK(dtnn::test::run_dtnn("check --db " + ws.db() + " --select matrix=m").status == 0);
