@@ -119,7 +119,8 @@ void print_query(std::ostream& out, const QueryResult& r, const std::string& for
       }
       rows.push_back(o);
     }
-    out << rows.dump(2) << "\n";
+    // Rows stored before the store made text valid UTF-8 may hold other bytes: U+FFFD for them, not a throw.
+    out << rows.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else if (format == "table") {
     std::vector<size_t> width(r.columns.size());
     for (size_t i = 0; i < r.columns.size(); ++i) width[i] = r.columns[i].size();

@@ -39,6 +39,36 @@ inline const char* statement_text(const char* tail) {
   return nullptr;
 }
 
+// `text` with every byte that is not part of a valid UTF-8 sequence replaced by U+FFFD: what the store binds,
+// so readers (JSON, Python) never meet invalid text. Overlong forms, surrogates and code points past
+// U+10FFFF count as invalid.
+inline std::string valid_utf8(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t n = text.size();
+  for (size_t i = 0; i < n;) {
+    const unsigned char c = s[i];
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    bool ok = len > 0 && i + len <= n;
+    uint32_t cp = len == 1 ? c : len == 2 ? c & 0x1Fu : len == 3 ? c & 0x0Fu : c & 0x07u;
+    for (size_t k = 1; ok && k < len; ++k) {
+      ok = (s[i + k] & 0xC0) == 0x80;
+      cp = (cp << 6) | (s[i + k] & 0x3Fu);
+    }
+    static const uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+    ok = ok && cp >= kMin[len] && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF);
+    if (ok) {
+      out.append(text, i, len);
+      i += len;
+    } else {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    }
+  }
+  return out;
+}
+
 // A prepared statement bound by position; text columns read back as std::optional<std::string>.
 class Statement {
  public:
@@ -58,9 +88,12 @@ class Statement {
   Statement(const Statement&) = delete;
   Statement& operator=(const Statement&) = delete;
 
+  // Text is stored as valid UTF-8 (valid_utf8): an error naming a file called "bad\xff.npz" must not make
+  // the database unreadable as JSON.
   Statement& bind(int i, const std::string& v) {
-    const int n = static_cast<int>(v.size());
-    check_sqlite(db_, path_, "binding a value", sqlite3_bind_text(stmt_, i, v.data(), n, SQLITE_TRANSIENT));
+    const std::string text = valid_utf8(v);
+    const int n = static_cast<int>(text.size());
+    check_sqlite(db_, path_, "binding a value", sqlite3_bind_text(stmt_, i, text.data(), n, SQLITE_TRANSIENT));
     return *this;
   }
   Statement& bind(int i, const char* v) { return bind(i, std::string(v)); }
