@@ -174,7 +174,14 @@ ResultStore ResultStore::open_read_only(const std::string& path) {
   } catch (const Error&) {
     const int code = sqlite3_errcode(store.db_) & 0xff;
     if (code != SQLITE_READONLY && code != SQLITE_CANTOPEN) throw;
-    // The -shm/-wal files cannot be created here: read the main file as immutable (see store.h).
+    // The -shm/-wal files cannot be created here: read the main file as immutable (see store.h), unless a
+    // -wal file holds commits that only a -shm file could let SQLite read.
+    std::error_code ec;
+    if (fs::file_size(path + "-wal", ec) > 0 && !ec && !fs::exists(path + "-shm"))
+      fail(path, ": its write-ahead log ", path, "-wal holds changes SQLite reads only through a ", path,
+           "-shm file, which this user cannot create in ", fs::absolute(path).parent_path().string(),
+           ": copy the database and its -wal file to a directory you can write and read the copy, or have a "
+           "user who can write there run `dtnn query matrices --db ", path, "` once");
     store = ResultStore(open_db(immutable_uri(path), SQLITE_OPEN_READONLY | SQLITE_OPEN_URI), path);
     exec_sql(store.db_, path, "PRAGMA query_only = ON; PRAGMA foreign_keys = ON;");
     guard_read_only(store.db_, path);

@@ -83,7 +83,8 @@ class ResultStore {
   // A WAL database whose -shm/-wal files cannot be created (a read-only directory, another user's files) is
   // opened again as immutable (URI immutable=1): SQLite then takes no locks and ignores a -wal file, which
   // is safe because nothing can be writing where those files cannot even be created, and a cleanly closed
-  // WAL database keeps every committed row in the main file.
+  // WAL database keeps every committed row in the main file. A non-empty -wal file without its -shm there
+  // is refused instead (immutable would silently miss its commits), in one line saying what to do.
   static ResultStore open_read_only(const std::string& path);
   // For migration tests: opens for writing and applies migrations only up to `version`.
   static ResultStore open_at_version(const std::string& path, int version);

@@ -1,11 +1,17 @@
 // Read-only stores (query, compare, check): every way SQL could write a file or widen what the connection
 // reaches is refused before it runs, with one line naming the database.
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "core/error.h"
 #include "helpers.h"
 #include "results/store.h"
+#include "skip.h"
 
 using Catch::Contains;
 
@@ -47,4 +53,36 @@ TEST_CASE("store: a read-only store refuses VACUUM, ATTACH, writes, writing prag
   CHECK(ro.query("SELECT count(*) FROM runs").rows.at(0).at(0) == "0");
   dtnn::ResultStore rw = dtnn::ResultStore::open(db);
   CHECK(rw.query("PRAGMA user_version").rows.at(0).at(0) == "0");
+}
+
+TEST_CASE("store: a WAL with no -shm in a directory the reader cannot write says what to do", "[store]") {
+  // root ignores permission bits: as root, read as nobody (setpriv); otherwise as this user.
+  if (::geteuid() == 0 && !fs::exists("/usr/bin/setpriv"))
+    DTNN_SKIP("running as root without /usr/bin/setpriv to drop privileges");
+  const std::string as_reader = ::geteuid() == 0 ? "/usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups " : "";
+  const fs::path dir = dtnn::test::temp_path("ro_wal_dir");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string db = (dir / "dtnn.db").string();
+  {
+    // A writer still open: its commit is only in the -wal file. Copy the database and -wal, not the -shm.
+    const std::string live = made_db("ro_wal_live");
+    dtnn::ResultStore w = dtnn::ResultStore::open(live);
+    w.exec("PRAGMA wal_autocheckpoint = 0");
+    w.add_matrix("m", "m.toml", "hash", "name = \"m\"\n");
+    fs::copy_file(live, db);
+    fs::copy_file(live + "-wal", db + "-wal");
+  }
+  const auto rx = fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read | fs::perms::group_exec |
+                  fs::perms::others_read | fs::perms::others_exec;
+  fs::permissions(dir, rx);
+  for (const std::string f : {db, db + "-wal"}) fs::permissions(f, fs::perms::owner_read | fs::perms::others_read);
+  const std::string out = dtnn::test::temp_path("ro_wal.log");
+  std::system((as_reader + DTNN_BINARY + " query matrices --format csv --db " + db + " > " + out + " 2>&1").c_str());
+  fs::permissions(dir, rx | fs::perms::owner_write);
+  std::ifstream f(out);
+  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  CHECK_THAT(text, Contains("dtnn.db-wal holds changes") && Contains("copy the database and its -wal file"));
+  CHECK_THAT(text, !Contains("not a dtnn results database"));
+  CHECK_FALSE(fs::exists(db + "-shm"));
 }
