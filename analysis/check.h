@@ -24,11 +24,12 @@ struct CheckCounts {
   int diverged = 0;  // runs in the selection whose loss became NaN/Inf: not checked, counted and said so
 };
 
-// Loads the targets into the store and prints one line per ok run matching `selection` (all runs when
-// empty): pass, fail or no target; then how many diverged runs the selection has (they have no accuracy to
-// check, and are neither a pass nor a fail). Checking nothing is an error, not a pass: a store that open() has just
-// created ("no such results database") or no ok run in the selection (the message names it).
-CheckCounts check_targets(ResultStore& store, const std::string& targets_path, const std::string& selection,
+// Reads the targets file and prints one line per ok run matching `selection` (all runs when empty): pass,
+// fail or no target; then how many diverged runs the selection has (they have no accuracy to check, and are
+// neither a pass nor a fail). Only reads the store (the CLI opens it with open_read_only, which refuses an
+// empty or non-database file without changing it). Checking nothing is an error, not a pass: no ok run in
+// the selection (the message names it).
+CheckCounts check_targets(const ResultStore& store, const std::string& targets_path, const std::string& selection,
                           std::ostream& out);
 
 }  // namespace dtnn

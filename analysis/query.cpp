@@ -22,7 +22,7 @@ const View kViews[] = {
     {"throughput", "samples/s of every ok run", "SELECT * FROM v_throughput ORDER BY run_id"},
     {"scaling", "speed-up and parallel efficiency against the 1-rank run of the same configuration",
      "SELECT * FROM v_scaling"},
-    {"accuracy", "accuracy of ok runs against their targets (run `dtnn check` to load the targets)",
+    {"accuracy", "accuracy of ok runs against the targets the last `dtnn run` stored",
      "SELECT * FROM v_accuracy_vs_target ORDER BY run_id"},
     {"runs", "every run with its status and error ('running (runner gone)': its runner was killed; 'diverged': its "
      "loss became NaN or infinite, no samples/s or accuracy)",
@@ -58,7 +58,7 @@ const View kViews[] = {
      "SELECT id, source, model, layer, problem, algorithm, direction, device, threads, tf32, round(median_ms, 4) AS "
      "median_ms, round(min_ms, 4) AS min_ms, round(max_ms, 4) AS max_ms, round(gflops, 1) AS gflops, declined "
      "FROM conv_benchmarks ORDER BY id"},
-    {"targets", "the accuracy targets loaded by `dtnn check`", "SELECT * FROM targets ORDER BY id"},
+    {"targets", "the accuracy targets stored by the last `dtnn run`", "SELECT * FROM targets ORDER BY id"},
     {"environments", "machines and builds runs were made with", "SELECT * FROM environments ORDER BY id"},
     {"matrices", "matrix files runs came from", "SELECT id, name, file, hash, created_at FROM matrices ORDER BY id"},
 };
@@ -119,7 +119,8 @@ void print_query(std::ostream& out, const QueryResult& r, const std::string& for
       }
       rows.push_back(o);
     }
-    out << rows.dump(2) << "\n";
+    // Rows stored before the store made text valid UTF-8 may hold other bytes: U+FFFD for them, not a throw.
+    out << rows.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else if (format == "table") {
     std::vector<size_t> width(r.columns.size());
     for (size_t i = 0; i < r.columns.size(); ++i) width[i] = r.columns[i].size();

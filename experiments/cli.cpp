@@ -253,6 +253,7 @@ void add_harness_commands(CLI::App& app, HarnessCommands& h) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   run->add_option("--dtnn", run_options.dtnn_binary, "The dtnn binary trials run (default: this one)");
   run->add_option("--commit", run_options.git_commit, "Git commit to record for the runs (with --dtnn of another build)");
+  run->add_option("--targets", targets, "Accuracy targets to store with the runs")->capture_default_str();
 
   CLI::App* query = h.query = app.add_subcommand("query", "Named views or one read-only SQL statement over the results");
   query->add_option("view_or_sql", query_what, "A view name (list them with no argument) or an SQL statement");
@@ -279,11 +280,22 @@ void add_harness_commands(CLI::App& app, HarnessCommands& h) {
   report->add_option("--matrix", report_matrix, "Only runs of this matrix");
 }
 
+// `dtnn run`, the writer of runs, also stores the targets file (for `dtnn query accuracy|targets` and the
+// report; `dtnn check` reads the file itself and never writes). The file is read first, so a bad one fails
+// before any trial runs.
+int cmd_run(const dtnn::RunnerOptions& options, const std::string& targets_path) {
+  if (options.dry_run) return dtnn::run_matrix(options, std::cout);
+  const std::vector<dtnn::ResultStore::Target> targets = dtnn::load_targets(targets_path);
+  const int rc = dtnn::run_matrix(options, std::cout);
+  if (std::ifstream(options.db_path)) dtnn::ResultStore::open(options.db_path).replace_targets(targets);
+  return rc;
+}
+
 int run_harness_command(HarnessCommands& h) {
-  if (h.run->parsed()) return dtnn::run_matrix(h.run_options, std::cout);
+  if (h.run->parsed()) return cmd_run(h.run_options, h.targets);
   if (h.query->parsed()) return cmd_query(h.db, h.query_what, h.format);
   if (h.check->parsed()) {
-    dtnn::ResultStore store = dtnn::ResultStore::open_existing(h.db);
+    const dtnn::ResultStore store = dtnn::ResultStore::open_read_only(h.db);
     return dtnn::check_targets(store, h.targets, h.select, std::cout).fail > 0 ? 1 : 0;
   }
   if (h.compare->parsed()) {

@@ -69,12 +69,13 @@ bool is_error_line(const std::string& line) {
 }
 
 // The line a failed child left behind: its last "dtnn: ..." / "torch_train: ..." line, else its last
-// non-empty line.
+// meaningful line. Rules made only of '-', '=', '*' and blanks (mpirun frames its messages in them) say
+// nothing: they are skipped.
 std::string error_line(const std::string& log_path) {
   std::ifstream f(log_path);
   std::string line, last, last_tagged;
   while (std::getline(f, line)) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    if (line.find_first_not_of(" \t\r-=*") == std::string::npos) continue;
     last = line;
     if (is_error_line(line) || line.find("Error") != std::string::npos) last_tagged = line;
   }

@@ -6,6 +6,7 @@
 
 #include <cctype>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 
@@ -20,27 +21,79 @@ inline void check_sqlite(sqlite3* db, const std::string& path, const char* doing
     fail(path, ": ", doing, ": ", db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
 }
 
+// The first character of `tail` that starts another statement, or nullptr when the rest is only whitespace,
+// ';' and SQL comments ("-- ..." to the end of the line, "/* ... */", an unclosed one to the end).
+inline const char* statement_text(const char* tail) {
+  while (tail && *tail) {
+    if (std::isspace(static_cast<unsigned char>(*tail)) || *tail == ';') {
+      ++tail;
+    } else if (tail[0] == '-' && tail[1] == '-') {
+      while (*tail && *tail != '\n') ++tail;
+    } else if (tail[0] == '/' && tail[1] == '*') {
+      const char* end = std::strstr(tail + 2, "*/");
+      tail = end ? end + 2 : tail + std::strlen(tail);
+    } else {
+      return tail;
+    }
+  }
+  return nullptr;
+}
+
+// `text` with every byte that is not part of a valid UTF-8 sequence replaced by U+FFFD: what the store binds,
+// so readers (JSON, Python) never meet invalid text. Overlong forms, surrogates and code points past
+// U+10FFFF count as invalid.
+inline std::string valid_utf8(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t n = text.size();
+  for (size_t i = 0; i < n;) {
+    const unsigned char c = s[i];
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    bool ok = len > 0 && i + len <= n;
+    uint32_t cp = len == 1 ? c : len == 2 ? c & 0x1Fu : len == 3 ? c & 0x0Fu : c & 0x07u;
+    for (size_t k = 1; ok && k < len; ++k) {
+      ok = (s[i + k] & 0xC0) == 0x80;
+      cp = (cp << 6) | (s[i + k] & 0x3Fu);
+    }
+    static const uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+    ok = ok && cp >= kMin[len] && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF);
+    if (ok) {
+      out.append(text, i, len);
+      i += len;
+    } else {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    }
+  }
+  return out;
+}
+
 // A prepared statement bound by position; text columns read back as std::optional<std::string>.
 class Statement {
  public:
   Statement(sqlite3* db, const std::string& path, const std::string& sql) : db_(db), path_(path) {
     const char* tail = nullptr;
     const int rc = sqlite3_prepare_v2(db, sql.c_str(), static_cast<int>(sql.size()), &stmt_, &tail);
+    if (rc == SQLITE_AUTH)  // read_only_guard.h refused it
+      fail(path, ": ", sqlite3_errmsg(db), " (the database is open read-only: only statements that read run)");
     if (rc != SQLITE_OK) fail(path, ": ", sqlite3_errmsg(db));
     if (!stmt_) fail(path, ": empty SQL statement");
-    for (; tail && *tail; ++tail)
-      if (!std::isspace(static_cast<unsigned char>(*tail)) && *tail != ';') {
-        sqlite3_finalize(stmt_);
-        fail(path, ": one SQL statement at a time (extra text: \"", std::string(tail).substr(0, 40), "\")");
-      }
+    if (const char* extra = statement_text(tail)) {
+      sqlite3_finalize(stmt_);
+      fail(path, ": one SQL statement at a time (extra text: \"", std::string(extra).substr(0, 40), "\")");
+    }
   }
   ~Statement() { sqlite3_finalize(stmt_); }
   Statement(const Statement&) = delete;
   Statement& operator=(const Statement&) = delete;
 
+  // Text is stored as valid UTF-8 (valid_utf8): an error naming a file called "bad\xff.npz" must not make
+  // the database unreadable as JSON.
   Statement& bind(int i, const std::string& v) {
-    const int n = static_cast<int>(v.size());
-    check_sqlite(db_, path_, "binding a value", sqlite3_bind_text(stmt_, i, v.data(), n, SQLITE_TRANSIENT));
+    const std::string text = valid_utf8(v);
+    const int n = static_cast<int>(text.size());
+    check_sqlite(db_, path_, "binding a value", sqlite3_bind_text(stmt_, i, text.data(), n, SQLITE_TRANSIENT));
     return *this;
   }
   Statement& bind(int i, const char* v) { return bind(i, std::string(v)); }
@@ -71,6 +124,8 @@ class Statement {
     while (step()) {
     }
   }
+  // True when the statement cannot change the database file (sqlite3_stmt_readonly).
+  bool read_only() const { return sqlite3_stmt_readonly(stmt_) != 0; }
   int64_t int_column(int i) const { return sqlite3_column_int64(stmt_, i); }
   int columns() const { return sqlite3_column_count(stmt_); }
   std::string column_name(int i) const { return sqlite3_column_name(stmt_, i); }

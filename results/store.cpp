@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/host.h"
 #include "results/migrations.h"
+#include "results/read_only_guard.h"
 #include "results/sqlite_util.h"
 
 namespace dtnn {
@@ -83,6 +84,12 @@ int stored_version(sqlite3* db, const std::string& path) {
   Statement st(db, path, "SELECT coalesce(max(version), 0) FROM schema_migrations");
   st.step();
   return static_cast<int>(st.int_column(0));
+}
+
+// The message for a database whose schema is newer than this build's migrations.
+std::string newer_schema(const std::string& path, int version) {
+  return path + ": this database was written by a newer dtnn (schema version " + std::to_string(version) +
+         ", this build knows " + std::to_string(ResultStore::latest_version()) + "): use that build or a newer one";
 }
 
 std::string param(const std::map<std::string, std::string>& params, const std::string& name,
@@ -159,18 +166,30 @@ ResultStore ResultStore::open_read_only(const std::string& path) {
   if (!fs::exists(path)) fail(path, ": no such results database (run `dtnn run` first)");
   ResultStore store(open_db(path, SQLITE_OPEN_READONLY), path);
   exec_sql(store.db_, path, "PRAGMA query_only = ON; PRAGMA foreign_keys = ON;");
+  guard_read_only(store.db_, path);
+  store.read_only_ = true;
   int v = 0;
   try {
     v = stored_version(store.db_, path);  // the first read: where a WAL database needs its -shm file
   } catch (const Error&) {
     const int code = sqlite3_errcode(store.db_) & 0xff;
     if (code != SQLITE_READONLY && code != SQLITE_CANTOPEN) throw;
-    // The -shm/-wal files cannot be created here: read the main file as immutable (see store.h).
+    // The -shm/-wal files cannot be created here: read the main file as immutable (see store.h), unless a
+    // -wal file holds commits that only a -shm file could let SQLite read.
+    std::error_code ec;
+    if (fs::file_size(path + "-wal", ec) > 0 && !ec && !fs::exists(path + "-shm"))
+      fail(path, ": its write-ahead log ", path, "-wal holds changes SQLite reads only through a ", path,
+           "-shm file, which this user cannot create in ", fs::absolute(path).parent_path().string(),
+           ": copy the database and its -wal file to a directory you can write and read the copy, or have a "
+           "user who can write there run `dtnn query matrices --db ", path, "` once");
     store = ResultStore(open_db(immutable_uri(path), SQLITE_OPEN_READONLY | SQLITE_OPEN_URI), path);
     exec_sql(store.db_, path, "PRAGMA query_only = ON; PRAGMA foreign_keys = ON;");
+    guard_read_only(store.db_, path);
+    store.read_only_ = true;
     v = stored_version(store.db_, path);
   }
   if (v == 0) fail(path, ": not a dtnn results database");
+  if (v > latest_version()) fail(newer_schema(path, v));
   if (v != latest_version())
     fail(path, ": schema version ", v, ", this dtnn reads version ", latest_version(),
          " (a writer such as `dtnn run` or `dtnn check` migrates it)");
@@ -178,7 +197,7 @@ ResultStore ResultStore::open_read_only(const std::string& path) {
 }
 
 ResultStore::ResultStore(ResultStore&& other) noexcept
-    : db_(other.db_), path_(std::move(other.path_)) {
+    : db_(other.db_), path_(std::move(other.path_)), read_only_(other.read_only_) {
   other.db_ = nullptr;
 }
 
@@ -187,6 +206,7 @@ ResultStore& ResultStore::operator=(ResultStore&& other) noexcept {
     sqlite3_close(db_);
     db_ = other.db_;
     path_ = std::move(other.path_);
+    read_only_ = other.read_only_;
     other.db_ = nullptr;
   }
   return *this;
@@ -230,8 +250,7 @@ void ResultStore::migrate(int up_to) {
              "applied_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now')))");
   }
   const int current = stored_version(db_, path_);
-  if (current > latest_version())
-    fail(path_, ": schema version ", current, " is newer than this dtnn (", latest_version(), "); use a newer dtnn");
+  if (current > latest_version()) fail(newer_schema(path_, current));
   for (const schema::Migration& m : schema::kMigrations) {
     if (m.version <= current || m.version > up_to) continue;
     exec_sql(db_, path_, m.sql);
@@ -404,6 +423,9 @@ void ResultStore::replace_targets(const std::vector<Target>& targets) {
 
 QueryResult ResultStore::query(const std::string& sql) const {
   Statement st(db_, path_, sql);
+  // VACUUM INTO has no authorizer action (read_only_guard.h); it would create its file before failing.
+  if (read_only_ && !st.read_only())
+    fail(path_, ": the database is open read-only: only statements that read run (not \"", sql.substr(0, 40), "\")");
   QueryResult r;
   for (int i = 0; i < st.columns(); ++i) r.columns.push_back(st.column_name(i));
   while (st.step()) {
@@ -414,6 +436,12 @@ QueryResult ResultStore::query(const std::string& sql) const {
   return r;
 }
 
-void ResultStore::exec(const std::string& sql) { exec_sql(db_, path_, sql); }
+void ResultStore::exec(const std::string& sql) {
+  if (read_only_) {
+    query(sql);  // one statement, through the read-only checks
+    return;
+  }
+  exec_sql(db_, path_, sql);
+}
 
 }  // namespace dtnn

@@ -2,14 +2,15 @@
 // runs, per-epoch metrics, per-layer timings and accuracy targets, with a versioned schema applied by
 // migrations (results/migrations.h lists them; never edit a released one, add the next).
 //
-// Three commands write: the runner (`dtnn run`: matrices, environments, runs with their epochs and layer
-// timings), `dtnn ingest` (conv_benchmarks) and `dtnn check` (targets). Every write is one transaction: a
+// Two commands write, both through ResultStore::open and every write one transaction (BEGIN IMMEDIATE:
+// concurrent writers queue on the busy timeout): the runner (`dtnn run`: matrices, environments, runs with
+// their epochs and layer timings, and the targets file it was given) and `dtnn ingest` (conv_benchmarks). A
 // run is inserted as 'running' before its process starts and finished (status, error, the report's epochs
 // and layers) in one transaction, so a killed runner leaves at most a 'running' row, which the next writer
-// marks 'interrupted' once the runner process that owns it is gone. Readers (query, compare, report) open the file read-only; SQL run
-// through a store can ask dtnn_runner_alive(runner_host, runner_pid) whether a 'running' row still has its
-// runner (0 only when the host is this one and the process is gone), so read-only tools can show orphans
-// without writing.
+// marks 'interrupted' once the runner process that owns it is gone. Everything else (query, compare, check,
+// report) opens the file read-only; SQL run through a store can ask dtnn_runner_alive(runner_host,
+// runner_pid) whether a 'running' row still has its runner (0 only when the host is this one and the process
+// is gone), so read-only tools can show orphans without writing.
 //
 // Errors (SQLite failures, a malformed report) are dtnn::Error naming the database file and, in words, what
 // was being done ("<db>: committing: disk I/O error").
@@ -74,13 +75,16 @@ class ResultStore {
   // dtnn database or its schema is newer than this build knows.
   static ResultStore open(const std::string& path);
   // As open, but a missing file is an error ("no such results database"), for tools that only add to
-  // existing results (check).
+  // existing results.
   static ResultStore open_existing(const std::string& path);
-  // Opens an existing database read-only (SQLITE_OPEN_READONLY and PRAGMA query_only): writes are refused.
+  // Opens an existing database read-only (SQLITE_OPEN_READONLY, PRAGMA query_only and the authorizer of
+  // results/read_only_guard.h): writes, ATTACH, VACUUM, writing pragmas and load_extension are refused before
+  // they run, so no file is created or changed.
   // A WAL database whose -shm/-wal files cannot be created (a read-only directory, another user's files) is
   // opened again as immutable (URI immutable=1): SQLite then takes no locks and ignores a -wal file, which
   // is safe because nothing can be writing where those files cannot even be created, and a cleanly closed
-  // WAL database keeps every committed row in the main file.
+  // WAL database keeps every committed row in the main file. A non-empty -wal file without its -shm there
+  // is refused instead (immutable would silently miss its commits), in one line saying what to do.
   static ResultStore open_read_only(const std::string& path);
   // For migration tests: opens for writing and applies migrations only up to `version`.
   static ResultStore open_at_version(const std::string& path, int version);
@@ -123,7 +127,7 @@ class ResultStore {
   // whether it was stored.
   std::vector<bool> add_conv_benchmarks(int64_t environment_id, const std::vector<ConvBenchmarkRow>& rows);
 
-  // Replaces the targets table (from analysis/targets.toml).
+  // Replaces the targets table (the runner stores the targets file it was given; check reads the file).
   struct Target {
     std::string model, dataset, metric;  // metric: test_accuracy | val_accuracy (percent)
     double target = 0.0, tolerance = 0.0;
@@ -134,7 +138,8 @@ class ResultStore {
 
   // Runs one SQL statement and returns its rows (for read-only stores, any write fails).
   QueryResult query(const std::string& sql) const;
-  void exec(const std::string& sql);  // statements without results (tests, maintenance)
+  // Statements without results (tests, maintenance); on a read-only store, one statement as query runs it.
+  void exec(const std::string& sql);
 
  private:
   ResultStore(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
@@ -143,6 +148,7 @@ class ResultStore {
                               const std::string& status, const std::string& error);
   sqlite3* db_ = nullptr;
   std::string path_;
+  bool read_only_ = false;  // open_read_only: query() runs only statements that read
 };
 
 // The dataset label of a trial, as targets and tables name datasets: "synthetic-<dataset>" for synthetic

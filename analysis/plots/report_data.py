@@ -70,6 +70,8 @@ class Store:
     def _connect(self, uri):
         """Opens uri; returns the (type, name) of every schema object."""
         self.con = sqlite3.connect(uri, uri=True, timeout=10)
+        # Rows stored before dtnn made every text valid UTF-8 may hold other bytes (a file name): show them as U+FFFD.
+        self.con.text_factory = lambda b: b.decode("utf-8", errors="replace")
         self.con.row_factory = sqlite3.Row
         return {(r["type"], r["name"]) for r in self.con.execute("SELECT type, name FROM sqlite_master")}
 

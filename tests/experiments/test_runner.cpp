@@ -255,7 +255,7 @@ TEST_CASE("cli: query is read-only, check and compare exit 1 on failures", "[run
   CHECK(dtnn_cli("query throughput --format csv --db " + ws.db(), log) == 0);
   CHECK_THAT(read_text(log), Contains("run_id,matrix,git_commit,framework"));
   CHECK(dtnn_cli("query \"DELETE FROM runs\" --db " + ws.db(), log) == 1);
-  CHECK_THAT(read_text(log), Contains("readonly"));
+  CHECK_THAT(read_text(log), Contains("read-only"));
   CHECK(dtnn_cli("query no_such_view --db " + ws.db(), log) == 1);
   CHECK_THAT(read_text(log), Contains("unknown view 'no_such_view'"));
   CHECK(one(ws.db(), "SELECT count(*) FROM runs") == "2");
@@ -272,8 +272,12 @@ source = "planted"
   CHECK_THAT(read_text(log), Contains("0 pass, 2 fail"));
   const std::string easy = ws.file("easy.toml", "[[target]]\nmodel = \"simplemlp\"\ndataset = \"synthetic-mnist\"\n"
                                                 "metric = \"test_accuracy\"\ntarget = 1.0\ntolerance = 1.0\nsource = \"x\"\n");
+  CHECK(one(ws.db(), "SELECT count(*) FROM targets") != "0");  // `dtnn run` stored analysis/targets.toml's
+  const auto stamp = fs::last_write_time(ws.db());
   CHECK(dtnn_cli("check --db " + ws.db() + " --targets " + easy, log) == 0);
   CHECK_THAT(read_text(log), Contains("2 pass, 0 fail"));
+  CHECK(one(ws.db(), "SELECT count(*) FROM targets WHERE source = 'x'") == "0");  // check reads, never writes
+  CHECK(fs::last_write_time(ws.db()) == stamp);
   const std::string bad = ws.file("bad.toml", "[[target]]\nmodel = \"simplemlp\"\nmetrik = 1\n");
   CHECK(dtnn_cli("check --db " + ws.db() + " --targets " + bad, log) == 1);
   CHECK_THAT(read_text(log), Contains("bad.toml:3: unknown key 'metrik'"));
@@ -377,6 +381,16 @@ TEST_CASE("runner: a trial killed by a signal keeps only a complete error line a
   CHECK(one(ws.db(), "SELECT error FROM runs WHERE id = 2") == "killed by signal 9; dtnn: out of memory");
 }
 
+TEST_CASE("runner: mpirun's banner rules are not a failed run's error", "[runner]") {
+  Workspace ws("banner");
+  const std::string matrix = ws.file("b.toml", "name = \"b\"\n[base]\nthreads = 1\n");
+  const std::string rule = std::string(74, '-');
+  const std::string mpirun = script(ws, "mpirun.sh", "echo " + rule + "\necho 'mpirun noticed that process rank 1 "
+                                    "exited on signal 9 (Killed).'\necho " + rule + "\necho '  ===  '\nexit 137\n");
+  CHECK(dtnn_cli("run " + matrix + " --db " + ws.db() + " --dtnn " + mpirun) == 1);
+  CHECK(one(ws.db(), "SELECT error FROM runs") == "exit 137: mpirun noticed that process rank 1 exited on signal 9 (Killed).");
+}
+
 TEST_CASE("runner: the timeout message shows timeout_s as the matrix gives it", "[runner]") {
   Workspace ws("timeout");
   const std::string sleeper = script(ws, "sleeper.sh", "exec sleep 60\n");
@@ -412,6 +426,14 @@ TEST_CASE("cli: check of a missing database or of no runs fails", "[runner]") {
   const dtnn::test::Command missing = dtnn::test::run_dtnn("check --db " + (ws.dir / "none.db").string());
   CHECK(dtnn::test::one_line_error(missing));
   CHECK_THAT(missing.err, Contains("none.db: no such results database"));
+
+  // An empty file or a text file is refused and left as it was (not turned into a database).
+  const std::string empty = ws.file("empty.db", ""), text = ws.file("text.db", "not a database\n");
+  CHECK_THAT(dtnn::test::run_dtnn("check --db " + empty).err, Contains("empty.db: not a dtnn results database"));
+  CHECK_THAT(dtnn::test::run_dtnn("check --db " + text).err, Contains("text.db: "));
+  CHECK(read_text(empty).empty());
+  CHECK(read_text(text) == "not a database\n");
+  CHECK_FALSE(fs::exists(empty + "-wal"));
 
   make_db_with_run(ws.db(), "ok");
   CHECK(dtnn::test::run_dtnn("check --db " + ws.db() + " --select matrix=m").status == 0);

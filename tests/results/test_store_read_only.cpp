@@ -1,0 +1,88 @@
+// Read-only stores (query, compare, check): every way SQL could write a file or widen what the connection
+// reaches is refused before it runs, with one line naming the database.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "core/error.h"
+#include "helpers.h"
+#include "results/store.h"
+#include "skip.h"
+
+using Catch::Contains;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// A current, empty results database (its -wal/-shm files removed first).
+std::string made_db(const std::string& name) {
+  const std::string path = dtnn::test::temp_path(name + ".db");
+  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path + suffix);
+  dtnn::ResultStore::open(path);
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("store: a read-only store refuses VACUUM, ATTACH, writes, writing pragmas and extensions", "[store]") {
+  const std::string db = made_db("ro_guard");
+  const std::string copy = dtnn::test::temp_path("ro_guard_copy.db");
+  fs::remove(copy);
+  dtnn::ResultStore ro = dtnn::ResultStore::open_read_only(db);
+  const std::string refused = db + ": ";
+  CHECK_THROWS_WITH(ro.query("VACUUM INTO '" + copy + "'"), Contains(refused) && Contains("read-only"));
+  CHECK_FALSE(fs::exists(copy));
+  CHECK_THROWS_WITH(ro.exec("VACUUM INTO '" + copy + "'"), Contains(refused) && Contains("read-only"));
+  CHECK_FALSE(fs::exists(copy));
+  CHECK_THROWS_WITH(ro.query("ATTACH '" + copy + "' AS other"), Contains(refused) && Contains("not authorized"));
+  CHECK_FALSE(fs::exists(copy));
+  CHECK_THROWS_WITH(ro.query("INSERT INTO matrices (name, file, hash, text) VALUES ('m', 'f', 'h', 't')"),
+                    Contains(refused) && Contains("not authorized"));
+  CHECK_THROWS_WITH(ro.query("PRAGMA user_version = 5"), Contains(refused) && Contains("not authorized"));
+  CHECK_THROWS_WITH(ro.query("PRAGMA journal_mode = DELETE"), Contains(refused) && Contains("not authorized"));
+  CHECK_THROWS_WITH(ro.query("SELECT load_extension('/nonexistent/x.so')"), Contains(refused) && Contains("not authorized"));
+  CHECK_THROWS_WITH(ro.query("CREATE TEMP TABLE t (x)"), Contains(refused) && Contains("not authorized"));
+  // Reading still works, pragmas that read included.
+  CHECK(ro.query("PRAGMA user_version").rows.at(0).at(0) == "0");
+  CHECK(ro.query("PRAGMA table_info(runs)").rows.size() > 5);
+  CHECK(ro.query("SELECT count(*) FROM runs").rows.at(0).at(0) == "0");
+  dtnn::ResultStore rw = dtnn::ResultStore::open(db);
+  CHECK(rw.query("PRAGMA user_version").rows.at(0).at(0) == "0");
+}
+
+TEST_CASE("store: a WAL with no -shm in a directory the reader cannot write says what to do", "[store]") {
+  // root ignores permission bits: as root, read as nobody (setpriv); otherwise as this user.
+  if (::geteuid() == 0 && !fs::exists("/usr/bin/setpriv"))
+    DTNN_SKIP("running as root without /usr/bin/setpriv to drop privileges");
+  const std::string as_reader = ::geteuid() == 0 ? "/usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups " : "";
+  const fs::path dir = dtnn::test::temp_path("ro_wal_dir");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string db = (dir / "dtnn.db").string();
+  {
+    // A writer still open: its commit is only in the -wal file. Copy the database and -wal, not the -shm.
+    const std::string live = made_db("ro_wal_live");
+    dtnn::ResultStore w = dtnn::ResultStore::open(live);
+    w.exec("PRAGMA wal_autocheckpoint = 0");
+    w.add_matrix("m", "m.toml", "hash", "name = \"m\"\n");
+    fs::copy_file(live, db);
+    fs::copy_file(live + "-wal", db + "-wal");
+  }
+  const auto rx = fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read | fs::perms::group_exec |
+                  fs::perms::others_read | fs::perms::others_exec;
+  fs::permissions(dir, rx);
+  for (const std::string f : {db, db + "-wal"}) fs::permissions(f, fs::perms::owner_read | fs::perms::others_read);
+  const std::string out = dtnn::test::temp_path("ro_wal.log");
+  std::system((as_reader + DTNN_BINARY + " query matrices --format csv --db " + db + " > " + out + " 2>&1").c_str());
+  fs::permissions(dir, rx | fs::perms::owner_write);
+  std::ifstream f(out);
+  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  CHECK_THAT(text, Contains("dtnn.db-wal holds changes") && Contains("copy the database and its -wal file"));
+  CHECK_THAT(text, !Contains("not a dtnn results database"));
+  CHECK_FALSE(fs::exists(db + "-shm"));
+}
