@@ -203,14 +203,16 @@ class ImageNet final : public Dataset {
     const ShardList& list = pool == Pool::train ? train_ : test_;
     Shard shard = list.shards[s];
     std::vector<io::NpyArray> arrays = io::read_npz(shard.path);
+    // read_npz refuses two entries of one name; the shapes checked are those of the arrays read below.
     io::NpyArray *x = nullptr, *y = nullptr;
-    std::vector<io::NpyInfo> infos;
     for (io::NpyArray& a : arrays) {
       if (a.name == "x") x = &a;
       if (a.name == "y") y = &a;
-      infos.push_back(io::NpyInfo{a.name, a.dtype, a.shape});
     }
-    check_shard(shard.path, find_array(infos, "x"), find_array(infos, "y"), out_h_, out_w_, &shard);
+    io::NpyInfo x_info, y_info;
+    if (x) x_info = io::NpyInfo{x->name, x->dtype, x->shape};
+    if (y) y_info = io::NpyInfo{y->name, y->dtype, y->shape};
+    check_shard(shard.path, x ? &x_info : nullptr, y ? &y_info : nullptr, out_h_, out_w_, &shard);
     switch (y->dtype) {
       case io::NpyDType::u8: read_labels<uint8_t>(*y, shard.path, d.classes); break;
       case io::NpyDType::i8: read_labels<int8_t>(*y, shard.path, d.classes); break;

@@ -6,6 +6,7 @@
 //   Fortran-ordered and big-endian arrays are rejected.
 // - Reading handles STORED and DEFLATE entries, archive comments and zip64 archives; writing
 //   produces plain (non-zip64) archives, so each entry and the whole file must stay below 4 GiB.
+// - Each name appears once in an archive: reading one with two same-named entries throws.
 // - Every failure throws NpzError with a one-line message "dtnn: <file>: ..." naming the file
 //   (and the entry, when one is involved).
 #pragma once

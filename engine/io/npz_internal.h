@@ -90,7 +90,8 @@ std::vector<uint8_t> inflate_raw(const std::string& path, const std::string& ent
 Directory find_directory(const std::string& path, const uint8_t* tail, size_t tail_size, uint64_t file_size,
                          bool looks_zip);
 
-// Parses the central directory (cd_size bytes at d) into its `count` entries.
+// Parses the central directory (cd_size bytes at d) into its `count` entries, refusing an archive in which
+// two entries share a name.
 std::vector<Entry> parse_directory(const std::string& path, const uint8_t* d, uint64_t cd_size, uint64_t count);
 
 // The checks every array entry must pass before its data is read. Returns false for a directory entry.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <set>
 
 #include "io/npz_internal.h"
 
@@ -120,6 +121,7 @@ Directory find_directory(const std::string& path, const uint8_t* tail, size_t ta
 
 std::vector<Entry> parse_directory(const std::string& path, const uint8_t* d, uint64_t cd_size, uint64_t count) {
   std::vector<Entry> entries;
+  std::set<std::string> names;
   size_t p = 0, cd_end = cd_size;
   for (uint64_t k = 0; k < count; ++k) {
     if (cd_end - p < 46 || get32(d + p) != kCentralSig) fail(path, "corrupt zip central directory");
@@ -144,6 +146,9 @@ std::vector<Entry> parse_directory(const std::string& path, const uint8_t* d, ui
       }
       x += 4 + len;
     }
+    // numpy keeps the last of two same-named members, other readers the first; a reader that checks one
+    // and reads the other trusts a shape the data does not have. One entry per name, or no archive.
+    if (!names.insert(e.name).second) fail_entry(path, e.name, "appears twice in the archive (one entry per name)");
     entries.push_back(e);
     p += 46 + nlen + xlen + clen;
   }
