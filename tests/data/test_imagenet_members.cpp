@@ -1,5 +1,5 @@
 // ImageNet shards whose members are unusual: a member name twice in one archive (refused, naming the file
-// and the member).
+// and the member), and labels stored in every integer dtype (PyDTNN stores int16), checked to 1..1000.
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <fstream>
@@ -75,3 +75,44 @@ TEST_CASE("imagenet: a shard with a member twice is refused, naming the file and
   CHECK_THROWS_WITH(io::read_npz(shard), Catch::Contains(shard) && Catch::Contains("twice"));
 }
 
+TEST_CASE("imagenet: labels in any integer dtype, values checked to be 1..1000", "[data]") {
+  const test::ScratchDir dir("imagenet_label_dtypes");
+  const std::string shard = dir / "a.npz";
+  // PyDTNN's shards store int16; the others hold 1..1000 as well, uint8/int8 only up to their maximum.
+  const auto [dtype, last] = GENERATE(table<NpyDType, int64_t>({{NpyDType::i16, 1000}, {NpyDType::u16, 1000},
+                                                                 {NpyDType::u32, 1000}, {NpyDType::u64, 1000},
+                                                                 {NpyDType::i32, 1000}, {NpyDType::i64, 1000},
+                                                                 {NpyDType::u8, 255}, {NpyDType::i8, 127}}));
+  CAPTURE(static_cast<int>(dtype));
+  const int64_t n = 3;
+  SECTION("in range: one-hot at label - 1") {
+    io::write_npz(shard, {images("x", n, 4, 4), labels(dtype, n, last)});
+    const auto data = open_imagenet(dir.path, dir.path, 4, 4);
+    const int64_t indices[n] = {0, 1, 2};
+    std::vector<float> x(n * 3 * 16), y(n * 1000);
+    data->load_batch(Pool::train, indices, n, Layout::nchw, x.data(), y.data());
+    CHECK(y[0 * 1000 + 0] == 1.0f);
+    CHECK(y[1 * 1000 + 1] == 1.0f);
+    CHECK(y[2 * 1000 + last - 1] == 1.0f);
+  }
+  SECTION("0 is refused (labels are 1-based)") {
+    io::write_npz(shard, {images("x", n, 4, 4), labels(dtype, n, 0)});
+    const auto data = open_imagenet(dir.path, dir.path, 4, 4);
+    const int64_t index = 2;
+    std::vector<float> x(3 * 16), y(1000);
+    CHECK_THROWS_WITH(data->load_batch(Pool::train, &index, 1, Layout::nchw, x.data(), y.data()),
+                      Catch::Contains(shard) && Catch::Contains("not in 1..1000"));
+  }
+}
+
+TEST_CASE("imagenet: int16 labels above 1000 or negative are refused", "[data]") {
+  const test::ScratchDir dir("imagenet_label_range");
+  const std::string shard = dir / "a.npz";
+  const int64_t bad = GENERATE(1001, -1);
+  io::write_npz(shard, {images("x", 2, 4, 4), labels(NpyDType::i16, 2, bad)});
+  const auto data = open_imagenet(dir.path, dir.path, 4, 4);
+  const int64_t index = 1;
+  std::vector<float> x(3 * 16), y(1000);
+  CHECK_THROWS_WITH(data->load_batch(Pool::train, &index, 1, Layout::nchw, x.data(), y.data()),
+                    Catch::Contains("label " + std::to_string(bad)) && Catch::Contains("not in 1..1000"));
+}
