@@ -5,6 +5,7 @@
 // whose loss became NaN or infinite, 1 for everything else.
 #include <CLI/CLI.hpp>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -330,6 +331,7 @@ bool known_command(const CLI::App& app, int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::signal(SIGXFSZ, SIG_IGN);  // past `ulimit -f`, a write fails with EFBIG and is reported, not fatal
   CLI::App app{"dtnn: distributed training of neural networks (a C++ PyDTNN) and its benchmark suite"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "dtnn " DTNN_VERSION);

@@ -2,6 +2,7 @@
 #include "core/file_io.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -25,7 +26,52 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
-AtomicFile::AtomicFile(std::string path) : path_(std::move(path)), tmp_(path_ + ".tmp." + std::to_string(::getpid())) {
+namespace {
+
+// Follows symlinks from path (at most 40, as Linux does) to the path a write would land on.
+std::string follow_links(const std::string& path, std::string* why) {
+  std::string p = path;
+  for (int hop = 0; hop < 40; ++hop) {
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return p;
+    std::error_code ec;
+    const std::filesystem::path link = std::filesystem::read_symlink(p, ec);
+    if (ec) {
+      *why = "cannot read the symlink (" + ec.message() + ")";
+      return p;
+    }
+    p = link.is_absolute() ? link.string() : (std::filesystem::path(p).parent_path() / link).string();
+  }
+  *why = "too many levels of symbolic links";
+  return p;
+}
+
+const char* kind_of(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+}  // namespace
+
+std::string output_path_problem(const std::string& path, std::string* target) {
+  std::string why;
+  const std::string t = follow_links(path, &why);
+  if (target) *target = t;
+  if (!why.empty()) return why;
+  struct stat st {};
+  if (::lstat(t.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return "";  // absent (created) or regular
+  return std::string("is ") + kind_of(st.st_mode) + (t == path ? "" : " (the symlink's target " + t + ")") +
+         "; dtnn writes regular files only and replaces nothing else";
+}
+
+AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
+  const std::string why = output_path_problem(path_, &target_);
+  if (!why.empty()) fail(path_, ": ", why);
+  tmp_ = target_ + ".tmp." + std::to_string(::getpid());
   file_ = std::fopen(tmp_.c_str(), "wb");
   if (!file_) fail(path_, ": cannot create ", tmp_, " (", std::strerror(errno), ")");
 }
@@ -52,14 +98,14 @@ void AtomicFile::commit() {
     std::remove(tmp_.c_str());
     fail(path_, ": write error (", std::strerror(err), ")");
   }
-  if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
+  if (std::rename(tmp_.c_str(), target_.c_str()) != 0) {
     const int err = errno;
     std::remove(tmp_.c_str());
     fail(path_, ": cannot rename ", tmp_, " into place (", std::strerror(err), ")");
   }
   // The rename is durable only once the directory entry is on disk. A directory that cannot be opened
   // or synced (some network file systems) leaves the file written but not crash-proof: not an error.
-  std::string dir = std::filesystem::path(path_).parent_path().string();
+  std::string dir = std::filesystem::path(target_).parent_path().string();
   if (dir.empty()) dir = ".";
   const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {

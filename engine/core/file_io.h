@@ -12,10 +12,22 @@ namespace dtnn {
 // directory, cannot be opened, or a read fails.
 std::string read_file(const std::string& path);
 
-// A file that appears at `path` whole or not at all. Bytes go to `path.tmp.<pid>`; commit() flushes and
-// fsyncs it, renames it over `path` and fsyncs the directory, so after commit() returns the new file
-// survives a crash. Destroyed without commit() (an exception on the way), it removes the temporary file and
-// leaves whatever was at `path` untouched. Every failure throws dtnn::Error naming `path` and the reason.
+// What may be written at an output path. Regular files are replaced atomically (AtomicFile). A symlink
+// is followed (up to 40 links): its final target is written atomically, in the target's directory, and
+// the link stays. Anything else - a directory, FIFO, character or block device (/dev/full, /dev/null),
+// socket - is refused and never replaced: rename() would put a regular file in its place. An absent path
+// is created. Returns "" when `path` may be written, else the reason ("is a FIFO; ..."); *target (when
+// given) receives the path the bytes land on. The answer can change before the write (another process):
+// AtomicFile checks again when it opens.
+std::string output_path_problem(const std::string& path, std::string* target = nullptr);
+
+// A file that appears at `path` whole or not at all (`path` as output_path_problem allows: a symlink's
+// target is what is replaced; other non-regular files throw at construction). Bytes go to
+// `<target>.tmp.<pid>`; commit() flushes and fsyncs it, renames it over the target and fsyncs the
+// directory, so after commit() returns the new file survives a crash. Destroyed without commit() (an
+// exception on the way), it removes the temporary file and leaves whatever was at `path` untouched.
+// Every failure (a write error such as a full disk or a file-size limit included) throws dtnn::Error
+// naming `path` and the reason.
 class AtomicFile {
  public:
   explicit AtomicFile(std::string path);
@@ -28,7 +40,7 @@ class AtomicFile {
   void commit();
 
  private:
-  std::string path_, tmp_;
+  std::string path_, target_, tmp_;  // as given; where it resolves to; the temporary beside target_
   std::FILE* file_ = nullptr;
 };
 

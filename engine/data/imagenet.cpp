@@ -45,9 +45,8 @@ const io::NpyInfo* find_array(const std::vector<io::NpyInfo>& arrays, const std:
   return nullptr;
 }
 
-bool is_integer(io::NpyDType t) {
-  return t == io::NpyDType::u8 || t == io::NpyDType::i8 || t == io::NpyDType::i32 || t == io::NpyDType::i64;
-}
+// Labels may be any integer dtype (PyDTNN stores int16); their values are checked to be 1..1000 at load.
+bool is_integer(io::NpyDType t) { return t != io::NpyDType::f32 && t != io::NpyDType::f64; }
 
 // Checks a shard's arrays (from its headers at open, or its decoded arrays at load) and returns n.
 int64_t check_shard(const std::string& path, const io::NpyInfo* x, const io::NpyInfo* y, int64_t out_h,
@@ -110,7 +109,7 @@ void read_labels(const io::NpyArray& y, const std::string& path, std::vector<int
   for (int64_t i = 0; i < n; ++i) {
     T v;
     std::memcpy(&v, y.bytes.data() + i * sizeof(T), sizeof(T));
-    const int64_t label = static_cast<int64_t>(v);
+    const int64_t label = static_cast<int64_t>(v);  // a uint64 above INT64_MAX turns negative: refused below
     DTNN_CHECK(label >= 1 && label <= kClasses, path, ": label ", label, " of sample ", i,
                " is not in 1..1000 (PyDTNN's ImageNet labels are 1-based)");
     classes[i] = static_cast<int16_t>(label - 1);
@@ -203,18 +202,24 @@ class ImageNet final : public Dataset {
     const ShardList& list = pool == Pool::train ? train_ : test_;
     Shard shard = list.shards[s];
     std::vector<io::NpyArray> arrays = io::read_npz(shard.path);
+    // read_npz refuses two entries of one name; the shapes checked are those of the arrays read below.
     io::NpyArray *x = nullptr, *y = nullptr;
-    std::vector<io::NpyInfo> infos;
     for (io::NpyArray& a : arrays) {
       if (a.name == "x") x = &a;
       if (a.name == "y") y = &a;
-      infos.push_back(io::NpyInfo{a.name, a.dtype, a.shape});
     }
-    check_shard(shard.path, find_array(infos, "x"), find_array(infos, "y"), out_h_, out_w_, &shard);
+    io::NpyInfo x_info, y_info;
+    if (x) x_info = io::NpyInfo{x->name, x->dtype, x->shape};
+    if (y) y_info = io::NpyInfo{y->name, y->dtype, y->shape};
+    check_shard(shard.path, x ? &x_info : nullptr, y ? &y_info : nullptr, out_h_, out_w_, &shard);
     switch (y->dtype) {
       case io::NpyDType::u8: read_labels<uint8_t>(*y, shard.path, d.classes); break;
       case io::NpyDType::i8: read_labels<int8_t>(*y, shard.path, d.classes); break;
+      case io::NpyDType::i16: read_labels<int16_t>(*y, shard.path, d.classes); break;
+      case io::NpyDType::u16: read_labels<uint16_t>(*y, shard.path, d.classes); break;
       case io::NpyDType::i32: read_labels<int32_t>(*y, shard.path, d.classes); break;
+      case io::NpyDType::u32: read_labels<uint32_t>(*y, shard.path, d.classes); break;
+      case io::NpyDType::u64: read_labels<uint64_t>(*y, shard.path, d.classes); break;
       default: read_labels<int64_t>(*y, shard.path, d.classes); break;
     }
     d.x = std::move(x->bytes);

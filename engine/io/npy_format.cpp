@@ -13,7 +13,8 @@ namespace {
 struct DTypeInfo { NpyDType dtype; const char* descr; size_t size; };
 constexpr DTypeInfo kDTypes[] = {
     {NpyDType::f32, "<f4", 4}, {NpyDType::f64, "<f8", 8}, {NpyDType::u8, "|u1", 1},
-    {NpyDType::i8, "|i1", 1},  {NpyDType::i32, "<i4", 4}, {NpyDType::i64, "<i8", 8}};
+    {NpyDType::i8, "|i1", 1},  {NpyDType::i32, "<i4", 4}, {NpyDType::i64, "<i8", 8},
+    {NpyDType::i16, "<i2", 2}, {NpyDType::u16, "<u2", 2}, {NpyDType::u32, "<u4", 4}, {NpyDType::u64, "<u8", 8}};
 
 const DTypeInfo& info(NpyDType t) {
   for (const auto& d : kDTypes)
@@ -157,7 +158,7 @@ NpyArray parse_npy_header(const std::string& path, const std::string& entry, con
   for (const auto& d : kDTypes)
     if (norm == d.descr) dt = &d;
   if (!dt)
-    fail_entry(path, entry, "unsupported dtype '" + descr + "' (supported: <f4 <f8 |u1 |i1 <i4 <i8)");
+    fail_entry(path, entry, "unsupported dtype '" + descr + "' (supported: <f4 <f8 |u1 |i1 <u2 <i2 <u4 <i4 <u8 <i8)");
   a.dtype = dt->dtype;
   if (checked_numel(a.shape, dt->size) < 0) fail_entry(path, entry, "bad .npy header: invalid shape");
   return a;
@@ -210,6 +211,10 @@ std::vector<float> NpyArray::to_float() const {
     case NpyDType::i8: conv(int8_t{}); break;
     case NpyDType::i32: conv(int32_t{}); break;
     case NpyDType::i64: conv(int64_t{}); break;
+    case NpyDType::i16: conv(int16_t{}); break;
+    case NpyDType::u16: conv(uint16_t{}); break;
+    case NpyDType::u32: conv(uint32_t{}); break;
+    case NpyDType::u64: conv(uint64_t{}); break;
   }
   return out;
 }

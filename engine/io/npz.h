@@ -2,10 +2,11 @@
 //
 // - Arrays own their data: NpyArray::bytes holds the raw little-endian element data in C order
 //   (size = numel() * itemsize() bytes); shape is in elements, an empty shape is a 0-d scalar.
-// - Supported dtypes: <f4, <f8, |u1, |i1, <i4, <i8; .npy header versions 1.0, 2.0 (and 3.0).
+// - Supported dtypes: <f4, <f8 and the little-endian integers |u1 |i1 <u2 <i2 <u4 <i4 <u8 <i8; .npy header versions 1.0, 2.0 (and 3.0).
 //   Fortran-ordered and big-endian arrays are rejected.
 // - Reading handles STORED and DEFLATE entries, archive comments and zip64 archives; writing
 //   produces plain (non-zip64) archives, so each entry and the whole file must stay below 4 GiB.
+// - Each name appears once in an archive: reading one with two same-named entries throws.
 // - Every failure throws NpzError with a one-line message "dtnn: <file>: ..." naming the file
 //   (and the entry, when one is involved).
 #pragma once
@@ -16,7 +17,7 @@
 
 namespace dtnn::io {
 
-enum class NpyDType { f32, f64, u8, i8, i32, i64 };
+enum class NpyDType { f32, f64, u8, i8, i32, i64, i16, u16, u32, u64 };
 
 struct NpyArray {
   std::string name;            // key inside the archive, without ".npy"

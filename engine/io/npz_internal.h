@@ -80,7 +80,13 @@ uint32_t crc_of(const uint8_t* p, size_t n);
 std::vector<uint8_t> deflate_raw(const std::string& path, const std::string& entry,
                                  const std::vector<uint8_t>& in);
 
-// Inflates a raw deflate stream of in_size bytes that must give exactly out_size bytes.
+// The most bytes a raw deflate stream of in_size bytes can inflate to: deflate's maximum ratio is 1032:1
+// (a 258-byte match per ~2 bits; zlib's doc/algorithm notes), plus slack for a tiny stream. A declared
+// uncompressed size above it is a lie, refused before anything is allocated.
+inline uint64_t max_inflated_size(uint64_t in_size) { return in_size * 1032 + 1024; }
+
+// Inflates a raw deflate stream of in_size bytes that must give exactly out_size bytes. Refuses an
+// out_size above max_inflated_size(in_size), and allocates as the data inflates, never out_size up front.
 std::vector<uint8_t> inflate_raw(const std::string& path, const std::string& entry,
                                  const uint8_t* in, size_t in_size, size_t out_size);
 
@@ -90,7 +96,8 @@ std::vector<uint8_t> inflate_raw(const std::string& path, const std::string& ent
 Directory find_directory(const std::string& path, const uint8_t* tail, size_t tail_size, uint64_t file_size,
                          bool looks_zip);
 
-// Parses the central directory (cd_size bytes at d) into its `count` entries.
+// Parses the central directory (cd_size bytes at d) into its `count` entries, refusing an archive in which
+// two entries share a name.
 std::vector<Entry> parse_directory(const std::string& path, const uint8_t* d, uint64_t cd_size, uint64_t count);
 
 // The checks every array entry must pass before its data is read. Returns false for a directory entry.

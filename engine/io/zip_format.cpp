@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <set>
 
 #include "io/npz_internal.h"
 
@@ -50,14 +51,20 @@ std::vector<uint8_t> deflate_raw(const std::string& path, const std::string& ent
 
 std::vector<uint8_t> inflate_raw(const std::string& path, const std::string& entry,
                                  const uint8_t* in, size_t in_size, size_t out_size) {
+  if (out_size > max_inflated_size(in_size))
+    fail_entry(path, entry, "declares " + std::to_string(out_size) + " bytes uncompressed from " +
+                                std::to_string(in_size) + " compressed, more than deflate can produce");
   z_stream z{};
   if (inflateInit2(&z, -15) != Z_OK) fail_entry(path, entry, "zlib inflateInit2 failed");
-  // One spare byte: zlib needs a non-null output buffer, and it lets us detect oversized output.
-  std::vector<uint8_t> out(out_size + 1);
+  // The declared size is a claim, not a fact: the output grows (doubling, from 1 MiB) only as inflate
+  // fills it, so a small file declaring a huge size fails after inflating what it holds, having
+  // allocated about that much. One spare byte past out_size detects oversized output.
+  std::vector<uint8_t> out;
   size_t in_pos = 0, out_pos = 0;
   int ret = Z_OK;
   std::string err;
   while (ret != Z_STREAM_END) {
+    if (out_pos == out.size()) out.resize(std::min(out_size + 1, std::max<size_t>(out.size() * 2, 1u << 20)));
     z.next_in = const_cast<Bytef*>(in + in_pos);
     z.avail_in = static_cast<uInt>(std::min(kZChunk, in_size - in_pos));
     z.next_out = out.data() + out_pos;
@@ -120,6 +127,7 @@ Directory find_directory(const std::string& path, const uint8_t* tail, size_t ta
 
 std::vector<Entry> parse_directory(const std::string& path, const uint8_t* d, uint64_t cd_size, uint64_t count) {
   std::vector<Entry> entries;
+  std::set<std::string> names;
   size_t p = 0, cd_end = cd_size;
   for (uint64_t k = 0; k < count; ++k) {
     if (cd_end - p < 46 || get32(d + p) != kCentralSig) fail(path, "corrupt zip central directory");
@@ -144,6 +152,9 @@ std::vector<Entry> parse_directory(const std::string& path, const uint8_t* d, ui
       }
       x += 4 + len;
     }
+    // numpy keeps the last of two same-named members, other readers the first; a reader that checks one
+    // and reads the other trusts a shape the data does not have. One entry per name, or no archive.
+    if (!names.insert(e.name).second) fail_entry(path, e.name, "appears twice in the archive (one entry per name)");
     entries.push_back(e);
     p += 46 + nlen + xlen + clen;
   }

@@ -16,6 +16,7 @@
 #include "core/environment.h"
 #include "core/strings.h"
 #include "core/error.h"
+#include "core/file_io.h"
 #include "optim/lr_scheduler.h"
 #include "train/checkpoint.h"
 #include "train/option_table.h"
@@ -51,6 +52,8 @@ void validate(const TrainOptions& o, const Communicator& comm) {
     if (path.empty()) continue;
     const std::filesystem::path dir = std::filesystem::absolute(path).parent_path();
     DTNN_CHECK(std::filesystem::is_directory(dir), option, "=", path, ": directory ", dir.string(), " does not exist");
+    const std::string why = output_path_problem(path);
+    DTNN_CHECK(why.empty(), option, "=", path, ": ", why);
   }
   if (o.enable_gpu) require_gpu();
 }
