@@ -76,7 +76,7 @@ TEST_CASE("store: a WAL with no -shm in a directory the reader cannot write says
   const auto rx = fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read | fs::perms::group_exec |
                   fs::perms::others_read | fs::perms::others_exec;
   fs::permissions(dir, rx);
-  for (const std::string f : {db, db + "-wal"}) fs::permissions(f, fs::perms::owner_read | fs::perms::others_read);
+  for (const std::string& f : {db, db + "-wal"}) fs::permissions(f, fs::perms::owner_read | fs::perms::others_read);
   const std::string out = dtnn::test::temp_path("ro_wal.log");
   std::system((as_reader + DTNN_BINARY + " query matrices --format csv --db " + db + " > " + out + " 2>&1").c_str());
   fs::permissions(dir, rx | fs::perms::owner_write);
