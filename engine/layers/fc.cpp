@@ -1,6 +1,7 @@
 // FC (fully connected): y = x . W + b, with W stored (in, out) as in PyDTNN.
 //   dW = x^T . dy,  db = sum over the batch of dy,  dx = dy . W^T
 #include "backend/cpu/blas.h"
+#include "backend/cpu/elementwise.h"
 #include "backend/gpu_ops.h"
 #include "core/error.h"
 #include "layers/layers.h"
@@ -14,7 +15,10 @@ class FC final : public Layer {
   std::string type() const override { return "FC"; }
 
   Shape build(const Shape& in, const BuildContext& ctx) override {
-    gpu_ = ctx.gpu();
+    // One backend's GEMM and bias kernels, chosen here: the passes below call them without branching.
+    sgemm_ = ctx.gpu() ? &gpu::sgemm : &cpu::sgemm;
+    broadcast_rows_ = ctx.gpu() ? &gpu::broadcast_rows : &cpu::broadcast_rows;
+    sum_rows_ = ctx.gpu() ? &gpu::sum_rows : &cpu::sum_rows;
     in_ = in.numel();
     params_.push_back({"weights", Shape{in_, units_}, w_init_, in_, units_, {}, {}, {}});
     if (use_bias_) params_.push_back({"biases", Shape{units_}, b_init_, in_, units_, {}, {}, {}});
@@ -25,48 +29,29 @@ class FC final : public Layer {
 
   void forward(const Tensor& x, const Tensor& y, Mode) override {
     const int64_t n = x.dim(0);
-    const float* w = params_[0].value.data();
     float* out = y.data();
-    if (gpu_) {
-      if (use_bias_) gpu::broadcast_rows(out, params_[1].value.data(), n, units_);
-      gpu::sgemm(false, false, n, units_, in_, 1.0f, x.data(), in_, w, units_, use_bias_ ? 1.0f : 0.0f, out, units_);
-      return;
-    }
-    if (use_bias_) {
-      const float* b = params_[1].value.data();
-      for (int64_t i = 0; i < n; ++i)
-        for (int64_t j = 0; j < units_; ++j) out[i * units_ + j] = b[j];
-    }
-    cpu::sgemm(false, false, n, units_, in_, 1.0f, x.data(), in_, w, units_, use_bias_ ? 1.0f : 0.0f, out, units_);
+    if (use_bias_) broadcast_rows_(out, params_[1].value.data(), n, units_);
+    sgemm_(false, false, n, units_, in_, 1.0f, x.data(), in_, params_[0].value.data(), units_, use_bias_ ? 1.0f : 0.0f,
+           out, units_);
   }
 
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, const Tensor& dx) override {
     const int64_t n = x.dim(0);
-    if (gpu_) {
-      gpu::sgemm(true, false, in_, units_, n, 1.0f, x.data(), in_, dy.data(), units_, 0.0f, params_[0].grad.data(),
-                 units_);
-      if (use_bias_) gpu::sum_rows(dy.data(), params_[1].grad.data(), n, units_);
-      if (!dx.empty())
-        gpu::sgemm(false, true, n, in_, units_, 1.0f, dy.data(), units_, params_[0].value.data(), units_, 0.0f,
-                   dx.data(), in_);
-      return;
-    }
-    cpu::sgemm(true, false, in_, units_, n, 1.0f, x.data(), in_, dy.data(), units_, 0.0f,
-               params_[0].grad.data(), units_);
-    if (use_bias_) {
-      float* db = params_[1].grad.data();
-      for (int64_t j = 0; j < units_; ++j) db[j] = 0.0f;
-      for (int64_t i = 0; i < n; ++i)
-        for (int64_t j = 0; j < units_; ++j) db[j] += dy.data()[i * units_ + j];
-    }
+    sgemm_(true, false, in_, units_, n, 1.0f, x.data(), in_, dy.data(), units_, 0.0f, params_[0].grad.data(), units_);
+    if (use_bias_) sum_rows_(dy.data(), params_[1].grad.data(), n, units_);
     if (!dx.empty())
-      cpu::sgemm(false, true, n, in_, units_, 1.0f, dy.data(), units_, params_[0].value.data(), units_, 0.0f,
-                 dx.data(), in_);
+      sgemm_(false, true, n, in_, units_, 1.0f, dy.data(), units_, params_[0].value.data(), units_, 0.0f, dx.data(),
+             in_);
   }
 
  private:
   int64_t units_, in_ = 0;
-  bool use_bias_, gpu_ = false;
+  bool use_bias_;
+  using Sgemm = void (*)(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t,
+                         float, float*, int64_t);
+  Sgemm sgemm_ = nullptr;
+  void (*broadcast_rows_)(float*, const float*, int64_t, int64_t) = nullptr;
+  void (*sum_rows_)(const float*, float*, int64_t, int64_t) = nullptr;
   Init w_init_, b_init_;
 };
 

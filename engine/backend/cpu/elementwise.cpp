@@ -79,4 +79,15 @@ void multiply(const float* a, const float* b, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = a[i] * b[i];
 }
 
+void broadcast_rows(float* y, const float* bias, int64_t rows, int64_t k) {
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < k; ++j) y[i * k + j] = bias[j];
+}
+
+void sum_rows(const float* dy, float* db, int64_t rows, int64_t k) {
+  for (int64_t j = 0; j < k; ++j) db[j] = 0.0f;
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < k; ++j) db[j] += dy[i * k + j];
+}
+
 }  // namespace dtnn::cpu

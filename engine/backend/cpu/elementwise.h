@@ -19,6 +19,9 @@ void tanh_backward(const float* y, const float* dy, float* dx, int64_t n);     /
 void softmax_forward(const float* x, float* y, int64_t rows, int64_t k);
 void softmax_backward(const float* y, const float* dy, float* dx, int64_t rows, int64_t k);
 void add_into(float* dst, const float* src, int64_t n);       // dst += src
+// FC's bias: every row of y (rows x k) set to bias; db[j] = sum over rows of dy[i][j] (rows in order).
+void broadcast_rows(float* y, const float* bias, int64_t rows, int64_t k);
+void sum_rows(const float* dy, float* db, int64_t rows, int64_t k);
 // dst = relu(dst + src): the sum is rounded first, then clamped (the same floats as add_into + relu).
 void add_relu_into(float* dst, const float* src, int64_t n);
 void multiply(const float* a, const float* b, float* y, int64_t n);  // y = a * b
