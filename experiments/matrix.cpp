@@ -134,7 +134,7 @@ struct Parser {
     if (o)
       fail_at(where, section + ": '" + name + "' is a `dtnn train` option a matrix does not set (" + o->help + ")");
     fail_at(where, section + ": unknown parameter '" + name +
-                       "' (not a `dtnn train` option, nor ranks, device or framework)");
+                       "' (not a `dtnn train` option, nor ranks, device, framework or scaling)");
   }
 
   const toml::table& table(const toml::node& n, const std::string& what) const {
@@ -427,6 +427,11 @@ void check_trials(const Parser& p, const std::vector<Axis>& axes, const Matrix& 
       if (t.ranks() > 1)
         fail(path, ": launcher kind 'none' cannot start ", t.ranks(), " ranks (trial ", t.label.empty() ? t.key : t.label,
              "): use mpirun or srun, or ranks = 1");
+
+  for (const Trial& t : m.trials)
+    if (t.get("scaling", "weak") == "strong" && t.params.count("global_batch_size"))
+      fail(path, ": trial ", t.label.empty() ? t.key : t.label, ": scaling = \"strong\" makes batch_size the global "
+           "batch; do not also set global_batch_size");
 
   for (const Axis& axis : axes)
     for (size_t v = 0; v < axis.values.size(); ++v) {

@@ -23,6 +23,7 @@ std::string one_of(const std::string& v, const std::vector<std::string>& known) 
 
 std::string check_device(const std::string& v) { return one_of(v, {"cpu", "gpu"}); }
 std::string check_framework(const std::string& v) { return one_of(v, {"dtnn", "pytorch"}); }
+std::string check_scaling(const std::string& v) { return one_of(v, {"weak", "strong"}); }
 
 }  // namespace
 
@@ -55,6 +56,9 @@ const std::vector<Spec>& matrix_specs() {
       {"ranks", Kind::integer, 1, INT_MAX},
       {"device", Kind::choice, 0, 0, check_device},
       {"framework", Kind::choice, 0, 0, check_framework},
+      // weak: batch_size per rank (PyDTNN's default); strong: batch_size is the global batch, split over the
+      // ranks (the runner passes it as --global_batch_size)
+      {"scaling", Kind::choice, 0, 0, check_scaling},
   };
   return specs;
 }

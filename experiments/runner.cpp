@@ -47,7 +47,9 @@ volatile std::sig_atomic_t g_stop_signal = 0;
 extern "C" void on_stop_signal(int sig) { g_stop_signal = sig; }
 
 // Parameters that are not `dtnn train` options.
-bool is_harness_param(const std::string& name) { return name == "ranks" || name == "device" || name == "framework"; }
+bool is_harness_param(const std::string& name) {
+  return name == "ranks" || name == "device" || name == "framework" || name == "scaling";
+}
 
 // Whether the PyTorch reference (analysis/reference/torch_train.py, whose parser is built from the same
 // option table) takes this option.
@@ -279,9 +281,11 @@ std::vector<std::string> trial_argv(const Matrix& matrix, const Trial& trial, co
     argv.insert(argv.end(), matrix.launcher.args.begin(), matrix.launcher.args.end());
   }
   argv.insert(argv.end(), {dtnn_binary, "train"});
+  const bool strong = trial.get("scaling", "weak") == "strong";
   for (const auto& [name, value] : trial.params)
-    if (!is_harness_param(name))
+    if (!is_harness_param(name) && !(strong && name == "batch_size"))
       argv.push_back("--" + name + "=" + (is_path_parameter(name) ? resolve_against(matrix.dir, value) : value));
+  if (strong) argv.push_back("--global_batch_size=" + trial.get("batch_size", "64"));
   argv.push_back(std::string("--parallel=") + (ranks > 1 ? "data" : "sequential"));
   if (trial.get("device", "cpu") == "gpu") argv.push_back("--enable_gpu=True");
   argv.push_back("--progress=False");

@@ -275,6 +275,48 @@ CREATE VIEW v_accuracy_vs_target AS
          AND (t.num_epochs = 0 OR t.num_epochs = r.num_epochs) AND (t.optimizer = '' OR t.optimizer = r.optimizer)
         WHERE r.status = 'ok');
 )SQL"},
+    {5, "communication of data-parallel runs per epoch (epoch_comm, v_comm) and exposed communication in v_scaling",
+     R"SQL(
+CREATE TABLE epoch_comm (
+  run_id           INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  epoch            INTEGER NOT NULL,      -- 1-based
+  stat             TEXT NOT NULL CHECK (stat IN ('rank0', 'min', 'median', 'max')),  -- over the ranks
+  mode             TEXT NOT NULL CHECK (mode IN ('blocking', 'non_blocking')),
+  steps            INTEGER NOT NULL,
+  buckets_per_step INTEGER NOT NULL,
+  bytes_per_step   REAL NOT NULL,         -- bytes each rank contributes to the gradient sums per step
+  step_s           REAL NOT NULL,         -- sums over the epoch's training steps (seconds)
+  compute_s        REAL NOT NULL,
+  comm_s           REAL NOT NULL,         -- inside communication calls
+  exposed_s        REAL NOT NULL,         -- waiting for communication after the rank's own backward pass
+  PRIMARY KEY (run_id, epoch, stat)
+);
+CREATE VIEW v_comm AS
+  SELECT r.id AS run_id, r.model, r.ranks, r.config_key, c.mode, max(c.buckets_per_step) AS buckets_per_step,
+         max(c.bytes_per_step) AS bytes_per_step, sum(c.steps) AS steps,
+         round(1e3 * sum(c.step_s) / sum(c.steps), 3) AS step_ms,
+         round(1e3 * sum(c.compute_s) / sum(c.steps), 3) AS compute_ms,
+         round(1e3 * sum(c.comm_s) / sum(c.steps), 3) AS comm_ms,
+         round(1e3 * sum(c.exposed_s) / sum(c.steps), 3) AS exposed_ms,
+         round(sum(c.exposed_s) / sum(c.step_s), 4) AS exposed_fraction
+  FROM runs r JOIN epoch_comm c ON c.run_id = r.id AND c.stat = 'median'
+  WHERE r.status = 'ok'
+  GROUP BY r.id;
+DROP VIEW v_scaling;
+CREATE VIEW v_scaling AS
+  WITH agg AS (
+    SELECT r.environment_id, r.config_key, r.framework, r.model, r.dataset, r.conv_algo, r.threads, r.device, r.ranks,
+           avg(r.samples_per_s) AS sps, count(*) AS n, avg(c.exposed_fraction) AS exposed,
+           avg(c.compute_ms / c.step_ms) AS compute
+    FROM runs r LEFT JOIN v_comm c ON c.run_id = r.id WHERE r.status = 'ok'
+    GROUP BY r.environment_id, r.config_key, r.ranks)
+  SELECT a.framework, a.model, a.dataset, a.conv_algo, a.threads, a.device, a.ranks, a.n AS runs,
+         round(a.sps, 1) AS mean_samples_per_s, round(a.sps / b.sps, 3) AS speedup,
+         round(a.sps / b.sps / a.ranks, 3) AS efficiency, a.environment_id, a.config_key,
+         round(a.compute, 4) AS compute_fraction, round(a.exposed, 4) AS exposed_comm_fraction
+  FROM agg a JOIN agg b ON b.environment_id = a.environment_id AND b.config_key = a.config_key AND b.ranks = 1
+  ORDER BY a.config_key, a.ranks;
+)SQL"},
 };
 
 }  // namespace dtnn::schema

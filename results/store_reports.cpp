@@ -19,6 +19,22 @@ std::optional<double> number_at(const nlohmann::json& j, const char* key) {
   return it->get<double>();
 }
 
+// One epoch's "communication" object: a row per statistic over the ranks (rank0, min, median, max).
+void store_epoch_comm(sqlite3* db_, const std::string& path_, int64_t run_id, int64_t epoch, const nlohmann::json& c) {
+  for (const char* stat : {"rank0", "min", "median", "max"}) {
+    const nlohmann::json& t = c.at(stat);
+    Statement row(db_, path_,
+                  "INSERT INTO epoch_comm (run_id, epoch, stat, mode, steps, buckets_per_step, bytes_per_step, step_s, "
+                  "compute_s, comm_s, exposed_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    row.bind(1, run_id).bind(2, epoch).bind(3, std::string(stat)).bind(4, c.at("mode").get<std::string>());
+    row.bind(5, c.at("steps").get<int64_t>()).bind(6, c.at("buckets_per_step").get<int64_t>());
+    row.bind(7, c.at("bytes_per_step").get<double>()).bind(8, t.at("step_s").get<double>());
+    row.bind(9, t.at("compute_s").get<double>()).bind(10, t.at("comm_s").get<double>());
+    row.bind(11, t.at("exposed_s").get<double>());
+    row.run();
+  }
+}
+
 }  // namespace
 
 void ResultStore::finish_run_ok(int64_t run_id, const std::string& report_json, double duration_s) {
@@ -85,6 +101,7 @@ void ResultStore::finish_run_with_report(int64_t run_id, const std::string& repo
       row.bind(6, number_at(e, "lr")).bind(7, metric(train, loss)).bind(8, metric(train, "categorical_accuracy"));
       row.bind(9, metric(val, loss)).bind(10, metric(val, "categorical_accuracy")).bind(11, metrics.dump());
       row.run();
+      if (e.contains("communication")) store_epoch_comm(db_, path_, run_id, e.at("epoch").get<int64_t>(), e["communication"]);
     }
     if (j.contains("model") && j["model"].contains("layers")) {
       for (const nlohmann::json& l : j["model"]["layers"]) {

@@ -59,7 +59,12 @@ void Model::build(const BuildContext& ctx, uint64_t seed, int64_t reduce_tail) {
   dev_params_ = gpu ? ctx_.zeros(params_.shape()) : params_.view();
   dev_state_ = gpu ? ctx_.zeros(state_.shape()) : state_.view();
   int64_t offset = 0, state_offset = 0;
+  // all_ lists each top-level layer followed by its children, so a top-level layer's parameters are one
+  // contiguous range of the slab.
+  param_begin_.clear();
   for (Layer* layer : all_) {
+    if (param_begin_.size() < layers_.size() && layer == layers_[param_begin_.size()].get())
+      param_begin_.push_back(offset);
     for (Param& p : layer->params()) {
       p.host = Tensor::wrap(params_.data() + offset, p.shape);
       p.value = p.host.view();  // init_params() writes the host copy
@@ -72,6 +77,8 @@ void Model::build(const BuildContext& ctx, uint64_t seed, int64_t reduce_tail) {
       state_offset += padded(b);
     }
   }
+  param_begin_.push_back(offset);
+  DTNN_ASSERT(param_begin_.size() == layers_.size() + 1 && offset == slab_size_);
   Rng rng(seed);
   for (auto& layer : layers_) layer->init_params(rng);
   if (gpu) {  // from now on layers see the device copies
@@ -166,21 +173,22 @@ void Model::forward(int64_t n, Mode mode) {
   }
 }
 
-void Model::backward(int64_t n, size_t top) {
+void Model::backward(int64_t n, size_t top, BackwardHook* hook) {
   DTNN_ASSERT(built_ && n <= ctx_.max_batch && top < layers_.size());
   const bool sync = time_layers_ && ctx_.device == Device::gpu;
   for (size_t i = top; i >= 1; --i) {
-    if (layers_[i]->is_reshape()) continue;
-    if (!time_layers_) {
+    if (layers_[i]->is_reshape()) {
+    } else if (!time_layers_) {
       layers_[i]->backward(acts_[i - 1].batch(n), acts_[i].batch(n), grads_[i].batch(n), gradient(i - 1, n));
-      continue;
+    } else {
+      if (sync) gpu::synchronize();
+      const double t0 = now_s();
+      layers_[i]->backward(acts_[i - 1].batch(n), acts_[i].batch(n), grads_[i].batch(n), gradient(i - 1, n));
+      if (sync) gpu::synchronize();
+      times_[i].backward_s += now_s() - t0;
+      ++times_[i].backward_calls;
     }
-    if (sync) gpu::synchronize();
-    const double t0 = now_s();
-    layers_[i]->backward(acts_[i - 1].batch(n), acts_[i].batch(n), grads_[i].batch(n), gradient(i - 1, n));
-    if (sync) gpu::synchronize();
-    times_[i].backward_s += now_s() - t0;
-    ++times_[i].backward_calls;
+    if (hook) hook->after_layer(i);
   }
 }
 

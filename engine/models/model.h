@@ -28,6 +28,16 @@
 
 namespace dtnn {
 
+// Told by Model::backward after each top-level layer's backward pass (the overlapped gradient reduction
+// starts a bucket's sum as soon as its last layer is done). Must not allocate.
+class BackwardHook {
+ public:
+  virtual void after_layer(size_t layer) = 0;
+
+ protected:
+  ~BackwardHook() = default;
+};
+
 class Model {
  public:
   explicit Model(std::string name) : name_(std::move(name)) {}
@@ -50,8 +60,10 @@ class Model {
   // Runs layers 1..L-1 on the first n samples of input().
   void forward(int64_t n, Mode mode);
   // Back-propagates from gradient(top) (the gradient w.r.t. layer top's output, filled by the caller)
-  // down to layer 1, leaving every parameter gradient in the gradient slab.
-  void backward(int64_t n, size_t top);
+  // down to layer 1, leaving every parameter gradient in the gradient slab. With a hook, calls
+  // hook->after_layer(i) once layer i's backward has finished (i = top..1, reshapes included): from then on
+  // gradient slab range [param_begin(i), param_begin(i + 1)) holds its final values.
+  void backward(int64_t n, size_t top, BackwardHook* hook = nullptr);
 
   const std::string& name() const { return name_; }
   size_t num_layers() const { return layers_.size(); }  // top-level layers (a block counts once)
@@ -76,6 +88,9 @@ class Model {
 
   int64_t num_params() const { return num_params_; }  // trainable values (excluding alignment padding)
   int64_t slab_size() const { return slab_size_; }    // floats in the slabs, padding included
+  // Where top-level layer i's parameters (its block children's included) start in the slabs; they end
+  // where layer i + 1's start, and param_begin(num_layers()) == slab_size(). Increasing in i.
+  int64_t param_begin(size_t i) const { return param_begin_[i]; }
   Device device() const { return ctx_.device; }
   // The slabs on the model's device.
   float* param_slab() const { return dev_params_.data(); }
@@ -105,6 +120,7 @@ class Model {
   BuildContext ctx_;
   std::vector<Tensor> acts_, grads_;
   std::vector<LayerTime> times_;
+  std::vector<int64_t> param_begin_;  // num_layers() + 1 offsets
   Tensor params_, grads_slab_, state_;   // host (params_, state_) and device-side gradient slab
   Tensor dev_params_, dev_state_;         // views of the slabs on the model's device
   std::unique_ptr<gpu::Arena> arena_;

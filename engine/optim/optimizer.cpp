@@ -13,25 +13,26 @@ Tensor state_slab(int64_t n, Device device) { return Tensor::zeros(Shape{std::ma
 class Sgd final : public Optimizer {
  public:
   Sgd(const OptimizerOptions& o, int64_t n, Device device)
-      : n_(n), momentum_(static_cast<float>(o.momentum)), decay_(static_cast<float>(o.decay)), nesterov_(o.nesterov),
+      : momentum_(static_cast<float>(o.momentum)), decay_(static_cast<float>(o.decay)), nesterov_(o.nesterov),
         velocity_(state_slab(n, device)) {
     lr_ = o.learning_rate;
+    size_ = n;
   }
   const char* name() const override { return "sgd"; }
   std::vector<std::pair<std::string, Tensor*>> state() override { return {{"velocity", &velocity_}}; }
 
  protected:
-  void update(float* w, const float* g) override {
+  void update(float* w, const float* g, int64_t offset, int64_t n) override {
     const float lr = static_cast<float>(lr_), mu = momentum_, decay = decay_;
-    float* v = velocity_.data();
-    if (velocity_.on_gpu()) return gpu::sgd_update(w, g, v, n_, lr, mu, decay, nesterov_);
+    float* v = velocity_.data() + offset;
+    if (velocity_.on_gpu()) return gpu::sgd_update(w, g, v, n, lr, mu, decay, nesterov_);
     if (nesterov_) {
-      for (int64_t i = 0; i < n_; ++i) {
+      for (int64_t i = 0; i < n; ++i) {
         v[i] = mu * v[i] + g[i];
         w[i] -= lr * (decay * w[i] + g[i] + mu * v[i]);
       }
     } else {
-      for (int64_t i = 0; i < n_; ++i) {
+      for (int64_t i = 0; i < n; ++i) {
         v[i] = mu * v[i] + g[i];
         w[i] -= lr * (decay * w[i] + v[i]);
       }
@@ -39,7 +40,6 @@ class Sgd final : public Optimizer {
   }
 
  private:
-  int64_t n_;
   float momentum_, decay_;
   bool nesterov_;
   Tensor velocity_;
@@ -48,26 +48,26 @@ class Sgd final : public Optimizer {
 class RmsProp final : public Optimizer {
  public:
   RmsProp(const OptimizerOptions& o, int64_t n, Device device)
-      : n_(n), rho_(static_cast<float>(o.rho)), epsilon_(static_cast<float>(o.epsilon)),
+      : rho_(static_cast<float>(o.rho)), epsilon_(static_cast<float>(o.epsilon)),
         decay_(static_cast<float>(o.decay)), cache_(state_slab(n, device)) {
     lr_ = o.learning_rate;
+    size_ = n;
   }
   const char* name() const override { return "rmsprop"; }
   std::vector<std::pair<std::string, Tensor*>> state() override { return {{"cache", &cache_}}; }
 
  protected:
-  void update(float* w, const float* g) override {
+  void update(float* w, const float* g, int64_t offset, int64_t n) override {
     const float lr = static_cast<float>(lr_), rho = rho_, eps = epsilon_, decay = decay_;
-    float* c = cache_.data();
-    if (cache_.on_gpu()) return gpu::rmsprop_update(w, g, c, n_, lr, rho, eps, decay);
-    for (int64_t i = 0; i < n_; ++i) {
+    float* c = cache_.data() + offset;
+    if (cache_.on_gpu()) return gpu::rmsprop_update(w, g, c, n, lr, rho, eps, decay);
+    for (int64_t i = 0; i < n; ++i) {
       c[i] = rho * c[i] + (1.0f - rho) * g[i] * g[i];
       w[i] -= lr * (decay * w[i] + g[i] / std::sqrt(c[i] + eps));
     }
   }
 
  private:
-  int64_t n_;
   float rho_, epsilon_, decay_;
   Tensor cache_;
 };
@@ -76,31 +76,32 @@ class RmsProp final : public Optimizer {
 class Adam final : public Optimizer {
  public:
   Adam(const OptimizerOptions& o, int64_t n, bool nesterov, Device device)
-      : n_(n), nesterov_(nesterov), beta1_(o.beta1), beta2_(o.beta2), epsilon_(static_cast<float>(o.epsilon)),
+      : nesterov_(nesterov), beta1_(o.beta1), beta2_(o.beta2), epsilon_(static_cast<float>(o.epsilon)),
         decay_(static_cast<float>(o.decay)), m_(state_slab(n, device)), v_(state_slab(n, device)) {
     lr_ = o.learning_rate;
+    size_ = n;
   }
   const char* name() const override { return nesterov_ ? "nadam" : "adam"; }
   std::vector<std::pair<std::string, Tensor*>> state() override { return {{"m", &m_}, {"v", &v_}}; }
 
  protected:
-  void update(float* w, const float* g) override {
+  void update(float* w, const float* g, int64_t offset, int64_t n) override {
     const double t = static_cast<double>(steps_);
     const float b1 = static_cast<float>(beta1_), b2 = static_cast<float>(beta2_);
     const float c1 = static_cast<float>(1.0 / (1.0 - std::pow(beta1_, t)));
     const float c2 = static_cast<float>(1.0 / (1.0 - std::pow(beta2_, t)));
     const float lr = static_cast<float>(lr_), eps = epsilon_, decay = decay_;
-    float* m = m_.data();
-    float* v = v_.data();
-    if (m_.on_gpu()) return gpu::adam_update(w, g, m, v, n_, lr, b1, b2, c1, c2, eps, decay, nesterov_);
+    float* m = m_.data() + offset;
+    float* v = v_.data() + offset;
+    if (m_.on_gpu()) return gpu::adam_update(w, g, m, v, n, lr, b1, b2, c1, c2, eps, decay, nesterov_);
     if (nesterov_) {
-      for (int64_t i = 0; i < n_; ++i) {
+      for (int64_t i = 0; i < n; ++i) {
         m[i] = b1 * m[i] + (1.0f - b1) * g[i];
         v[i] = b2 * v[i] + (1.0f - b2) * g[i] * g[i];
         w[i] -= lr * (decay * w[i] + ((m[i] + (1.0f - b1) * g[i]) * c1) / std::sqrt(v[i] * c2 + eps));
       }
     } else {
-      for (int64_t i = 0; i < n_; ++i) {
+      for (int64_t i = 0; i < n; ++i) {
         m[i] = b1 * m[i] + (1.0f - b1) * g[i];
         v[i] = b2 * v[i] + (1.0f - b2) * g[i] * g[i];
         w[i] -= lr * (decay * w[i] + (m[i] * c1) / std::sqrt(v[i] * c2 + eps));
@@ -109,7 +110,6 @@ class Adam final : public Optimizer {
   }
 
  private:
-  int64_t n_;
   bool nesterov_;
   double beta1_, beta2_;
   float epsilon_, decay_;

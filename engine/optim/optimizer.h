@@ -55,9 +55,18 @@ class Optimizer {
   virtual const char* name() const = 0;
   // One update of w[0..n) with gradient g[0..n); n is the size given at construction. Counts the step.
   void step(float* w, const float* g) {
-    ++steps_;
-    update(w, g);
+    begin_step();
+    update_range(w, g, 0, size_);
   }
+  // The same step in pieces (the overlapped reduction updates each bucket as its sum arrives):
+  // begin_step() counts the step, then update_range() updates elements [begin, end) of w from g (the
+  // whole arrays are passed; state slabs are indexed alike). The ranges of one step must cover [0, n)
+  // once; the result is bit-identical to step() whatever the split (every rule is element-wise).
+  void begin_step() { ++steps_; }
+  void update_range(float* w, const float* g, int64_t begin, int64_t end) {
+    if (end > begin) update(w + begin, g + begin, begin, end - begin);
+  }
+  int64_t size() const { return size_; }
   double learning_rate() const { return lr_; }
   void set_learning_rate(double lr) { lr_ = lr; }
 
@@ -68,10 +77,12 @@ class Optimizer {
   void set_steps(int64_t steps) { steps_ = steps; }
 
  protected:
-  // The update of one step; steps_ already counts it.
-  virtual void update(float* w, const float* g) = 0;
+  // The update of elements [offset, offset + n) of one step: w and g point at element `offset`; the
+  // state slabs are indexed from `offset`. steps_ already counts the step.
+  virtual void update(float* w, const float* g, int64_t offset, int64_t n) = 0;
   double lr_ = 0.01;
   int64_t steps_ = 0;
+  int64_t size_ = 0;
 };
 
 // Throws dtnn::Error for an unknown name (listing the known ones) or an invalid value.

@@ -1,7 +1,8 @@
 // Communicator: the collectives data-parallel training needs, over MPI or within one process.
 //
-// All calls are collective (every rank calls them in the same order) and blocking. Buffers are float32
-// and summed in place. The MPI implementation exists only in builds with DTNN_MPI (mpi_communicator.cpp;
+// All calls are collective (every rank calls them in the same order). Buffers are float32 and summed in
+// place. Everything blocks but the request calls (start_allreduce_sum / test_request / wait_request), which
+// the overlapped gradient reduction (train/gradient_reducer.h) uses. The MPI implementation exists only in builds with DTNN_MPI (mpi_communicator.cpp;
 // mpi_stub.cpp otherwise).
 #pragma once
 
@@ -34,6 +35,21 @@ class Communicator {
   // "NCCL 2.28.9" when device reductions use NCCL, else "".
   virtual std::string device_library() const { return ""; }
   virtual double max(double value) = 0;  // allreduce MAX of one value (e.g. the slowest rank's time)
+  // Every rank's `count` doubles, rank-major, into all[size() * count] on every rank (the per-rank
+  // communication figures of an epoch). The base version (one process) copies.
+  virtual void allgather(const double* mine, int count, double* all);
+
+  // Non-blocking in-place sums. start_allreduce_sum(slot, ...) begins summing `count` floats (at most
+  // INT_MAX) over the ranks into request slot `slot` (0 <= slot < the reserved count; the slot must be
+  // idle); the buffer must not be touched until wait_request(slot) returns. test_request(slot) says
+  // whether it finished, and drives the library's progress: Open MPI 4.1 advances non-blocking
+  // collectives only inside MPI calls, so the trainer calls it between layers. reserve_requests(n) sizes
+  // the request table once (no step allocates). Every rank starts its requests in the same order. The
+  // base versions (one process) have nothing to sum: a started request is already complete.
+  virtual void reserve_requests(int n) {}
+  virtual void start_allreduce_sum(int slot, float* data, int64_t count) {}
+  virtual bool test_request(int slot) { return true; }
+  virtual void wait_request(int slot) {}
   virtual void barrier() = 0;
   // Ends every rank after a fatal error on one (MPI_Abort); a no-op for one process.
   virtual void abort(int code) = 0;

@@ -1,6 +1,7 @@
 #include <mpi.h>
 
 #include <climits>
+#include <vector>
 
 #include "core/error.h"
 #include "parallel/communicator.h"
@@ -71,6 +72,24 @@ class MpiCommunicator final : public Communicator {
     DTNN_MPI_CHECK(MPI_Allreduce(&value, &out, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
     return out;
   }
+  void allgather(const double* mine, int count, double* all) override {
+    DTNN_MPI_CHECK(MPI_Allgather(mine, count, MPI_DOUBLE, all, count, MPI_DOUBLE, MPI_COMM_WORLD));
+  }
+  void reserve_requests(int n) override {
+    if (n > static_cast<int>(requests_.size())) requests_.resize(static_cast<size_t>(n), MPI_REQUEST_NULL);
+  }
+  void start_allreduce_sum(int slot, float* data, int64_t count) override {
+    DTNN_ASSERT(slot >= 0 && slot < static_cast<int>(requests_.size()) && requests_[slot] == MPI_REQUEST_NULL &&
+                count <= INT_MAX);
+    DTNN_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
+                                  &requests_[slot]));
+  }
+  bool test_request(int slot) override {
+    int done = 0;
+    DTNN_MPI_CHECK(MPI_Test(&requests_[slot], &done, MPI_STATUS_IGNORE));  // a finished request becomes NULL
+    return done != 0;
+  }
+  void wait_request(int slot) override { DTNN_MPI_CHECK(MPI_Wait(&requests_[slot], MPI_STATUS_IGNORE)); }
   void barrier() override { DTNN_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); }
   void abort(int code) override {
     if (size_ > 1) MPI_Abort(MPI_COMM_WORLD, code);
@@ -80,6 +99,7 @@ class MpiCommunicator final : public Communicator {
  private:
   int rank_ = 0, size_ = 1, node_rank_ = 0, node_size_ = 1;
   bool owns_init_ = false;
+  std::vector<MPI_Request> requests_;  // reserve_requests(); MPI_REQUEST_NULL when idle
 };
 
 }  // namespace

@@ -48,6 +48,11 @@ class NcclCommunicator final : public Communicator {
   void reserve_device_staging(int64_t) override {}  // reduces in place on the device
   std::string device_library() const override { return version_; }
   double max(double value) override { return base_.max(value); }
+  void allgather(const double* mine, int count, double* all) override { base_.allgather(mine, count, all); }
+  void reserve_requests(int n) override { base_.reserve_requests(n); }
+  void start_allreduce_sum(int slot, float* data, int64_t count) override { base_.start_allreduce_sum(slot, data, count); }
+  bool test_request(int slot) override { return base_.test_request(slot); }
+  void wait_request(int slot) override { base_.wait_request(slot); }
   void barrier() override { base_.barrier(); }
   void abort(int code) override { base_.abort(code); }
   std::string library_version() const override { return base_.library_version(); }

@@ -141,7 +141,6 @@ OptionSpec planned(OptionSpec s, const char* why) {
 }
 
 std::vector<OptionSpec> make_table() {
-  const char* issue19 = "issue 19, overlapping data parallelism, adds it";
   const char* issue20 = "issue 20, timelines, adds it";
   const char* issue21 = "issue 21, the calibrated performance model, adds it";
   return {
@@ -270,13 +269,16 @@ std::vector<OptionSpec> make_table() {
       boolean("shared_storage", DTNN_FIELD(shared_storage), P, "Only rank 0 writes files either way (as PyDTNN)"),
       integer("mpi_processes", DTNN_FIELD(mpi_processes), P, 0, 1 << 24,
               "Checked against the number of ranks started (0: not checked)"),
-      // The distribution work's options, one row each (kOptPlanned until their issue lands)
-      planned(boolean("non_blocking_mpi", DTNN_FIELD(non_blocking_mpi), P,
-                      "Reduce each layer's gradients during the backward pass"), issue19),
-      planned(boolean("blocking_mpi", DTNN_FIELD(blocking_mpi), P, "One blocking reduction after the backward pass"),
-              issue19),
-      planned(integer("global_batch_size", DTNN_FIELD(global_batch_size), P, 0, kBig,
-                      "Global batch, split over the ranks (0: batch_size x ranks)"), issue19),
+      // Data parallelism's gradient reduction and scaling mode (train/gradient_reducer.h)
+      boolean("non_blocking_mpi", DTNN_FIELD(non_blocking_mpi), M | P,
+              "Sum gradients in buckets during the backward pass (MPI_Iallreduce; CPU models)"),
+      boolean("blocking_mpi", DTNN_FIELD(blocking_mpi), A | P,
+              "PyDTNN's negation of --non_blocking_mpi: one blocking allreduce after the backward pass (the default)"),
+      number("gradient_bucket_mb", DTNN_FIELD(gradient_bucket_mb), M, 0.0, 1 << 20,
+             "--non_blocking_mpi: bucket cap in MiB, the first bucket at most 1 MiB (0: one bucket per layer, as PyDTNN)"),
+      integer("global_batch_size", DTNN_FIELD(global_batch_size), M | MM | P, 0, kBig,
+              "Strong scaling: the global batch, split over the ranks (replaces --batch_size; no lr scaling); "
+              "0: weak scaling, --batch_size per rank"),
       planned(boolean("tracing", DTNN_FIELD(tracing), P, "Per-rank event traces"), issue20),
       planned(path("tracer_output", DTNN_FIELD(tracer_output), P, "Trace file"), issue20),
       planned(boolean("profile", DTNN_FIELD(profile), P, "Profile of the training loop"), issue20),

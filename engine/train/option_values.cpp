@@ -154,6 +154,10 @@ void resolve_options(TrainOptions& o, const std::vector<std::string>& given) {
     if ((s.flags & kOptPlanned) && option_text(s, o) != option_default_text(s))
       unsupported("--", s.name, "=", option_text(s, o), ": not implemented yet (", s.why_not, ")");
   if (o.dtype != "float32") unsupported("--dtype=", o.dtype, ": dtnn computes in float32 only");
+  if (o.blocking_mpi) {  // PyDTNN's README writes the bare flag --blocking_mpi; its parser has --non_blocking_mpi
+    DTNN_CHECK(!o.non_blocking_mpi, "--blocking_mpi contradicts --non_blocking_mpi=True: give one of them");
+    o.blocking_mpi = false;
+  }
   if (o.enable_gpudirect)
     unsupported("--enable_gpudirect: not implemented (GPU gradients are staged through pinned host memory for MPI, "
                 "or reduced on the devices with --enable_nccl)");

@@ -91,11 +91,16 @@ struct TrainOptions {
   bool shared_storage = false;          // only rank 0 writes files either way (PyDTNN forces it too)
   int mpi_processes = 0;                // > 0: must equal the number of ranks started
 
-  // Options of the distribution work still to land: accepted by the parser, refused (exit 3, naming the
-  // issue) when given a value other than these defaults.
+  // Data parallelism's gradient reduction (train/gradient_reducer.h): PyDTNN's --non_blocking_mpi (buckets
+  // summed during the backward pass) and its negation --blocking_mpi (resolve_options folds it in); the
+  // bucket cap in MiB (0: one bucket per layer, as PyDTNN); strong scaling: the global batch split over the
+  // ranks (0: weak scaling, batch_size per rank).
   bool non_blocking_mpi = false;
   bool blocking_mpi = false;
+  double gradient_bucket_mb = 25.0;
   int64_t global_batch_size = 0;
+  // Options of the distribution work still to land: accepted by the parser, refused (exit 3, naming the
+  // issue) when given a value other than these defaults.
   bool tracing = false;
   std::string tracer_output;
   bool profile = false;
@@ -108,6 +113,11 @@ struct TrainOptions {
 
 // "NHWC" or "NCHW": --tensor_format with AUTO resolved for the device.
 std::string resolved_tensor_format(const TrainOptions& o);
+
+// Samples in one global batch: --global_batch_size (strong scaling) or batch_size x ranks (weak scaling).
+inline int64_t global_batch(const TrainOptions& o, int ranks) {
+  return o.global_batch_size > 0 ? o.global_batch_size : o.batch_size * ranks;
+}
 
 // (name, value) pairs of every option in effect (the option table's rows but the planned ones), in the
 // table's order, values printed as a user would type them; tensor_format is resolved (AUTO -> NHWC/NCHW).

@@ -20,6 +20,10 @@ void print_parameters(std::ostream& out, const TrainOptions& options);
 // Per-layer forward/backward milliseconds per batch during training (the Model's layer timers).
 void print_layer_times(std::ostream& out, const Model& model);
 
+// Data-parallel runs: ms per step of step time, compute, time in communication calls and exposed
+// communication, for rank 0 and min/median/max over the ranks, summed over the epochs (nothing on 1 rank).
+void print_communication(std::ostream& out, const std::vector<EpochRecord>& epochs);
+
 // A progress printer for rank 0: a live bar redrawn in place on a terminal, one line per pass otherwise.
 ProgressFn make_progress_printer(std::ostream& out, bool terminal, const Trainer& trainer);
 // "cce: 0.1234567, acc: 91.25%" for a PassResult's values, with an optional prefix ("val_", "test_").

@@ -23,6 +23,23 @@ nlohmann::json pass_json(const Trainer& trainer, const PassResult& r, bool with_
   return j;
 }
 
+nlohmann::json times_json(const RankTimes& t) {
+  return {{"step_s", t.step_s}, {"compute_s", t.compute_s}, {"comm_s", t.comm_s}, {"exposed_s", t.exposed_s}};
+}
+
+nlohmann::json comm_json(const EpochComm& c, const TrainOptions& options) {
+  nlohmann::json j = {{"mode", c.mode},
+                      {"steps", c.steps},
+                      {"buckets_per_step", c.buckets_per_step},
+                      {"bytes_per_step", c.bytes_per_step},
+                      {"rank0", times_json(c.rank0)},
+                      {"min", times_json(c.min)},
+                      {"median", times_json(c.median)},
+                      {"max", times_json(c.max)}};
+  if (c.mode == "non_blocking") j["bucket_mb"] = options.gradient_bucket_mb;
+  return j;
+}
+
 }  // namespace
 
 void write_report(const std::string& path, const TrainOptions& options, const Environment& env, const Model& model,
@@ -71,6 +88,7 @@ void write_report(const std::string& path, const TrainOptions& options, const En
                          {"lr", e.learning_rate},
                          {"train", pass_json(trainer, e.train, false)}};
     if (e.val) ej["val"] = pass_json(trainer, *e.val, false);
+    if (!e.comm.mode.empty()) ej["communication"] = comm_json(e.comm, options);
     epochs.push_back(ej);
   }
   j["epochs"] = epochs;

@@ -56,6 +56,9 @@ void validate(const TrainOptions& o, const Communicator& comm) {
     DTNN_CHECK(why.empty(), option, "=", path, ": ", why);
   }
   if (o.enable_gpu) require_gpu();
+  if (o.enable_gpu && o.non_blocking_mpi && comm.size() > 1)
+    unsupported("--non_blocking_mpi with --enable_gpu: GPU gradients are summed in one reduction after the backward "
+                "pass (bucketed reduction on a NCCL stream is not implemented yet); drop --non_blocking_mpi");
 }
 
 }  // namespace
@@ -149,7 +152,7 @@ SchedulerSetup scheduler_setup(const TrainOptions& o, const Trainer& trainer, co
   SchedulerSetup sched;
   sched.value_names = trainer.value_names();
   sched.has_validation = !splits.val.empty();
-  const int64_t global_batch = o.batch_size * comm.size();
+  const int64_t global_batch = dtnn::global_batch(o, comm.size());
   sched.steps_per_epoch = o.steps_per_epoch > 0
                               ? o.steps_per_epoch
                               : (static_cast<int64_t>(splits.train.size()) + global_batch - 1) / global_batch;
@@ -248,8 +251,15 @@ int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
   const bool root = comm.rank() == 0;
   if (o.threads == 0) o.threads = default_threads(mpi_comm.node_size());
   cpu::set_threads(o.threads);
-  if (o.parallel == "data" && o.optimizer.name == "sgd" && o.learning_rate_scaling)
-    o.optimizer.learning_rate *= comm.size();  // PyDTNN scales only SGD's rate
+  // PyDTNN scales only SGD's rate, and only as the global batch grows with the ranks (weak scaling): with
+  // --global_batch_size the batch, hence the rate, is the same for every rank count.
+  if (o.parallel == "data" && o.optimizer.name == "sgd" && o.learning_rate_scaling && o.global_batch_size == 0)
+    o.optimizer.learning_rate *= comm.size();
+  if (o.global_batch_size > 0) {  // strong scaling: buffers for the largest share of the global batch
+    DTNN_CHECK(o.global_batch_size >= comm.size(), "--global_batch_size=", o.global_batch_size, " is smaller than the ",
+               comm.size(), " ranks: every rank needs at least one sample per batch");
+    o.batch_size = (o.global_batch_size + comm.size() - 1) / comm.size();
+  }
 
   auto model = build_training_model(o, comm);
   if (root) print_model_table(out, *model);
@@ -314,6 +324,7 @@ int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
   run.wall_time_s = now_s() - t0;
   if (root) print_done(out, run, epochs_run);
   if (root && epochs_run > 0 && (!o.enable_gpu || o.gpu_layer_times)) print_layer_times(out, *model);
+  if (root) print_communication(out, run.epochs);
   if (!run.diverged.empty()) return finish_diverged(o, env, *model, trainer, run, epochs_run, root);
   if (root && !o.weights_and_bias_filename.empty()) save_weights(*model, o.weights_and_bias_filename);
   if (root && !o.history_file.empty()) write_history(o.history_file, run);

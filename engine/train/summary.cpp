@@ -79,6 +79,41 @@ void print_layer_times(std::ostream& out, const Model& model) {
   out << buf;
 }
 
+void print_communication(std::ostream& out, const std::vector<EpochRecord>& epochs) {
+  EpochComm total;
+  for (const EpochRecord& e : epochs) {
+    if (e.comm.mode.empty()) continue;
+    total.mode = e.comm.mode;
+    total.steps += e.comm.steps;
+    total.buckets_per_step = e.comm.buckets_per_step;
+    total.bytes_per_step = e.comm.bytes_per_step;
+    for (auto [sum, add] : {std::pair{&total.rank0, &e.comm.rank0}, {&total.min, &e.comm.min},
+                            {&total.median, &e.comm.median}, {&total.max, &e.comm.max}}) {
+      sum->step_s += add->step_s;
+      sum->compute_s += add->compute_s;
+      sum->comm_s += add->comm_s;
+      sum->exposed_s += add->exposed_s;
+    }
+  }
+  if (total.mode.empty() || total.steps == 0) return;
+  const double per = 1e3 / static_cast<double>(total.steps);
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "**** Communication (%s, %lld bucket%s of %.3f MiB in all per step), ms per step:\n",
+                total.mode.c_str(), static_cast<long long>(total.buckets_per_step), total.buckets_per_step == 1 ? "" : "s",
+                total.bytes_per_step / (1 << 20));
+  out << buf;
+  std::snprintf(buf, sizeof buf, "  %-8s %10s %10s %10s %10s %9s\n", "", "step", "compute", "in comm", "exposed", "exposed %");
+  out << buf;
+  for (auto [name, t] : {std::pair{"rank 0", &total.rank0}, {"min", &total.min}, {"median", &total.median},
+                         {"max", &total.max}}) {
+    std::snprintf(buf, sizeof buf, "  %-8s %10.3f %10.3f %10.3f %10.3f %8.1f%%\n", name, per * t->step_s,
+                  per * t->compute_s, per * t->comm_s, per * t->exposed_s,
+                  t->step_s > 0 ? 100.0 * t->exposed_s / t->step_s : 0.0);
+    out << buf;
+  }
+  out << "  (min/median/max: each column over the ranks)\n";
+}
+
 void print_parameters(std::ostream& out, const TrainOptions& options) {
   out << "**** Parameters:\n";
   char buf[512];

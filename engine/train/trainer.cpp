@@ -52,8 +52,9 @@ int64_t Trainer::reduce_tail_floats(const TrainOptions& options) {
 Trainer::Trainer(Model& model, const Dataset& data, Communicator& comm, Optimizer& optimizer,
                  const TrainOptions& options)
     : model_(model), data_(data), comm_(comm), optimizer_(optimizer), options_(options),
-      loss_{parse_loss(options.loss_func)}, metrics_(parse_metrics(options.metrics)),
-      shuffle_rng_(options.seed ^ 0x5F1FF1E5ull),
+      global_batch_(global_batch(options, comm.size())), loss_{parse_loss(options.loss_func)},
+      metrics_(parse_metrics(options.metrics)), shuffle_rng_(options.seed ^ 0x5F1FF1E5ull),
+      reducer_(comm, model, reduce_tail_floats(options), options.non_blocking_mpi, options.gradient_bucket_mb),
       loader_(data, model.layout(), model.max_batch(), augmentation_of(options), options.prefetch) {
   const Shape out = model.output_shape();
   DTNN_CHECK(out.rank() == 1, "model ", model.name(), " must end in a flat output, not ", out.str());
@@ -66,6 +67,9 @@ Trainer::Trainer(Model& model, const Dataset& data, Communicator& comm, Optimize
              data.shape().w, "x", data.shape().c);
   fused_softmax_ = loss_[0] == LossKind::categorical_cross_entropy &&
                    model.layer(model.num_layers() - 1).type() == "Softmax" && model.num_layers() >= 3;
+  DTNN_CHECK((global_batch_ + comm.size() - 1) / comm.size() <= model.max_batch(), "a global batch of ", global_batch_,
+             " over ", comm.size(), " ranks needs per-rank buffers of ", (global_batch_ + comm.size() - 1) / comm.size(),
+             " samples; the model was built for ", model.max_batch());
   batch_indices_.resize(model.max_batch());
   eval_sums_.resize(2 + metrics_.size());
   for (size_t i = 0; i < model.num_layers(); ++i) every_rank_steps_ |= communicates_in_step(model.layer(i));
@@ -151,31 +155,29 @@ void Trainer::train_step(const Batch& batch, int64_t global_n) {
   const int64_t n = batch.count;
   const float* labels = batch.y;
   float* tail = model_.reduce_tail();
+  reducer_.begin_step();
+  // The tail (loss, metric sums, count) is filled before backward: it rides with the first bucket, which
+  // may be summed while backward still runs.
+  tail[1 + metrics_.size()] = static_cast<float>(n);
   if (n > 0) {
     std::memcpy(model_.input().data(), batch.x, sizeof(float) * n * model_.input_shape().numel());
     model_.forward(n, Mode::train);
     const Tensor p = model_.output(n);
-    double loss;
-    if (fused_softmax_) {
-      const Tensor dz = model_.gradient(last - 1, n);
-      loss = cce_from_logits(model_.activation(last - 1, n).data(), labels, n, classes_,
-                             static_cast<double>(global_n), dz.data());
-      model_.backward(n, last - 1);
-    } else {
-      loss = loss_from_output(loss_[0], p.data(), labels, n, classes_, static_cast<double>(global_n),
-                              model_.gradient(last, n).data());
-      model_.backward(n, last);
-    }
+    const size_t top = fused_softmax_ ? last - 1 : last;
+    const double loss =
+        fused_softmax_ ? cce_from_logits(model_.activation(last - 1, n).data(), labels, n, classes_,
+                                         static_cast<double>(global_n), model_.gradient(last - 1, n).data())
+                       : loss_from_output(loss_[0], p.data(), labels, n, classes_, static_cast<double>(global_n),
+                                          model_.gradient(last, n).data());
     tail[0] = static_cast<float>(loss);
     for (size_t m = 0; m < metrics_.size(); ++m)
       tail[1 + m] = static_cast<float>(metric_sum(metrics_[m], p.data(), labels, n, classes_));
+    model_.backward(n, top, reducer_.hook());
   } else {
     std::memset(model_.grad_slab(), 0, model_.slab_size() * sizeof(float));
     for (size_t m = 0; m <= metrics_.size(); ++m) tail[m] = 0.0f;
   }
-  tail[1 + metrics_.size()] = static_cast<float>(n);
-  if (comm_.size() > 1) comm_.allreduce_sum(model_.grad_slab(), model_.slab_size() + 2 + metrics_.size());
-  optimizer_.step(model_.param_slab(), model_.grad_slab());
+  reducer_.finish(optimizer_, model_.param_slab());
 }
 
 EpochRecord Trainer::run_epoch(int epoch, int num_epochs, const Splits& splits) {
@@ -188,7 +190,7 @@ EpochRecord Trainer::run_epoch(int epoch, int num_epochs, const Splits& splits) 
   permutation_.assign(splits.train.begin(), splits.train.end());
   data_.shuffle(permutation_, shuffle_rng_);
 
-  const int64_t global_batch = options_.batch_size * comm_.size();
+  const int64_t global_batch = global_batch_;
   const int64_t steps = options_.steps_per_epoch > 0 ? options_.steps_per_epoch
                                                      : (ntrain + global_batch - 1) / global_batch;
   const int64_t total = options_.steps_per_epoch > 0 ? steps * global_batch : ntrain;
@@ -212,6 +214,7 @@ EpochRecord Trainer::run_epoch(int epoch, int num_epochs, const Splits& splits) 
     loader_.submit(Pool::train, batch_indices_.data(), n, augment, epoch);
   };
   if (gpu_) gpu::memset_zero(sums_dev_.data(), sums_host_.size() * sizeof(float));
+  reducer_.reset_times();
   const double t0 = now_s();
   loader_.reset();
   if (steps > 0) submit(0);
@@ -249,6 +252,7 @@ EpochRecord Trainer::run_epoch(int epoch, int num_epochs, const Splits& splits) 
     for (size_t v = 0; v < sums.size(); ++v) sums[v] = sums_host_[v];
   }
   rec.train.time_s = comm_.max(now_s() - t0);
+  if (!gpu_) rec.comm = reducer_.gather_epoch(comm_);
   rec.learning_rate = optimizer_.learning_rate();
   rec.train.samples = done;
   rec.train.values.resize(sums.size());
@@ -261,7 +265,7 @@ EpochRecord Trainer::run_epoch(int epoch, int num_epochs, const Splits& splits) 
 PassResult Trainer::evaluate(Pool pool, const std::vector<int64_t>& indices, const std::string& label) {
   const size_t last = model_.num_layers() - 1;
   const int64_t total = static_cast<int64_t>(indices.size());
-  const int64_t global_batch = options_.batch_size * comm_.size();
+  const int64_t global_batch = global_batch_;
   std::vector<double> local(1 + metrics_.size(), 0.0);
   int64_t local_count = 0;
   const int64_t batches = (total + global_batch - 1) / global_batch;

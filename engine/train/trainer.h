@@ -1,11 +1,13 @@
 // Trainer: PyDTNN's training and evaluation loops over a built Model, data parallel over a Communicator.
 //
 // Data parallelism (the same on 1 rank): every rank draws the same per-epoch permutation from the seed;
-// global batch k holds permutation entries [k*B, (k+1)*B) with B = batch_size * ranks, and rank r takes
-// its contiguous share (batch_size each; a short last batch is split as evenly as possible, so a rank
-// may get none). Loss gradients are divided by the global batch count, the gradient slab (with the
-// loss/metric sums packed behind it) is summed over ranks in ONE allreduce, and every rank applies the
-// same optimizer step, so the weights stay identical without further communication.
+// global batch k holds permutation entries [k*B, (k+1)*B) with B = global_batch(options, ranks) (weak
+// scaling: batch_size * ranks; strong: --global_batch_size), and rank r takes its contiguous share (B split
+// as evenly as possible, the remainder to the first ranks; a short last batch likewise, so a rank may get
+// none). Loss gradients are divided by the global batch count, the gradient slab (with the loss/metric sums
+// packed behind it) is summed over ranks by the GradientReducer (one blocking allreduce, or buckets
+// overlapped with the backward pass: train/gradient_reducer.h), and every rank applies the same optimizer
+// step, so the weights stay identical without further communication.
 //
 // Per-epoch randomness is a pure function of (seed, epoch): run_epoch(e) draws its shuffle from
 // epoch_rng(seed, e) and reseeds the dropout streams with Model::seed_layers(epoch_seed(seed, e), rank),
@@ -43,6 +45,7 @@
 #include "models/model.h"
 #include "optim/optimizer.h"
 #include "parallel/communicator.h"
+#include "train/gradient_reducer.h"
 #include "train/losses.h"
 #include "train/options.h"
 
@@ -61,6 +64,7 @@ struct EpochRecord {
   double learning_rate = 0.0;  // the rate of the epoch's last training step
   PassResult train;
   std::optional<PassResult> val;
+  EpochComm comm;  // the gradient reduction's cost over the epoch's training steps (CPU models)
 };
 
 // Receives progress from rank 0 (the others get none): called with the samples done so far, the
@@ -94,6 +98,7 @@ class Trainer {
   // Names of the values of a PassResult: loss name then metric names.
   std::vector<std::string> value_names() const;
   static int64_t reduce_tail_floats(const TrainOptions& options);
+  const GradientReducer& reducer() const { return reducer_; }
 
  private:
   // Rank r's share [offset, offset + count) of a global batch of `global` samples.
@@ -110,6 +115,7 @@ class Trainer {
   Communicator& comm_;
   Optimizer& optimizer_;
   const TrainOptions& options_;
+  int64_t global_batch_;  // samples per global batch (train/options.h global_batch)
   std::vector<LossKind> loss_;  // exactly one
   std::vector<MetricKind> metrics_;
   bool fused_softmax_ = false;
@@ -122,6 +128,7 @@ class Trainer {
   std::vector<float> eval_sums_;
   ProgressFn progress_;
   std::function<void()> batch_begin_;
+  GradientReducer reducer_;  // CPU models' gradient sums and updates
   // GPU state (empty on the CPU): one-hot labels of the current batch, the loss kernel's scratch, the
   // epoch's running sums (values + count), metric codes, the host copy of the sums, the input-copy event.
   bool gpu_ = false;

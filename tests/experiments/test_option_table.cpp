@@ -100,7 +100,7 @@ TEST_CASE("option table: a matrix and the command line accept and refuse the sam
   CHECK(parse("name = \"d\"\n[base]\noptimizer = \"Adam\"\n").trials[0].get("optimizer") == "adam");
   CHECK_THROWS_WITH(parse("name = \"d\"\n[base]\nthreads = 2000\n"), Catch::Contains("threads"));
   CHECK_THROWS_WITH(parse("name = \"d\"\n[base]\nmetrics = \"accuracy_typo\"\n"), Catch::Contains("unknown metric"));
-  CHECK_THROWS_WITH(parse("name = \"d\"\n[base]\nblocking_mpi = true\n"), Catch::Contains("issue 19"));
+  CHECK_THROWS_WITH(parse("name = \"d\"\n[base]\ntracing = true\n"), Catch::Contains("issue 20"));
   CHECK_THROWS_WITH(parse("name = \"d\"\n[base]\nenable_best_of = true\n"), Catch::Contains("sets conv_algo"));
   CHECK_THROWS_WITH(parse("name = \"d\"\n[base]\ndataset_train_path = \"a\\nb\"\n"), Catch::Contains("line break"));
   const auto cli_status = [](const std::string& option) {
@@ -165,8 +165,15 @@ TEST_CASE("option table: PyDTNN's launcher options are accepted with PyDTNN's me
     INFO(accepted);
     CHECK(dtnn::test::run_dtnn(synth + accepted).status == 0);
   }
-  for (const char* refused : {"--dtype=float64", "--enable_gpudirect=True", "--non_blocking_mpi=True",
-                              "--global_batch_size=128", "--profile=True", "--network_alg=bta"}) {
+  for (const char* accepted : {"--non_blocking_mpi=True", "--non_blocking_mpi=True --gradient_bucket_mb=0",
+                               "--blocking_mpi", "--blocking_mpi=True", "--global_batch_size=128"}) {
+    INFO(accepted);
+    CHECK(dtnn::test::run_dtnn(synth + accepted).status == 0);
+  }
+  const dtnn::test::Command both = dtnn::test::run_dtnn(synth + "--blocking_mpi --non_blocking_mpi=True");
+  CHECK(both.status == 2);
+  CHECK(both.err == "dtnn: --blocking_mpi contradicts --non_blocking_mpi=True: give one of them\n");
+  for (const char* refused : {"--dtype=float64", "--enable_gpudirect=True", "--profile=True", "--network_alg=bta"}) {
     INFO(refused);
     const dtnn::test::Command c = dtnn::test::run_dtnn(synth + refused);
     CHECK(c.status == dtnn::kUnsupportedExit);
@@ -185,7 +192,7 @@ TEST_CASE("option table: PyDTNN's launcher options are accepted with PyDTNN's me
   CHECK(params_of("resnet50v15_imagenet") == params_of("resnet50_imagenet"));
 }
 
-TEST_CASE("option table: PyDTNN's README command line fails only on the options later issues add",
+TEST_CASE("option table: PyDTNN's README command line trains as written",
           "[options][cli]") {
   // The README's example, option names, values and case as PyDTNN writes them, its relative data path
   // included (a temporary directory with datasets/mnist -> the repository's MNIST subset).
@@ -209,14 +216,8 @@ TEST_CASE("option table: PyDTNN's README command line fails only on the options 
     se << e.rdbuf();
     return dtnn::test::Command{WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, so.str(), se.str()};
   };
-  const dtnn::test::Command full = run_here(readme);
-  INFO(full.err);
-  CHECK(full.status == dtnn::kUnsupportedExit);
-  CHECK(full.err == "dtnn: --blocking_mpi=True: not implemented yet (issue 19, overlapping data parallelism, adds it)\n");
-  // Without the one option issue 19 adds, the same line trains (one epoch here, to keep the test short).
-  std::string rest = readme;
-  rest.replace(rest.find(" --blocking_mpi"), std::string(" --blocking_mpi").size(), "");
-  const dtnn::test::Command ok = run_here(rest + " --num_epochs=1 --progress=False");
+  // One epoch here (the later --num_epochs wins), to keep the test short.
+  const dtnn::test::Command ok = run_here(readme + " --num_epochs=1 --progress=False");
   INFO(ok.err);
   CHECK(ok.status == 0);
   CHECK(ok.out.find("Training throughput") != std::string::npos);

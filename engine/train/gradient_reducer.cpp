@@ -1,0 +1,149 @@
+#include "train/gradient_reducer.h"
+
+#include <algorithm>
+#include <climits>
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/median.h"
+
+namespace dtnn {
+
+std::vector<GradientBucket> plan_buckets(const std::vector<int64_t>& param_begin, int64_t tail, double bucket_mb) {
+  DTNN_CHECK(bucket_mb >= 0, "--gradient_bucket_mb must be >= 0 (got ", bucket_mb, ")");
+  DTNN_ASSERT(!param_begin.empty());
+  const size_t layers = param_begin.size() - 1;
+  const int64_t slab = param_begin.back();
+  const auto floats_of = [](double mb) { return static_cast<int64_t>(mb * 1024.0 * 1024.0 / sizeof(float)); };
+  const int64_t cap = bucket_mb > 0 ? std::max<int64_t>(1, floats_of(bucket_mb)) : 0;
+  const int64_t first_cap = cap > 0 ? std::min(cap, floats_of(1.0)) : 0;  // DDP's 1 MiB first bucket
+  std::vector<GradientBucket> out;
+  // Closes [begin, end) ready after `layer`, split where it would exceed INT_MAX floats (top part first:
+  // reverse order, as the rest).
+  const auto close = [&](int64_t begin, int64_t end, size_t layer) {
+    while (end - begin > INT_MAX) {
+      out.push_back({end - INT_MAX, end, layer});
+      end -= INT_MAX;
+    }
+    out.push_back({begin, end, layer});
+  };
+  int64_t open_end = -1, open_begin = 0;  // the bucket being filled: [open_begin, open_end), -1 = none
+  size_t open_layer = 0;
+  for (size_t i = layers; i-- > 1;) {
+    const int64_t b = param_begin[i], e = param_begin[i + 1];
+    if (e == b) continue;
+    if (open_end < 0) open_end = e;
+    open_begin = b;
+    open_layer = i;
+    const int64_t limit = out.empty() ? first_cap : cap;
+    if (open_end - open_begin >= limit) {
+      close(open_begin, open_end, open_layer);
+      open_end = -1;
+    }
+  }
+  if (open_end >= 0) close(open_begin, open_end, open_layer);
+  if (tail > 0) {
+    if (out.empty()) out.push_back({slab, slab + tail, layers});  // no parameters: started at the first chance
+    else if (out.front().end == slab && slab + tail - out.front().begin <= INT_MAX) out.front().end = slab + tail;
+    else out.insert(out.begin(), GradientBucket{slab, slab + tail, layers});
+  }
+  return out;
+}
+
+GradientReducer::GradientReducer(Communicator& comm, const Model& model, int64_t tail, bool non_blocking,
+                                 double bucket_mb)
+    : comm_(comm), grads_(model.grad_slab()), total_floats_(model.slab_size() + tail), reduce_(comm.size() > 1),
+      overlapped_(non_blocking && comm.size() > 1) {
+  std::vector<int64_t> begins(model.num_layers() + 1);
+  for (size_t i = 0; i <= model.num_layers(); ++i) begins[i] = model.param_begin(i);
+  buckets_ = plan_buckets(begins, tail, bucket_mb);
+  int64_t covered = 0;
+  for (const GradientBucket& b : buckets_) covered += b.end - b.begin;
+  DTNN_ASSERT(covered == total_floats_ - begins.front());  // every float summed once (Input has no parameters)
+  if (overlapped_) comm_.reserve_requests(static_cast<int>(buckets_.size()));
+}
+
+void GradientReducer::reset_times() {
+  times_ = RankTimes{};
+  steps_ = 0;
+}
+
+void GradientReducer::begin_step() {
+  next_start_ = next_test_ = 0;
+  comm_in_step_ = 0.0;
+  step_t0_ = now_s();
+}
+
+void GradientReducer::start(size_t b) {
+  comm_.start_allreduce_sum(static_cast<int>(b), grads_ + buckets_[b].begin, buckets_[b].end - buckets_[b].begin);
+}
+
+void GradientReducer::after_layer(size_t layer) {
+  const double t0 = now_s();
+  while (next_start_ < buckets_.size() && layer <= buckets_[next_start_].ready_after) start(next_start_++);
+  // One test of the oldest outstanding request drives the progress engine for all of them.
+  while (next_test_ < next_start_ && comm_.test_request(static_cast<int>(next_test_))) ++next_test_;
+  comm_in_step_ += now_s() - t0;
+}
+
+void GradientReducer::finish(Optimizer& optimizer, float* params) {
+  const double backward_end = now_s();
+  times_.compute_s += backward_end - step_t0_ - comm_in_step_;
+  times_.comm_s += comm_in_step_;
+  double exposed = 0.0, update = 0.0;
+  optimizer.begin_step();
+  if (!reduce_ || !overlapped_) {
+    if (reduce_) {
+      comm_.allreduce_sum(grads_, total_floats_);
+      exposed = now_s() - backward_end;
+    }
+    const double t = now_s();
+    optimizer.update_range(params, grads_, 0, optimizer.size());
+    update = now_s() - t;
+  } else {
+    while (next_start_ < buckets_.size()) start(next_start_++);
+    exposed = now_s() - backward_end;
+    for (size_t b = 0; b < buckets_.size(); ++b) {
+      const double t = now_s();
+      comm_.wait_request(static_cast<int>(b));
+      const double t1 = now_s();
+      exposed += t1 - t;
+      // The tail has no parameters to update; the slab ends at optimizer.size().
+      const int64_t end = std::min(buckets_[b].end, optimizer.size());
+      optimizer.update_range(params, grads_, std::min(buckets_[b].begin, end), end);
+      update += now_s() - t1;
+    }
+  }
+  times_.exposed_s += exposed;
+  times_.comm_s += exposed;
+  times_.compute_s += update;
+  times_.step_s += now_s() - step_t0_;
+  ++steps_;
+}
+
+EpochComm GradientReducer::gather_epoch(Communicator& comm) const {
+  EpochComm e;
+  e.steps = steps_;
+  e.mode = !reduce_ ? "" : overlapped_ ? "non_blocking" : "blocking";
+  e.buckets_per_step = !reduce_ ? 0 : overlapped_ ? static_cast<int64_t>(buckets_.size()) : 1;
+  e.bytes_per_step = reduce_ ? static_cast<double>(total_floats_) * sizeof(float) : 0.0;
+  constexpr int kFields = 4;
+  const double mine[kFields] = {times_.step_s, times_.compute_s, times_.comm_s, times_.exposed_s};
+  std::vector<double> all(static_cast<size_t>(kFields) * comm.size());
+  comm.allgather(mine, kFields, all.data());
+  double* fields[4][kFields] = {{&e.rank0.step_s, &e.rank0.compute_s, &e.rank0.comm_s, &e.rank0.exposed_s},
+                                {&e.min.step_s, &e.min.compute_s, &e.min.comm_s, &e.min.exposed_s},
+                                {&e.median.step_s, &e.median.compute_s, &e.median.comm_s, &e.median.exposed_s},
+                                {&e.max.step_s, &e.max.compute_s, &e.max.comm_s, &e.max.exposed_s}};
+  std::vector<double> column(static_cast<size_t>(comm.size()));
+  for (int f = 0; f < kFields; ++f) {
+    for (int r = 0; r < comm.size(); ++r) column[r] = all[static_cast<size_t>(r) * kFields + f];
+    *fields[0][f] = column[0];
+    *fields[1][f] = *std::min_element(column.begin(), column.end());
+    *fields[2][f] = median(column);
+    *fields[3][f] = *std::max_element(column.begin(), column.end());
+  }
+  return e;
+}
+
+}  // namespace dtnn

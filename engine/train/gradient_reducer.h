@@ -1,0 +1,100 @@
+// GradientReducer: data parallelism's gradient sum and the optimizer update of one training step, blocking
+// (PyDTNN's default) or overlapped with the backward pass (PyDTNN's --non_blocking_mpi, bucketed as
+// PyTorch DDP does), and the measurement of what communication cost the step.
+//
+// Buckets (plan_buckets): contiguous ranges of the gradient slab, so a bucket's collective runs on the slab
+// itself with no packing copy. They are filled in reverse layer order (the order backward produces
+// gradients): a layer's parameters are never split; a bucket closes once it holds at least its cap (the first
+// one min(1 MiB, cap), DDP's small first bucket, so communication starts early; --gradient_bucket_mb=0:
+// one bucket per layer with parameters, PyDTNN's one collective per layer). The loss/metric tail the trainer
+// packs behind the gradients rides with the FIRST bucket: it is contiguous with the top layers' gradients and
+// known before backward starts (the trainer fills it first), so it costs no extra message.
+//
+// A step (several ranks): begin_step(); the model's backward with this object as its hook (non-blocking:
+// after_layer() starts every bucket whose last layer is done, then MPI_Test's the oldest outstanding request,
+// since Open MPI 4.1 advances non-blocking collectives only inside MPI calls); finish() starts what is left
+// (every rank starts every bucket in the same order, also a rank with no samples whose backward never ran)
+// and then, bucket by bucket in start order, waits for its sum and updates its range, so the update of one
+// bucket overlaps the sums still in flight. Blocking: finish() sums the whole slab and tail in one
+// MPI_Allreduce, then updates. The update is bit-identical either way (element-wise rules).
+//
+// What one step costs, summed per epoch on each rank (RankTimes):
+//   step_s     begin_step() to the end of the update;
+//   compute_s  forward, loss, backward and update, less the time inside communication calls made meanwhile
+//              (timed as segments, so compute + exposed communication ~ step time is a real check);
+//   comm_s     time inside communication calls (start, test, wait, blocking allreduce);
+//   exposed_s  the part of comm_s spent after the rank's own backward pass finished (the final waits, or the
+//              whole blocking allreduce): time the step spent waiting for communication.
+// Nothing allocates after construction.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/model.h"
+#include "optim/optimizer.h"
+#include "parallel/communicator.h"
+
+namespace dtnn {
+
+struct GradientBucket {
+  int64_t begin = 0, end = 0;  // floats [begin, end) of the gradient slab (the first bucket: tail included)
+  size_t ready_after = 0;      // the top-level layer whose backward completes it (its lowest layer)
+};
+
+// Buckets for a model whose top-level layer i holds slab range [param_begin[i], param_begin[i + 1])
+// (param_begin has layers + 1 entries, the last the slab size) plus `tail` floats after the slab, with
+// caps of bucket_mb MiB (0: one bucket per layer). Layers without parameters are skipped; a model with no
+// parameters gets one bucket holding the tail. A bucket never exceeds INT_MAX floats (a larger layer is
+// split into several buckets ready after it).
+std::vector<GradientBucket> plan_buckets(const std::vector<int64_t>& param_begin, int64_t tail, double bucket_mb);
+
+// Sums of one rank's step times over the steps of an epoch (seconds).
+struct RankTimes {
+  double step_s = 0.0, compute_s = 0.0, comm_s = 0.0, exposed_s = 0.0;
+};
+
+// An epoch's communication: rank 0's times and each field's minimum, median and maximum over the ranks.
+struct EpochComm {
+  std::string mode;  // "blocking" or "non_blocking"; "" when one rank trained (nothing was reduced)
+  int64_t steps = 0;
+  int64_t buckets_per_step = 0;
+  double bytes_per_step = 0.0;  // bytes each rank contributes to the sums in one step
+  RankTimes rank0, min, median, max;
+};
+
+class GradientReducer final : public BackwardHook {
+ public:
+  // `tail` floats follow the model's gradient slab and are summed with it. One rank: no communication.
+  GradientReducer(Communicator& comm, const Model& model, int64_t tail, bool non_blocking, double bucket_mb);
+
+  // The hook to give Model::backward: this object when buckets are started during backward, else null.
+  BackwardHook* hook() { return overlapped_ ? this : nullptr; }
+  void begin_step();
+  void after_layer(size_t layer) override;
+  // Sums what is still unsummed and applies the optimizer's step to `params` from the model's gradients.
+  void finish(Optimizer& optimizer, float* params);
+
+  const std::vector<GradientBucket>& buckets() const { return buckets_; }
+  // This rank's sums since the last reset, and the epoch figures over every rank (collective: every rank
+  // calls it at the same point).
+  const RankTimes& times() const { return times_; }
+  void reset_times();
+  EpochComm gather_epoch(Communicator& comm) const;
+
+ private:
+  void start(size_t b);
+
+  Communicator& comm_;
+  float* grads_;
+  int64_t total_floats_;  // slab + tail
+  bool reduce_, overlapped_;
+  std::vector<GradientBucket> buckets_;
+  size_t next_start_ = 0, next_test_ = 0;
+  double step_t0_ = 0.0, comm_in_step_ = 0.0;
+  RankTimes times_;
+  int64_t steps_ = 0;
+};
+
+}  // namespace dtnn

@@ -1,0 +1,75 @@
+// plan_buckets (train/gradient_reducer.h) on hand-made slab layouts, each expected bucket worked out by hand:
+// reverse layer order, layers never split, DDP's 1 MiB first bucket, the tail riding with the first bucket,
+// layers without parameters skipped; and the optimizer's ranged update against its whole-slab step.
+#include <catch2/catch.hpp>
+#include <cstring>
+
+#include "optim/optimizer.h"
+#include "train/gradient_reducer.h"
+
+namespace {
+
+using dtnn::GradientBucket;
+
+std::vector<std::tuple<int64_t, int64_t, size_t>> as_tuples(const std::vector<GradientBucket>& b) {
+  std::vector<std::tuple<int64_t, int64_t, size_t>> out;
+  for (const GradientBucket& x : b) out.emplace_back(x.begin, x.end, x.ready_after);
+  return out;
+}
+
+using T = std::vector<std::tuple<int64_t, int64_t, size_t>>;
+
+}  // namespace
+
+TEST_CASE("buckets: reverse layer order, caps, first bucket, tail", "[train][buckets]") {
+  // Layers: 0 Input (none), 1: 100 floats, 2: none (a ReLU), 3: 200, 4: 700; 3 tail floats.
+  const std::vector<int64_t> begins = {0, 0, 100, 100, 300, 1000};
+  // 0 MiB: one bucket per layer with parameters (PyDTNN); the tail joins the top layer's bucket.
+  CHECK(as_tuples(dtnn::plan_buckets(begins, 3, 0.0)) == T{{300, 1003, 4}, {100, 300, 3}, {0, 100, 1}});
+  // Caps of 250 floats (first bucket min(1 MiB, 250)): layer 4 alone (700 >= 250); layers 3 and 1 together.
+  const double mb250 = 250.0 * 4 / (1 << 20);
+  CHECK(as_tuples(dtnn::plan_buckets(begins, 3, mb250)) == T{{300, 1003, 4}, {0, 300, 1}});
+  // 25 MiB: everything in one bucket, started after layer 1.
+  CHECK(as_tuples(dtnn::plan_buckets(begins, 3, 25.0)) == T{{0, 1003, 1}});
+  // No tail.
+  CHECK(as_tuples(dtnn::plan_buckets(begins, 0, 0.0)) == T{{300, 1000, 4}, {100, 300, 3}, {0, 100, 1}});
+}
+
+TEST_CASE("buckets: DDP's small first bucket closes at 1 MiB, the rest at the cap", "[train][buckets]") {
+  // Layers of 200,000, 200,000 and 300,000 floats; 1 MiB = 262,144 floats.
+  const std::vector<int64_t> begins = {0, 0, 200000, 400000, 700000};
+  CHECK(as_tuples(dtnn::plan_buckets(begins, 2, 25.0)) == T{{400000, 700002, 3}, {0, 400000, 1}});
+  // A cap below 1 MiB is also the first bucket's cap: 0.5 MiB = 131,072 floats, every layer alone.
+  CHECK(as_tuples(dtnn::plan_buckets(begins, 2, 0.5)) == T{{400000, 700002, 3}, {200000, 400000, 2}, {0, 200000, 1}});
+}
+
+TEST_CASE("buckets: a model without parameters, bad caps", "[train][buckets]") {
+  CHECK(as_tuples(dtnn::plan_buckets({0, 0, 0}, 3, 25.0)) == T{{0, 3, 2}});
+  CHECK_THROWS(dtnn::plan_buckets({0, 0, 10}, 3, -1.0));
+}
+
+TEST_CASE("optimizer: a step applied in ranges equals the whole step, bit for bit", "[optim][buckets]") {
+  for (const char* name : {"sgd", "rmsprop", "adam", "nadam"}) {
+    INFO(name);
+    dtnn::OptimizerOptions o;
+    o.name = name;
+    o.decay = 1e-3;
+    o.nesterov = true;
+    const int64_t n = 1000;
+    std::vector<float> w1(n), w2, g(n);
+    for (int64_t i = 0; i < n; ++i) {
+      w1[i] = 0.01f * static_cast<float>(i % 37) - 0.2f;
+      g[i] = 0.003f * static_cast<float>(i % 11) - 0.01f;
+    }
+    w2 = w1;
+    auto whole = dtnn::make_optimizer(o, n), ranged = dtnn::make_optimizer(o, n);
+    for (int step = 0; step < 3; ++step) {
+      whole->step(w1.data(), g.data());
+      ranged->begin_step();
+      for (auto [b, e] : {std::pair<int64_t, int64_t>{700, 1000}, {13, 700}, {0, 13}})
+        ranged->update_range(w2.data(), g.data(), b, e);
+    }
+    CHECK(ranged->steps() == 3);
+    CHECK(std::memcmp(w1.data(), w2.data(), n * sizeof(float)) == 0);
+  }
+}
