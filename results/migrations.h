@@ -281,7 +281,7 @@ CREATE TABLE epoch_comm (
   run_id           INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
   epoch            INTEGER NOT NULL,      -- 1-based
   stat             TEXT NOT NULL CHECK (stat IN ('rank0', 'min', 'median', 'max')),  -- over the ranks
-  mode             TEXT NOT NULL CHECK (mode IN ('blocking', 'non_blocking')),
+  mode             TEXT NOT NULL CHECK (mode IN ('none', 'blocking', 'non_blocking')),  -- none: one rank
   steps            INTEGER NOT NULL,
   buckets_per_step INTEGER NOT NULL,
   bytes_per_step   REAL NOT NULL,         -- bytes each rank contributes to the gradient sums per step

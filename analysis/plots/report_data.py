@@ -8,8 +8,8 @@ import os
 import sqlite3
 import urllib.request
 
-REQUIRED_TABLES = ("matrices", "environments", "runs", "epochs", "layer_timings", "targets")
-REQUIRED_VIEWS = ("v_scaling", "v_accuracy_vs_target")
+REQUIRED_TABLES = ("matrices", "environments", "runs", "epochs", "layer_timings", "targets", "epoch_comm")
+REQUIRED_VIEWS = ("v_scaling", "v_accuracy_vs_target", "v_comm")
 STATUSES = ("ok", "failed", "timeout", "interrupted", "unsupported", "running")
 
 # The columns of an ok run that the report uses (not `report`, which holds the whole JSON document).
@@ -20,13 +20,16 @@ RUN_COLUMNS = ("id", "matrix_id", "environment_id", "trial_key", "config_key", "
 # v_scaling with a matrix filter on the runs it aggregates (keep in step with migration 2).
 SCALING_FOR_MATRIX = """
   WITH agg AS (
-    SELECT environment_id, config_key, framework, model, dataset, conv_algo, threads, device, ranks,
-           avg(samples_per_s) AS sps, count(*) AS n
-    FROM runs WHERE status = 'ok' AND matrix_id IN (SELECT id FROM matrices WHERE name = ?)
-    GROUP BY environment_id, config_key, ranks)
+    SELECT r.environment_id, r.config_key, r.framework, r.model, r.dataset, r.conv_algo, r.threads, r.device, r.ranks,
+           avg(r.samples_per_s) AS sps, count(*) AS n, avg(c.exposed_fraction) AS exposed,
+           avg(c.compute_ms / c.step_ms) AS compute
+    FROM runs r LEFT JOIN v_comm c ON c.run_id = r.id
+    WHERE r.status = 'ok' AND r.matrix_id IN (SELECT id FROM matrices WHERE name = ?)
+    GROUP BY r.environment_id, r.config_key, r.ranks)
   SELECT a.framework, a.model, a.dataset, a.conv_algo, a.threads, a.device, a.ranks, a.n AS runs,
          round(a.sps, 1) AS mean_samples_per_s, round(a.sps / b.sps, 3) AS speedup,
-         round(a.sps / b.sps / a.ranks, 3) AS efficiency, a.environment_id, a.config_key
+         round(a.sps / b.sps / a.ranks, 3) AS efficiency, a.environment_id, a.config_key,
+         round(a.compute, 4) AS compute_fraction, round(a.exposed, 4) AS exposed_comm_fraction
   FROM agg a JOIN agg b ON b.environment_id = a.environment_id AND b.config_key = a.config_key AND b.ranks = 1
   ORDER BY a.config_key, a.ranks
 """
@@ -127,6 +130,16 @@ class Store:
         if self.matrix is None:
             return self._all("SELECT * FROM v_scaling")
         return self._all(SCALING_FOR_MATRIX, (self.matrix,))
+
+    def communication(self):
+        """Per (environment, configuration, rank count): the median rank's ms per step (v_comm), averaged over runs."""
+        cond, params = self._runs_filter()
+        return self._all(f"SELECT r.environment_id, r.config_key, r.ranks, c.mode, max(c.buckets_per_step) AS buckets, "
+                         f"avg(c.bytes_per_step) AS bytes_per_step, count(*) AS runs, avg(c.step_ms) AS step_ms, "
+                         f"avg(c.compute_ms) AS compute_ms, avg(c.comm_ms) AS comm_ms, "
+                         f"avg(c.exposed_ms) AS exposed_ms FROM v_comm c JOIN runs r ON r.id = c.run_id "
+                         f"WHERE {cond} GROUP BY r.environment_id, r.config_key, r.ranks "
+                         f"ORDER BY r.config_key, r.ranks", params)
 
     def epochs(self):
         """Per-epoch accuracies of the ok runs in scope, ordered by run and epoch."""

@@ -71,6 +71,34 @@ def scaling_lines(path, series):
     _save(fig, path)
 
 
+def comm_stacks(path, series):
+    """series: list of (label, [(ranks, compute_ms, exposed_ms, other_ms)]). One group of stacked bars per
+    configuration: compute, exposed communication and the rest of the step, per rank count."""
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.2 + 0.7 * sum(len(p) for _, p in series)), 4.5))
+    x, ticks, names = 0.0, [], []
+    for i, (label, points) in enumerate(series):
+        for ranks, compute, exposed, other in points:
+            ax.bar(x, compute, color="tab:blue", label="compute" if x == 0 else None)
+            ax.bar(x, exposed, bottom=compute, color="tab:red", label="exposed communication" if x == 0 else None)
+            ax.bar(x, other, bottom=compute + exposed, color="tab:gray", alpha=0.5,
+                   label="other (hidden comm calls, bookkeeping)" if x == 0 else None)
+            ticks.append(x)
+            names.append(f"{ranks}")
+            x += 1.0
+        if i + 1 < len(series):
+            ax.axvline(x, color="black", linewidth=0.5)
+        ax.text(x - len(points) / 2 - 0.5, 1.0, label, transform=ax.get_xaxis_transform(), ha="center",
+                va="bottom", fontsize=8)
+        x += 1.0
+    ax.set_xticks(ticks)
+    ax.set_xticklabels(names)
+    ax.set_xlabel("ranks (groups: configurations)")
+    ax.set_ylabel("ms per training step (median rank)")
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8)
+    _save(fig, path)
+
+
 def accuracy_curves(path, title, ylabel, series, targets):
     """series: list of (label, epochs, mean, low, high); targets: list of (label, value).
 

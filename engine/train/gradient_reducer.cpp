@@ -124,7 +124,7 @@ void GradientReducer::finish(Optimizer& optimizer, float* params) {
 EpochComm GradientReducer::gather_epoch(Communicator& comm) const {
   EpochComm e;
   e.steps = steps_;
-  e.mode = !reduce_ ? "" : overlapped_ ? "non_blocking" : "blocking";
+  e.mode = !reduce_ ? "none" : overlapped_ ? "non_blocking" : "blocking";
   e.buckets_per_step = !reduce_ ? 0 : overlapped_ ? static_cast<int64_t>(buckets_.size()) : 1;
   e.bytes_per_step = reduce_ ? static_cast<double>(total_floats_) * sizeof(float) : 0.0;
   constexpr int kFields = 4;

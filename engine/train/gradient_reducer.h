@@ -57,7 +57,9 @@ struct RankTimes {
 
 // An epoch's communication: rank 0's times and each field's minimum, median and maximum over the ranks.
 struct EpochComm {
-  std::string mode;  // "blocking" or "non_blocking"; "" when one rank trained (nothing was reduced)
+  // "blocking", "non_blocking", "none" (one rank: nothing reduced, the step is all compute), or "" when
+  // nothing was measured (GPU models: host clocks around asynchronous calls would not mean anything)
+  std::string mode;
   int64_t steps = 0;
   int64_t buckets_per_step = 0;
   double bytes_per_step = 0.0;  // bytes each rank contributes to the sums in one step

@@ -21,7 +21,8 @@ void print_parameters(std::ostream& out, const TrainOptions& options);
 void print_layer_times(std::ostream& out, const Model& model);
 
 // Data-parallel runs: ms per step of step time, compute, time in communication calls and exposed
-// communication, for rank 0 and min/median/max over the ranks, summed over the epochs (nothing on 1 rank).
+// communication, for rank 0 and min/median/max over the ranks, summed over the epochs (nothing on 1 rank
+// or on the GPU).
 void print_communication(std::ostream& out, const std::vector<EpochRecord>& epochs);
 
 // A progress printer for rank 0: a live bar redrawn in place on a terminal, one line per pass otherwise.

@@ -82,7 +82,7 @@ void print_layer_times(std::ostream& out, const Model& model) {
 void print_communication(std::ostream& out, const std::vector<EpochRecord>& epochs) {
   EpochComm total;
   for (const EpochRecord& e : epochs) {
-    if (e.comm.mode.empty()) continue;
+    if (e.comm.mode.empty() || e.comm.mode == "none") continue;
     total.mode = e.comm.mode;
     total.steps += e.comm.steps;
     total.buckets_per_step = e.comm.buckets_per_step;

@@ -47,6 +47,34 @@ for (model, ranks, threads), values in groups.items():
         bad += 1
 sys.exit(1 if bad or not groups else 0)
 PY
+# Data-parallel runs (the report matrix has ranks 1 and 2): a Communication table whose exposed ms per step,
+# recomputed here from the raw epoch_comm rows (median rank, summed over epochs, averaged over runs), is in
+# the row of its model, and the stacked chart.
+"$py" - "$db" "$out/report.md" <<'PY' || fail "report.md's communication figures differ from epoch_comm"
+import sqlite3, statistics, sys
+db, report = sys.argv[1], open(sys.argv[2]).read()
+rows = sqlite3.connect(db).execute(
+    "SELECT r.model, r.ranks, r.id, sum(c.exposed_s), sum(c.steps) FROM runs r JOIN epoch_comm c ON c.run_id = r.id "
+    "WHERE r.status = 'ok' AND c.stat = 'median' GROUP BY r.id").fetchall()
+if not rows:
+    sys.exit("test_report: no epoch_comm rows for the 2-rank runs")
+if "### Communication" not in report:
+    sys.exit("test_report: no Communication section")
+section = report.split("### Communication", 1)[1].split("\n## ", 1)[0]
+groups = {}
+for model, ranks, _, exposed, steps in rows:
+    groups.setdefault((model, ranks), []).append(1e3 * exposed / steps)
+bad = 0
+for (model, ranks), values in groups.items():
+    want = f"| {statistics.mean(values):,.2f} |"
+    lines = [l for l in section.splitlines() if model in l and (f"| {ranks} | blocking |" in l or f"| {ranks} | none |" in l)]
+    if not any(want in l for l in lines):
+        print(f"test_report: {model} ranks {ranks}: exposed {want} not in {lines}", file=sys.stderr)
+        bad += 1
+sys.exit(1 if bad else 0)
+PY
+[ -s "$out/communication.png" ] || fail "no communication.png"
+
 # Ingested convolution benchmarks (the harness.report test stores a `dtnn layers` run): a table and a chart.
 if [ "$("$py" -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT count(*) FROM conv_benchmarks WHERE median_ms IS NOT NULL").fetchone()[0])' "$db")" -gt 0 ]; then
   sed -n '/^## Convolution algorithms per layer/,$p' "$out/report.md" | grep -q '^### ' || fail "no conv algorithm table"

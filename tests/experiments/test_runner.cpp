@@ -331,6 +331,24 @@ args = ["--bind-to", "core"]
   // An --only that matches nothing fails the dry run as it fails a real one.
   CHECK(dtnn_cli("run " + slurm + " --dry-run --only ranks=3", log) == 1);
   CHECK_THAT(read_text(log), Contains("matches the --only filters"));
+
+  // Strong scaling: batch_size is the global batch, passed as --global_batch_size (no --batch_size).
+  const std::string strong = ws.file("strong.toml", std::string("name = \"strong\"\n") + kQuickBase +
+                                                        "batch_size = 96\nscaling = \"strong\"\n"
+                                                        "[axes]\nranks = [1, 2]\nnon_blocking_mpi = [false, true]\n");
+  REQUIRE(dtnn_cli("run " + strong + " --dry-run", log) == 0);
+  const std::string s = read_text(log);
+  CHECK_THAT(s, Contains("4 trial(s)"));
+  CHECK_THAT(s, Contains("--global_batch_size=96"));
+  CHECK_THAT(s, Contains("--non_blocking_mpi=True"));
+  CHECK_THAT(s, !Contains("--batch_size=") && !Contains("--scaling"));
+  const std::string both = ws.file("both.toml", std::string("name = \"both\"\n") + kQuickBase +
+                                                    "scaling = \"strong\"\nglobal_batch_size = 64\n");
+  CHECK(dtnn_cli("run " + both + " --dry-run", log) == 1);
+  CHECK_THAT(read_text(log), Contains("do not also set global_batch_size"));
+  const std::string typo = ws.file("typo.toml", std::string("name = \"typo\"\n") + kQuickBase + "scaling = \"strongest\"\n");
+  CHECK(dtnn_cli("run " + typo + " --dry-run", log) == 1);
+  CHECK_THAT(read_text(log), Contains("expected one of weak, strong"));
 }
 
 TEST_CASE("runner: an error after a run began marks it failed and the runner goes on", "[runner]") {

@@ -45,8 +45,12 @@ nlohmann::json times(double step, double compute, double comm, double exposed) {
 
 TEST_CASE("store: communication per epoch, v_comm and v_scaling's fractions", "[store]") {
   const nlohmann::json one_rank = train_report("");
-  // A one-rank run reduces nothing: its report has no communication object.
-  for (const auto& e : one_rank.at("epochs")) CHECK_FALSE(e.contains("communication"));
+  // A one-rank run reduces nothing: mode "none", nothing in communication calls, the step all compute.
+  for (const auto& e : one_rank.at("epochs")) {
+    CHECK(e.at("communication").at("mode") == "none");
+    CHECK(e.at("communication").at("median").at("comm_s") == 0.0);
+    CHECK(e.at("communication").at("bytes_per_step") == 0.0);
+  }
 
   const std::string path = dtnn::test::temp_path("comm.db");
   for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path + suffix);
@@ -88,16 +92,17 @@ TEST_CASE("store: communication per epoch, v_comm and v_scaling's fractions", "[
   store.finish_run_ok(run2, two.dump(), 1.0);
 
   CHECK(one(store, "SELECT count(*) FROM epoch_comm WHERE run_id = " + std::to_string(run2)) == "8");
-  CHECK(one(store, "SELECT exposed_s FROM epoch_comm WHERE epoch = 2 AND stat = 'max'") == "0.45");
-  CHECK(one(store, "SELECT mode || ',' || buckets_per_step || ',' || steps FROM v_comm") == "non_blocking,3,40");
-  CHECK(one(store, "SELECT step_ms FROM v_comm") == "100.0");
-  CHECK(one(store, "SELECT exposed_ms FROM v_comm") == "10.0");
-  CHECK(one(store, "SELECT comm_ms FROM v_comm") == "15.0");
-  CHECK(one(store, "SELECT exposed_fraction FROM v_comm") == "0.1");
+  CHECK(one(store, "SELECT exposed_s FROM epoch_comm WHERE epoch = 2 AND stat = 'max' AND run_id = " + std::to_string(run2)) == "0.45");
+  CHECK(one(store, "SELECT mode || ',' || buckets_per_step || ',' || steps FROM v_comm WHERE ranks = 2") == "non_blocking,3,40");
+  CHECK(one(store, "SELECT step_ms FROM v_comm WHERE ranks = 2") == "100.0");
+  CHECK(one(store, "SELECT exposed_ms FROM v_comm WHERE ranks = 2") == "10.0");
+  CHECK(one(store, "SELECT comm_ms FROM v_comm WHERE ranks = 2") == "15.0");
+  CHECK(one(store, "SELECT exposed_fraction FROM v_comm WHERE ranks = 2") == "0.1");
   CHECK(one(store, "SELECT speedup FROM v_scaling WHERE ranks = 2") == "1.8");
   CHECK(one(store, "SELECT compute_fraction FROM v_scaling WHERE ranks = 2") == "0.85");
   CHECK(one(store, "SELECT exposed_comm_fraction FROM v_scaling WHERE ranks = 2") == "0.1");
-  CHECK(store.query("SELECT exposed_comm_fraction FROM v_scaling WHERE ranks = 1").rows[0][0] == std::nullopt);
+  CHECK(one(store, "SELECT exposed_comm_fraction FROM v_scaling WHERE ranks = 1") == "0.0");
+  CHECK(one(store, "SELECT mode || ',' || comm_ms FROM v_comm WHERE ranks = 1") == "none,0.0");
 
   // A malformed communication object is refused and the run stays 'running' (one transaction).
   nlohmann::json bad = two;
