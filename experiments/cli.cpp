@@ -248,7 +248,7 @@ void add_harness_commands(CLI::App& app, HarnessCommands& h) {
       ->disable_flag_override();
   run->add_flag("--dry-run", run_options.dry_run, "Print the expanded trials and their count; run nothing")
       ->disable_flag_override();
-  run->add_option("--only", run_options.only, "Run only trials with this name=value (repeatable)")
+  run->add_option("--only", run_options.only, "Run only trials with this name=value (repeatable; several values of one name: any of them)")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   run->add_option("--tag", run_options.tags, "Tag every run (repeatable); compare selects by tag=")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);

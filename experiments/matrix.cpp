@@ -134,7 +134,7 @@ struct Parser {
     if (o)
       fail_at(where, section + ": '" + name + "' is a `dtnn train` option a matrix does not set (" + o->help + ")");
     fail_at(where, section + ": unknown parameter '" + name +
-                       "' (not a `dtnn train` option, nor ranks, device, framework or scaling)");
+                       "' (not a `dtnn train` option, nor ranks, device, framework, scaling or transport)");
   }
 
   const toml::table& table(const toml::node& n, const std::string& what) const {
@@ -428,6 +428,10 @@ void check_trials(const Parser& p, const std::vector<Axis>& axes, const Matrix& 
         fail(path, ": launcher kind 'none' cannot start ", t.ranks(), " ranks (trial ", t.label.empty() ? t.key : t.label,
              "): use mpirun or srun, or ranks = 1");
 
+  for (const Trial& t : m.trials)
+    if (t.get("transport", "default") != "default" && m.launcher.kind != "mpirun")
+      fail(path, ": trial ", t.label.empty() ? t.key : t.label, ": transport is Open MPI's (mpirun --mca btl); launcher kind \"",
+           m.launcher.kind, "\" cannot set it");
   for (const Trial& t : m.trials)
     if (t.get("scaling", "weak") == "strong" && t.params.count("global_batch_size"))
       fail(path, ": trial ", t.label.empty() ? t.key : t.label, ": scaling = \"strong\" makes batch_size the global "

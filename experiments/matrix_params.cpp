@@ -24,6 +24,7 @@ std::string one_of(const std::string& v, const std::vector<std::string>& known) 
 std::string check_device(const std::string& v) { return one_of(v, {"cpu", "gpu"}); }
 std::string check_framework(const std::string& v) { return one_of(v, {"dtnn", "pytorch"}); }
 std::string check_scaling(const std::string& v) { return one_of(v, {"weak", "strong"}); }
+std::string check_transport(const std::string& v) { return one_of(v, {"default", "shm", "tcp"}); }
 
 }  // namespace
 
@@ -59,6 +60,9 @@ const std::vector<Spec>& matrix_specs() {
       // weak: batch_size per rank (PyDTNN's default); strong: batch_size is the global batch, split over the
       // ranks (the runner passes it as --global_batch_size)
       {"scaling", Kind::choice, 0, 0, check_scaling},
+      // Open MPI's byte transport between ranks (mpirun --mca btl): default (Open MPI's choice), shm (self,vader:
+      // shared memory), tcp (self,tcp: a network-like transport even on one node)
+      {"transport", Kind::choice, 0, 0, check_transport},
   };
   return specs;
 }
@@ -168,16 +172,20 @@ std::vector<Trial> filter_trials(const std::vector<Trial>& trials, const std::ve
     }
     wanted.emplace_back(std::move(name), std::move(value));
   }
+  // Filters on different names must all hold; several values of one name mean any of them
+  // (--only ranks=1 --only ranks=2).
   std::vector<Trial> kept;
   for (const Trial& t : trials) {
     bool match = true;
     for (const auto& [name, value] : wanted) {
       // ranks and framework have defaults (Trial::ranks(), Trial::framework()); other absent params match
       // only an empty value.
-      std::string have = t.get(name);
-      if (name == "ranks") have = std::to_string(t.ranks());
-      if (name == "framework") have = t.framework();
-      match = match && have == value;
+      const auto have_of = [&t](const std::string& n) {
+        return n == "ranks" ? std::to_string(t.ranks()) : n == "framework" ? t.framework() : t.get(n);
+      };
+      bool any = false;
+      for (const auto& [other, v] : wanted) any = any || (other == name && have_of(name) == v);
+      match = match && any;
     }
     if (match) kept.push_back(t);
   }

@@ -48,7 +48,7 @@ extern "C" void on_stop_signal(int sig) { g_stop_signal = sig; }
 
 // Parameters that are not `dtnn train` options.
 bool is_harness_param(const std::string& name) {
-  return name == "ranks" || name == "device" || name == "framework" || name == "scaling";
+  return name == "ranks" || name == "device" || name == "framework" || name == "scaling" || name == "transport";
 }
 
 // Whether the PyTorch reference (analysis/reference/torch_train.py, whose parser is built from the same
@@ -277,6 +277,8 @@ std::vector<std::string> trial_argv(const Matrix& matrix, const Trial& trial, co
     } else {
       argv = {"mpirun", "-np", std::to_string(ranks)};
       if (!matrix.launcher.hostfile.empty()) argv.insert(argv.end(), {"--hostfile", matrix.launcher.hostfile});
+      const std::string transport = trial.get("transport", "default");
+      if (transport != "default") argv.insert(argv.end(), {"--mca", "btl", transport == "tcp" ? "self,tcp" : "self,vader"});
     }
     argv.insert(argv.end(), matrix.launcher.args.begin(), matrix.launcher.args.end());
   }

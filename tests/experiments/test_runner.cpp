@@ -342,6 +342,18 @@ args = ["--bind-to", "core"]
   CHECK_THAT(s, Contains("--global_batch_size=96"));
   CHECK_THAT(s, Contains("--non_blocking_mpi=True"));
   CHECK_THAT(s, !Contains("--batch_size=") && !Contains("--scaling"));
+  // Open MPI's transport; several --only values of one name select any of them.
+  const std::string tcp = ws.file("tcp.toml", std::string("name = \"tcp\"\n") + kQuickBase +
+                                                  "[axes]\nranks = [1, 2, 4]\ntransport = [\"shm\", \"tcp\"]\n");
+  REQUIRE(dtnn_cli("run " + tcp + " --dry-run --only ranks=2 --only ranks=4 --only transport=tcp", log) == 0);
+  const std::string t = read_text(log);
+  CHECK_THAT(t, Contains("2 trial(s)"));
+  CHECK_THAT(t, Contains("mpirun -np 2 --mca btl self,tcp ") && Contains("mpirun -np 4 --mca btl self,tcp "));
+  CHECK_THAT(t, !Contains("self,vader") && !Contains("--transport"));
+  const std::string srun = ws.file("srun.toml", std::string("name = \"srun\"\n[launcher]\nkind = \"srun\"\n") +
+                                                    kQuickBase + "transport = \"tcp\"\n");
+  CHECK(dtnn_cli("run " + srun + " --dry-run", log) == 1);
+  CHECK_THAT(read_text(log), Contains("transport is Open MPI's"));
   const std::string both = ws.file("both.toml", std::string("name = \"both\"\n") + kQuickBase +
                                                     "scaling = \"strong\"\nglobal_batch_size = 64\n");
   CHECK(dtnn_cli("run " + both + " --dry-run", log) == 1);
