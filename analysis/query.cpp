@@ -22,6 +22,8 @@ const View kViews[] = {
     {"throughput", "samples/s of every ok run", "SELECT * FROM v_throughput ORDER BY run_id"},
     {"scaling", "speed-up and parallel efficiency against the 1-rank run of the same configuration",
      "SELECT * FROM v_scaling"},
+    {"comm", "gradient reduction of every ok run: mode, buckets, the median rank's ms per step of step time, compute, "
+     "communication calls and exposed communication", "SELECT * FROM v_comm ORDER BY run_id"},
     {"accuracy", "accuracy of ok runs against the targets the last `dtnn run` stored",
      "SELECT * FROM v_accuracy_vs_target ORDER BY run_id"},
     {"runs", "every run with its status and error ('running (runner gone)': its runner was killed; 'diverged': its "
