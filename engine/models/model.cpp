@@ -160,7 +160,7 @@ void Model::forward(int64_t n, Mode mode) {
   const bool sync = time_layers_ && ctx_.device == Device::gpu;
   for (size_t i = 1; i < layers_.size(); ++i) {
     if (layers_[i]->is_reshape()) continue;
-    if (!time_layers_) {
+    if (!time_layers_ && !tracer_) {
       layers_[i]->forward(acts_[i - 1].batch(n), acts_[i].batch(n), mode);
       continue;
     }
@@ -168,7 +168,10 @@ void Model::forward(int64_t n, Mode mode) {
     const double t0 = now_s();
     layers_[i]->forward(acts_[i - 1].batch(n), acts_[i].batch(n), mode);
     if (sync) gpu::synchronize();
-    times_[i].forward_s += now_s() - t0;
+    const double t1 = now_s();
+    if (tracer_) tracer_->add(TraceKind::forward, layers_[i]->id, t0, t1);
+    if (!time_layers_) continue;
+    times_[i].forward_s += t1 - t0;
     ++times_[i].forward_calls;
   }
 }
@@ -178,15 +181,19 @@ void Model::backward(int64_t n, size_t top, BackwardHook* hook) {
   const bool sync = time_layers_ && ctx_.device == Device::gpu;
   for (size_t i = top; i >= 1; --i) {
     if (layers_[i]->is_reshape()) {
-    } else if (!time_layers_) {
+    } else if (!time_layers_ && !tracer_) {
       layers_[i]->backward(acts_[i - 1].batch(n), acts_[i].batch(n), grads_[i].batch(n), gradient(i - 1, n));
     } else {
       if (sync) gpu::synchronize();
       const double t0 = now_s();
       layers_[i]->backward(acts_[i - 1].batch(n), acts_[i].batch(n), grads_[i].batch(n), gradient(i - 1, n));
       if (sync) gpu::synchronize();
-      times_[i].backward_s += now_s() - t0;
-      ++times_[i].backward_calls;
+      const double t1 = now_s();
+      if (tracer_) tracer_->add(TraceKind::backward, layers_[i]->id, t0, t1);
+      if (time_layers_) {
+        times_[i].backward_s += t1 - t0;
+        ++times_[i].backward_calls;
+      }
     }
     if (hook) hook->after_layer(i);
   }

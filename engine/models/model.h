@@ -25,6 +25,7 @@
 #include "backend/gpu_ops.h"
 #include "layers/layer.h"
 #include "layers/layers.h"
+#include "trace/tracer.h"
 
 namespace dtnn {
 
@@ -111,6 +112,8 @@ class Model {
   // Per-layer timing (layer_times()): on by default on the CPU; on the GPU it synchronises after every
   // layer call (exact times, slower steps), so training leaves it off unless asked (--gpu_layer_times).
   void set_time_layers(bool on) { time_layers_ = on; }
+  // Records every layer's forward and backward into `tracer` (null: none); it must outlive its use.
+  void set_tracer(Tracer* tracer) { tracer_ = tracer; }
 
  private:
   std::string name_;
@@ -127,6 +130,7 @@ class Model {
   SharedWorkspace workspace_;
   int64_t num_params_ = 0, slab_size_ = 0, state_size_ = 0;
   bool built_ = false, time_layers_ = true;
+  Tracer* tracer_ = nullptr;
 };
 
 // The model zoo: one builder per PyDTNN model name (models/registry.cpp).

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace dtnn {
 
@@ -38,6 +39,9 @@ class Communicator {
   // Every rank's `count` doubles, rank-major, into all[size() * count] on every rank (the per-rank
   // communication figures of an epoch). The base version (one process) copies.
   virtual void allgather(const double* mine, int count, double* all);
+  // Every rank's bytes to rank 0 (collective; at the end of a run, e.g. traces): at rank 0 `all` gets
+  // size() strings, rank-major; elsewhere it is left empty. At most 2 GiB in all. The base version copies.
+  virtual void gather_bytes(const std::string& mine, std::vector<std::string>& all);
 
   // Non-blocking in-place sums. start_allreduce_sum(slot, ...) begins summing `count` floats (at most
   // INT_MAX) over the ranks into request slot `slot` (0 <= slot < the reserved count; the slot must be

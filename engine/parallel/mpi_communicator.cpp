@@ -1,6 +1,8 @@
 #include <mpi.h>
 
+#include <algorithm>
 #include <climits>
+#include <string>
 #include <vector>
 
 #include "core/error.h"
@@ -74,6 +76,28 @@ class MpiCommunicator final : public Communicator {
   }
   void allgather(const double* mine, int count, double* all) override {
     DTNN_MPI_CHECK(MPI_Allgather(mine, count, MPI_DOUBLE, all, count, MPI_DOUBLE, MPI_COMM_WORLD));
+  }
+  void gather_bytes(const std::string& mine, std::vector<std::string>& all) override {
+    const int64_t n = static_cast<int64_t>(mine.size());
+    std::vector<int64_t> sizes(static_cast<size_t>(size_));
+    DTNN_MPI_CHECK(MPI_Gather(&n, 1, MPI_INT64_T, sizes.data(), 1, MPI_INT64_T, 0, MPI_COMM_WORLD));
+    std::vector<int> counts(static_cast<size_t>(size_)), displs(static_cast<size_t>(size_));
+    int64_t total = 0;
+    for (int r = 0; r < size_; ++r) {
+      displs[r] = static_cast<int>(std::min<int64_t>(total, INT_MAX));
+      counts[r] = static_cast<int>(std::min<int64_t>(sizes[r], INT_MAX));
+      total += sizes[r];
+    }
+    // Rank 0 alone knows the total: it says whether the gather can go ahead, so no rank is left waiting.
+    double ok = rank_ != 0 || total <= INT_MAX ? 1.0 : 0.0;
+    DTNN_MPI_CHECK(MPI_Bcast(&ok, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD));
+    if (ok != 1.0) fail("gathering ", total, " bytes at rank 0: more than 2 GiB");
+    std::string buffer(rank_ == 0 ? static_cast<size_t>(total) : 0, '\0');
+    DTNN_MPI_CHECK(MPI_Gatherv(mine.data(), static_cast<int>(n), MPI_BYTE, buffer.data(), counts.data(), displs.data(),
+                               MPI_BYTE, 0, MPI_COMM_WORLD));
+    all.clear();
+    if (rank_ == 0)
+      for (int r = 0; r < size_; ++r) all.push_back(buffer.substr(static_cast<size_t>(displs[r]), static_cast<size_t>(counts[r])));
   }
   void reserve_requests(int n) override {
     if (n > static_cast<int>(requests_.size())) requests_.resize(static_cast<size_t>(n), MPI_REQUEST_NULL);

@@ -49,6 +49,7 @@ class NcclCommunicator final : public Communicator {
   std::string device_library() const override { return version_; }
   double max(double value) override { return base_.max(value); }
   void allgather(const double* mine, int count, double* all) override { base_.allgather(mine, count, all); }
+  void gather_bytes(const std::string& mine, std::vector<std::string>& all) override { base_.gather_bytes(mine, all); }
   void reserve_requests(int n) override { base_.reserve_requests(n); }
   void start_allreduce_sum(int slot, float* data, int64_t count) override { base_.start_allreduce_sum(slot, data, count); }
   bool test_request(int slot) override { return base_.test_request(slot); }

@@ -61,6 +61,7 @@ GradientReducer::GradientReducer(Communicator& comm, const Model& model, int64_t
   for (const GradientBucket& b : buckets_) covered += b.end - b.begin;
   DTNN_ASSERT(covered == total_floats_ - begins.front());  // every float summed once (Input has no parameters)
   if (overlapped_) comm_.reserve_requests(static_cast<int>(buckets_.size()));
+  started_at_.assign(buckets_.size(), 0.0);
 }
 
 void GradientReducer::reset_times() {
@@ -75,15 +76,27 @@ void GradientReducer::begin_step() {
 }
 
 void GradientReducer::start(size_t b) {
+  if (tracer_) started_at_[b] = now_s();
   comm_.start_allreduce_sum(static_cast<int>(b), grads_ + buckets_[b].begin, buckets_[b].end - buckets_[b].begin);
 }
 
+void GradientReducer::completed(size_t b, double when) {
+  if (tracer_)
+    tracer_->add(TraceKind::in_flight, static_cast<int32_t>(b), started_at_[b], when,
+                 static_cast<int64_t>(sizeof(float)) * (buckets_[b].end - buckets_[b].begin), static_cast<uint8_t>(1 + std::min<size_t>(b, 254)));
+}
+
 void GradientReducer::after_layer(size_t layer) {
+  if (next_test_ == buckets_.size()) return;  // everything summed already
   const double t0 = now_s();
+  const size_t started = next_start_, tested = next_test_;
   while (next_start_ < buckets_.size() && layer <= buckets_[next_start_].ready_after) start(next_start_++);
   // One test of the oldest outstanding request drives the progress engine for all of them.
-  while (next_test_ < next_start_ && comm_.test_request(static_cast<int>(next_test_))) ++next_test_;
-  comm_in_step_ += now_s() - t0;
+  while (next_test_ < next_start_ && comm_.test_request(static_cast<int>(next_test_))) completed(next_test_++, now_s());
+  const double t1 = now_s();
+  comm_in_step_ += t1 - t0;
+  if (tracer_ && (next_start_ != started || next_test_ != tested || next_test_ < next_start_))
+    tracer_->add(TraceKind::comm_calls, static_cast<int32_t>(layer), t0, t1);
 }
 
 void GradientReducer::finish(Optimizer& optimizer, float* params) {
@@ -96,22 +109,35 @@ void GradientReducer::finish(Optimizer& optimizer, float* params) {
     if (reduce_) {
       comm_.allreduce_sum(grads_, total_floats_);
       exposed = now_s() - backward_end;
+      if (tracer_)
+        tracer_->add(TraceKind::allreduce, 0, backward_end, backward_end + exposed,
+                     static_cast<int64_t>(sizeof(float)) * total_floats_);
     }
     const double t = now_s();
     optimizer.update_range(params, grads_, 0, optimizer.size());
     update = now_s() - t;
+    if (tracer_) tracer_->add(TraceKind::update, 0, t, t + update);
   } else {
     while (next_start_ < buckets_.size()) start(next_start_++);
     exposed = now_s() - backward_end;
+    if (tracer_ && exposed > 0) tracer_->add(TraceKind::comm_calls, 0, backward_end, backward_end + exposed);
     for (size_t b = 0; b < buckets_.size(); ++b) {
       const double t = now_s();
+      const bool pending = b >= next_test_;
       comm_.wait_request(static_cast<int>(b));
       const double t1 = now_s();
       exposed += t1 - t;
+      if (pending) completed(b, t1);
       // The tail has no parameters to update; the slab ends at optimizer.size().
       const int64_t end = std::min(buckets_[b].end, optimizer.size());
       optimizer.update_range(params, grads_, std::min(buckets_[b].begin, end), end);
-      update += now_s() - t1;
+      const double t2 = now_s();
+      update += t2 - t1;
+      if (tracer_) {
+        tracer_->add(TraceKind::wait, static_cast<int32_t>(b), t, t1,
+                     static_cast<int64_t>(sizeof(float)) * (buckets_[b].end - buckets_[b].begin));
+        tracer_->add(TraceKind::update, static_cast<int32_t>(b), t1, t2);
+      }
     }
   }
   times_.exposed_s += exposed;

@@ -35,6 +35,7 @@
 #include "models/model.h"
 #include "optim/optimizer.h"
 #include "parallel/communicator.h"
+#include "trace/tracer.h"
 
 namespace dtnn {
 
@@ -73,6 +74,7 @@ class GradientReducer final : public BackwardHook {
 
   // The hook to give Model::backward: this object when buckets are started during backward, else null.
   BackwardHook* hook() { return overlapped_ ? this : nullptr; }
+  bool overlapped() const { return overlapped_; }
   void begin_step();
   void after_layer(size_t layer) override;
   // Sums what is still unsummed and applies the optimizer's step to `params` from the model's gradients.
@@ -84,9 +86,12 @@ class GradientReducer final : public BackwardHook {
   const RankTimes& times() const { return times_; }
   void reset_times();
   EpochComm gather_epoch(Communicator& comm) const;
+  // Records communication calls, each bucket's sum in flight, waits and updates (null: none).
+  void set_tracer(Tracer* tracer) { tracer_ = tracer; }
 
  private:
   void start(size_t b);
+  void completed(size_t b, double when);  // the tracer's in-flight event of bucket b
 
   Communicator& comm_;
   float* grads_;
@@ -97,6 +102,8 @@ class GradientReducer final : public BackwardHook {
   double step_t0_ = 0.0, comm_in_step_ = 0.0;
   RankTimes times_;
   int64_t steps_ = 0;
+  Tracer* tracer_ = nullptr;
+  std::vector<double> started_at_;  // per bucket, this step (tracing)
 };
 
 }  // namespace dtnn

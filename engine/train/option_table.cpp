@@ -141,7 +141,7 @@ OptionSpec planned(OptionSpec s, const char* why) {
 }
 
 std::vector<OptionSpec> make_table() {
-  const char* issue20 = "issue 20, timelines, adds it";
+  const char* issue20 = "issue 20, timelines, adds it (--tracing is here)";
   const char* issue21 = "issue 21, the calibrated performance model, adds it";
   return {
       // Model and run length
@@ -279,8 +279,11 @@ std::vector<OptionSpec> make_table() {
       integer("global_batch_size", DTNN_FIELD(global_batch_size), M | MM | P, 0, kBig,
               "Strong scaling: the global batch, split over the ranks (replaces --batch_size; no lr scaling); "
               "0: weak scaling, --batch_size per rank"),
-      planned(boolean("tracing", DTNN_FIELD(tracing), P, "Per-rank event traces"), issue20),
-      planned(path("tracer_output", DTNN_FIELD(tracer_output), P, "Trace file"), issue20),
+      boolean("tracing", DTNN_FIELD(tracing), P,
+              "Per-rank event timelines of training (needs --tracer_output; CPU models)"),
+      path("tracer_output", DTNN_FIELD(tracer_output), P,
+           "--tracing: FILE.csv (PyDTNN's simple tracer, rank 0) or FILE.json (Chrome trace of every rank, for Perfetto); "
+           "several separated by commas"),
       planned(boolean("profile", DTNN_FIELD(profile), P, "Profile of the training loop"), issue20),
       planned(number("cpu_speed", DTNN_FIELD(cpu_speed), P, 0.0, DBL_MAX, "Performance model: FLOP/s"), issue21),
       planned(number("memory_bw", DTNN_FIELD(memory_bw), P, 0.0, DBL_MAX, "Performance model: bytes/s"), issue21),

@@ -99,10 +99,11 @@ struct TrainOptions {
   bool blocking_mpi = false;
   double gradient_bucket_mb = 25.0;
   int64_t global_batch_size = 0;
-  // Options of the distribution work still to land: accepted by the parser, refused (exit 3, naming the
-  // issue) when given a value other than these defaults.
+  // Tracing (trace/tracer.h, trace/trace_output.h): PyDTNN's --tracing and --tracer_output.
   bool tracing = false;
   std::string tracer_output;
+  // Options of the distribution work still to land: accepted by the parser, refused (exit 3, naming the
+  // issue) when given a value other than these defaults.
   bool profile = false;
   double cpu_speed = 4e12;
   double memory_bw = 50e9;

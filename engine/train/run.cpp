@@ -17,10 +17,12 @@
 #include "core/strings.h"
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/host.h"
 #include "optim/lr_scheduler.h"
 #include "train/checkpoint.h"
 #include "train/option_table.h"
 #include "train/output.h"
+#include "trace/trace_output.h"
 #include "train/trainer.h"
 
 namespace dtnn {
@@ -46,6 +48,7 @@ void validate(const TrainOptions& o, const Communicator& comm) {
              "--evaluate_only: weights file ", o.weights_and_bias_filename, " does not exist");
   // Output files are checked before training, not found unwritable after it.
   for (const auto& [option, path] : {std::pair<const char*, const std::string&>{"--report", o.report},
+
                                      {"--history_file", o.history_file},
                                      {"--weights_and_bias_filename", o.weights_and_bias_filename},
                                      {"--checkpoint_file", o.checkpoint_file}}) {
@@ -55,7 +58,16 @@ void validate(const TrainOptions& o, const Communicator& comm) {
     const std::string why = output_path_problem(path);
     DTNN_CHECK(why.empty(), option, "=", path, ": ", why);
   }
+  if (o.tracing)
+    for (const std::string& path : trace_outputs(o.tracer_output)) {
+      const std::filesystem::path dir = std::filesystem::absolute(path).parent_path();
+      DTNN_CHECK(std::filesystem::is_directory(dir), "--tracer_output=", path, ": directory ", dir.string(), " does not exist");
+      const std::string why = output_path_problem(path);
+      DTNN_CHECK(why.empty(), "--tracer_output=", path, ": ", why);
+    }
   if (o.enable_gpu) require_gpu();
+  if (o.enable_gpu && o.tracing)
+    unsupported("--tracing with --enable_gpu: GPU timelines (kernels timed by CUDA events) are not implemented yet");
   if (o.enable_gpu && o.non_blocking_mpi && comm.size() > 1)
     unsupported("--non_blocking_mpi with --enable_gpu: GPU gradients are summed in one reduction after the backward "
                 "pass (bucketed reduction on a NCCL stream is not implemented yet); drop --non_blocking_mpi");
@@ -219,6 +231,31 @@ int train_epochs(const TrainOptions& o, Trainer& trainer, const Splits& splits, 
   return epochs_run;
 }
 
+// --tracing: a buffer for every training step of the run (bounded), and what the writers name events with.
+std::unique_ptr<Tracer> make_tracer(const TrainOptions& o, const Model& model, const Trainer& trainer,
+                                    const SchedulerSetup& sched) {
+  constexpr int64_t kMaxEvents = int64_t{1} << 21;  // 80 MiB of events; later ones are counted as dropped
+  const int64_t per_step = trace_events_per_step(static_cast<int64_t>(model.num_layers()),
+                                                 static_cast<int64_t>(trainer.reducer().buckets().size()));
+  const int64_t steps = std::max<int64_t>(1, sched.steps_per_epoch) * std::max<int64_t>(1, o.num_epochs);
+  return std::make_unique<Tracer>(std::min(kMaxEvents, per_step * steps + 4 * (o.num_epochs + 2)));
+}
+
+TraceNames trace_names(const Model& model, const Trainer& trainer) {
+  TraceNames n;
+  for (const Layer* l : model.all_layers()) n.layers.push_back({l->id, l->type(), l->algorithm_name()});
+  for (const GradientBucket& b : trainer.reducer().buckets())
+    n.bucket_layer.push_back(b.ready_after < model.num_layers() ? model.layer(b.ready_after).id : 0);
+  for (size_t i = model.num_layers(); i-- > 1;)
+    if (model.param_begin(i + 1) > model.param_begin(i)) {
+      n.top_layer = model.layer(i).id;
+      break;
+    }
+  n.host = host_name();
+  n.per_bucket = trainer.reducer().overlapped();
+  return n;
+}
+
 void print_done(std::ostream& out, const RunSummary& run, int epochs_run) {
   char buf[256];
   std::snprintf(buf, sizeof buf,
@@ -281,7 +318,10 @@ int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
   Trainer& trainer = *setup.trainer;
   Optimizer& optimizer = *setup.optimizer;
   if (root) trainer.set_progress(make_progress_printer(out, o.progress && isatty(STDOUT_FILENO) == 1, trainer));
-  LRSchedulers schedulers(o.lr_schedulers, scheduler_setup(o, trainer, setup.splits, comm, *model, optimizer, out));
+  const SchedulerSetup sched_setup = scheduler_setup(o, trainer, setup.splits, comm, *model, optimizer, out);
+  LRSchedulers schedulers(o.lr_schedulers, sched_setup);
+  std::unique_ptr<Tracer> tracer = o.tracing ? make_tracer(o, *model, trainer, sched_setup) : nullptr;
+  trainer.set_tracer(tracer.get());
   if (!schedulers.empty()) trainer.set_batch_begin([&schedulers] { schedulers.on_batch_begin(); });
 
   CheckpointState progress;
@@ -316,6 +356,7 @@ int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
 
   model->reset_layer_times();
   if (root) out << "**** Training...\n";
+  const ClockSync clocks = tracer ? sync_clocks(comm) : ClockSync{};
   comm.barrier();
   const double t0 = now_s();
   const int epochs_run =
@@ -325,6 +366,14 @@ int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
   if (root) print_done(out, run, epochs_run);
   if (root && epochs_run > 0 && (!o.enable_gpu || o.gpu_layer_times)) print_layer_times(out, *model);
   if (root) print_communication(out, run.epochs);
+  if (tracer) {
+    const TraceNames names = trace_names(*model, trainer);
+    for (const std::string& path : trace_outputs(o.tracer_output)) write_trace(path, *tracer, names, clocks, comm);
+    if (root)
+      out << "**** Trace: " << o.tracer_output << " (" << tracer->size() << " events on rank 0"
+          << (tracer->dropped() ? ", " + std::to_string(tracer->dropped()) + " dropped: the buffer was full" : "")
+          << "; clock skew between ranks below " << format_double(1e6 * clocks.residual_s) << " us)\n";
+  }
   if (!run.diverged.empty()) return finish_diverged(o, env, *model, trainer, run, epochs_run, root);
   if (root && !o.weights_and_bias_filename.empty()) save_weights(*model, o.weights_and_bias_filename);
   if (root && !o.history_file.empty()) write_history(o.history_file, run);

@@ -101,6 +101,13 @@ Trainer::Trainer(Model& model, const Dataset& data, Communicator& comm, Optimize
   }
 }
 
+void Trainer::set_tracer(Tracer* tracer) {
+  DTNN_CHECK(!gpu_ || !tracer, "tracing GPU models is not implemented yet");
+  tracer_ = tracer;
+  model_.set_tracer(tracer);
+  reducer_.set_tracer(tracer);
+}
+
 std::vector<std::string> Trainer::value_names() const {
   std::vector<std::string> names{loss_name(loss_[0])};
   for (MetricKind m : metrics_) names.push_back(metric_name(m));
@@ -155,6 +162,8 @@ void Trainer::train_step(const Batch& batch, int64_t global_n) {
   const int64_t n = batch.count;
   const float* labels = batch.y;
   float* tail = model_.reduce_tail();
+  const double t0 = tracer_ ? now_s() : 0.0;
+  if (tracer_) tracer_->set_step(steps_run_);
   reducer_.begin_step();
   // The tail (loss, metric sums, count) is filled before backward: it rides with the first bucket, which
   // may be summed while backward still runs.
@@ -162,6 +171,7 @@ void Trainer::train_step(const Batch& batch, int64_t global_n) {
   if (n > 0) {
     std::memcpy(model_.input().data(), batch.x, sizeof(float) * n * model_.input_shape().numel());
     model_.forward(n, Mode::train);
+    const double loss_t0 = tracer_ ? now_s() : 0.0;
     const Tensor p = model_.output(n);
     const size_t top = fused_softmax_ ? last - 1 : last;
     const double loss =
@@ -172,12 +182,14 @@ void Trainer::train_step(const Batch& batch, int64_t global_n) {
     tail[0] = static_cast<float>(loss);
     for (size_t m = 0; m < metrics_.size(); ++m)
       tail[1 + m] = static_cast<float>(metric_sum(metrics_[m], p.data(), labels, n, classes_));
+    if (tracer_) tracer_->add(TraceKind::loss, -1, loss_t0, now_s());
     model_.backward(n, top, reducer_.hook());
   } else {
     std::memset(model_.grad_slab(), 0, model_.slab_size() * sizeof(float));
     for (size_t m = 0; m <= metrics_.size(); ++m) tail[m] = 0.0f;
   }
   reducer_.finish(optimizer_, model_.param_slab());
+  if (tracer_) tracer_->add(TraceKind::step, -1, t0, now_s());
 }
 
 EpochRecord Trainer::run_epoch(int epoch, int num_epochs, const Splits& splits) {
@@ -220,7 +232,12 @@ EpochRecord Trainer::run_epoch(int epoch, int num_epochs, const Splits& splits) 
   if (steps > 0) submit(0);
   for (int64_t step = 0; step < steps; ++step) {
     const int64_t global_n = global_count(step);
+    const double wait_t0 = tracer_ ? now_s() : 0.0;
     const Batch batch = loader_.wait();
+    if (tracer_) {
+      tracer_->set_step(steps_run_);
+      tracer_->add(TraceKind::data_wait, -1, wait_t0, now_s());
+    }
     if (step + 1 < steps) {
       if (gpu_ && step > 0) input_->wait_host_read();  // the slot submit() refills held the previous step's batch
       submit(step + 1);                            // decoded while this step computes
@@ -277,6 +294,7 @@ PassResult Trainer::evaluate(Pool pool, const std::vector<int64_t>& indices, con
     loader_.submit(pool, batch_indices_.data(), n, false, 0);
   };
   if (gpu_) gpu::memset_zero(sums_dev_.data(), sums_host_.size() * sizeof(float));
+  model_.set_tracer(nullptr);  // one event for the pass, not one per layer and batch (the buffer is sized for steps)
   const double t0 = now_s();
   loader_.reset();
   if (batches > 0) submit(0);
@@ -315,6 +333,11 @@ PassResult Trainer::evaluate(Pool pool, const std::vector<int64_t>& indices, con
   for (size_t v = 0; v < local.size(); ++v) eval_sums_[v] = static_cast<float>(local[v]);
   eval_sums_[local.size()] = static_cast<float>(local_count);
   comm_.allreduce_sum(eval_sums_.data(), static_cast<int64_t>(eval_sums_.size()));
+  if (tracer_) {
+    tracer_->set_step(-1);
+    tracer_->add(TraceKind::evaluate, -1, t0, now_s());
+    model_.set_tracer(tracer_);
+  }
   PassResult result;
   result.time_s = comm_.max(now_s() - t0);
   result.samples = static_cast<int64_t>(eval_sums_[local.size()]);

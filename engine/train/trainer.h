@@ -99,6 +99,9 @@ class Trainer {
   std::vector<std::string> value_names() const;
   static int64_t reduce_tail_floats(const TrainOptions& options);
   const GradientReducer& reducer() const { return reducer_; }
+  // Records steps, data waits, losses, evaluation passes, and (through the model and the reducer) layers
+  // and communication into `tracer` (trace/tracer.h; null: none). CPU models.
+  void set_tracer(Tracer* tracer);
 
  private:
   // Rank r's share [offset, offset + count) of a global batch of `global` samples.
@@ -129,6 +132,7 @@ class Trainer {
   ProgressFn progress_;
   std::function<void()> batch_begin_;
   GradientReducer reducer_;  // CPU models' gradient sums and updates
+  Tracer* tracer_ = nullptr;
   // GPU state (empty on the CPU): one-hot labels of the current batch, the loss kernel's scratch, the
   // epoch's running sums (values + count), metric codes, the host copy of the sums, the input-copy event.
   bool gpu_ = false;

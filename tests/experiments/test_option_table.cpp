@@ -100,7 +100,7 @@ TEST_CASE("option table: a matrix and the command line accept and refuse the sam
   CHECK(parse("name = \"d\"\n[base]\noptimizer = \"Adam\"\n").trials[0].get("optimizer") == "adam");
   CHECK_THROWS_WITH(parse("name = \"d\"\n[base]\nthreads = 2000\n"), Catch::Contains("threads"));
   CHECK_THROWS_WITH(parse("name = \"d\"\n[base]\nmetrics = \"accuracy_typo\"\n"), Catch::Contains("unknown metric"));
-  CHECK_THROWS_WITH(parse("name = \"d\"\n[base]\ntracing = true\n"), Catch::Contains("issue 20"));
+  CHECK_THROWS_WITH(parse("name = \"d\"\n[base]\nprofile = true\n"), Catch::Contains("issue 20"));
   CHECK_THROWS_WITH(parse("name = \"d\"\n[base]\nenable_best_of = true\n"), Catch::Contains("sets conv_algo"));
   CHECK_THROWS_WITH(parse("name = \"d\"\n[base]\ndataset_train_path = \"a\\nb\"\n"), Catch::Contains("line break"));
   const auto cli_status = [](const std::string& option) {
@@ -154,7 +154,7 @@ TEST_CASE("option table: PyDTNN's launcher options are accepted with PyDTNN's me
   }
   {
     dtnn::TrainOptions o;
-    o.tracing = true;
+    o.profile = true;
     CHECK_THROWS_AS(dtnn::resolve_options(o, {}), dtnn::Unsupported);
   }
   const std::string synth = "train --model=simplemlp --use_synthetic_data=True --steps_per_epoch=1 "
@@ -169,6 +169,13 @@ TEST_CASE("option table: PyDTNN's launcher options are accepted with PyDTNN's me
                                "--blocking_mpi", "--blocking_mpi=True", "--global_batch_size=128"}) {
     INFO(accepted);
     CHECK(dtnn::test::run_dtnn(synth + accepted).status == 0);
+  }
+  // --tracing needs a file of a known kind: one line, exit 1 (as every option the run refuses).
+  for (const char* bad : {"--tracing=True", "--tracing=True --tracer_output=t.prv"}) {
+    INFO(bad);
+    const dtnn::test::Command c = dtnn::test::run_dtnn(synth + bad);
+    CHECK(c.status == 1);
+    CHECK(dtnn::test::one_line_error(c));
   }
   const dtnn::test::Command both = dtnn::test::run_dtnn(synth + "--blocking_mpi --non_blocking_mpi=True");
   CHECK(both.status == 2);

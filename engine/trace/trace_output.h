@@ -1,0 +1,63 @@
+// Writing the traces of a run: every rank's events on one time base, to PyDTNN's simple-tracer CSV or to a
+// Chrome trace-event JSON file (Perfetto, chrome://tracing).
+//
+// Clocks (sync_clocks): each rank's steady clock is offset against rank 0's by rounds of a barrier followed
+// by a clock reading on every rank; the offset is the median of (mine - rank 0's) over the rounds, and half
+// the spread of those differences bounds the residual skew (barrier exit is not simultaneous). The trace
+// says how large that bound is. On one node every rank reads the same CLOCK_MONOTONIC, so the offsets
+// measure only the barrier's exit spread.
+//
+// CSV (PyDTNN's header `Event type;Event value;Event name;Calls;Total time;Median of times`, rank 0's events,
+// times in seconds, the median as PyDTNN takes it: sorted(times)[n / 2]):
+//   60000001 (PyDTNN's model events), value = layer id * 5 + code, name "<id>_<Type>_<event>":
+//     1 forward, 2 backward, 3 allreduce_dw (blocking: the one allreduce, named after the model's top
+//     layer; non-blocking: each bucket's sum in flight, named after the layer whose backward completes it),
+//     4 wait_dw (a bucket's exposed wait), 5 update_dw (a bucket's update; blocking: the whole slab, named
+//     after the top layer as the allreduce);
+//   60000003 (dtnn's), value and name: 1 dtnn_step, 2 dtnn_data_wait, 3 dtnn_loss, 4 dtnn_comm_calls,
+//     5 dtnn_evaluate.
+// JSON: {"traceEvents": [...], "displayTimeUnit": "ms", "otherData": {...}}; pid = rank (named "rank r
+// (host)"), tid = lane (0 "training", 1 + b "bucket b in flight"); X events with ts/dur in microseconds from
+// rank 0's first event, args: step, layer id/type/algorithm, bucket, bytes.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "parallel/communicator.h"
+#include "trace/tracer.h"
+
+namespace dtnn {
+
+struct ClockSync {
+  double offset_s = 0.0;    // this rank's clock minus rank 0's
+  double residual_s = 0.0;  // bound on the error of the offsets, the largest over the ranks
+};
+// Collective.
+ClockSync sync_clocks(Communicator& comm);
+
+// What the writers name events with.
+struct TraceNames {
+  struct Layer {
+    int id = 0;
+    std::string type, algorithm;
+  };
+  std::vector<Layer> layers;             // every layer (block children included), any order
+  std::vector<int> bucket_layer;         // bucket b -> id of the layer whose backward completes it
+  int top_layer = 0;                     // id of the model's last layer with parameters (blocking allreduce)
+  bool per_bucket = false;               // non-blocking: update/wait events are per bucket
+  std::string host;
+};
+
+// Collective: gathers every rank's events at rank 0, which writes `path` atomically: *.csv -> PyDTNN's CSV
+// (rank 0's events), *.json -> the Chrome trace of every rank. Throws dtnn::Error for another extension.
+void write_trace(const std::string& path, const Tracer& tracer, const TraceNames& names, const ClockSync& clocks,
+                 Communicator& comm);
+
+// The output format a --tracer_output path asks for ("csv", "json"), or throws dtnn::Error saying which
+// are known.
+std::string trace_format(const std::string& path);
+// --tracer_output's files: one path, or several separated by commas (a.json,a.csv: both from one run).
+std::vector<std::string> trace_outputs(const std::string& option);
+
+}  // namespace dtnn

@@ -1,0 +1,71 @@
+// Tracer: per-rank event timelines of training (PyDTNN's --tracing), kept in a buffer sized before training.
+//
+// Events are complete intervals [begin, end) on this rank's steady clock (core/clock.h), recorded by the
+// code that timed them: the Model per layer (forward, backward), the GradientReducer per bucket (the
+// communication calls made between layers, the sum in flight from its start until this rank saw it
+// complete, the wait for it after the backward pass, the update of its range; blocking: the one allreduce),
+// and the Trainer per step (the step, the data-loader wait before it, the loss between forward and backward)
+// and per evaluation pass. add() is a store into the preallocated buffer: nothing allocates in the batch
+// loop, and with tracing off no Tracer exists and every hook is one null-pointer test. Events past the
+// capacity are counted (dropped()), not stored; the writers say so.
+//
+// Lanes (the trace's threads): lane 0 is the training thread; lane 1 + b is bucket b's sum in flight
+// (buckets overlap each other in time, so each gets its own lane and every lane's events nest).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dtnn {
+
+enum class TraceKind : uint8_t {
+  step,        // one training step (batch copied in to update done); id -1
+  data_wait,   // waiting for the loader's batch before a step
+  forward,     // id = layer id
+  loss,        // loss and metric sums, between forward and backward
+  backward,    // id = layer id
+  comm_calls,  // communication calls between layers (bucket starts, MPI_Test); id = layer id after which
+  in_flight,   // a bucket's sum from its start to its completion seen by this rank; id = bucket (lane 1 + id)
+  wait,        // waiting for bucket id's sum after the backward pass (exposed communication)
+  allreduce,   // blocking mode: the one MPI_Allreduce of the whole slab (exposed communication)
+  update,      // the optimizer's update of bucket id's range (blocking: id 0, the whole slab)
+  evaluate,    // a forward-only pass over a validation or test set
+};
+const char* trace_kind_name(TraceKind k);
+
+struct TraceEvent {
+  double begin = 0.0, end = 0.0;  // seconds, this rank's steady clock
+  int64_t step = -1;              // the training step (counted over the run), -1 outside steps
+  int64_t bytes = 0;              // in_flight, wait, allreduce: bytes summed
+  int32_t id = -1;                // layer id or bucket index (see TraceKind)
+  TraceKind kind = TraceKind::step;
+  uint8_t lane = 0;
+};
+
+class Tracer {
+ public:
+  // Room for `capacity` events (allocated here, once).
+  explicit Tracer(int64_t capacity);
+  void add(TraceKind kind, int32_t id, double begin, double end, int64_t bytes = 0, uint8_t lane = 0) {
+    if (size_ < events_.size()) events_[size_++] = TraceEvent{begin, end, step_, bytes, id, kind, lane};
+    else ++dropped_;
+  }
+  // The training step the following events belong to (-1: none).
+  void set_step(int64_t step) { step_ = step; }
+  int64_t step() const { return step_; }
+  const TraceEvent* events() const { return events_.data(); }
+  size_t size() const { return size_; }
+  int64_t dropped() const { return dropped_; }
+
+ private:
+  std::vector<TraceEvent> events_;
+  size_t size_ = 0;
+  int64_t dropped_ = 0;
+  int64_t step_ = -1;
+};
+
+// Events per training step a model of `layers` top-level layers and `buckets` buckets records at most.
+int64_t trace_events_per_step(int64_t layers, int64_t buckets);
+
+}  // namespace dtnn

@@ -1,0 +1,163 @@
+#!/usr/bin/python3
+"""--tracing under a real mpirun -np 2 (ctest mpi.trace_2_ranks).
+
+    test_trace.py DTNN MPIRUN_FLAGS... -- WORKDIR
+
+Trains resnet20 (synthetic CIFAR-10) for 2 x 4 steps on 2 ranks, blocking and non-blocking, with --tracing, checks the files against the
+formats as their specifications state them (not against dtnn's writer), and against dtnn's own report:
+- Chrome trace (the trace-event format: an object with "traceEvents"; X events carry name, ph, ts, dur, pid,
+  tid; M events name processes and threads): valid JSON, every X event's fields typed as the format says,
+  both ranks present and named, and per (pid, tid) the X events nest (any two are disjoint or one contains
+  the other).
+- Per rank and step, the events inside the step cover at least 95 % of the step's duration.
+- Non-blocking: each step of each rank has exactly one in-flight event per bucket the report says were
+  reduced (buckets_per_step), each on its own lane, with the bucket's bytes summing to bytes_per_step.
+- PyDTNN's CSV: the exact header, ';'-separated rows of 6 fields, names "<id>_<Type>_<event>" for type
+  60000001 with value = id * 5 + code; its forward/backward totals equal rank 0's JSON sums (1e-6 s).
+- Tracing on vs off: identical losses in the report and identical weights (NPZ arrays).
+Both files come from one run (--tracer_output=a.json,a.csv).
+Prints one line per check and exits 1 if any failed.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+from collections import defaultdict
+
+import numpy as np
+
+failures = 0
+
+
+def check(ok, what):
+    global failures
+    print(("ok: " if ok else "FAILED: ") + what)
+    if not ok:
+        failures += 1
+
+
+def run(dtnn, mpirun, work, name, extra):
+    report = os.path.join(work, name + ".report.json")
+    weights = os.path.join(work, name + ".npz")
+    for f in (report, weights):
+        if os.path.exists(f):
+            os.remove(f)
+    cmd = mpirun + [dtnn, "train", "--parallel=data", "--model=resnet20_cifar10", "--dataset=cifar10",
+                    "--use_synthetic_data=True", "--batch_size=8", "--steps_per_epoch=4", "--num_epochs=2",
+                    "--threads=1", "--evaluate_on_test=False", "--progress=False", "--optimizer=sgd",
+                    "--report=" + report, "--weights_and_bias_filename=" + weights] + extra
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    if p.returncode != 0:
+        print(p.stdout[-3000:], p.stderr[-3000:])
+        sys.exit(f"test_trace: {' '.join(cmd)} exited {p.returncode}")
+    with open(report) as f:
+        rep = json.load(f)
+    with np.load(weights) as z:
+        arrays = {k: z[k].copy() for k in z.files}
+    return rep, arrays
+
+
+def nests(events):
+    """X events of one thread, sorted by start: each starts after the previous ends, or ends inside it."""
+    stack = []
+    for e in sorted(events, key=lambda e: (e["ts"], -e["dur"])):
+        end = e["ts"] + e["dur"]
+        while stack and e["ts"] >= stack[-1] - 1e-3:  # µs; 1 ns of rounding
+            stack.pop()
+        if stack and end > stack[-1] + 1e-3:
+            return False
+        stack.append(end)
+    return True
+
+
+def check_json(path, rep, nonblocking):
+    with open(path) as f:
+        j = json.load(f)
+    check(isinstance(j, dict) and isinstance(j.get("traceEvents"), list), f"{path}: an object with traceEvents")
+    xs = [e for e in j["traceEvents"] if e.get("ph") == "X"]
+    ms = [e for e in j["traceEvents"] if e.get("ph") == "M"]
+    typed = all(isinstance(e.get("name"), str) and isinstance(e.get("ts"), (int, float)) and
+                isinstance(e.get("dur"), (int, float)) and e["dur"] >= 0 and isinstance(e.get("pid"), int) and
+                isinstance(e.get("tid"), int) for e in xs)
+    check(typed and len(xs) > 0, f"{len(xs)} X events, each with name, ts, dur >= 0, pid, tid")
+    named = {e["pid"] for e in ms if e.get("name") == "process_name" and isinstance(e.get("args", {}).get("name"), str)}
+    check({e["pid"] for e in xs} == {0, 1} and named == {0, 1}, "both ranks traced and named (process_name)")
+    threads = defaultdict(list)
+    for e in xs:
+        threads[(e["pid"], e["tid"])].append(e)
+    check(all(nests(v) for v in threads.values()), f"events nest on every one of {len(threads)} (rank, thread)")
+    # Coverage of each step by the events inside it (same rank, training thread).
+    worst = 1.0
+    for pid in (0, 1):
+        main = [e for e in xs if e["pid"] == pid and e["tid"] == 0]
+        for s in (e for e in main if e["name"] == "step"):
+            inside = sorted((e["ts"], e["ts"] + e["dur"]) for e in main if e is not s and e["name"] != "step" and
+                            e["ts"] >= s["ts"] - 1e-3 and e["ts"] + e["dur"] <= s["ts"] + s["dur"] + 1e-3)
+            covered, reach = 0.0, s["ts"]
+            for b, e in inside:
+                b = max(b, reach)
+                if e > b:
+                    covered += e - b
+                    reach = e
+            worst = min(worst, covered / s["dur"] if s["dur"] > 0 else 1.0)
+    check(worst >= 0.95, f"the events inside each step cover >= 95 % of it on every rank (worst {100 * worst:.1f} %)")
+    if nonblocking:
+        comm = rep["epochs"][0]["communication"]
+        per = defaultdict(list)
+        for e in xs:
+            if e["tid"] > 0:
+                per[(e["pid"], e["args"]["step"])].append(e)
+        ok = len(per) == 2 * 8 and all(
+            len(v) == comm["buckets_per_step"] and len({e["tid"] for e in v}) == len(v) and
+            sum(e["args"]["bytes"] for e in v) == comm["bytes_per_step"] for v in per.values())
+        check(ok, f"every step of every rank has one in-flight event per bucket ({comm['buckets_per_step']}) "
+                  f"on its own lane, bytes summing to {comm['bytes_per_step']:.0f}")
+    return xs
+
+
+def check_csv(path, xs):
+    with open(path) as f:
+        lines = f.read().splitlines()
+    check(lines[0] == "Event type;Event value;Event name;Calls;Total time;Median of times", "CSV: PyDTNN's header")
+    rows = [l.split(";") for l in lines[1:]]
+    check(len(rows) > 0 and all(len(r) == 6 for r in rows), f"CSV: {len(rows)} rows of 6 fields")
+    good = True
+    totals = {}
+    for typ, value, name, calls, total, median in rows:
+        int(calls), float(total), float(median)
+        if typ == "60000001":
+            m = re.fullmatch(r"(\d{3})_([A-Za-z0-9]+)_(forward|backward|allreduce_dw|wait_dw|update_dw)", name)
+            code = {"forward": 1, "backward": 2, "allreduce_dw": 3, "wait_dw": 4, "update_dw": 5}
+            good = good and m is not None and int(value) == int(m.group(1)) * 5 + code[m.group(3)]
+            if m and m.group(3) in ("forward", "backward"):
+                totals[f"{m.group(1)}_{m.group(2)} {m.group(3)}"] = float(total)
+    check(good, "CSV: model events named <id>_<Type>_<event> with value id * 5 + code")
+    sums = defaultdict(float)
+    for e in xs:
+        if e["pid"] == 0 and e["tid"] == 0 and (e["name"].endswith(" forward") or e["name"].endswith(" backward")):
+            sums[e["name"]] += e["dur"] * 1e-6
+    diff = max(abs(sums[k] - totals.get(k, -1)) for k in sums) if sums else 1
+    check(set(sums) == set(totals) and diff < 1e-6,
+          f"CSV forward/backward totals equal rank 0's JSON sums ({len(totals)} events, max diff {diff:.2g} s)")
+
+
+def main():
+    args = sys.argv[1:]
+    sep = args.index("--")
+    dtnn, mpirun, work = args[0], args[1:sep], args[sep + 1]
+    os.makedirs(work, exist_ok=True)
+    for mode, extra in (("non_blocking", ["--non_blocking_mpi=True", "--gradient_bucket_mb=0.05"]), ("blocking", [])):
+        off, w_off = run(dtnn, mpirun, work, mode + "_off", extra)
+        js, csv = os.path.join(work, mode + ".json"), os.path.join(work, mode + ".csv")
+        on, w_on = run(dtnn, mpirun, work, mode + "_on", extra + ["--tracing=True", f"--tracer_output={js},{csv}"])
+        check_csv(csv, check_json(js, on, mode == "non_blocking"))
+        losses = [e["train"] for e in off["epochs"]] == [e["train"] for e in on["epochs"]]
+        same_w = w_off.keys() == w_on.keys() and all(np.array_equal(w_off[k], w_on[k]) for k in w_off)
+        check(losses and same_w, f"{mode}: tracing on vs off, identical losses and weights ({len(w_on)} arrays)")
+    print(f"test_trace: {failures} failed")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
