@@ -9,6 +9,7 @@
 #   DTNN_FUZZ_JOBS       targets run at once (default 2: one per core of the CI machine)
 #   DTNN_FUZZ_DIR        build directory (default build-fuzz); crash inputs go to its artifacts/ folder
 #   DTNN_FUZZ_CMAKE_ARGS extra CMake arguments (e.g. -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+#   DTNN_FUZZ_JUNIT      also write the outcome per target as JUnit XML there (ci/test.sh counts it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir="${DTNN_FUZZ_DIR:-build-fuzz}"
@@ -59,6 +60,8 @@ wait || true
 # Per target: executions (libFuzzer's final "Done N runs"; the last status line when it stopped early), the
 # coverage it reached, the corpus it ended with, and what it found.
 failed=0
+cases=""
+xml_escape() { sed 's/&/\&amp;/g; s/</\&lt;/g; s/>/\&gt;/g; s/"/\&quot;/g'; }
 for t in "${targets[@]}"; do
   log="$scratch/$t/log"
   rc="$(cat "$scratch/$t/rc" 2>/dev/null || echo 1)"
@@ -74,10 +77,16 @@ for t in "${targets[@]}"; do
   fi
   printf 'ci/fuzz.sh: %-20s %9s runs in %ss, %s, %s corpus inputs: %s\n' "$t" "${runs:-?}" "$seconds" \
     "${cov:-no coverage line}" "$inputs" "$found"
+  if [ "$rc" = "0" ]; then
+    cases+="<testcase name=\"fuzz.$t\"/>"
+  else
+    cases+="<testcase name=\"fuzz.$t\"><failure message=\"$(xml_escape <<< "$found")\"/></testcase>"
+  fi
   if [ "$rc" != "0" ]; then
     tail -n 60 "$log" | sed "s/^/  $t: /"
     grep -o "Test unit written to .*" "$log" | sed "s/^/ci\/fuzz.sh: $t: /" || true
   fi
 done
 echo "ci/fuzz.sh: ${#targets[@]} targets, $failed failed"
+[ -z "${DTNN_FUZZ_JUNIT:-}" ] || echo "<testsuite name=\"fuzz\">$cases</testsuite>" > "$DTNN_FUZZ_JUNIT"
 [ "$failed" -eq 0 ]
