@@ -5,8 +5,9 @@
 # DTNN_SLOW_TESTS=1. Then the same sources built without CUDA and oneDNN (what a machine lacking them
 # builds; DTNN_VARIANT=0 skips it): the code behind both switches must compile out, and the tests that
 # depend on them (convolutions, CLI, matrices, runner) must pass there too.
-# The last line counts the passed, failed and skipped tests of both ctest runs; the exit status is
-# non-zero when any test failed (both runs still run, so the count is whole).
+# Then the libFuzzer targets for a bounded time (ci/fuzz.sh; DTNN_FUZZ=0 skips them).
+# The last line counts the passed, failed and skipped tests of both ctest runs and the fuzz targets; the exit
+# status is non-zero when any failed (every run still runs, so the count is whole).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/setup.sh
@@ -29,6 +30,12 @@ if [ "${DTNN_VARIANT:-1}" = "1" ]; then
     --output-junit "$junit_dir/variant.xml") || failed_runs=$((failed_runs + 1))
 fi
 
+# The libFuzzer targets (ci/fuzz.sh: its own clang build in build-fuzz, then DTNN_FUZZ_SECONDS, default 20,
+# per target, two at a time); DTNN_FUZZ=0 skips them. Each target counts as one test in the summary line.
+if [ "${DTNN_FUZZ:-1}" = "1" ]; then
+  DTNN_FUZZ_JUNIT="$junit_dir/fuzz.xml" bash ci/fuzz.sh || failed_runs=$((failed_runs + 1))
+fi
+
 # Each skipped test with its reason (the "SKIPPED: ..." line it printed), then the one summary line.
 python3 - "$junit_dir"/*.xml <<'PY'
 import sys, xml.etree.ElementTree as ET
@@ -45,6 +52,6 @@ for path in sys.argv[1:]:
             failed += 1
         else:
             passed += 1
-print(f"ci/test.sh: {passed} passed, {failed} failed, {skipped} skipped (both ctest runs)")
+print(f"ci/test.sh: {passed} passed, {failed} failed, {skipped} skipped (ctest runs and fuzz targets)")
 PY
 [ "$failed_runs" -eq 0 ]

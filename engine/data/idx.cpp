@@ -52,14 +52,17 @@ IdxArray read_idx_u8(const std::string& path, int expected_rank) {
     const int64_t d = (int64_t{b[0]} << 24) | (int64_t{b[1]} << 16) | (int64_t{b[2]} << 8) | b[3];
     DTNN_CHECK(d > 0 && d < (int64_t{1} << 31), path, ": dimension ", i, " is ", d);
     array.dims.push_back(d);
+    // Checked before multiplying: three dimensions below 2^31 overflow int64 (and wrapped to a negative
+    // size that passed this limit).
+    DTNN_CHECK(d <= (int64_t{1} << 36) / total, path, ": declared size is implausibly large");
     total *= d;
-    DTNN_CHECK(total <= (int64_t{1} << 36), path, ": declared size is implausibly large");
   }
-  // In chunks: a header declaring more than the file holds fails at the truncation, before the memory
-  // it declares is allocated.
-  const size_t size = static_cast<size_t>(total), chunk = size_t{64} << 20;
-  for (size_t done = 0; done < size; done += chunk) {
-    const size_t n = std::min(chunk, size - done);
+  // In chunks that double (1 MiB, then as much as was read so far): a header declaring more than the file
+  // holds fails at the truncation, having allocated at most twice what the file held (plus 1 MiB), never
+  // the size it declares.
+  const size_t size = static_cast<size_t>(total);
+  for (size_t done = 0, n = 0; done < size; done += n) {
+    n = std::min(std::max(done, size_t{1} << 20), size - done);
     array.data.resize(done + n);
     read_exact(file.get(), path, array.data.data() + done, n, "the data", done, size);
   }

@@ -108,6 +108,12 @@ TEST_CASE("idx: bad files give one clear error naming the file", "[data]") {
   const std::string short_data = error_of([&] { read_idx_u8(path, 3); });
   CHECK(short_data.find("truncated file: the data has 156800 of 39200000000 bytes") != std::string::npos);
 
+  // Each dimension below 2^31 and the first two under the size limit, but the product of all three
+  // (1.3e20) overflows int64 to a negative count that slipped past the limit (found by tests/fuzz/fuzz_idx;
+  // UBSan: signed integer overflow): refused before multiplying.
+  write_plain(path, idx_bytes(8, {200000, 300000, 2147483647}, std::vector<uint8_t>(784, 1)));
+  CHECK(error_of([&] { read_idx_u8(path, 3); }).find("implausibly large") != std::string::npos);
+
   auto trailing = good;
   trailing.push_back(0);
   write_plain(path, trailing);

@@ -197,6 +197,7 @@ class ConvIm2rowGemm final : public ConvAlgorithm {
     }
     float* wt = ws;
     float* rows = ws + T * K;
+    if (p.x_numel() == 0) return;  // an empty batch: no dx, and a null one memset must not get (UBSan)
     weights_crsk_to_rsck(p, w, wt);
     std::memset(dx, 0, p.x_numel() * sizeof(float));
     const int64_t chunk = chunk_rows(p);
