@@ -141,7 +141,6 @@ OptionSpec planned(OptionSpec s, const char* why) {
 }
 
 std::vector<OptionSpec> make_table() {
-  const char* issue20 = "issue 20, timelines, adds it (--tracing is here)";
   const char* issue21 = "issue 21, the calibrated performance model, adds it";
   return {
       // Model and run length
@@ -284,7 +283,8 @@ std::vector<OptionSpec> make_table() {
       path("tracer_output", DTNN_FIELD(tracer_output), P,
            "--tracing: FILE.csv (PyDTNN's simple tracer, rank 0) or FILE.json (Chrome trace of every rank, for Perfetto); "
            "several separated by commas"),
-      planned(boolean("profile", DTNN_FIELD(profile), P, "Profile of the training loop"), issue20),
+      boolean("profile", DTNN_FIELD(profile), M | P,
+              "Per-phase summary of training at the end: calls, total, median, min/median/max over ranks (CPU models)"),
       planned(number("cpu_speed", DTNN_FIELD(cpu_speed), P, 0.0, DBL_MAX, "Performance model: FLOP/s"), issue21),
       planned(number("memory_bw", DTNN_FIELD(memory_bw), P, 0.0, DBL_MAX, "Performance model: bytes/s"), issue21),
       planned(number("network_bw", DTNN_FIELD(network_bw), P, 0.0, DBL_MAX, "Performance model: bits/s"), issue21),

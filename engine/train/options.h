@@ -102,9 +102,9 @@ struct TrainOptions {
   // Tracing (trace/tracer.h, trace/trace_output.h): PyDTNN's --tracing and --tracer_output.
   bool tracing = false;
   std::string tracer_output;
+  bool profile = false;  // the per-phase summary at the end (trace/profile.h)
   // Options of the distribution work still to land: accepted by the parser, refused (exit 3, naming the
   // issue) when given a value other than these defaults.
-  bool profile = false;
   double cpu_speed = 4e12;
   double memory_bw = 50e9;
   double network_bw = 1e9;

@@ -22,6 +22,7 @@
 #include "train/checkpoint.h"
 #include "train/option_table.h"
 #include "train/output.h"
+#include "trace/profile.h"
 #include "trace/trace_output.h"
 #include "train/trainer.h"
 
@@ -66,8 +67,9 @@ void validate(const TrainOptions& o, const Communicator& comm) {
       DTNN_CHECK(why.empty(), "--tracer_output=", path, ": ", why);
     }
   if (o.enable_gpu) require_gpu();
-  if (o.enable_gpu && o.tracing)
-    unsupported("--tracing with --enable_gpu: GPU timelines (kernels timed by CUDA events) are not implemented yet");
+  if (o.enable_gpu && (o.tracing || o.profile))
+    unsupported(o.tracing ? "--tracing" : "--profile", " with --enable_gpu: GPU timelines (kernels timed by CUDA events) "
+                "are not implemented yet");
   if (o.enable_gpu && o.non_blocking_mpi && comm.size() > 1)
     unsupported("--non_blocking_mpi with --enable_gpu: GPU gradients are summed in one reduction after the backward "
                 "pass (bucketed reduction on a NCCL stream is not implemented yet); drop --non_blocking_mpi");
@@ -320,7 +322,7 @@ int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
   if (root) trainer.set_progress(make_progress_printer(out, o.progress && isatty(STDOUT_FILENO) == 1, trainer));
   const SchedulerSetup sched_setup = scheduler_setup(o, trainer, setup.splits, comm, *model, optimizer, out);
   LRSchedulers schedulers(o.lr_schedulers, sched_setup);
-  std::unique_ptr<Tracer> tracer = o.tracing ? make_tracer(o, *model, trainer, sched_setup) : nullptr;
+  std::unique_ptr<Tracer> tracer = o.tracing || o.profile ? make_tracer(o, *model, trainer, sched_setup) : nullptr;
   trainer.set_tracer(tracer.get());
   if (!schedulers.empty()) trainer.set_batch_begin([&schedulers] { schedulers.on_batch_begin(); });
 
@@ -366,7 +368,8 @@ int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
   if (root) print_done(out, run, epochs_run);
   if (root && epochs_run > 0 && (!o.enable_gpu || o.gpu_layer_times)) print_layer_times(out, *model);
   if (root) print_communication(out, run.epochs);
-  if (tracer) {
+  if (tracer && o.profile) print_profile(out, *tracer, comm);
+  if (tracer && o.tracing) {
     const TraceNames names = trace_names(*model, trainer);
     for (const std::string& path : trace_outputs(o.tracer_output)) write_trace(path, *tracer, names, clocks, comm);
     if (root)

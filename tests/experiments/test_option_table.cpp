@@ -100,7 +100,7 @@ TEST_CASE("option table: a matrix and the command line accept and refuse the sam
   CHECK(parse("name = \"d\"\n[base]\noptimizer = \"Adam\"\n").trials[0].get("optimizer") == "adam");
   CHECK_THROWS_WITH(parse("name = \"d\"\n[base]\nthreads = 2000\n"), Catch::Contains("threads"));
   CHECK_THROWS_WITH(parse("name = \"d\"\n[base]\nmetrics = \"accuracy_typo\"\n"), Catch::Contains("unknown metric"));
-  CHECK_THROWS_WITH(parse("name = \"d\"\n[base]\nprofile = true\n"), Catch::Contains("issue 20"));
+  CHECK_THROWS_WITH(parse("name = \"d\"\n[base]\nnetwork_bw = 5.0\n"), Catch::Contains("issue 21"));
   CHECK_THROWS_WITH(parse("name = \"d\"\n[base]\nenable_best_of = true\n"), Catch::Contains("sets conv_algo"));
   CHECK_THROWS_WITH(parse("name = \"d\"\n[base]\ndataset_train_path = \"a\\nb\"\n"), Catch::Contains("line break"));
   const auto cli_status = [](const std::string& option) {
@@ -154,7 +154,7 @@ TEST_CASE("option table: PyDTNN's launcher options are accepted with PyDTNN's me
   }
   {
     dtnn::TrainOptions o;
-    o.profile = true;
+    o.network_bw = 5.0;
     CHECK_THROWS_AS(dtnn::resolve_options(o, {}), dtnn::Unsupported);
   }
   const std::string synth = "train --model=simplemlp --use_synthetic_data=True --steps_per_epoch=1 "
@@ -166,7 +166,7 @@ TEST_CASE("option table: PyDTNN's launcher options are accepted with PyDTNN's me
     CHECK(dtnn::test::run_dtnn(synth + accepted).status == 0);
   }
   for (const char* accepted : {"--non_blocking_mpi=True", "--non_blocking_mpi=True --gradient_bucket_mb=0",
-                               "--blocking_mpi", "--blocking_mpi=True", "--global_batch_size=128"}) {
+                               "--blocking_mpi", "--blocking_mpi=True", "--global_batch_size=128", "--profile=True"}) {
     INFO(accepted);
     CHECK(dtnn::test::run_dtnn(synth + accepted).status == 0);
   }
@@ -180,7 +180,7 @@ TEST_CASE("option table: PyDTNN's launcher options are accepted with PyDTNN's me
   const dtnn::test::Command both = dtnn::test::run_dtnn(synth + "--blocking_mpi --non_blocking_mpi=True");
   CHECK(both.status == 2);
   CHECK(both.err == "dtnn: --blocking_mpi contradicts --non_blocking_mpi=True: give one of them\n");
-  for (const char* refused : {"--dtype=float64", "--enable_gpudirect=True", "--profile=True", "--network_alg=bta"}) {
+  for (const char* refused : {"--dtype=float64", "--enable_gpudirect=True", "--network_alg=bta"}) {
     INFO(refused);
     const dtnn::test::Command c = dtnn::test::run_dtnn(synth + refused);
     CHECK(c.status == dtnn::kUnsupportedExit);

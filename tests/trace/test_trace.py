@@ -15,7 +15,8 @@ formats as their specifications state them (not against dtnn's writer), and agai
 - PyDTNN's CSV: the exact header, ';'-separated rows of 6 fields, names "<id>_<Type>_<event>" for type
   60000001 with value = id * 5 + code; its forward/backward totals equal rank 0's JSON sums (1e-6 s).
 - Tracing on vs off: identical losses in the report and identical weights (NPZ arrays).
-Both files come from one run (--tracer_output=a.json,a.csv).
+Both files come from one run (--tracer_output=a.json,a.csv), which also prints --profile's table: its
+forward/backward calls and rank 0 totals must equal the CSV's.
 Prints one line per check and exits 1 if any failed.
 """
 import json
@@ -55,6 +56,7 @@ def run(dtnn, mpirun, work, name, extra):
         rep = json.load(f)
     with np.load(weights) as z:
         arrays = {k: z[k].copy() for k in z.files}
+    rep["stdout"] = p.stdout
     return rep, arrays
 
 
@@ -142,6 +144,25 @@ def check_csv(path, xs):
           f"CSV forward/backward totals equal rank 0's JSON sums ({len(totals)} events, max diff {diff:.2g} s)")
 
 
+def check_profile(stdout, csv_path):
+    """--profile's table (rank 0's totals per phase) against the CSV of the same run."""
+    rows = {}
+    for line in stdout.split("**** Profile", 1)[-1].splitlines()[2:]:
+        f = line.split()
+        if len(f) != 7:
+            break
+        rows[f[0]] = [float(x) for x in f[1:]]
+    with open(csv_path) as f:
+        csv = [l.split(";") for l in f.read().splitlines()[1:]]
+    ok = bool(rows)
+    for phase in ("forward", "backward"):
+        total = sum(float(r[4]) for r in csv if r[2].endswith("_" + phase))
+        calls = sum(int(r[3]) for r in csv if r[2].endswith("_" + phase))
+        ok = ok and phase in rows and rows[phase][0] == calls and abs(rows[phase][1] - total) < 2e-6
+        ok = ok and rows[phase][3] <= rows[phase][4] <= rows[phase][5]
+    check(ok, f"--profile: forward/backward calls and rank 0 totals equal the CSV's, min <= median <= max over ranks")
+
+
 def main():
     args = sys.argv[1:]
     sep = args.index("--")
@@ -150,8 +171,10 @@ def main():
     for mode, extra in (("non_blocking", ["--non_blocking_mpi=True", "--gradient_bucket_mb=0.05"]), ("blocking", [])):
         off, w_off = run(dtnn, mpirun, work, mode + "_off", extra)
         js, csv = os.path.join(work, mode + ".json"), os.path.join(work, mode + ".csv")
-        on, w_on = run(dtnn, mpirun, work, mode + "_on", extra + ["--tracing=True", f"--tracer_output={js},{csv}"])
+        on, w_on = run(dtnn, mpirun, work, mode + "_on",
+                       extra + ["--tracing=True", f"--tracer_output={js},{csv}", "--profile=True"])
         check_csv(csv, check_json(js, on, mode == "non_blocking"))
+        check_profile(on["stdout"], csv)
         losses = [e["train"] for e in off["epochs"]] == [e["train"] for e in on["epochs"]]
         same_w = w_off.keys() == w_on.keys() and all(np.array_equal(w_off[k], w_on[k]) for k in w_off)
         check(losses and same_w, f"{mode}: tracing on vs off, identical losses and weights ({len(w_on)} arrays)")
