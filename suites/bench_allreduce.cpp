@@ -22,8 +22,8 @@
 // (--benchmark_enable_random_interleaving) would order the cases differently per rank. Therefore:
 //   - every case has a fixed Google Benchmark iteration count, kBatches; one iteration is one batch of K
 //     operations between a barrier and an allreduce (MAX) of the batch's elapsed time;
-//   - K is calibrated from those MAX times, which are bit-identical on every rank (the result of one
-//     allreduce), so every rank takes the same decisions and reaches the same K (checked, MPI_Abort if not);
+//   - K is calibrated, and adjusted between batches, from those MAX times only, which are bit-identical on
+//     every rank (the result of one allreduce), so every rank takes the same decisions (checked per case);
 //   - random interleaving is refused; repetitions and filters are command-line flags, the same on every rank.
 // Only rank 0 reports; the other ranks run the same cases with a reporter that prints nothing and with
 // --benchmark_out= forced empty (else they would open, and truncate, rank 0's output file).
@@ -73,30 +73,43 @@ double timed_batch(Op op, float* buf, int n, int64_t k) {
   return elapsed;
 }
 
-// Operations per batch so that a batch lasts at least case_time / kBatches on the slowest rank; found once per
-// case (repetitions reuse it, so they time the same thing) by growing K at most 10× a step. Its decisions read
-// only timed_batch's agreed values, so all ranks agree on K; checked, since a disagreement would hang later.
-// The calibration batches also warm up: pages touched, connections made, the collective's algorithm chosen.
-int64_t ops_per_batch(Op op, float* buf, int n) {
-  static std::map<std::pair<Op, int>, int64_t> cache;
-  const auto key = std::make_pair(op, n);
-  if (auto it = cache.find(key); it != cache.end()) return it->second;
+// The next batch's operation count: grown (at most 10× a step) toward case_time / kBatches when a batch took
+// less than half of it, else kept. Never shrunk: a batch that ran long because a rank was descheduled (the
+// 2 cores here are shared) says nothing about the operation. It reads only timed_batch's agreed value, so
+// every rank computes the same count.
+int64_t next_ops(int64_t k, double t) {
   const double target = g_case_time / kBatches;
+  if (t >= target / 2 || k >= kMaxOpsPerBatch) return k;
+  const double want = t > 0 ? static_cast<double>(k) * target * 1.2 / t : static_cast<double>(k) * 10;
+  return std::clamp(static_cast<int64_t>(std::ceil(want)), k + 1, std::min(k * 10, kMaxOpsPerBatch));
+}
+
+// Operations per batch so that a batch lasts about case_time / kBatches on the slowest rank, found once per
+// case by growing from 1 (repetitions start from what the previous one ended with). The timed batches go on
+// adjusting it with next_ops, so a calibration batch that a preemption made slow costs little. The
+// calibration batches also warm up: pages touched, connections made, the collective's algorithm chosen.
+std::map<std::pair<Op, int>, int64_t> g_ops_per_batch;
+
+int64_t calibrated_ops(Op op, float* buf, int n) {
+  const auto key = std::make_pair(op, n);
+  if (auto it = g_ops_per_batch.find(key); it != g_ops_per_batch.end()) return it->second;
   int64_t k = 1;
-  for (;;) {
-    const double t = timed_batch(op, buf, n, k);
-    if (t >= target || k >= kMaxOpsPerBatch) break;
-    const double want = t > 0 ? static_cast<double>(k) * target * 1.2 / t : static_cast<double>(k) * 10;
-    k = std::clamp(static_cast<int64_t>(std::ceil(want)), k + 1, std::min(k * 10, kMaxOpsPerBatch));
+  for (int64_t next;; k = next) {
+    next = next_ops(k, timed_batch(op, buf, n, k));
+    if (next == k) break;
   }
-  int64_t range[2] = {-k, k};  // max of -k and of k: -min and max
+  return g_ops_per_batch[key] = k;
+}
+
+// Aborts the job when the ranks ran different operation counts (none can: see above; a change that broke
+// it would otherwise hang, or worse, time mismatched collectives).
+void check_same_on_all_ranks(int64_t ops) {
+  int64_t range[2] = {-ops, ops};  // max of -ops and of ops: -min and max
   MPI_Allreduce(MPI_IN_PLACE, range, 2, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
-  if (-range[0] != range[1]) {
-    std::fprintf(stderr, "bench_allreduce: ranks calibrated different batch sizes (%lld..%lld)\n",
-                 static_cast<long long>(-range[0]), static_cast<long long>(range[1]));
-    MPI_Abort(MPI_COMM_WORLD, 2);
-  }
-  return cache[key] = k;
+  if (-range[0] == range[1]) return;
+  std::fprintf(stderr, "bench_allreduce: ranks ran different operation counts (%lld..%lld)\n",
+               static_cast<long long>(-range[0]), static_cast<long long>(range[1]));
+  MPI_Abort(MPI_COMM_WORLD, 2);
 }
 
 void BM_Collective(benchmark::State& state, Op op) {
@@ -104,18 +117,24 @@ void BM_Collective(benchmark::State& state, Op op) {
   const int n = static_cast<int>(bytes / static_cast<int64_t>(sizeof(float)));
   std::vector<float> buf(static_cast<size_t>(n), 0.0f);
   one_op(op, buf.data(), n);  // the first reduction of a buffer pays for setup; never timed
-  const int64_t k = ops_per_batch(op, buf.data(), n);
-  double total = 0;
+  int64_t k = calibrated_ops(op, buf.data(), n);
+  double sum_per_op = 0;  // Google Benchmark's time is the mean over batches of t / k: so are the counters
+  int64_t ops = 0;
   for (auto _ : state) {
     const double t = timed_batch(op, buf.data(), n, k);
-    total += t;
+    sum_per_op += t / static_cast<double>(k);
+    ops += k;
     state.SetIterationTime(t / static_cast<double>(k));  // reported per operation, not per batch
+    k = next_ops(k, t);
   }
-  const double per_op = total / static_cast<double>(k * std::max<int64_t>(state.iterations(), 1));
+  g_ops_per_batch[std::make_pair(op, n)] = k;
+  check_same_on_all_ranks(ops);
+  const double batches = static_cast<double>(std::max<int64_t>(state.iterations(), 1));
+  const double per_op = sum_per_op / batches;
   const double algbw = per_op > 0 ? static_cast<double>(bytes) / per_op : 0.0;
   state.counters["bytes"] = static_cast<double>(bytes);
   state.counters["ranks"] = g_ranks;
-  state.counters["ops_per_batch"] = static_cast<double>(k);
+  state.counters["ops_per_batch"] = static_cast<double>(ops) / batches;  // a mean: batches may grow
   state.counters["bytes_per_second"] = algbw;
   state.counters["bus_bytes_per_second"] = algbw * 2.0 * (g_ranks - 1) / g_ranks;
 }
