@@ -9,26 +9,18 @@
 #include <fstream>
 
 #include "cli_helpers.h"
+#include "ingest_helpers.h"
 #include "results/store.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string one(const dtnn::ResultStore& s, const std::string& sql) {
-  const dtnn::QueryResult r = s.query(sql);
-  REQUIRE(r.rows.size() == 1);
-  return r.rows[0][0].value_or("NULL");
-}
+using dtnn::test::one;
 
-struct Dir {
-  fs::path path;
-  Dir() : path(dtnn::test::temp_path("ingest_collectives")) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~Dir() { fs::remove_all(path); }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
+// A scratch directory for one test.
+struct Dir : dtnn::test::Dir {
+  Dir() : dtnn::test::Dir("ingest_collectives") {}
 };
 
 // A context as bench_allreduce writes it (AddCustomContext values are strings) after Google Benchmark's own.
