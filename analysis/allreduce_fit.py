@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """bench_allreduce JSON (Google Benchmark, with or without --benchmark_repetitions) -> a markdown table of
 median time per operation and algorithm bandwidth per size for MPI_Allreduce and MPI_Iallreduce, and per
-operation the least-squares fit t = alpha + bytes * beta over sizes >= --fit-from bytes (64 KiB), by absolute
-and by relative residuals, plus the small-message latency (the 4 B median). Usage: allreduce_fit.py FILE.json [LABEL] [--fit-from BYTES]"""
+operation the least-squares fit t = alpha + bytes * beta over sizes from --fit-from (64 KiB) to --fit-to
+(64 MiB) bytes, by absolute and by relative residuals, plus the small-message latency (the 4 B median).
+Usage: allreduce_fit.py FILE.json [LABEL] [--fit-from BYTES] [--fit-to BYTES]"""
 import json
 import sys
 
@@ -38,11 +39,14 @@ def fit(points, relative=False):
 
 
 def main():
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    fit_from = 64 * 1024
-    if "--fit-from" in sys.argv:
-        fit_from = int(sys.argv[sys.argv.index("--fit-from") + 1])
-        args.remove(str(fit_from))
+    args = sys.argv[1:]
+    bounds = {"--fit-from": 64 * 1024, "--fit-to": 64 << 20}
+    for flag in bounds:
+        if flag in args:
+            at = args.index(flag)
+            bounds[flag] = int(args[at + 1])
+            del args[at:at + 2]
+    fit_from, fit_to = bounds["--fit-from"], bounds["--fit-to"]
     path, label = args[0], args[1] if len(args) > 1 else args[0]
     m = medians(path)
     sizes = sorted({b for _, b in m})
@@ -56,13 +60,13 @@ def main():
               f"{cell(a, lambda t: f'{b / t * 1e-9:.3f}')} | {cell(i, lambda t: f'{b / t * 1e-9:.3f}')} |")
     print()
     for op in ("allreduce", "iallreduce"):
-        pts = [(b, t) for (o, b), t in m.items() if o == op and b >= fit_from]
+        pts = [(b, t) for (o, b), t in m.items() if o == op and fit_from <= b <= fit_to]
         if len(pts) < 2:
             continue
         alpha, beta = fit(pts)
         ralpha, rbeta = fit(pts, relative=True)
         small = m.get((op, min(sizes)))
-        print(f"- {op}, {len(pts)} sizes >= {fit_from} B: least squares alpha = {alpha * 1e6:.1f} us, "
+        print(f"- {op}, {len(pts)} sizes {fit_from}..{fit_to} B: least squares alpha = {alpha * 1e6:.1f} us, "
               f"beta = {beta * 1e9:.4f} ns/B (1/beta = {1 / beta * 1e-9:.3f} GB/s); relative least squares "
               f"alpha = {ralpha * 1e6:.1f} us, 1/beta = {1 / rbeta * 1e-9:.3f} GB/s; "
               f"{min(sizes)} B latency {small * 1e6:.2f} us")
