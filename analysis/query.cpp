@@ -60,6 +60,12 @@ const View kViews[] = {
      "SELECT id, source, model, layer, problem, algorithm, direction, device, threads, tf32, round(median_ms, 4) AS "
      "median_ms, round(min_ms, 4) AS min_ms, round(max_ms, 4) AS max_ms, round(gflops, 1) AS gflops, declined "
      "FROM conv_benchmarks ORDER BY id"},
+    {"collectives", "every ingested MPI collective benchmark row (bench_allreduce): microseconds per operation, "
+     "GB/s",
+     "SELECT id, environment_id, op, bytes, ranks, transport, repetitions, round(time_s * 1e6, 3) AS time_us, "
+     "round(time_min_s * 1e6, 3) AS min_us, round(time_max_s * 1e6, 3) AS max_us, "
+     "round(time_stddev_s * 1e6, 3) AS stddev_us, round(bytes_per_s * 1e-9, 4) AS gb_per_s, "
+     "round(bus_bytes_per_s * 1e-9, 4) AS bus_gb_per_s FROM collective_benchmarks ORDER BY id"},
     {"targets", "the accuracy targets stored by the last `dtnn run`", "SELECT * FROM targets ORDER BY id"},
     {"environments", "machines and builds runs were made with", "SELECT * FROM environments ORDER BY id"},
     {"matrices", "matrix files runs came from", "SELECT id, name, file, hash, created_at FROM matrices ORDER BY id"},

@@ -272,7 +272,7 @@ void add_harness_commands(CLI::App& app, HarnessCommands& h) {
   compare->add_option("--threshold", threshold, "Slowdown that counts as a regression (5% or 0.05)")->capture_default_str();
   compare->add_option("--db", db, "Results database")->capture_default_str();
 
-  CLI::App* ingest = h.ingest = app.add_subcommand("ingest", "Store convolution benchmarks (bench_conv or dtnn layers JSON)");
+  CLI::App* ingest = h.ingest = app.add_subcommand("ingest", "Store benchmarks (bench_conv, dtnn layers or bench_allreduce JSON)");
   ingest->add_option("files", ingest_options.files, "JSON files")->required();
   ingest->add_option("--db", ingest_options.db_path, "Results database")->capture_default_str();
   CLI::App* report = h.report = app.add_subcommand("report", "Markdown report with PNG plots from the results store");

@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/median.h"
+#include "experiments/ingest_collectives.h"
 #include "experiments/runner.h"
 
 namespace dtnn {
@@ -235,7 +236,7 @@ std::string read_text(const std::string& path) {
 
 }  // namespace
 
-std::vector<ConvBenchmarkRow> read_conv_benchmarks(const std::string& path) {
+IngestFile read_benchmark_file(const std::string& path) {
   const std::string text = read_text(path);
   json j;
   try {
@@ -243,32 +244,55 @@ std::vector<ConvBenchmarkRow> read_conv_benchmarks(const std::string& path) {
   } catch (const json::exception& e) {
     fail(path, ": not valid JSON (", e.what(), ")");
   }
+  IngestFile f;
   try {
-    if (j.is_object() && j.contains("benchmarks") && j["benchmarks"].is_array()) return from_google_benchmark(j, path);
-    if (j.is_object() && j.contains("layers") && j["layers"].is_array() && j.contains("model")) return from_layers(j, path);
+    if (j.is_object() && j.contains("benchmarks") && j["benchmarks"].is_array()) {
+      if (is_collective_benchmark_json(j)) {
+        f.format = "bench_allreduce";
+        f.collectives = read_collective_benchmarks(j, path);
+      } else {
+        f.format = "bench_conv";
+        f.conv = from_google_benchmark(j, path);
+      }
+      return f;
+    }
+    if (j.is_object() && j.contains("layers") && j["layers"].is_array() && j.contains("model")) {
+      f.format = "dtnn layers";
+      f.conv = from_layers(j, path);
+      return f;
+    }
   } catch (const json::exception& e) {
     fail(path, ": missing or mistyped field (", e.what(), ")");
   }
-  fail(path, ": neither Google Benchmark JSON (bench_conv) nor `dtnn layers --json` output");
+  fail(path, ": neither Google Benchmark JSON (bench_conv, bench_allreduce) nor `dtnn layers --json` output");
 }
 
 int run_ingest(const IngestOptions& o, std::ostream& out) {
   DTNN_CHECK(!o.files.empty(), "ingest: no files given");
-  std::vector<std::pair<std::string, std::vector<ConvBenchmarkRow>>> all;
-  for (const std::string& f : o.files) all.emplace_back(f, read_conv_benchmarks(f));  // all parsed before any write
+  std::vector<std::pair<std::string, IngestFile>> all;
+  for (const std::string& f : o.files) all.emplace_back(f, read_benchmark_file(f));  // all parsed before any write
   ResultStore store = ResultStore::open(o.db_path);
   const int64_t env = store.add_environment(current_environment());
-  std::vector<ConvBenchmarkRow> rows;
-  for (const auto& [file, r] : all) rows.insert(rows.end(), r.begin(), r.end());
-  const std::vector<bool> stored = store.add_conv_benchmarks(env, rows);
-  size_t at = 0;
-  for (const auto& [file, r] : all) {
+  std::vector<ConvBenchmarkRow> conv;
+  std::vector<CollectiveBenchmarkRow> collectives;
+  for (const auto& [file, f] : all) {
+    conv.insert(conv.end(), f.conv.begin(), f.conv.end());
+    collectives.insert(collectives.end(), f.collectives.begin(), f.collectives.end());
+  }
+  const ResultStore::StoredRows stored = store.add_benchmarks(env, conv, collectives);
+  size_t at_conv = 0, at_coll = 0;
+  for (const auto& [file, f] : all) {
+    const auto& r = f.conv;
     const size_t declined = std::count_if(r.begin(), r.end(), [](const ConvBenchmarkRow& x) { return !x.declined.empty(); });
-    const size_t skipped = std::count(stored.begin() + at, stored.begin() + at + r.size(), false);
-    at += r.size();
-    out << file << ": " << r.size() << " row(s) (" << declined << " declined) from "
-        << (r.empty() ? "an empty file" : r.front().source == "bench_conv" ? "bench_conv" : "dtnn layers") << " into "
-        << o.db_path;
+    const auto from_conv = stored.conv.begin() + at_conv;
+    const auto from_coll = stored.collectives.begin() + at_coll;
+    const size_t skipped = std::count(from_conv, from_conv + r.size(), false) +
+                           std::count(from_coll, from_coll + f.collectives.size(), false);
+    at_conv += r.size();
+    at_coll += f.collectives.size();
+    out << file << ": " << r.size() + f.collectives.size() << " row(s)";
+    if (f.collectives.empty()) out << " (" << declined << " declined)";
+    out << " from " << (r.empty() && f.collectives.empty() ? "an empty file" : f.format) << " into " << o.db_path;
     if (skipped > 0) out << ", " << skipped << " of them already stored (skipped)";
     out << "\n";
   }

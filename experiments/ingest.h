@@ -1,7 +1,10 @@
 // `dtnn ingest FILE...`: convolution benchmark results into the results store (table conv_benchmarks,
-// view v_best_conv), so `dtnn query` compares algorithms per problem across runs, machines and commits.
+// view v_best_conv), so `dtnn query` compares algorithms per problem across runs, machines and commits, and
+// MPI collective benchmarks into collective_benchmarks (for a latency/bandwidth model of the reduction).
 //
-// Two formats, recognised by their content:
+// Three formats, recognised by their content:
+//   - Google Benchmark JSON of suites/bench_allreduce (its context or its case names say so; the reader is
+//     experiments/ingest_collectives.h);
 //   - Google Benchmark JSON of suites/bench_conv (`bench_conv --benchmark_format=json` or
 //     `--benchmark_out=F`): cases "<algorithm>/<dir>/<problem>[/threads:T]"; with repetitions, the median
 //     aggregate is the time and the repetitions give min and max; cases skipped with an error (a declined
@@ -9,7 +12,7 @@
 //   - `dtnn layers --json` output, CPU (per algorithm: fwd/bwd_data/bwd_filter medians, min and max) or
 //     GPU (per algorithm and direction).
 // Every row of one call goes in one transaction with this machine's environment (ingest where the
-// benchmark ran). A file that is unreadable (or a directory), not JSON or in neither format is an error
+// benchmark ran). A file that is unreadable (or a directory), not JSON or in none of the formats is an error
 // naming it, and nothing of that call is stored; so is a case or layer with a negative time, rate or thread
 // count, an unknown time_unit or direction, or an algorithm this build does not register (a build without
 // CUDA registers no GPU algorithm and accepts any "gpu.<name>"). Rows already stored for this environment
@@ -29,8 +32,13 @@ struct IngestOptions {
   std::string db_path = "results/dtnn.db";
 };
 
-// The rows one file holds (throws dtnn::Error naming the file when it cannot be read or understood).
-std::vector<ConvBenchmarkRow> read_conv_benchmarks(const std::string& path);
+// The rows one file holds, of one table (throws dtnn::Error naming the file when it cannot be read or understood).
+struct IngestFile {
+  std::string format;  // bench_conv | dtnn layers | bench_allreduce
+  std::vector<ConvBenchmarkRow> conv;
+  std::vector<CollectiveBenchmarkRow> collectives;
+};
+IngestFile read_benchmark_file(const std::string& path);
 
 // Returns the exit code (0). Prints one line per file: rows read, their format and how many were skipped.
 int run_ingest(const IngestOptions& options, std::ostream& out);

@@ -317,6 +317,27 @@ CREATE VIEW v_scaling AS
   FROM agg a JOIN agg b ON b.environment_id = a.environment_id AND b.config_key = a.config_key AND b.ranks = 1
   ORDER BY a.config_key, a.ranks;
 )SQL"},
+    {6, "MPI collective benchmarks (dtnn ingest: suites/bench_allreduce's Google Benchmark JSON)", R"SQL(
+CREATE TABLE collective_benchmarks (
+  id              INTEGER PRIMARY KEY,
+  environment_id  INTEGER NOT NULL REFERENCES environments(id),
+  file            TEXT NOT NULL,          -- the ingested file
+  op              TEXT NOT NULL CHECK (op IN ('allreduce', 'iallreduce')),  -- iallreduce: MPI_Iallreduce + MPI_Wait
+  bytes           INTEGER NOT NULL CHECK (bytes > 0),  -- float buffer, reduced in place with MPI_SUM
+  ranks           INTEGER NOT NULL CHECK (ranks > 0),
+  transport       TEXT NOT NULL,          -- as requested: 'default', 'btl=self,tcp', ... ('unknown' if unsaid)
+  mpi_library     TEXT NOT NULL,          -- MPI_Get_library_version's first line
+  repetitions     INTEGER NOT NULL,       -- runs behind time_s (--benchmark_repetitions)
+  time_s          REAL NOT NULL,          -- per operation on the slowest rank: the median over repetitions
+  time_min_s      REAL,                   -- over repetitions; NULL with only aggregates or a single run
+  time_max_s      REAL,
+  time_stddev_s   REAL,                   -- Google Benchmark's stddev aggregate; NULL without repetitions
+  bytes_per_s     REAL NOT NULL,          -- bytes / time_s (algorithm bandwidth)
+  bus_bytes_per_s REAL NOT NULL,          -- bytes_per_s * 2(ranks-1)/ranks (allreduce bus bandwidth)
+  ingested_at     TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))
+);
+CREATE INDEX collective_benchmarks_by_op ON collective_benchmarks (op, ranks, transport, bytes);
+)SQL"},
 };
 
 }  // namespace dtnn::schema

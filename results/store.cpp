@@ -338,29 +338,27 @@ void ResultStore::set_log_path(int64_t run_id, const std::string& log_path) {
 }
 
 std::vector<bool> ResultStore::add_conv_benchmarks(int64_t environment_id, const std::vector<ConvBenchmarkRow>& rows) {
-  std::vector<bool> stored;
-  Transaction tx(db_, path_);
-  for (const ConvBenchmarkRow& r : rows) {
-    // Skipped when an equal row (every field but the file name, which may be spelt differently) is stored:
-    // ingesting one file twice adds nothing. Equal doubles: both were parsed from the same JSON text.
-    Statement st(db_, path_,
-                 "INSERT INTO conv_benchmarks (environment_id, source, file, model, layer, problem, algorithm, "
-                 "direction, device, threads, tf32, median_ms, min_ms, max_ms, gflops, declined) "
-                 "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16 WHERE NOT EXISTS ("
-                 "SELECT 1 FROM conv_benchmarks WHERE environment_id = ?1 AND source = ?2 AND model = ?4 AND "
-                 "layer IS ?5 AND problem = ?6 AND algorithm = ?7 AND direction = ?8 AND device = ?9 AND "
-                 "threads = ?10 AND tf32 = ?11 AND median_ms IS ?12 AND min_ms IS ?13 AND max_ms IS ?14 AND "
-                 "gflops IS ?15 AND declined IS ?16)");
-    st.bind(1, environment_id).bind(2, r.source).bind(3, r.file).bind(4, r.model).bind(5, r.layer);
-    st.bind(6, r.problem).bind(7, r.algorithm).bind(8, r.direction).bind(9, r.device);
-    st.bind(10, static_cast<int64_t>(r.threads)).bind(11, static_cast<int64_t>(r.tf32 ? 1 : 0));
-    st.bind(12, r.median_ms).bind(13, r.min_ms).bind(14, r.max_ms).bind(15, r.gflops);
-    st.bind(16, r.declined.empty() ? std::optional<std::string>() : std::optional<std::string>(r.declined));
-    st.run();
-    stored.push_back(sqlite3_changes(db_) == 1);
-  }
-  tx.commit();
-  return stored;
+  return add_benchmarks(environment_id, rows, {}).conv;
+}
+
+bool ResultStore::insert_conv_benchmark(int64_t environment_id, const ConvBenchmarkRow& r) {
+  // Skipped when an equal row (every field but the file name, which may be spelt differently) is stored:
+  // ingesting one file twice adds nothing. Equal doubles: both were parsed from the same JSON text.
+  Statement st(db_, path_,
+               "INSERT INTO conv_benchmarks (environment_id, source, file, model, layer, problem, algorithm, "
+               "direction, device, threads, tf32, median_ms, min_ms, max_ms, gflops, declined) "
+               "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16 WHERE NOT EXISTS ("
+               "SELECT 1 FROM conv_benchmarks WHERE environment_id = ?1 AND source = ?2 AND model = ?4 AND "
+               "layer IS ?5 AND problem = ?6 AND algorithm = ?7 AND direction = ?8 AND device = ?9 AND "
+               "threads = ?10 AND tf32 = ?11 AND median_ms IS ?12 AND min_ms IS ?13 AND max_ms IS ?14 AND "
+               "gflops IS ?15 AND declined IS ?16)");
+  st.bind(1, environment_id).bind(2, r.source).bind(3, r.file).bind(4, r.model).bind(5, r.layer);
+  st.bind(6, r.problem).bind(7, r.algorithm).bind(8, r.direction).bind(9, r.device);
+  st.bind(10, static_cast<int64_t>(r.threads)).bind(11, static_cast<int64_t>(r.tf32 ? 1 : 0));
+  st.bind(12, r.median_ms).bind(13, r.min_ms).bind(14, r.max_ms).bind(15, r.gflops);
+  st.bind(16, r.declined.empty() ? std::optional<std::string>() : std::optional<std::string>(r.declined));
+  st.run();
+  return sqlite3_changes(db_) == 1;
 }
 
 void ResultStore::finish_run(int64_t run_id, const std::string& status, const std::string& error, double duration_s) {

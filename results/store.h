@@ -4,7 +4,8 @@
 //
 // Two commands write, both through ResultStore::open and every write one transaction (BEGIN IMMEDIATE:
 // concurrent writers queue on the busy timeout): the runner (`dtnn run`: matrices, environments, runs with
-// their epochs and layer timings, and the targets file it was given) and `dtnn ingest` (conv_benchmarks). A
+// their epochs and layer timings, and the targets file it was given) and `dtnn ingest` (conv_benchmarks and
+// collective_benchmarks). A
 // run is inserted as 'running' before its process starts and finished (status, error, the report's epochs
 // and layers) in one transaction, so a killed runner leaves at most a 'running' row, which the next writer
 // marks 'interrupted' once the runner process that owns it is gone. Everything else (query, compare, check,
@@ -57,6 +58,22 @@ struct ConvBenchmarkRow {
   bool tf32 = false;
   std::optional<double> median_ms, min_ms, max_ms, gflops;
   std::string declined;  // non-empty: no times
+};
+
+// One timed MPI collective (suites/bench_allreduce): a row of collective_benchmarks. Times are seconds per
+// operation on the slowest rank.
+struct CollectiveBenchmarkRow {
+  std::string file;
+  std::string op;         // allreduce | iallreduce (MPI_Iallreduce + MPI_Wait)
+  int64_t bytes = 0;      // buffer size (floats × 4)
+  int ranks = 0;
+  std::string transport;  // as bench_allreduce's context says it: "default", "btl=self,tcp", ...
+  std::string mpi_library;
+  int repetitions = 1;    // runs the time summarises
+  double time_s = 0;      // the median over repetitions (the only run without)
+  std::optional<double> time_min_s, time_max_s, time_stddev_s;  // over repetitions; none without
+  double bytes_per_s = 0;      // bytes / time_s (algorithm bandwidth)
+  double bus_bytes_per_s = 0;  // × 2(ranks-1)/ranks (allreduce bus bandwidth, as nccl-tests)
 };
 
 // The query result: column names and rows of text (SQL NULL is std::nullopt).
@@ -126,6 +143,13 @@ class ResultStore {
   // already stored for this environment (the same file ingested twice) is skipped: returns, per row,
   // whether it was stored.
   std::vector<bool> add_conv_benchmarks(int64_t environment_id, const std::vector<ConvBenchmarkRow>& rows);
+  // As add_conv_benchmarks for both tables in one transaction (`dtnn ingest` of files of either kind); an
+  // equal collective row (every field but the file) is skipped the same way.
+  struct StoredRows {
+    std::vector<bool> conv, collectives;
+  };
+  StoredRows add_benchmarks(int64_t environment_id, const std::vector<ConvBenchmarkRow>& conv,
+                            const std::vector<CollectiveBenchmarkRow>& collectives);
 
   // Replaces the targets table (the runner stores the targets file it was given; check reads the file).
   struct Target {
@@ -144,6 +168,8 @@ class ResultStore {
  private:
   ResultStore(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
   void migrate(int up_to);
+  bool insert_conv_benchmark(int64_t environment_id, const ConvBenchmarkRow& row);  // no transaction of its own
+  bool insert_collective_benchmark(int64_t environment_id, const CollectiveBenchmarkRow& row);
   void finish_run_with_report(int64_t run_id, const std::string& report_json, double duration_s,
                               const std::string& status, const std::string& error);
   sqlite3* db_ = nullptr;

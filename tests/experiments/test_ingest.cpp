@@ -9,6 +9,7 @@
 
 #include "cli_helpers.h"
 #include "conv/conv_problem.h"
+#include "ingest_helpers.h"
 #include "results/store.h"
 #include "skip.h"
 
@@ -16,20 +17,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string one(const dtnn::ResultStore& s, const std::string& sql) {
-  const dtnn::QueryResult r = s.query(sql);
-  REQUIRE(r.rows.size() == 1);
-  return r.rows[0][0].value_or("NULL");
-}
+using dtnn::test::one;
 
-struct Dir {
-  fs::path path;
-  Dir() : path(dtnn::test::temp_path("ingest")) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~Dir() { fs::remove_all(path); }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
+// A scratch directory for one test.
+struct Dir : dtnn::test::Dir {
+  Dir() : dtnn::test::Dir("ingest") {}
 };
 
 }  // namespace

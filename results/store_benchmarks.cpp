@@ -1,0 +1,40 @@
+// `dtnn ingest`'s writes: convolution and MPI collective benchmark rows, both tables in one transaction.
+// See store.h.
+#include <sqlite3.h>
+
+#include "results/sqlite_util.h"
+#include "results/store.h"
+
+namespace dtnn {
+
+using namespace store_detail;
+
+ResultStore::StoredRows ResultStore::add_benchmarks(int64_t environment_id, const std::vector<ConvBenchmarkRow>& conv,
+                                                    const std::vector<CollectiveBenchmarkRow>& collectives) {
+  StoredRows stored;
+  Transaction tx(db_, path_);
+  for (const ConvBenchmarkRow& r : conv) stored.conv.push_back(insert_conv_benchmark(environment_id, r));
+  for (const CollectiveBenchmarkRow& r : collectives)
+    stored.collectives.push_back(insert_collective_benchmark(environment_id, r));
+  tx.commit();
+  return stored;
+}
+
+bool ResultStore::insert_collective_benchmark(int64_t environment_id, const CollectiveBenchmarkRow& r) {
+  // As for conv rows: an equal row but for the file's spelling is the same file ingested again, skipped.
+  Statement st(db_, path_,
+               "INSERT INTO collective_benchmarks (environment_id, file, op, bytes, ranks, transport, mpi_library, "
+               "repetitions, time_s, time_min_s, time_max_s, time_stddev_s, bytes_per_s, bus_bytes_per_s) "
+               "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14 WHERE NOT EXISTS ("
+               "SELECT 1 FROM collective_benchmarks WHERE environment_id = ?1 AND op = ?3 AND bytes = ?4 AND "
+               "ranks = ?5 AND transport = ?6 AND mpi_library = ?7 AND repetitions = ?8 AND time_s = ?9 AND "
+               "time_min_s IS ?10 AND time_max_s IS ?11 AND time_stddev_s IS ?12)");
+  st.bind(1, environment_id).bind(2, r.file).bind(3, r.op).bind(4, r.bytes).bind(5, r.ranks);
+  st.bind(6, r.transport).bind(7, r.mpi_library).bind(8, r.repetitions).bind(9, r.time_s);
+  st.bind(10, r.time_min_s).bind(11, r.time_max_s).bind(12, r.time_stddev_s);
+  st.bind(13, r.bytes_per_s).bind(14, r.bus_bytes_per_s);
+  st.run();
+  return sqlite3_changes(db_) == 1;
+}
+
+}  // namespace dtnn

@@ -1,0 +1,32 @@
+// What the `dtnn ingest` tests share: a scratch directory per test process and one-value queries.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <string>
+
+#include "helpers.h"
+#include "results/store.h"
+
+namespace dtnn::test {
+
+// The single value `sql` returns ("NULL" for SQL NULL); fails the test unless there is exactly one row.
+inline std::string one(const ResultStore& s, const std::string& sql) {
+  const QueryResult r = s.query(sql);
+  REQUIRE(r.rows.size() == 1);
+  return r.rows[0][0].value_or("NULL");
+}
+
+// An empty directory under /tmp, removed with its contents at the end of the test; d / "name" is a path in it.
+struct Dir {
+  std::filesystem::path path;
+  explicit Dir(const std::string& name) : path(temp_path(name)) {
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path);
+  }
+  ~Dir() { std::filesystem::remove_all(path); }
+  std::string operator/(const std::string& name) const { return (path / name).string(); }
+};
+
+}  // namespace dtnn::test
