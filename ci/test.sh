@@ -37,8 +37,8 @@ if [ "${DTNN_FUZZ:-1}" = "1" ]; then
 fi
 
 # Each skipped test with its reason (the "SKIPPED: ..." line it printed), then the one summary line.
-python3 - "$junit_dir"/*.xml <<'PY'
-import sys, xml.etree.ElementTree as ET
+FAILED_RUNS="$failed_runs" python3 - "$junit_dir"/*.xml <<'PY'
+import os, sys, xml.etree.ElementTree as ET
 passed = failed = skipped = 0
 for path in sys.argv[1:]:
     run = path.rsplit("/", 1)[-1][:-4]
@@ -52,6 +52,9 @@ for path in sys.argv[1:]:
             failed += 1
         else:
             passed += 1
-print(f"ci/test.sh: {passed} passed, {failed} failed, {skipped} skipped (ctest runs and fuzz targets)")
+line = f"ci/test.sh: {passed} passed, {failed} failed, {skipped} skipped (ctest runs and fuzz targets)"
+if failed == 0 and int(os.environ["FAILED_RUNS"]) > 0:  # a build or script failed before it reported tests
+    line += f"; {os.environ['FAILED_RUNS']} step(s) FAILED without test results (see above)"
+print(line)
 PY
 [ "$failed_runs" -eq 0 ]
