@@ -205,6 +205,8 @@ std::vector<OptionSpec> make_table() {
       // Parallelism and devices
       choice("parallel", DTNN_FIELD(parallel), R | MM | P, {"sequential", "data"}, "sequential or data (run under mpirun)"),
       integer("threads", DTNN_FIELD(threads), M | T, 0, kMaxThreads, "Threads per rank (0: OMP_NUM_THREADS, else cores/ranks)"),
+      boolean("flush_denormals", DTNN_FIELD(flush_denormals), M | MM,
+              "CPU: flush denormal floats to zero (FTZ/DAZ; decaying optimizer state made Adam a third slower); False: strict IEEE"),
       boolean("enable_gpu", DTNN_FIELD(enable_gpu), M | T | P, "Train on the GPU (rank r uses GPU r % GPUs of its node)"),
       boolean("allow_tf32", DTNN_FIELD(allow_tf32), M | T, "GPU: TF32 tensor-core math for float32 convolutions and GEMMs"),
       boolean("enable_nccl", DTNN_FIELD(enable_nccl), M | P, "GPU + --parallel=data: allreduce gradients with NCCL"),

@@ -59,6 +59,7 @@ struct TrainOptions {
   // Parallelism and run control
   std::string parallel = "sequential";  // sequential | data
   int threads = 0;                      // 0: OMP_NUM_THREADS, else cores / ranks on this node
+  bool flush_denormals = true;          // CPU threads flush denormals to zero (backend/cpu/blas.h); False: IEEE
   bool enable_gpu = false;
   // GPU (backend/gpu_ops.h): TF32 tensor-core math for float32 convolutions and GEMMs (off: results
   // comparable with the CPU); NCCL for the gradient allreduce (otherwise staged through host memory with

@@ -290,6 +290,7 @@ int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
   const bool root = comm.rank() == 0;
   if (o.threads == 0) o.threads = default_threads(mpi_comm.node_size());
   cpu::set_threads(o.threads);
+  cpu::set_flush_denormals(o.flush_denormals);
   // PyDTNN scales only SGD's rate, and only as the global batch grows with the ranks (weak scaling): with
   // --global_batch_size the batch, hence the rate, is the same for every rank count.
   if (o.parallel == "data" && o.optimizer.name == "sgd" && o.learning_rate_scaling && o.global_batch_size == 0)

@@ -2,6 +2,7 @@
 
 #include <cblas.h>
 #include <omp.h>
+#include <xmmintrin.h>
 
 #include "core/error.h"
 
@@ -27,6 +28,14 @@ void set_threads(int threads) {
 }
 
 int threads() { return g_threads; }
+
+void set_flush_denormals(bool on) {
+  constexpr unsigned kFtzDaz = 0x8040u;  // MXCSR bit 15 (flush to zero) and bit 6 (denormals are zero)
+  const auto apply = [on] { _mm_setcsr(on ? (_mm_getcsr() | kFtzDaz) : (_mm_getcsr() & ~kFtzDaz)); };
+  apply();
+#pragma omp parallel num_threads(g_threads)
+  apply();
+}
 
 std::string blas_version() {
   const char* cfg = openblas_get_config();

@@ -15,6 +15,12 @@ void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float al
 
 void set_threads(int threads);
 int threads();
+// Denormal floats flushed to zero (MXCSR FTZ: results; DAZ: operands) on the calling thread and every
+// OpenMP worker (threads created later inherit the caller's setting), or strict IEEE again. Why: an
+// optimizer's state decays into the denormal range (Adam's v = beta2 * v + ...), and on Intel CPUs every
+// denormal operand costs a microcode assist: simplecnn/Adam slowed by a third by its 3rd epoch. OpenBLAS's
+// own worker threads, created before, keep their setting (GEMMs rarely meet denormals).
+void set_flush_denormals(bool on);
 std::string blas_version();  // e.g. "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH NO_AFFINITY Zen MAX_THREADS=64"
 
 }  // namespace dtnn::cpu
