@@ -17,6 +17,7 @@
 #include "cli_helpers.h"
 #include "helpers.h"
 #include "results/store.h"
+#include "experiments/runner_helpers.h"
 #include "skip.h"
 
 extern char** environ;
@@ -26,28 +27,7 @@ using Catch::Contains;
 namespace {
 
 namespace fs = std::filesystem;
-
-struct Workspace {
-  fs::path dir;
-  explicit Workspace(const std::string& name) : dir(dtnn::test::temp_path("runner_" + name)) {
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  ~Workspace() { fs::remove_all(dir); }
-  std::string file(const std::string& name, const std::string& text) const {
-    const std::string p = (dir / name).string();
-    std::ofstream(p) << text;
-    return p;
-  }
-  std::string db() const { return (dir / "dtnn.db").string(); }
-};
-
-// Runs `dtnn <args>` with output in `log`, returns the exit code (128 + signal when killed).
-int dtnn_cli(const std::string& args, const std::string& log = "/dev/null") {
-  const std::string cmd = std::string(DTNN_BINARY) + " " + args + " > '" + log + "' 2>&1";
-  const int rc = std::system(cmd.c_str());
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
-}
+using namespace dtnn::test::runner;
 
 pid_t spawn_dtnn(const std::vector<std::string>& args, const std::string& log) {
   std::vector<std::string> argv = {DTNN_BINARY};
@@ -76,11 +56,6 @@ std::string one(const std::string& db, const std::string& sql) {
   const dtnn::QueryResult r = store.query(sql);
   REQUIRE(r.rows.size() == 1);
   return r.rows[0][0].value_or("NULL");
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream f(path);
-  return std::string(std::istreambuf_iterator<char>(f), {});
 }
 
 // An executable shell script in the workspace, for `dtnn run --dtnn SCRIPT` (a stand-in trial process).
@@ -117,16 +92,6 @@ void make_db_with_run(const std::string& db, const std::string& status) {
   const int64_t id = store.begin_run(s);
   if (status != "running") store.exec("UPDATE runs SET status = '" + status + "' WHERE id = " + std::to_string(id));
 }
-
-// Synthetic data keeps the trials short and independent of dataset files.
-const char* const kQuickBase = R"(
-[base]
-use_synthetic_data = true
-dataset = "mnist"
-num_epochs = 2
-steps_per_epoch = 3
-threads = 1
-)";
 
 }  // namespace
 
@@ -303,64 +268,6 @@ source = "planted"
   CHECK(dtnn_cli("compare --baseline runs=1-2 --candidate tag=slow --threshold 99% --db " + ws.db(), log) == 0);
   CHECK(dtnn_cli("compare --baseline runs=1-2 --candidate tag=slow --threshold lots --db " + ws.db(), log) == 1);
   CHECK_THAT(read_text(log), Contains("--threshold"));
-}
-
-TEST_CASE("runner: --dry-run prints each trial's command with its launcher", "[runner]") {
-  Workspace ws("dry");
-  std::ofstream(ws.dir / "hosts") << "localhost slots=2\n";
-  const std::string mpi = ws.file("mpi.toml", std::string(R"(name = "mpi"
-[launcher]
-hostfile = "hosts"
-args = ["--bind-to", "core"]
-)") + kQuickBase + "[axes]\nranks = [1, 2]\n[[include]]\nframework = \"pytorch\"\nranks = 2\n");
-  const std::string log = (ws.dir / "dry.log").string();
-  REQUIRE(dtnn_cli("run " + mpi + " --dry-run --db " + ws.db(), log) == 0);
-  const std::string out = read_text(log);
-  CHECK_THAT(out, Contains("3 trial(s) x 1 repeat(s) = 3 run(s)"));
-  CHECK_THAT(out, Contains("mpirun -np 2 --hostfile " + (ws.dir / "hosts").string() + " --bind-to core "));
-  CHECK_THAT(out, Contains("--parallel=data"));
-  CHECK_THAT(out, Contains("train --dataset=mnist --num_epochs=2"));
-  CHECK_THAT(out, Contains("unsupported: the PyTorch reference runs on 1 rank"));
-  CHECK_FALSE(fs::exists(ws.db()));  // a dry run touches no database
-
-  const std::string slurm = ws.file("slurm.toml", std::string("name = \"slurm\"\n[launcher]\nkind = \"srun\"\n"
-                                                              "args = [\"--mpi=pmix\"]\n") +
-                                                      kQuickBase + "[axes]\nranks = [4]\n");
-  REQUIRE(dtnn_cli("run " + slurm + " --dry-run", log) == 0);
-  CHECK_THAT(read_text(log), Contains("srun -n 4 --mpi=pmix "));
-  // An --only that matches nothing fails the dry run as it fails a real one.
-  CHECK(dtnn_cli("run " + slurm + " --dry-run --only ranks=3", log) == 1);
-  CHECK_THAT(read_text(log), Contains("matches the --only filters"));
-
-  // Strong scaling: batch_size is the global batch, passed as --global_batch_size (no --batch_size).
-  const std::string strong = ws.file("strong.toml", std::string("name = \"strong\"\n") + kQuickBase +
-                                                        "batch_size = 96\nscaling = \"strong\"\n"
-                                                        "[axes]\nranks = [1, 2]\nnon_blocking_mpi = [false, true]\n");
-  REQUIRE(dtnn_cli("run " + strong + " --dry-run", log) == 0);
-  const std::string s = read_text(log);
-  CHECK_THAT(s, Contains("4 trial(s)"));
-  CHECK_THAT(s, Contains("--global_batch_size=96"));
-  CHECK_THAT(s, Contains("--non_blocking_mpi=True"));
-  CHECK_THAT(s, !Contains("--batch_size=") && !Contains("--scaling"));
-  // Open MPI's transport; several --only values of one name select any of them.
-  const std::string tcp = ws.file("tcp.toml", std::string("name = \"tcp\"\n") + kQuickBase +
-                                                  "[axes]\nranks = [1, 2, 4]\ntransport = [\"shm\", \"tcp\"]\n");
-  REQUIRE(dtnn_cli("run " + tcp + " --dry-run --only ranks=2 --only ranks=4 --only transport=tcp", log) == 0);
-  const std::string t = read_text(log);
-  CHECK_THAT(t, Contains("2 trial(s)"));
-  CHECK_THAT(t, Contains("mpirun -np 2 --mca btl self,tcp ") && Contains("mpirun -np 4 --mca btl self,tcp "));
-  CHECK_THAT(t, !Contains("self,vader") && !Contains("--transport"));
-  const std::string srun = ws.file("srun.toml", std::string("name = \"srun\"\n[launcher]\nkind = \"srun\"\n") +
-                                                    kQuickBase + "transport = \"tcp\"\n");
-  CHECK(dtnn_cli("run " + srun + " --dry-run", log) == 1);
-  CHECK_THAT(read_text(log), Contains("transport is Open MPI's"));
-  const std::string both = ws.file("both.toml", std::string("name = \"both\"\n") + kQuickBase +
-                                                    "scaling = \"strong\"\nglobal_batch_size = 64\n");
-  CHECK(dtnn_cli("run " + both + " --dry-run", log) == 1);
-  CHECK_THAT(read_text(log), Contains("do not also set global_batch_size"));
-  const std::string typo = ws.file("typo.toml", std::string("name = \"typo\"\n") + kQuickBase + "scaling = \"strongest\"\n");
-  CHECK(dtnn_cli("run " + typo + " --dry-run", log) == 1);
-  CHECK_THAT(read_text(log), Contains("expected one of weak, strong"));
 }
 
 TEST_CASE("runner: an error after a run began marks it failed and the runner goes on", "[runner]") {
