@@ -24,6 +24,17 @@ const View kViews[] = {
      "SELECT * FROM v_scaling"},
     {"comm", "gradient reduction of every ok run: mode, buckets, the median rank's ms per step of step time, compute, "
      "communication calls and exposed communication", "SELECT * FROM v_comm ORDER BY run_id"},
+    {"phases", "per-rank time per phase of traced runs (forward/backward summed over layers; per layer: table "
+     "run_phases) and of data-parallel runs (comm_timers: step, compute, comm_calls, exposed_comm)",
+     "SELECT * FROM v_phases"},
+    {"stragglers", "per step of every traced multi-rank run: the slowest rank (most busy time: step + data wait - "
+     "exposed waits), its lag over the median rank and the phase where it lost most",
+     "SELECT s.run_id, r.model, r.ranks, s.step, s.slowest_rank, round(1e3 * s.busy_s, 3) AS busy_ms, "
+     "round(1e3 * s.median_busy_s, 3) AS median_busy_ms, round(1e3 * s.lag_s, 3) AS lag_ms, s.phase, "
+     "round(1e3 * s.phase_lag_s, 3) AS phase_lag_ms FROM run_stragglers s JOIN runs r ON r.id = s.run_id "
+     "ORDER BY s.run_id, s.step"},
+    {"straggler_summary", "per traced multi-rank run: mean and largest lag of the slowest rank, which rank was "
+     "slowest most often and the phase most often behind it", "SELECT * FROM v_stragglers"},
     {"accuracy", "accuracy of ok runs against the targets the last `dtnn run` stored",
      "SELECT * FROM v_accuracy_vs_target ORDER BY run_id"},
     {"runs", "every run with its status and error ('running (runner gone)': its runner was killed; 'diverged': its "

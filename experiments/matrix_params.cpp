@@ -63,6 +63,9 @@ const std::vector<Spec>& matrix_specs() {
       // Open MPI's byte transport between ranks (mpirun --mca btl): default (Open MPI's choice), shm (self,vader:
       // shared memory), tcp (self,tcp: a network-like transport even on one node)
       {"transport", Kind::choice, 0, 0, check_transport},
+      // dtnn train --tracing=True with the trace beside the run's log (<log>.trace.json and .csv), its path in
+      // runs.trace_path, its phases, stragglers and one step's timeline in the store
+      {"tracing", Kind::boolean},
   };
   return specs;
 }

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cmath>
@@ -47,8 +48,11 @@ volatile std::sig_atomic_t g_stop_signal = 0;
 extern "C" void on_stop_signal(int sig) { g_stop_signal = sig; }
 
 // Parameters that are not `dtnn train` options.
+constexpr const char* kTracingFlag = "--tracing=True";
+
 bool is_harness_param(const std::string& name) {
-  return name == "ranks" || name == "device" || name == "framework" || name == "scaling" || name == "transport";
+  return name == "ranks" || name == "device" || name == "framework" || name == "scaling" || name == "transport" ||
+         name == "tracing";
 }
 
 // Whether the PyTorch reference (analysis/reference/torch_train.py, whose parser is built from the same
@@ -260,6 +264,7 @@ std::vector<std::string> trial_argv(const Matrix& matrix, const Trial& trial, co
     argv = {python && *python ? python : "/usr/bin/python3",
             std::string(DTNN_SOURCE_DIR) + "/analysis/reference/torch_train.py"};
     if (trial.get("device", "cpu") == "gpu") argv.push_back("--enable_gpu=True");
+    if (trial.get("tracing", "False") == "True") unsupported_why = "the PyTorch reference has no --tracing";
     for (const auto& [name, value] : trial.params) {
       if (is_harness_param(name) || name == "conv_algo") continue;
       if (!torch_takes(name)) {
@@ -290,6 +295,7 @@ std::vector<std::string> trial_argv(const Matrix& matrix, const Trial& trial, co
   if (strong) argv.push_back("--global_batch_size=" + trial.get("batch_size", "64"));
   argv.push_back(std::string("--parallel=") + (ranks > 1 ? "data" : "sequential"));
   if (trial.get("device", "cpu") == "gpu") argv.push_back("--enable_gpu=True");
+  if (trial.get("tracing", "False") == "True") argv.push_back(kTracingFlag);  // run_trial adds the files
   argv.push_back("--progress=False");
   return argv;
 }
@@ -359,6 +365,10 @@ Outcome run_trial(ResultStore& store, int64_t run_id, std::vector<std::string> a
   if (!unsupported_why.empty()) return {"unsupported", unsupported_why};
   argv.push_back("--report=" + report_path);
   clear_report_path(report_path);
+  // A matrix's tracing = true: the Chrome trace (Perfetto) and PyDTNN's CSV beside the log.
+  const bool tracing = std::find(argv.begin(), argv.end(), kTracingFlag) != argv.end();
+  const std::string trace_base = report_path.substr(0, report_path.size() - std::strlen(".report.json")) + ".trace";
+  if (tracing) argv.push_back("--tracer_output=" + trace_base + ".json," + trace_base + ".csv");
   {
     std::ofstream log(log_path);
     log << "# " << command_string(argv) << "\n";
@@ -412,6 +422,7 @@ Outcome run_trial(ResultStore& store, int64_t run_id, std::vector<std::string> a
       } else {
         try {
           store.finish_run_ok(run_id, read_file(report_path), duration);
+          if (tracing) store.set_trace_path(run_id, trace_base + ".json");
           o = {"ok", ""};
         } catch (const Error& e) {
           o = {"failed", e.what()};

@@ -338,6 +338,70 @@ CREATE TABLE collective_benchmarks (
 );
 CREATE INDEX collective_benchmarks_by_op ON collective_benchmarks (op, ranks, transport, bytes);
 )SQL"},
+    {7, "per-rank phases, per-step stragglers and one step's timeline of traced and data-parallel runs; runs.trace_path",
+     R"SQL(
+ALTER TABLE runs ADD COLUMN trace_path TEXT;  -- the runner's --tracing output (a matrix's tracing = true), else NULL
+CREATE TABLE run_phases (
+  run_id   INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  rank     INTEGER NOT NULL,
+  phase    TEXT NOT NULL,      -- trace: forward, backward, step, data_wait, loss, comm_calls, in_flight, wait_dw,
+                               -- allreduce_dw, update_dw, evaluate; comm_timers: step, compute, comm_calls, exposed_comm
+  layer    INTEGER NOT NULL,   -- layer id (forward, backward), else -1
+  calls    INTEGER NOT NULL,
+  total_s  REAL NOT NULL,
+  median_s REAL,               -- per call; NULL from comm_timers (sums only)
+  source   TEXT NOT NULL CHECK (source IN ('trace', 'comm_timers')),
+  PRIMARY KEY (run_id, rank, phase, layer)
+);
+CREATE TABLE run_stragglers (
+  run_id        INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  step          INTEGER NOT NULL,   -- training step counted over the run, from 0
+  slowest_rank  INTEGER NOT NULL,   -- the rank with the most busy time (step + data wait - exposed waits)
+  busy_s        REAL NOT NULL,
+  median_busy_s REAL NOT NULL,      -- over the ranks
+  lag_s         REAL NOT NULL,      -- busy_s - median_busy_s
+  phase         TEXT NOT NULL,      -- where the slowest rank exceeds the median rank most ("backward 012_Conv2D")
+  phase_lag_s   REAL NOT NULL,
+  PRIMARY KEY (run_id, step)
+);
+CREATE TABLE run_timeline (
+  run_id  INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  step    INTEGER NOT NULL,         -- the representative step (trace/trace_summary.h)
+  rank    INTEGER NOT NULL,
+  lane    INTEGER NOT NULL,         -- 0 training thread, 1 + b bucket b's sum in flight
+  kind    TEXT NOT NULL,
+  name    TEXT NOT NULL,
+  id      INTEGER NOT NULL,         -- layer id or bucket
+  begin_s REAL NOT NULL,            -- from the step's first event of any rank, on rank 0's clock
+  end_s   REAL NOT NULL,
+  bytes   INTEGER NOT NULL
+);
+CREATE INDEX run_timeline_by_run ON run_timeline (run_id, rank, lane, begin_s);
+CREATE VIEW v_phases AS
+  SELECT p.run_id, r.model, r.ranks, p.rank, p.phase, p.source, sum(p.calls) AS calls,
+         round(1e3 * sum(p.total_s), 3) AS total_ms,
+         round(1e3 * sum(p.total_s) / NULLIF((SELECT sum(s.calls) FROM run_phases s WHERE s.run_id = p.run_id
+                                               AND s.rank = p.rank AND s.phase = 'step'), 0), 3) AS ms_per_step
+  FROM run_phases p JOIN runs r ON r.id = p.run_id
+  GROUP BY p.run_id, p.rank, p.phase
+  ORDER BY p.run_id, p.phase, p.rank;
+CREATE VIEW v_stragglers AS
+  WITH per_rank AS (
+    SELECT run_id, slowest_rank, count(*) AS n FROM run_stragglers GROUP BY run_id, slowest_rank),
+  top_phase AS (
+    SELECT run_id, phase, count(*) AS n FROM run_stragglers GROUP BY run_id, phase)
+  SELECT s.run_id, r.model, r.ranks, count(*) AS steps,
+         round(1e3 * avg(s.median_busy_s), 3) AS median_busy_ms,
+         round(1e3 * avg(s.lag_s), 3) AS mean_lag_ms, round(1e3 * max(s.lag_s), 3) AS max_lag_ms,
+         round(avg(s.lag_s / NULLIF(s.median_busy_s, 0)), 4) AS mean_lag_fraction,
+         (SELECT slowest_rank FROM per_rank p WHERE p.run_id = s.run_id ORDER BY n DESC, slowest_rank LIMIT 1)
+           AS most_often_slowest,
+         (SELECT max(n) FROM per_rank p WHERE p.run_id = s.run_id) AS times_slowest,
+         (SELECT phase FROM top_phase t WHERE t.run_id = s.run_id ORDER BY n DESC, phase LIMIT 1) AS usual_phase
+  FROM run_stragglers s JOIN runs r ON r.id = s.run_id
+  GROUP BY s.run_id
+  ORDER BY s.run_id;
+)SQL"},
 };
 
 }  // namespace dtnn::schema

@@ -124,6 +124,11 @@ class Statement {
     while (step()) {
     }
   }
+  // Ready to bind and run again (rows of one INSERT in a loop: prepared once).
+  void reset() {
+    sqlite3_reset(stmt_);
+    check_sqlite(db_, path_, "clearing bindings", sqlite3_clear_bindings(stmt_));
+  }
   // True when the statement cannot change the database file (sqlite3_stmt_readonly).
   bool read_only() const { return sqlite3_stmt_readonly(stmt_) != 0; }
   int64_t int_column(int i) const { return sqlite3_column_int64(stmt_, i); }

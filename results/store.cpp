@@ -337,6 +337,11 @@ void ResultStore::set_log_path(int64_t run_id, const std::string& log_path) {
   st.bind(1, log_path).bind(2, run_id).run();
 }
 
+void ResultStore::set_trace_path(int64_t run_id, const std::string& trace_path) {
+  Statement st(db_, path_, "UPDATE runs SET trace_path = ? WHERE id = ?");
+  st.bind(1, trace_path).bind(2, run_id).run();
+}
+
 std::vector<bool> ResultStore::add_conv_benchmarks(int64_t environment_id, const std::vector<ConvBenchmarkRow>& rows) {
   return add_benchmarks(environment_id, rows, {}).conv;
 }

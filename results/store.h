@@ -122,6 +122,8 @@ class ResultStore {
   int64_t begin_run(const RunStart& start);
   // Records where the run's log is (known once the run has its id).
   void set_log_path(int64_t run_id, const std::string& log_path);
+  // Records the run's trace files (the runner's --tracer_output for a matrix with tracing = true).
+  void set_trace_path(int64_t run_id, const std::string& trace_path);
   // Ingests a dtnn.run_report/1 JSON text and sets status 'ok', in one transaction. Throws dtnn::Error
   // (and changes nothing) when the report is malformed, truncated or not a run report.
   void finish_run_ok(int64_t run_id, const std::string& report_json, double duration_s);

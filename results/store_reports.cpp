@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "results/sqlite_util.h"
 #include "results/store.h"
+#include "results/store_trace.h"
 
 namespace dtnn {
 
@@ -115,6 +116,7 @@ void ResultStore::finish_run_with_report(int64_t run_id, const std::string& repo
         row.run();
       }
     }
+    store_run_trace(db_, path_, run_id, j);
     tx.commit();
   } catch (const nlohmann::json::exception& e) {
     fail("run report: missing or mistyped field (", e.what(), ")");

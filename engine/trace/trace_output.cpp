@@ -17,14 +17,6 @@ namespace {
 constexpr int kModelEvents = 60000001;  // PyDTNN's PYDTNN_MDL_EVENT
 constexpr int kDtnnEvents = 60000003;
 
-// One rank's part of the gathered trace.
-struct RankTrace {
-  double offset_s = 0.0;
-  int64_t dropped = 0;
-  std::string host;
-  std::vector<TraceEvent> events;
-};
-
 std::string pack(const Tracer& t, const ClockSync& c, const std::string& host) {
   std::string out(sizeof(double) + 2 * sizeof(int64_t), '\0');
   const int64_t dropped = t.dropped(), host_len = static_cast<int64_t>(host.size());
@@ -109,7 +101,9 @@ std::string csv_text(const RankTrace& r, const TraceNames& n) {
   return out;
 }
 
-std::string event_name(const TraceEvent& e, const TraceNames& n) {
+}  // namespace
+
+std::string trace_event_name(const TraceEvent& e, const TraceNames& n) {
   switch (e.kind) {
     case TraceKind::forward:
     case TraceKind::backward: return layer_label(n, e.id) + " " + trace_kind_name(e.kind);
@@ -119,6 +113,8 @@ std::string event_name(const TraceEvent& e, const TraceNames& n) {
     default: return trace_kind_name(e.kind);
   }
 }
+
+namespace {
 
 const char* category(TraceKind k) {
   switch (k) {
@@ -169,7 +165,7 @@ std::string json_text(const std::vector<RankTrace>& ranks, const TraceNames& n, 
       }
       if (e.kind == TraceKind::in_flight || e.kind == TraceKind::wait || e.kind == TraceKind::update) args["bucket"] = e.id;
       if (e.bytes) args["bytes"] = e.bytes;
-      events.push_back({{"ph", "X"}, {"name", event_name(e, n)}, {"cat", category(e.kind)}, {"pid", rank},
+      events.push_back({{"ph", "X"}, {"name", trace_event_name(e, n)}, {"cat", category(e.kind)}, {"pid", rank},
                         {"tid", e.lane}, {"ts", 1e6 * (e.begin - r.offset_s - origin)},
                         {"dur", 1e6 * (e.end - e.begin)}, {"args", args}});
     }
@@ -227,14 +223,20 @@ ClockSync sync_clocks(Communicator& comm) {
   return c;
 }
 
-void write_trace(const std::string& path, const Tracer& tracer, const TraceNames& names, const ClockSync& clocks,
-                 Communicator& comm) {
-  const std::string format = trace_format(path);
+std::vector<RankTrace> gather_traces(const Tracer& tracer, const ClockSync& clocks, const std::string& host,
+                                     Communicator& comm) {
   std::vector<std::string> parts;
-  comm.gather_bytes(pack(tracer, clocks, names.host), parts);
-  if (comm.rank() != 0) return;
+  comm.gather_bytes(pack(tracer, clocks, host), parts);
   std::vector<RankTrace> ranks;
-  for (const std::string& p : parts) ranks.push_back(unpack(p));
+  if (comm.rank() == 0)
+    for (const std::string& p : parts) ranks.push_back(unpack(p));
+  return ranks;
+}
+
+void write_trace(const std::string& path, const std::vector<RankTrace>& ranks, const TraceNames& names,
+                 const ClockSync& clocks) {
+  const std::string format = trace_format(path);
+  DTNN_ASSERT(!ranks.empty());
   write_file_atomically(path, format == "csv" ? csv_text(ranks[0], names) : json_text(ranks, names, clocks));
 }
 

@@ -49,10 +49,25 @@ struct TraceNames {
   std::string host;
 };
 
-// Collective: gathers every rank's events at rank 0, which writes `path` atomically: *.csv -> PyDTNN's CSV
-// (rank 0's events), *.json -> the Chrome trace of every rank. Throws dtnn::Error for another extension.
-void write_trace(const std::string& path, const Tracer& tracer, const TraceNames& names, const ClockSync& clocks,
-                 Communicator& comm);
+// One rank's events as rank 0 holds them after gather_traces (times on that rank's own clock: subtract
+// offset_s for rank 0's).
+struct RankTrace {
+  double offset_s = 0.0;
+  int64_t dropped = 0;
+  std::string host;
+  std::vector<TraceEvent> events;
+};
+// Collective: every rank's events, in rank order, at rank 0 (other ranks get an empty vector).
+std::vector<RankTrace> gather_traces(const Tracer& tracer, const ClockSync& clocks, const std::string& host,
+                                     Communicator& comm);
+
+// Rank 0, after gather_traces: writes `path` atomically: *.csv -> PyDTNN's CSV (rank 0's events), *.json ->
+// the Chrome trace of every rank. Throws dtnn::Error for another extension.
+void write_trace(const std::string& path, const std::vector<RankTrace>& ranks, const TraceNames& names,
+                 const ClockSync& clocks);
+
+// The name an event carries in the JSON trace and the timeline ("003_Conv2D forward", "bucket 2 allreduce").
+std::string trace_event_name(const TraceEvent& e, const TraceNames& names);
 
 // The output format a --tracer_output path asks for ("csv", "json"), or throws dtnn::Error saying which
 // are known.

@@ -1,5 +1,9 @@
 #include "trace/tracer.h"
 
+#include <algorithm>
+
+#include "core/error.h"
+
 namespace dtnn {
 
 const char* trace_kind_name(TraceKind k) {
@@ -19,7 +23,28 @@ const char* trace_kind_name(TraceKind k) {
   return "?";
 }
 
-Tracer::Tracer(int64_t capacity) : events_(static_cast<size_t>(capacity > 0 ? capacity : 0)) {}
+Tracer::Tracer(int64_t capacity, TraceSteps steps)
+    : events_(static_cast<size_t>(capacity > 0 ? capacity : 0)), steps_(steps) {}
+
+int64_t TraceSteps::count(int64_t run_steps) const {
+  if (all()) return run_steps;
+  return std::max<int64_t>(0, std::min(last, run_steps - 1) - first + 1);
+}
+
+TraceSteps parse_trace_steps(const std::string& text) {
+  if (text.empty()) return {};
+  const size_t dots = text.find("..");
+  const auto number = [&](const std::string& s) {
+    DTNN_CHECK(!s.empty() && s.size() <= 18 && s.find_first_not_of("0123456789") == std::string::npos,
+               "expected N..M, the first and last training step to trace from 0 (got \"", text, "\")");
+    return std::stoll(s);
+  };
+  DTNN_CHECK(dots != std::string::npos,
+             "expected N..M, the first and last training step to trace from 0 (got \"", text, "\")");
+  TraceSteps r{number(text.substr(0, dots)), number(text.substr(dots + 2))};
+  DTNN_CHECK(r.first <= r.last, "the first step is after the last (got \"", text, "\")");
+  return r;
+}
 
 int64_t trace_events_per_step(int64_t layers, int64_t buckets) {
   // step + data wait + loss; per layer forward, backward and its comm calls; per bucket in flight, wait,

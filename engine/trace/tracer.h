@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <climits>
 #include <string>
 #include <vector>
 
@@ -43,11 +44,22 @@ struct TraceEvent {
   uint8_t lane = 0;
 };
 
+// --trace_steps: the training steps (counted over the run from 0, both ends included) whose events are kept.
+// The default keeps everything, evaluation passes (step -1) included; a range keeps only its steps.
+struct TraceSteps {
+  int64_t first = -1, last = INT64_MAX;
+  bool all() const { return first < 0; }
+  int64_t count(int64_t run_steps) const;  // steps of a run of `run_steps` steps inside the range
+};
+// "" (every step) or "N..M" with 0 <= N <= M; throws dtnn::Error saying what is expected.
+TraceSteps parse_trace_steps(const std::string& text);
+
 class Tracer {
  public:
-  // Room for `capacity` events (allocated here, once).
-  explicit Tracer(int64_t capacity);
+  // Room for `capacity` events (allocated here, once), kept only for the steps in `steps`.
+  explicit Tracer(int64_t capacity, TraceSteps steps = {});
   void add(TraceKind kind, int32_t id, double begin, double end, int64_t bytes = 0, uint8_t lane = 0) {
+    if (step_ < steps_.first || step_ > steps_.last) return;
     if (size_ < events_.size()) events_[size_++] = TraceEvent{begin, end, step_, bytes, id, kind, lane};
     else ++dropped_;
   }
@@ -63,6 +75,7 @@ class Tracer {
   size_t size_ = 0;
   int64_t dropped_ = 0;
   int64_t step_ = -1;
+  TraceSteps steps_;
 };
 
 // Events per training step a model of `layers` top-level layers and `buckets` buckets records at most.

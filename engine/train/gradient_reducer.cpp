@@ -161,6 +161,10 @@ EpochComm GradientReducer::gather_epoch(Communicator& comm) const {
                                 {&e.min.step_s, &e.min.compute_s, &e.min.comm_s, &e.min.exposed_s},
                                 {&e.median.step_s, &e.median.compute_s, &e.median.comm_s, &e.median.exposed_s},
                                 {&e.max.step_s, &e.max.compute_s, &e.max.comm_s, &e.max.exposed_s}};
+  for (int r = 0; r < comm.size(); ++r) {
+    const double* t = &all[static_cast<size_t>(r) * kFields];
+    e.ranks.push_back({t[0], t[1], t[2], t[3]});
+  }
   std::vector<double> column(static_cast<size_t>(comm.size()));
   for (int f = 0; f < kFields; ++f) {
     for (int r = 0; r < comm.size(); ++r) column[r] = all[static_cast<size_t>(r) * kFields + f];

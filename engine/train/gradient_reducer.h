@@ -65,6 +65,7 @@ struct EpochComm {
   int64_t buckets_per_step = 0;
   double bytes_per_step = 0.0;  // bytes each rank contributes to the sums in one step
   RankTimes rank0, min, median, max;
+  std::vector<RankTimes> ranks;  // every rank's, in rank order (the run's per-rank phase summary)
 };
 
 class GradientReducer final : public BackwardHook {

@@ -12,6 +12,7 @@
 #include <cstdlib>
 
 #include "conv/conv_algorithm.h"
+#include "trace/tracer.h"
 #include "core/error.h"
 #include "core/strings.h"
 #include "data/dataset.h"
@@ -40,6 +41,11 @@ std::string check_conv_algo(const std::string& v) {
 }
 
 std::string check_dataset(const std::string& v) { return dataset_shape(v).name; }
+
+std::string check_trace_steps(const std::string& v) {
+  parse_trace_steps(v);
+  return v;
+}
 
 std::string check_metrics(const std::string& v) {
   parse_metrics(v);
@@ -285,6 +291,9 @@ std::vector<OptionSpec> make_table() {
       path("tracer_output", DTNN_FIELD(tracer_output), P,
            "--tracing: FILE.csv (PyDTNN's simple tracer, rank 0) or FILE.json (Chrome trace of every rank, for Perfetto); "
            "several separated by commas"),
+      text("trace_steps", DTNN_FIELD(trace_steps), M,
+           "--tracing/--profile: N..M, trace only training steps N to M (from 0, over the run); empty: every step",
+           check_trace_steps),
       boolean("profile", DTNN_FIELD(profile), M | P,
               "Per-phase summary of training at the end: calls, total, median, min/median/max over ranks (CPU models)"),
       planned(number("cpu_speed", DTNN_FIELD(cpu_speed), P, 0.0, DBL_MAX, "Performance model: FLOP/s"), issue21),

@@ -103,6 +103,7 @@ struct TrainOptions {
   // Tracing (trace/tracer.h, trace/trace_output.h): PyDTNN's --tracing and --tracer_output.
   bool tracing = false;
   std::string tracer_output;
+  std::string trace_steps;  // "N..M": trace only these training steps (trace/tracer.h TraceSteps); "": all
   bool profile = false;  // the per-phase summary at the end (trace/profile.h)
   // Options of the distribution work still to land: accepted by the parser, refused (exit 3, naming the
   // issue) when given a value other than these defaults.

@@ -12,6 +12,7 @@
 #include "models/model.h"
 #include "train/options.h"
 #include "train/trainer.h"
+#include "trace/trace_summary.h"
 
 namespace dtnn {
 
@@ -40,6 +41,9 @@ struct RunSummary {
   // Non-empty when training stopped because its loss became NaN or infinite: the one-line reason. The report
   // then says "status": "diverged" (else "ok") and lists the epochs up to and including that one.
   std::string diverged;
+  // --tracing: what the report keeps of the trace (trace/trace_summary.h) and the files written.
+  std::optional<TraceSummary> trace;
+  std::vector<std::string> trace_files;
 };
 
 // The dtnn.run_report/1 JSON, written atomically. It carries "run_nonce" copied from $DTNN_RUN_NONCE when

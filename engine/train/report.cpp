@@ -40,6 +40,61 @@ nlohmann::json comm_json(const EpochComm& c, const TrainOptions& options) {
   return j;
 }
 
+// Per-rank phases: from the trace when the run was traced, else (data-parallel runs) from the gradient
+// reducer's timers summed over the epochs: step, compute, comm_calls (inside communication calls) and
+// exposed_comm (waiting for the others), calls = steps, no median.
+nlohmann::json phases_json(const RunSummary& run) {
+  nlohmann::json rows = nlohmann::json::array();
+  if (run.trace) {
+    for (const PhaseRow& p : run.trace->phases)
+      rows.push_back({{"rank", p.rank}, {"phase", p.phase}, {"layer", p.layer}, {"calls", p.calls},
+                      {"total_s", p.total_s}, {"median_s", p.median_s}});
+    return {{"source", "trace"}, {"rows", rows}};
+  }
+  std::vector<RankTimes> sums;
+  int64_t steps = 0;
+  for (const EpochRecord& e : run.epochs) {
+    if (e.comm.mode != "blocking" && e.comm.mode != "non_blocking") continue;
+    sums.resize(e.comm.ranks.size());
+    steps += e.comm.steps;
+    for (size_t r = 0; r < e.comm.ranks.size(); ++r) {
+      sums[r].step_s += e.comm.ranks[r].step_s;
+      sums[r].compute_s += e.comm.ranks[r].compute_s;
+      sums[r].comm_s += e.comm.ranks[r].comm_s;
+      sums[r].exposed_s += e.comm.ranks[r].exposed_s;
+    }
+  }
+  if (sums.empty()) return nullptr;
+  for (size_t r = 0; r < sums.size(); ++r)
+    for (auto [phase, total] : {std::pair{"step", sums[r].step_s}, {"compute", sums[r].compute_s},
+                                {"comm_calls", sums[r].comm_s}, {"exposed_comm", sums[r].exposed_s}})
+      rows.push_back({{"rank", r}, {"phase", phase}, {"layer", -1}, {"calls", steps}, {"total_s", total}});
+  return {{"source", "comm_timers"}, {"rows", rows}};
+}
+
+// The trace's files, its stragglers and one step's timeline (trace/trace_summary.h).
+nlohmann::json trace_json(const RunSummary& run) {
+  const TraceSummary& t = *run.trace;
+  nlohmann::json stragglers = nlohmann::json::array();
+  for (const StragglerRow& s : t.stragglers)
+    stragglers.push_back({{"step", s.step}, {"slowest_rank", s.slowest_rank}, {"busy_s", s.busy_s},
+                          {"median_busy_s", s.median_busy_s}, {"lag_s", s.lag_s}, {"phase", s.phase},
+                          {"phase_lag_s", s.phase_lag_s}});
+  nlohmann::json events = nlohmann::json::array();
+  for (const TimelineEvent& e : t.timeline) {
+    nlohmann::json ej = {{"rank", e.rank}, {"lane", e.lane}, {"kind", e.kind}, {"name", e.name},
+                         {"id", e.id}, {"begin_s", e.begin_s}, {"end_s", e.end_s}};
+    if (e.bytes) ej["bytes"] = e.bytes;
+    events.push_back(ej);
+  }
+  return {{"files", run.trace_files},
+          {"ranks", t.ranks},
+          {"dropped_events", t.dropped_events},
+          {"clock_residual_s", t.clock_residual_s},
+          {"stragglers", stragglers},
+          {"timeline", {{"step", t.timeline_step}, {"events", events}}}};
+}
+
 }  // namespace
 
 void write_report(const std::string& path, const TrainOptions& options, const Environment& env, const Model& model,
@@ -98,6 +153,8 @@ void write_report(const std::string& path, const TrainOptions& options, const En
                    {"samples_per_s", run.train_time_s > 0 ? run.train_samples / run.train_time_s : 0.0},
                    {"epochs_run", run.epochs.size()}};
   if (run.test) j["test"] = pass_json(trainer, *run.test, true);
+  if (nlohmann::json p = phases_json(run); !p.is_null()) j["phases"] = p;
+  if (run.trace) j["trace"] = trace_json(run);
   write_file_atomically(path, j.dump(2) + "\n");
 }
 

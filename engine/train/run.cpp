@@ -239,8 +239,9 @@ std::unique_ptr<Tracer> make_tracer(const TrainOptions& o, const Model& model, c
   constexpr int64_t kMaxEvents = int64_t{1} << 21;  // 80 MiB of events; later ones are counted as dropped
   const int64_t per_step = trace_events_per_step(static_cast<int64_t>(model.num_layers()),
                                                  static_cast<int64_t>(trainer.reducer().buckets().size()));
-  const int64_t steps = std::max<int64_t>(1, sched.steps_per_epoch) * std::max<int64_t>(1, o.num_epochs);
-  return std::make_unique<Tracer>(std::min(kMaxEvents, per_step * steps + 4 * (o.num_epochs + 2)));
+  const TraceSteps range = parse_trace_steps(o.trace_steps);
+  const int64_t steps = range.count(std::max<int64_t>(1, sched.steps_per_epoch) * std::max<int64_t>(1, o.num_epochs));
+  return std::make_unique<Tracer>(std::min(kMaxEvents, per_step * steps + 4 * (o.num_epochs + 2)), range);
 }
 
 TraceNames trace_names(const Model& model, const Trainer& trainer) {
@@ -372,7 +373,12 @@ int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
   if (tracer && o.profile) print_profile(out, *tracer, comm);
   if (tracer && o.tracing) {
     const TraceNames names = trace_names(*model, trainer);
-    for (const std::string& path : trace_outputs(o.tracer_output)) write_trace(path, *tracer, names, clocks, comm);
+    const std::vector<RankTrace> traces = gather_traces(*tracer, clocks, names.host, comm);
+    if (root) {
+      run.trace_files = trace_outputs(o.tracer_output);
+      for (const std::string& path : run.trace_files) write_trace(path, traces, names, clocks);
+      run.trace = summarize_traces(traces, names, clocks);
+    }
     if (root)
       out << "**** Trace: " << o.tracer_output << " (" << tracer->size() << " events on rank 0"
           << (tracer->dropped() ? ", " + std::to_string(tracer->dropped()) + " dropped: the buffer was full" : "")
