@@ -32,100 +32,21 @@ sys.dont_write_bytecode = True  # keep analysis/plots/ free of __pycache__
 import argparse  # noqa: E402
 import datetime  # noqa: E402
 import os  # noqa: E402
-import re  # noqa: E402
 import statistics  # noqa: E402
-from collections import Counter, defaultdict  # noqa: E402
+from collections import defaultdict  # noqa: E402
 
 from report_data import STATUSES, ReportError, Store  # noqa: E402
+from report_format import (SHORT, distinguishing, file_part, labels_for, median, num,  # noqa: E402
+                           numeric, short_error, table, varying)
+from report_scaling import ScalingSections  # noqa: E402
 
 PREFIX = "dtnn report: "
-ERROR_CHARS = 120
 MAX_FAILED_LISTED = 100
-
-# Short names for configuration columns in plot labels.
-SHORT = {"conv_algo": "conv", "batch_size": "batch", "environment_id": "env", "num_epochs": "epochs",
-         "config_key": "config"}
-NUMERIC = {"ranks", "threads", "batch_size", "num_epochs", "environment_id"}
-
-
-# ---- formatting helpers ------------------------------------------------------------------------------------
-
-
-def cell(value):
-    """One Markdown table cell: '-' for NULL, pipes escaped, line breaks flattened."""
-    if value is None or value == "":
-        return "-"
-    return str(value).replace("|", "\\|").replace("\r", " ").replace("\n", " ")
-
-
-def num(value, digits=1):
-    return "-" if value is None else f"{value:,.{digits}f}"
-
-
-def numeric(cols, first_number):
-    """Indices to right-align: the integer configuration columns, then every column from first_number on."""
-    return tuple(i for i, c in enumerate(cols) if c in NUMERIC) + tuple(range(first_number, first_number + 10))
-
-
-def table(headers, rows, right=()):
-    """Markdown table lines; columns whose index is in `right` are right-aligned."""
-    rule = ["---:" if i in right else "---" for i in range(len(headers))]
-    lines = ["| " + " | ".join(headers) + " |", "| " + " | ".join(rule) + " |"]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
-    return lines + [""]
-
-
-def short_error(text):
-    if not text:
-        return None
-    text = " ".join(str(text).split())
-    return text if len(text) <= ERROR_CHARS else text[:ERROR_CHARS] + "..."
-
-
-def file_part(text):
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", str(text)).strip("-") or "x"
-
-
-def varying(groups, columns):
-    """The columns whose value differs between the groups (dicts)."""
-    return [c for c in columns if len({g[c] for g in groups}) > 1]
-
-
-def labels_for(groups, columns, default_columns, extra=("label",)):
-    """Distinct labels 'col=value, ...' from the columns that vary between the groups.
-
-    Uses default_columns when none vary. Labels that still collide get the value of the first `extra`
-    column that tells them apart, else a counter.
-    """
-    cols = varying(groups, columns) or default_columns
-    labels = [", ".join(f"{SHORT.get(c, c)}={g[c]}" for c in cols) for g in groups]
-    counts = Counter(labels)
-    clash = [i for i, lab in enumerate(labels) if counts[lab] > 1]
-    if clash:
-        found = distinguishing([labels[i] for i in clash], [groups[i] for i in clash], extra)
-        for k, i in enumerate(clash):
-            labels[i] += f" [{found[1][k]}]" if found else f" #{k + 1}"
-    return labels
-
-
-def distinguishing(shown, groups, candidates):
-    """(column, values) of the first candidate column that makes the shown keys distinct, or None."""
-    for c in candidates:
-        values = [g[c] for g in groups]
-        if len(set(zip(shown, values))) == len(shown):
-            return c, values
-    return None
-
-
-def median(values):
-    values = [v for v in values if v is not None]
-    return statistics.median(values) if values else None
-
 
 # ---- the report --------------------------------------------------------------------------------------------
 
 
-class Report:
+class Report(ScalingSections):
     """Collects the Markdown lines and writes the plots into the output directory."""
 
     def __init__(self, store, out_dir, plots):
@@ -243,83 +164,6 @@ class Report:
         self.image("throughput.png", "throughput per configuration")
 
     # ---- scaling
-
-    def scaling(self):
-        self.add("## Scaling", "")
-        rank_counts = defaultdict(set)
-        for r in self.runs:
-            rank_counts[(r["environment_id"], r["config_key"])].add(r["ranks"])
-        multi = {k for k, ranks in rank_counts.items() if len(ranks) > 1}
-        if not multi:
-            self.add("No configuration ran on more than one rank count, so there is no scaling to show.", "")
-            return
-        lines = defaultdict(list)
-        for row in self.store.scaling():
-            key = (row["environment_id"], row["config_key"])
-            if key in multi:
-                lines[key].append(row)
-        no_base = len(multi - set(lines))
-        if no_base:
-            self.add(f"{no_base} configuration(s) ran on several rank counts but never on 1 rank; v_scaling "
-                     "needs that baseline, so they are left out.", "")
-        if not lines:
-            return
-        series = sorted(lines.values(), key=lambda rows: (rows[0]["framework"], rows[0]["model"],
-                                                          rows[0]["dataset"], rows[0]["config_key"]))
-        cols = ["framework", "model", "dataset", "conv_algo", "threads", "device"]
-        if self.several_envs:
-            cols.append("environment_id")
-        heads = [rows[0] for rows in series]
-        if len({tuple(h[c] for c in cols) for h in heads}) < len(heads):
-            cols.append("config_key")  # configurations that differ in other parameters
-        pct = lambda f: "" if f is None else num(100 * f, 1)
-        table_rows = [(*(r[c] for c in cols), r["ranks"], r["runs"], num(r["mean_samples_per_s"]),
-                       num(r["speedup"], 2), num(r["efficiency"], 2), pct(r["compute_fraction"]),
-                       pct(r["exposed_comm_fraction"])) for rows in series for r in rows]
-        self.add("Mean training samples/s of the ok runs per rank count; speed-up and efficiency relative to "
-                 "1 rank of the same configuration; the median rank's compute and exposed communication as "
-                 "% of its step time (v_scaling; blank: not measured, e.g. GPU runs or runs stored before dtnn measured it).", "")
-        self.add(*table([SHORT.get(c, c) for c in cols] + ["ranks", "runs", "mean samples/s", "speed-up",
-                                                           "efficiency", "compute %", "exposed comm %"], table_rows,
-                        right=numeric(cols, len(cols))))
-        labels = labels_for(heads, [c for c in cols if c != "config_key"], ["framework", "model"],
-                            extra=("config_key",))
-        if not self.no_plots():
-            data = [(lab, [r["ranks"] for r in rows], [r["mean_samples_per_s"] for r in rows],
-                     [r["efficiency"] for r in rows]) for lab, rows in zip(labels, series)]
-            self.plots.scaling_lines(os.path.join(self.out, "scaling.png"), data)
-            self.image("scaling.png", "samples/s and parallel efficiency vs ranks")
-        self.communication(series, labels)
-
-    def communication(self, series, labels):
-        """The gradient reduction's cost per step for each scaling configuration, and the stacked chart."""
-        comm = {(c["environment_id"], c["config_key"], c["ranks"]): c for c in self.store.communication()}
-        rows, bars = [], []
-        for label, group in zip(labels, series):
-            points = []
-            for r in group:
-                c = comm.get((r["environment_id"], r["config_key"], r["ranks"]))
-                if c is None:
-                    continue
-                other = max(0.0, c["step_ms"] - c["compute_ms"] - c["exposed_ms"])
-                rows.append((label, r["ranks"], c["mode"], c["buckets"], num(c["bytes_per_step"] / 2**20, 3),
-                             num(c["step_ms"], 2), num(c["compute_ms"], 2), num(c["comm_ms"], 2),
-                             num(c["exposed_ms"], 2), num(100 * c["exposed_ms"] / c["step_ms"], 1)))
-                points.append((r["ranks"], c["compute_ms"], c["exposed_ms"], other))
-            if points:
-                bars.append((label, points))
-        if not rows:
-            return
-        self.add("### Communication", "",
-                 "Per training step, the median rank (ms, averaged over runs): compute (forward, loss, backward, "
-                 "update), time inside communication calls, and exposed communication (waiting for sums after "
-                 "the rank's own backward pass; in blocking mode the whole allreduce, load imbalance included).", "")
-        self.add(*table(["configuration", "ranks", "mode", "buckets", "MiB/step", "step ms", "compute ms",
-                         "in comm ms", "exposed ms", "exposed %"], rows, right=range(1, 10)))
-        if self.no_plots():
-            return
-        self.plots.comm_stacks(os.path.join(self.out, "communication.png"), bars)
-        self.image("communication.png", "compute and exposed communication per step vs ranks")
 
     # ---- accuracy
 

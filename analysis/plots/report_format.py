@@ -1,0 +1,86 @@
+"""Formatting helpers of report.py: Markdown tables, numbers, labels that tell configurations apart."""
+
+import re
+import statistics
+from collections import Counter
+
+ERROR_CHARS = 120
+
+# Short names for configuration columns in plot labels.
+SHORT = {"conv_algo": "conv", "batch_size": "batch", "environment_id": "env", "num_epochs": "epochs",
+         "config_key": "config"}
+NUMERIC = {"ranks", "threads", "batch_size", "num_epochs", "environment_id"}
+
+
+# ---- formatting helpers ------------------------------------------------------------------------------------
+
+
+def cell(value):
+    """One Markdown table cell: '-' for NULL, pipes escaped, line breaks flattened."""
+    if value is None or value == "":
+        return "-"
+    return str(value).replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+
+
+def num(value, digits=1):
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def numeric(cols, first_number):
+    """Indices to right-align: the integer configuration columns, then every column from first_number on."""
+    return tuple(i for i, c in enumerate(cols) if c in NUMERIC) + tuple(range(first_number, first_number + 10))
+
+
+def table(headers, rows, right=()):
+    """Markdown table lines; columns whose index is in `right` are right-aligned."""
+    rule = ["---:" if i in right else "---" for i in range(len(headers))]
+    lines = ["| " + " | ".join(headers) + " |", "| " + " | ".join(rule) + " |"]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return lines + [""]
+
+
+def short_error(text):
+    if not text:
+        return None
+    text = " ".join(str(text).split())
+    return text if len(text) <= ERROR_CHARS else text[:ERROR_CHARS] + "..."
+
+
+def file_part(text):
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", str(text)).strip("-") or "x"
+
+
+def varying(groups, columns):
+    """The columns whose value differs between the groups (dicts)."""
+    return [c for c in columns if len({g[c] for g in groups}) > 1]
+
+
+def labels_for(groups, columns, default_columns, extra=("label",)):
+    """Distinct labels 'col=value, ...' from the columns that vary between the groups.
+
+    Uses default_columns when none vary. Labels that still collide get the value of the first `extra`
+    column that tells them apart, else a counter.
+    """
+    cols = varying(groups, columns) or default_columns
+    labels = [", ".join(f"{SHORT.get(c, c)}={g[c]}" for c in cols) for g in groups]
+    counts = Counter(labels)
+    clash = [i for i, lab in enumerate(labels) if counts[lab] > 1]
+    if clash:
+        found = distinguishing([labels[i] for i in clash], [groups[i] for i in clash], extra)
+        for k, i in enumerate(clash):
+            labels[i] += f" [{found[1][k]}]" if found else f" #{k + 1}"
+    return labels
+
+
+def distinguishing(shown, groups, candidates):
+    """(column, values) of the first candidate column that makes the shown keys distinct, or None."""
+    for c in candidates:
+        values = [g[c] for g in groups]
+        if len(set(zip(shown, values))) == len(shown):
+            return c, values
+    return None
+
+
+def median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
