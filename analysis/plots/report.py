@@ -5,13 +5,15 @@ Usage (Debian's Python, which has python3-matplotlib and numpy):
 
     /usr/bin/python3 analysis/plots/report.py --out DIR [--db results/dtnn.db] [--matrix NAME]
 
-Writes DIR/report.md and, next to it, throughput.png, scaling.png, communication.png and accuracy_<model>_<dataset>.png
-(each only when there is something to plot). Sections:
+Writes DIR/report.md and, next to it, throughput.png, scaling.png, communication.png, timeline_run<id>.png and
+accuracy_<model>_<dataset>.png (each only when there is something to plot). Sections:
 
   header       database, generation time, environments, matrices, runs per status, runs that failed
   Throughput   per configuration: median/min/max training samples/s of the ok runs (+ bar chart)
   Scaling      from v_scaling: samples/s and parallel efficiency vs ranks (+ two-panel chart); from v_comm:
-               the median rank's compute, communication and exposed communication per step (+ stacked bars)
+               the median rank's compute, communication and exposed communication per step (+ stacked bars);
+               for traced runs (tracing = true) the stragglers per configuration and one step's timeline
+               per rank (the largest rank count of each configuration)
   Accuracy     per-epoch validation (else training) accuracy curves per configuration, with the
                matching targets as dashed lines; final accuracies; test accuracy vs target (v_accuracy_vs_target)
   Per-layer    per model and conv_algo: median forward/backward ms of each Conv2D and FC layer
@@ -415,6 +417,7 @@ def main(argv=None):
         report.header()
         report.throughput()
         report.scaling()
+        report.timelines()
         report.accuracy()
         report.layers()
         report.conv_algorithms()

@@ -176,3 +176,34 @@ class Store:
                          f"JOIN runs r ON r.id = l.run_id "
                          f"WHERE r.status = 'ok' AND l.type IN ('Conv2D', 'FC') AND {cond} "
                          f"ORDER BY l.run_id, l.layer_id", params)
+
+    # ---- timelines and stragglers (schema 7: traced runs) ----------------------------------------------------
+
+    def traced_runs(self):
+        """Ok runs in scope with a stored timeline: id, environment, configuration, ranks, label, the step."""
+        if not self.has_table("run_timeline"):
+            return []
+        cond, params = self._runs_filter()
+        return self._all(f"SELECT r.id, r.environment_id, r.config_key, r.ranks, r.label, r.model, "
+                         f"min(t.step) AS step FROM runs r JOIN run_timeline t ON t.run_id = r.id "
+                         f"WHERE r.status = 'ok' AND {cond} GROUP BY r.id ORDER BY r.config_key, r.ranks, r.id",
+                         params)
+
+    def timeline(self, run_id):
+        return self._all("SELECT rank, lane, kind, name, id, begin_s, end_s, bytes FROM run_timeline "
+                         "WHERE run_id = ? ORDER BY rank, lane, begin_s", (run_id,))
+
+    def stragglers(self):
+        """Per (environment, configuration, rank count) of traced multi-rank ok runs: steps, lag statistics,
+        the rank most often slowest and the phase most often behind it."""
+        if not self.has_table("run_stragglers"):
+            return []
+        cond, params = self._runs_filter()
+        rows = self._all(f"SELECT r.environment_id, r.config_key, r.ranks, r.label, s.run_id, s.step, "
+                         f"s.slowest_rank, s.busy_s, s.median_busy_s, s.lag_s, s.phase FROM run_stragglers s "
+                         f"JOIN runs r ON r.id = s.run_id WHERE r.status = 'ok' AND {cond} "
+                         f"ORDER BY r.config_key, r.ranks, s.run_id, s.step", params)
+        groups = {}
+        for row in rows:
+            groups.setdefault((row["environment_id"], row["config_key"], row["ranks"]), []).append(row)
+        return list(groups.values())

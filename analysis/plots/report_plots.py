@@ -145,3 +145,42 @@ def conv_layer_bars(path, title, problems, algos, ms):
     ax.legend(fontsize=7, loc="lower right")
     ax.set_title(title)
     _save(fig, path)
+
+
+# The timeline's colours per event kind (trace/tracer.h); communication in reds, the step's own work in blues.
+TIMELINE_COLOURS = {"data_wait": "tab:gray", "forward": "tab:blue", "loss": "tab:purple", "backward": "tab:cyan",
+                    "comm_calls": "tab:orange", "wait_dw": "tab:red", "allreduce_dw": "tab:red",
+                    "update_dw": "tab:green", "in_flight": "tab:pink"}
+
+
+def timeline(path, title, events):
+    """One training step per rank: events is a list of dicts (rank, lane, kind, name, begin_s, end_s) as
+    run_timeline stores them. Each rank is one row (rank 0 on top): its training thread's events as full-height
+    bars (step events omitted: they span the row), each bucket's sum in flight as a thin bar stacked over the
+    top of the row, so communication shows over the compute it overlaps."""
+    ranks = sorted({e["rank"] for e in events})
+    lanes = max([e["lane"] for e in events] + [0])
+    fig, ax = plt.subplots(figsize=(11, 1.0 + 0.55 * len(ranks)))
+    seen = set()
+    for e in events:
+        if e["kind"] in ("step", "evaluate"):
+            continue
+        y = ranks.index(e["rank"])
+        ms, width = 1e3 * e["begin_s"], 1e3 * (e["end_s"] - e["begin_s"])
+        colour = TIMELINE_COLOURS.get(e["kind"], "black")
+        label = None if e["kind"] in seen else e["kind"]
+        seen.add(e["kind"])
+        if e["lane"] == 0:
+            ax.barh(y, width, left=ms, height=0.6, color=colour, edgecolor="white", linewidth=0.3, label=label)
+        else:  # bucket lanes: thin bars above the training row
+            h = 0.25 / max(1, lanes)
+            ax.barh(y - 0.3 - h * (e["lane"] - 0.5), width, left=ms, height=h, color=colour, alpha=0.85,
+                    label=label)
+    ax.set_yticks(range(len(ranks)))
+    ax.set_yticklabels([f"rank {r}" for r in ranks])
+    ax.invert_yaxis()
+    ax.set_xlabel("ms from the step's first event (rank 0's clock)")
+    ax.grid(axis="x", alpha=0.3)
+    ax.set_title(title, fontsize=10)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    _save(fig, path)

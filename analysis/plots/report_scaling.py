@@ -2,9 +2,12 @@
 and, for traced runs (a matrix's tracing = true), one step's timeline per rank and the stragglers."""
 
 import os
-from collections import defaultdict
+import statistics
+from collections import Counter, defaultdict
 
 from report_format import SHORT, labels_for, num, numeric, table
+
+MAX_TIMELINES = 16  # PNGs per report
 
 
 class ScalingSections:
@@ -86,3 +89,48 @@ class ScalingSections:
             return
         self.plots.comm_stacks(os.path.join(self.out, "communication.png"), bars)
         self.image("communication.png", "compute and exposed communication per step vs ranks")
+
+    def timelines(self):
+        """For traced runs: one step's timeline per rank (the largest rank count of each configuration) and the
+        stragglers table (every traced multi-rank configuration)."""
+        traced = self.store.traced_runs()
+        straggling = self.store.stragglers()
+        if not traced and not straggling:
+            return
+        self.add("### Timelines and stragglers", "")
+        if straggling:
+            self.add("Per step of the traced runs, the straggler is the rank with the most busy time (step + data "
+                     "wait - waiting for the others' gradients); its lag is that over the median rank's busy time. "
+                     "Over the steps of all runs of a configuration: mean and largest lag, the lag as % of the "
+                     "median busy time, the rank most often slowest and the phase most often behind it "
+                     "(`dtnn query stragglers` lists every step).", "")
+            rows = []
+            for group in straggling:
+                lag = [g["lag_s"] for g in group]
+                frac = [g["lag_s"] / g["median_busy_s"] for g in group if g["median_busy_s"]]
+                slowest = Counter(g["slowest_rank"] for g in group).most_common(1)[0]
+                phase = Counter(g["phase"] for g in group).most_common(1)[0]
+                rows.append((group[0]["label"] or group[0]["config_key"], group[0]["ranks"],
+                             len({g["run_id"] for g in group}), len(group), num(1e3 * statistics.median(
+                                 [g["median_busy_s"] for g in group]), 2), num(1e3 * statistics.fmean(lag), 3),
+                             num(1e3 * max(lag), 3), num(100 * statistics.fmean(frac), 1) if frac else "-",
+                             f"{slowest[0]} ({slowest[1]}/{len(group)})", f"{phase[0]} ({phase[1]})"))
+            self.add(*table(["configuration", "ranks", "runs", "steps", "median busy ms", "mean lag ms",
+                             "max lag ms", "lag %", "slowest rank (steps)", "usual phase (steps)"], rows,
+                            right=range(1, 8)))
+        if not traced or self.no_plots():
+            return
+        newest = {}
+        for r in traced:  # per configuration: the largest rank count's newest run
+            key = (r["environment_id"], r["config_key"])
+            if key not in newest or (r["ranks"], r["id"]) > (newest[key]["ranks"], newest[key]["id"]):
+                newest[key] = r
+        chosen = sorted(newest.values(), key=lambda r: (r["config_key"], r["id"]))
+        if len(chosen) > MAX_TIMELINES:
+            self.add(f"Timelines of the first {MAX_TIMELINES} of {len(chosen)} traced configurations "
+                     "(`dtnn report --matrix NAME` narrows the scope).", "")
+        for r in chosen[:MAX_TIMELINES]:
+            name = f"timeline_run{r['id']}.png"
+            title = f"run {r['id']}: {r['label'] or r['config_key']}, {r['ranks']} rank(s), step {r['step']}"
+            self.plots.timeline(os.path.join(self.out, name), title, self.store.timeline(r["id"]))
+            self.image(name, f"timeline of one step per rank, run {r['id']}")

@@ -75,6 +75,42 @@ sys.exit(1 if bad else 0)
 PY
 [ -s "$out/communication.png" ] || fail "no communication.png"
 
+# Traced runs (the report matrix sets tracing = true): the stragglers table's mean lag per configuration,
+# recomputed here from run_stragglers (every step of every run of the configuration), and one timeline PNG per
+# configuration for its largest rank count's newest run.
+"$py" - "$db" "$out/report.md" "$out" <<'PY' || fail "report.md's stragglers or timelines differ from the store"
+import os, sqlite3, statistics, sys
+db, report, out = sys.argv[1], open(sys.argv[2]).read(), sys.argv[3]
+con = sqlite3.connect(db)
+rows = con.execute("SELECT r.config_key, r.ranks, s.lag_s FROM run_stragglers s JOIN runs r ON r.id = s.run_id "
+                   "WHERE r.status = 'ok'").fetchall()
+if not rows:
+    sys.exit("test_report: no run_stragglers rows for the traced 2-rank runs")
+if "### Timelines and stragglers" not in report:
+    sys.exit("test_report: no Timelines and stragglers section")
+section = report.split("### Timelines and stragglers", 1)[1].split("\n## ", 1)[0]
+lags = {}
+for config, ranks, lag in rows:
+    lags.setdefault((config, ranks), []).append(lag)
+bad = 0
+for (config, ranks), values in lags.items():
+    want = f"| {1e3 * statistics.fmean(values):,.3f} |"
+    if not any(want in l and f"| {ranks} |" in l for l in section.splitlines()):
+        print(f"test_report: {config} ranks {ranks}: mean lag {want} not in the stragglers table", file=sys.stderr)
+        bad += 1
+newest = {}
+for run_id, config, ranks in con.execute("SELECT DISTINCT r.id, r.config_key, r.ranks FROM runs r JOIN run_timeline t "
+                                         "ON t.run_id = r.id WHERE r.status = 'ok'"):
+    if config not in newest or (ranks, run_id) > newest[config]:
+        newest[config] = (ranks, run_id)
+for config, (ranks, run_id) in newest.items():
+    png = os.path.join(out, f"timeline_run{run_id}.png")
+    if not os.path.getsize(png) if os.path.exists(png) else True:
+        print(f"test_report: no {png} for {config}", file=sys.stderr)
+        bad += 1
+sys.exit(1 if bad or not newest else 0)
+PY
+
 # Ingested convolution benchmarks (the harness.report test stores a `dtnn layers` run): a table and a chart.
 if [ "$("$py" -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT count(*) FROM conv_benchmarks WHERE median_ms IS NOT NULL").fetchone()[0])' "$db")" -gt 0 ]; then
   sed -n '/^## Convolution algorithms per layer/,$p' "$out/report.md" | grep -q '^### ' || fail "no conv algorithm table"
