@@ -50,13 +50,16 @@ struct TraceNames {
 };
 
 // Collective: gathers every rank's events at rank 0, which writes `path` atomically: *.csv -> PyDTNN's CSV
-// (rank 0's events), *.json -> the Chrome trace of every rank. Throws dtnn::Error for another extension.
+// (rank 0's events), *.json -> the Chrome trace of every rank, *.prv or a directory -> Paraver's three
+// files of every rank (trace/trace_paraver.h). Throws dtnn::Error for another extension.
 void write_trace(const std::string& path, const Tracer& tracer, const TraceNames& names, const ClockSync& clocks,
                  Communicator& comm);
 
-// The output format a --tracer_output path asks for ("csv", "json"), or throws dtnn::Error saying which
-// are known.
+// The output format a --tracer_output path asks for ("csv", "json", "paraver"), or throws dtnn::Error
+// saying which are known.
 std::string trace_format(const std::string& path);
+// The files writing that path produces: the path itself, or Paraver's X.prv, X.pcf, X.row.
+std::vector<std::string> trace_files(const std::string& path);
 // --tracer_output's files: one path, or several separated by commas (a.json,a.csv: both from one run).
 std::vector<std::string> trace_outputs(const std::string& option);
 

@@ -283,8 +283,8 @@ std::vector<OptionSpec> make_table() {
       boolean("tracing", DTNN_FIELD(tracing), P,
               "Per-rank event timelines of training (needs --tracer_output; CPU models)"),
       path("tracer_output", DTNN_FIELD(tracer_output), P,
-           "--tracing: FILE.csv (PyDTNN's simple tracer, rank 0) or FILE.json (Chrome trace of every rank, for Perfetto); "
-           "several separated by commas"),
+           "--tracing: FILE.csv (PyDTNN's simple tracer, rank 0), FILE.json (Chrome trace of every rank, for Perfetto), "
+           "FILE.prv or DIR/ (Paraver: FILE.prv/.pcf/.row or DIR/dtnn.*, every rank); several separated by commas"),
       boolean("profile", DTNN_FIELD(profile), M | P,
               "Per-phase summary of training at the end: calls, total, median, min/median/max over ranks (CPU models)"),
       planned(number("cpu_speed", DTNN_FIELD(cpu_speed), P, 0.0, DBL_MAX, "Performance model: FLOP/s"), issue21),
