@@ -10,12 +10,11 @@
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/median.h"
+#include "trace/trace_events.h"
+#include "trace/trace_paraver.h"
 
 namespace dtnn {
 namespace {
-
-constexpr int kModelEvents = 60000001;  // PyDTNN's PYDTNN_MDL_EVENT
-constexpr int kDtnnEvents = 60000003;
 
 std::string pack(const Tracer& t, const ClockSync& c, const std::string& host) {
   std::string out(sizeof(double) + 2 * sizeof(int64_t), '\0');
@@ -44,50 +43,9 @@ RankTrace unpack(const std::string& s) {
   return r;
 }
 
-const TraceNames::Layer* find_layer(const TraceNames& n, int id) {
-  for (const auto& l : n.layers)
-    if (l.id == id) return &l;
-  return nullptr;
-}
-
-std::string layer_label(const TraceNames& n, int id) {
-  const TraceNames::Layer* l = find_layer(n, id);
-  char buf[96];
-  std::snprintf(buf, sizeof buf, "%03d_%s", id, l ? l->type.c_str() : "Layer");
-  return buf;
-}
-
-// PyDTNN's (type, value, name) of an event.
-struct CsvKey {
-  int type = 0, value = 0;
-  std::string name;
-  bool operator<(const CsvKey& o) const { return type != o.type ? type < o.type : value < o.value; }
-};
-
-CsvKey csv_key(const TraceEvent& e, const TraceNames& n) {
-  const auto model = [&](int layer_id, int code, const char* what) {
-    return CsvKey{kModelEvents, layer_id * 5 + code, layer_label(n, layer_id) + "_" + what};
-  };
-  const auto bucket_layer = [&](int b) { return b >= 0 && b < static_cast<int>(n.bucket_layer.size()) ? n.bucket_layer[b] : n.top_layer; };
-  switch (e.kind) {
-    case TraceKind::forward: return model(e.id, 1, "forward");
-    case TraceKind::backward: return model(e.id, 2, "backward");
-    case TraceKind::allreduce: return model(n.top_layer, 3, "allreduce_dw");
-    case TraceKind::in_flight: return model(bucket_layer(e.id), 3, "allreduce_dw");
-    case TraceKind::wait: return model(bucket_layer(e.id), 4, "wait_dw");
-    case TraceKind::update: return model(n.per_bucket ? bucket_layer(e.id) : n.top_layer, 5, "update_dw");
-    case TraceKind::step: return {kDtnnEvents, 1, "dtnn_step"};
-    case TraceKind::data_wait: return {kDtnnEvents, 2, "dtnn_data_wait"};
-    case TraceKind::loss: return {kDtnnEvents, 3, "dtnn_loss"};
-    case TraceKind::comm_calls: return {kDtnnEvents, 4, "dtnn_comm_calls"};
-    case TraceKind::evaluate: return {kDtnnEvents, 5, "dtnn_evaluate"};
-  }
-  return {};
-}
-
 std::string csv_text(const RankTrace& r, const TraceNames& n) {
-  std::map<CsvKey, std::vector<double>> times;
-  for (const TraceEvent& e : r.events) times[csv_key(e, n)].push_back(e.end - e.begin);
+  std::map<PydtnnEvent, std::vector<double>> times;
+  for (const TraceEvent& e : r.events) times[pydtnn_event(e, n)].push_back(e.end - e.begin);
   std::string out = "Event type;Event value;Event name;Calls;Total time;Median of times\n";
   char buf[512];
   for (auto& [key, t] : times) {
@@ -189,8 +147,13 @@ std::string trace_format(const std::string& path) {
   };
   if (ends(".csv")) return "csv";
   if (ends(".json")) return "json";
-  fail("--tracer_output=", path, ": expected a .csv file (PyDTNN's simple tracer) or a .json file (Chrome trace "
-       "events, for Perfetto); Paraver output is not implemented yet");
+  if (is_paraver_output(path)) return "paraver";
+  fail("--tracer_output=", path, ": expected a .csv file (PyDTNN's simple tracer), a .json file (Chrome trace "
+       "events, for Perfetto), or a .prv file or a directory (Paraver: .prv, .pcf and .row)");
+}
+
+std::vector<std::string> trace_files(const std::string& path) {
+  return trace_format(path) == "paraver" ? paraver_files(path) : std::vector<std::string>{path};
 }
 
 std::vector<std::string> trace_outputs(const std::string& option) {
@@ -237,6 +200,7 @@ void write_trace(const std::string& path, const std::vector<RankTrace>& ranks, c
                  const ClockSync& clocks) {
   const std::string format = trace_format(path);
   DTNN_ASSERT(!ranks.empty());
+  if (format == "paraver") return write_paraver(path, ranks, names);
   write_file_atomically(path, format == "csv" ? csv_text(ranks[0], names) : json_text(ranks, names, clocks));
 }
 

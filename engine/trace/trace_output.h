@@ -62,16 +62,19 @@ std::vector<RankTrace> gather_traces(const Tracer& tracer, const ClockSync& cloc
                                      Communicator& comm);
 
 // Rank 0, after gather_traces: writes `path` atomically: *.csv -> PyDTNN's CSV (rank 0's events), *.json ->
-// the Chrome trace of every rank. Throws dtnn::Error for another extension.
+// the Chrome trace of every rank, *.prv or a directory -> Paraver's three files of every rank
+// (trace/trace_paraver.h). Throws dtnn::Error for another extension.
 void write_trace(const std::string& path, const std::vector<RankTrace>& ranks, const TraceNames& names,
                  const ClockSync& clocks);
 
 // The name an event carries in the JSON trace and the timeline ("003_Conv2D forward", "bucket 2 allreduce").
 std::string trace_event_name(const TraceEvent& e, const TraceNames& names);
 
-// The output format a --tracer_output path asks for ("csv", "json"), or throws dtnn::Error saying which
-// are known.
+// The output format a --tracer_output path asks for ("csv", "json", "paraver"), or throws dtnn::Error
+// saying which are known.
 std::string trace_format(const std::string& path);
+// The files writing that path produces: the path itself, or Paraver's X.prv, X.pcf, X.row.
+std::vector<std::string> trace_files(const std::string& path);
 // --tracer_output's files: one path, or several separated by commas (a.json,a.csv: both from one run).
 std::vector<std::string> trace_outputs(const std::string& option);
 

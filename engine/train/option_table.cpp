@@ -289,8 +289,8 @@ std::vector<OptionSpec> make_table() {
       boolean("tracing", DTNN_FIELD(tracing), P,
               "Per-rank event timelines of training (needs --tracer_output; CPU models)"),
       path("tracer_output", DTNN_FIELD(tracer_output), P,
-           "--tracing: FILE.csv (PyDTNN's simple tracer, rank 0) or FILE.json (Chrome trace of every rank, for Perfetto); "
-           "several separated by commas"),
+           "--tracing: FILE.csv (PyDTNN's simple tracer, rank 0), FILE.json (Chrome trace of every rank, for Perfetto), "
+           "FILE.prv or DIR/ (Paraver: FILE.prv/.pcf/.row or DIR/dtnn.*, every rank); several separated by commas"),
       text("trace_steps", DTNN_FIELD(trace_steps), M,
            "--tracing/--profile: N..M, trace only training steps N to M (from 0, over the run); empty: every step",
            check_trace_steps),

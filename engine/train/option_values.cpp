@@ -207,7 +207,7 @@ void validate_options(const TrainOptions& o) {
   DTNN_CHECK(!o.enable_nccl || o.enable_gpu, "--enable_nccl needs --enable_gpu");
   DTNN_CHECK(!o.gpu_layer_times || o.enable_gpu, "--gpu_layer_times needs --enable_gpu");
   DTNN_CHECK(!o.tracing || !o.tracer_output.empty(),
-             "--tracing=True needs --tracer_output=FILE.csv or FILE.json (dtnn does not drive Extrae)");
+             "--tracing=True needs --tracer_output=FILE.csv, FILE.json, FILE.prv or DIR (dtnn does not drive Extrae)");
   if (o.tracing) trace_outputs(o.tracer_output);
   DTNN_CHECK(!o.evaluate_only || !o.weights_and_bias_filename.empty() || !o.resume_from.empty(),
              "--evaluate_only needs the weights to evaluate (--weights_and_bias_filename or --resume_from)");

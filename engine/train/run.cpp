@@ -60,12 +60,14 @@ void validate(const TrainOptions& o, const Communicator& comm) {
     DTNN_CHECK(why.empty(), option, "=", path, ": ", why);
   }
   if (o.tracing)
-    for (const std::string& path : trace_outputs(o.tracer_output)) {
-      const std::filesystem::path dir = std::filesystem::absolute(path).parent_path();
-      DTNN_CHECK(std::filesystem::is_directory(dir), "--tracer_output=", path, ": directory ", dir.string(), " does not exist");
-      const std::string why = output_path_problem(path);
-      DTNN_CHECK(why.empty(), "--tracer_output=", path, ": ", why);
-    }
+    for (const std::string& output : trace_outputs(o.tracer_output))
+      for (const std::string& path : trace_files(output)) {  // Paraver: the three files of X.prv or DIR
+        const std::filesystem::path dir = std::filesystem::absolute(path).parent_path();
+        DTNN_CHECK(std::filesystem::is_directory(dir), "--tracer_output=", output, ": directory ", dir.string(),
+                   " does not exist");
+        const std::string why = output_path_problem(path);
+        DTNN_CHECK(why.empty(), "--tracer_output=", output, ": ", path == output ? "" : path + " ", why);
+      }
   if (o.enable_gpu) require_gpu();
   if (o.enable_gpu && (o.tracing || o.profile))
     unsupported(o.tracing ? "--tracing" : "--profile", " with --enable_gpu: GPU timelines (kernels timed by CUDA events) "
@@ -375,8 +377,10 @@ int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
     const TraceNames names = trace_names(*model, trainer);
     const std::vector<RankTrace> traces = gather_traces(*tracer, clocks, names.host, comm);
     if (root) {
-      run.trace_files = trace_outputs(o.tracer_output);
-      for (const std::string& path : run.trace_files) write_trace(path, traces, names, clocks);
+      for (const std::string& output : trace_outputs(o.tracer_output)) {
+        write_trace(output, traces, names, clocks);
+        for (const std::string& file : trace_files(output)) run.trace_files.push_back(file);
+      }
       run.trace = summarize_traces(traces, names, clocks);
     }
     if (root)

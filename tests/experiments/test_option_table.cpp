@@ -171,7 +171,7 @@ TEST_CASE("option table: PyDTNN's launcher options are accepted with PyDTNN's me
     CHECK(dtnn::test::run_dtnn(synth + accepted).status == 0);
   }
   // --tracing needs a file of a known kind: one line, exit 1 (as every option the run refuses).
-  for (const char* bad : {"--tracing=True", "--tracing=True --tracer_output=t.prv"}) {
+  for (const char* bad : {"--tracing=True", "--tracing=True --tracer_output=t.xyz"}) {
     INFO(bad);
     const dtnn::test::Command c = dtnn::test::run_dtnn(synth + bad);
     CHECK(c.status == 1);

@@ -14,19 +14,29 @@ formats as their specifications state them (not against dtnn's writer), and agai
   reduced (buckets_per_step), each on its own lane, with the bucket's bytes summing to bytes_per_step.
 - PyDTNN's CSV: the exact header, ';'-separated rows of 6 fields, names "<id>_<Type>_<event>" for type
   60000001 with value = id * 5 + code; its forward/backward totals equal rank 0's JSON sums (1e-6 s).
+- Paraver (non-blocking: a.prv; blocking: a directory, DIR/dtnn.prv): paraver_check.py (the format: header,
+  records, order, pairing, .pcf names, .row sizes) passes; one task per rank, non-blocking one thread per
+  bucket besides the training thread; rank 0's per-layer forward/backward totals (type 60000001, task 1
+  thread 1, each 0 paired with its begin) and every CSV row's total (rank 0's threads) equal the CSV's
+  (1e-6 s: nanosecond rounding).
 - Tracing on vs off: identical losses in the report and identical weights (NPZ arrays).
-Both files come from one run (--tracer_output=a.json,a.csv), which also prints --profile's table: its
+- A --tracer_output of unknown kind (run.xyz) or in a missing directory (missing/): exit 1, one line.
+The files come from one run (--tracer_output=a.json,a.csv,a.prv), which also prints --profile's table: its
 forward/backward calls and rank 0 totals must equal the CSV's.
 Prints one line per check and exits 1 if any failed.
 """
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from collections import defaultdict
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import paraver_check  # noqa: E402 (beside this file)
 
 failures = 0
 
@@ -144,6 +154,52 @@ def check_csv(path, xs):
           f"CSV forward/backward totals equal rank 0's JSON sums ({len(totals)} events, max diff {diff:.2g} s)")
 
 
+def check_paraver(prv, csv_path, rep, nonblocking):
+    p = subprocess.run(["/usr/bin/python3", paraver_check.__file__, prv], capture_output=True, text=True)
+    check(p.returncode == 0, f"{prv}: paraver_check.py passes" + ("" if p.returncode == 0 else ":\n" + p.stdout))
+    if p.returncode != 0:
+        return
+    # The checker is not vacuous: without the last record (an event's end) the pairing fails.
+    cut = os.path.join(os.path.dirname(prv), "cut.prv")
+    with open(prv) as f, open(cut, "w") as g:
+        g.write("".join(f.readlines()[:-1]))
+    for ext in (".pcf", ".row"):
+        shutil.copy(prv[:-4] + ext, cut[:-4] + ext)
+    p = subprocess.run(["/usr/bin/python3", paraver_check.__file__, cut], capture_output=True, text=True)
+    check(p.returncode == 1 and "pairing" in p.stdout, f"paraver_check.py fails the .prv without its last record")
+    with open(prv) as f:
+        tasks = paraver_check.parse_header(f.readline())["tasks"]
+    threads = [t for t, _ in tasks[0]] if len(tasks) == 1 else []
+    want = 1 + rep["epochs"][0]["communication"]["buckets_per_step"] if nonblocking else 1
+    check(threads == [want, want], f"Paraver: 1 application, a task per rank, {want} threads each ({threads})")
+    with open(csv_path) as f:
+        rows = [l.split(";") for l in f.read().splitlines()[1:]]
+    csv = {(int(r[0]), int(r[1])): float(r[4]) for r in rows}
+    model = paraver_check.durations(prv, 1, 1, 60000001)
+    fb = {v for (t, v) in csv if t == 60000001 and v % 5 in (1, 2)}
+    diff = max(abs(model.get(v, -1) - csv[(60000001, v)]) for v in fb) if fb else 1
+    check(fb and fb == {v for v in model if v % 5 in (1, 2)} and diff < 1e-6,
+          f"Paraver forward/backward totals (task 1 thread 1) equal the CSV's ({len(fb)} values, max diff {diff:.2g} s)")
+    sums = defaultdict(float)
+    for thread in range(1, threads[0] + 1):
+        for t in (60000001, 60000003):
+            for v, d in paraver_check.durations(prv, 1, thread, t).items():
+                sums[(t, v)] += d
+    diff = max(abs(sums[k] - csv.get(k, -1)) for k in sums) if sums else 1
+    check(set(sums) == set(csv) and diff < 1e-6,
+          f"Paraver: every CSV row's total equals task 1's ({len(csv)} rows, max diff {diff:.2g} s)")
+
+
+def check_bad_output(dtnn, work):
+    """Single process: the option is checked before training."""
+    for bad, says in (("run.xyz", "run.xyz"), (os.path.join(work, "missing") + "/", "does not exist")):
+        p = subprocess.run([dtnn, "train", "--model=simplemlp", "--use_synthetic_data=True", "--steps_per_epoch=1",
+                            "--evaluate_on_test=False", "--progress=False", "--tracing=True",
+                            "--tracer_output=" + bad], capture_output=True, text=True, timeout=120, cwd=work)
+        one = p.stderr.count("\n") == 1 and p.stderr.startswith("dtnn: ") and says in p.stderr
+        check(p.returncode == 1 and one, f"--tracer_output={bad}: exit 1 ({p.returncode}), one line: {p.stderr.strip()}")
+
+
 def check_profile(stdout, csv_path):
     """--profile's table (rank 0's totals per phase) against the CSV of the same run."""
     rows = {}
@@ -171,13 +227,22 @@ def main():
     for mode, extra in (("non_blocking", ["--non_blocking_mpi=True", "--gradient_bucket_mb=0.05"]), ("blocking", [])):
         off, w_off = run(dtnn, mpirun, work, mode + "_off", extra)
         js, csv = os.path.join(work, mode + ".json"), os.path.join(work, mode + ".csv")
+        # Paraver: a .prv file, and (blocking) a directory, written as DIR/dtnn.prv, .pcf, .row.
+        prv_out = os.path.join(work, mode + ".prv") if mode == "non_blocking" else os.path.join(work, mode) + "/"
+        os.makedirs(os.path.join(work, mode), exist_ok=True)
+        prv = prv_out if prv_out.endswith(".prv") else os.path.join(prv_out, "dtnn.prv")
+        for f in (prv, prv[:-4] + ".pcf", prv[:-4] + ".row"):
+            if os.path.exists(f):
+                os.remove(f)
         on, w_on = run(dtnn, mpirun, work, mode + "_on",
-                       extra + ["--tracing=True", f"--tracer_output={js},{csv}", "--profile=True"])
+                       extra + ["--tracing=True", f"--tracer_output={js},{csv},{prv_out}", "--profile=True"])
         check_csv(csv, check_json(js, on, mode == "non_blocking"))
+        check_paraver(prv, csv, on, mode == "non_blocking")
         check_profile(on["stdout"], csv)
         losses = [e["train"] for e in off["epochs"]] == [e["train"] for e in on["epochs"]]
         same_w = w_off.keys() == w_on.keys() and all(np.array_equal(w_off[k], w_on[k]) for k in w_off)
         check(losses and same_w, f"{mode}: tracing on vs off, identical losses and weights ({len(w_on)} arrays)")
+    check_bad_output(dtnn, work)
     print(f"test_trace: {failures} failed")
     sys.exit(1 if failures else 0)
 
