@@ -63,7 +63,7 @@ const std::vector<Spec>& matrix_specs() {
       // Open MPI's byte transport between ranks (mpirun --mca btl): default (Open MPI's choice), shm (self,vader:
       // shared memory), tcp (self,tcp: a network-like transport even on one node)
       {"transport", Kind::choice, 0, 0, check_transport},
-      // dtnn train --tracing=True with the trace beside the run's log (<log>.trace.json and .csv), its path in
+      // dtnn train --tracing=True with the trace beside the run's log (<log>.trace.json, .csv, .prv/.pcf/.row), its path in
       // runs.trace_path, its phases, stragglers and one step's timeline in the store
       {"tracing", Kind::boolean},
   };

@@ -365,10 +365,10 @@ Outcome run_trial(ResultStore& store, int64_t run_id, std::vector<std::string> a
   if (!unsupported_why.empty()) return {"unsupported", unsupported_why};
   argv.push_back("--report=" + report_path);
   clear_report_path(report_path);
-  // A matrix's tracing = true: the Chrome trace (Perfetto) and PyDTNN's CSV beside the log.
+  // A matrix's tracing = true: the Chrome trace (Perfetto), PyDTNN's CSV and Paraver's files beside the log.
   const bool tracing = std::find(argv.begin(), argv.end(), kTracingFlag) != argv.end();
   const std::string trace_base = report_path.substr(0, report_path.size() - std::strlen(".report.json")) + ".trace";
-  if (tracing) argv.push_back("--tracer_output=" + trace_base + ".json," + trace_base + ".csv");
+  if (tracing) argv.push_back("--tracer_output=" + trace_base + ".json," + trace_base + ".csv," + trace_base + ".prv");
   {
     std::ofstream log(log_path);
     log << "# " << command_string(argv) << "\n";
