@@ -160,6 +160,12 @@ void Model::forward(int64_t n, Mode mode) {
   const bool sync = time_layers_ && ctx_.device == Device::gpu;
   for (size_t i = 1; i < layers_.size(); ++i) {
     if (layers_[i]->is_reshape()) continue;
+    if (gpu_trace_) {  // device time by CUDA events (trace/gpu_trace.h); host clocks would time the launches
+      const int begin = gpu_trace_->mark();
+      layers_[i]->forward(acts_[i - 1].batch(n), acts_[i].batch(n), mode);
+      gpu_trace_->span(TraceKind::forward, layers_[i]->id, begin);
+      continue;
+    }
     if (!time_layers_ && !tracer_) {
       layers_[i]->forward(acts_[i - 1].batch(n), acts_[i].batch(n), mode);
       continue;
@@ -181,6 +187,10 @@ void Model::backward(int64_t n, size_t top, BackwardHook* hook) {
   const bool sync = time_layers_ && ctx_.device == Device::gpu;
   for (size_t i = top; i >= 1; --i) {
     if (layers_[i]->is_reshape()) {
+    } else if (gpu_trace_) {
+      const int begin = gpu_trace_->mark();
+      layers_[i]->backward(acts_[i - 1].batch(n), acts_[i].batch(n), grads_[i].batch(n), gradient(i - 1, n));
+      gpu_trace_->span(TraceKind::backward, layers_[i]->id, begin);
     } else if (!time_layers_ && !tracer_) {
       layers_[i]->backward(acts_[i - 1].batch(n), acts_[i].batch(n), grads_[i].batch(n), gradient(i - 1, n));
     } else {

@@ -25,6 +25,7 @@
 #include "backend/gpu_ops.h"
 #include "layers/layer.h"
 #include "layers/layers.h"
+#include "trace/gpu_trace.h"
 #include "trace/tracer.h"
 
 namespace dtnn {
@@ -114,6 +115,8 @@ class Model {
   void set_time_layers(bool on) { time_layers_ = on; }
   // Records every layer's forward and backward into `tracer` (null: none); it must outlive its use.
   void set_tracer(Tracer* tracer) { tracer_ = tracer; }
+  // GPU models: times every layer's forward and backward by CUDA events on the stream instead (null: none).
+  void set_gpu_trace(GpuTrace* trace) { gpu_trace_ = trace; }
 
  private:
   std::string name_;
@@ -131,6 +134,7 @@ class Model {
   int64_t num_params_ = 0, slab_size_ = 0, state_size_ = 0;
   bool built_ = false, time_layers_ = true;
   Tracer* tracer_ = nullptr;
+  GpuTrace* gpu_trace_ = nullptr;
 };
 
 // The model zoo: one builder per PyDTNN model name (models/registry.cpp).

@@ -61,6 +61,11 @@ std::string csv_text(const RankTrace& r, const TraceNames& n) {
 
 }  // namespace
 
+std::string trace_lane_name(const TraceNames& n, int lane) {
+  if (n.gpu) return lane == 0 ? "GPU stream (CUDA events)" : "host (data-loader wait)";
+  return lane == 0 ? std::string("training") : "bucket " + std::to_string(lane - 1) + " in flight";
+}
+
 std::string trace_event_name(const TraceEvent& e, const TraceNames& n) {
   switch (e.kind) {
     case TraceKind::forward:
@@ -111,7 +116,7 @@ std::string json_text(const std::vector<RankTrace>& ranks, const TraceNames& n, 
     for (const TraceEvent& e : r.events) max_lane = std::max<int>(max_lane, e.lane);
     for (int lane = 0; lane <= max_lane; ++lane)
       events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", rank}, {"tid", lane},
-                        {"args", {{"name", lane == 0 ? std::string("training") : "bucket " + std::to_string(lane - 1) + " in flight"}}}});
+                        {"args", {{"name", trace_lane_name(n, lane)}}}});
     for (const TraceEvent& e : r.events) {
       nlohmann::json args = {{"step", e.step}};
       if (e.kind == TraceKind::forward || e.kind == TraceKind::backward) {

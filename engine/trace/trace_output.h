@@ -46,6 +46,7 @@ struct TraceNames {
   std::vector<int> bucket_layer;         // bucket b -> id of the layer whose backward completes it
   int top_layer = 0;                     // id of the model's last layer with parameters (blocking allreduce)
   bool per_bucket = false;               // non-blocking: update/wait events are per bucket
+  bool gpu = false;                      // GPU model: lane 0 is the stream (CUDA events), lane 1 the host's data wait
   std::string host;
 };
 
@@ -66,6 +67,10 @@ std::vector<RankTrace> gather_traces(const Tracer& tracer, const ClockSync& cloc
 // (trace/trace_paraver.h). Throws dtnn::Error for another extension.
 void write_trace(const std::string& path, const std::vector<RankTrace>& ranks, const TraceNames& names,
                  const ClockSync& clocks);
+
+// What a lane (a trace thread) shows: "training", "bucket b in flight"; GPU models: "GPU stream (CUDA
+// events)", "host (data-loader wait)".
+std::string trace_lane_name(const TraceNames& names, int lane);
 
 // The name an event carries in the JSON trace and the timeline ("003_Conv2D forward", "bucket 2 allreduce").
 std::string trace_event_name(const TraceEvent& e, const TraceNames& names);

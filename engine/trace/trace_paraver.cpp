@@ -133,11 +133,12 @@ std::string rank_name(const std::vector<RankTrace>& ranks, size_t r) {
   return "rank " + std::to_string(r) + " (" + ranks[r].host + ")";
 }
 
-std::string lane_name(size_t rank, int lane) {
+std::string lane_name(size_t rank, int lane, bool gpu) {
+  if (gpu) return "rank " + std::to_string(rank) + (lane == 0 ? " GPU stream" : " host");
   return "rank " + std::to_string(rank) + (lane == 0 ? std::string(" training") : " bucket " + std::to_string(lane - 1));
 }
 
-std::string row_text(const std::vector<RankTrace>& ranks, const Layout& l) {
+std::string row_text(const std::vector<RankTrace>& ranks, const Layout& l, bool gpu) {
   std::string cpus, tasks, threads;
   int total_threads = 0;
   for (size_t node = 0; node < l.nodes.size(); ++node)
@@ -145,7 +146,7 @@ std::string row_text(const std::vector<RankTrace>& ranks, const Layout& l) {
       if (l.node_of[r] == static_cast<int>(node)) cpus += rank_name(ranks, r) + "\n";
   for (size_t r = 0; r < ranks.size(); ++r) {
     tasks += rank_name(ranks, r) + "\n";
-    for (int lane = 0; lane < l.threads[r]; ++lane) threads += lane_name(r, lane) + "\n";
+    for (int lane = 0; lane < l.threads[r]; ++lane) threads += lane_name(r, lane, gpu) + "\n";
     total_threads += l.threads[r];
   }
   std::string out = "LEVEL CPU SIZE " + std::to_string(ranks.size()) + "\n" + cpus;
@@ -297,7 +298,7 @@ ParaverText paraver_text(const std::vector<RankTrace>& ranks, const TraceNames& 
     t.prv += "\n";
   }
   t.pcf = pcf_text(values_used);
-  t.row = row_text(ranks, l);
+  t.row = row_text(ranks, l, names.gpu);
   return t;
 }
 

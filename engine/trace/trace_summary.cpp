@@ -69,8 +69,10 @@ std::map<int64_t, std::vector<StepOnRank>> steps_by_rank(const std::vector<RankT
         s.begin = e.begin - ranks[r].offset_s;
         s.duration = d;
         s.busy += d;
+      } else if (e.kind == TraceKind::data_wait) {  // before the step event, not inside it (GPU: lane 1)
+        s.busy += d;
+        s.phase_s[phase_key(e)] += d;
       } else if (e.lane == 0) {
-        if (e.kind == TraceKind::data_wait) s.busy += d;  // before the step event, not inside it
         if (exposed(e.kind)) s.busy -= d;
         s.phase_s[phase_key(e)] += d;
       }

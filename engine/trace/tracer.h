@@ -69,6 +69,7 @@ class Tracer {
   const TraceEvent* events() const { return events_.data(); }
   size_t size() const { return size_; }
   int64_t dropped() const { return dropped_; }
+  void count_dropped() { ++dropped_; }  // an event that could not be timed (GPU marks used up)
 
  private:
   std::vector<TraceEvent> events_;

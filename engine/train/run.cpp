@@ -69,9 +69,6 @@ void validate(const TrainOptions& o, const Communicator& comm) {
         DTNN_CHECK(why.empty(), "--tracer_output=", output, ": ", path == output ? "" : path + " ", why);
       }
   if (o.enable_gpu) require_gpu();
-  if (o.enable_gpu && (o.tracing || o.profile))
-    unsupported(o.tracing ? "--tracing" : "--profile", " with --enable_gpu: GPU timelines (kernels timed by CUDA events) "
-                "are not implemented yet");
   if (o.enable_gpu && o.non_blocking_mpi && comm.size() > 1)
     unsupported("--non_blocking_mpi with --enable_gpu: GPU gradients are summed in one reduction after the backward "
                 "pass (bucketed reduction on a NCCL stream is not implemented yet); drop --non_blocking_mpi");
@@ -258,6 +255,7 @@ TraceNames trace_names(const Model& model, const Trainer& trainer) {
     }
   n.host = host_name();
   n.per_bucket = trainer.reducer().overlapped();
+  n.gpu = model.device() == Device::gpu;
   return n;
 }
 
@@ -372,6 +370,7 @@ int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
   if (root) print_done(out, run, epochs_run);
   if (root && epochs_run > 0 && (!o.enable_gpu || o.gpu_layer_times)) print_layer_times(out, *model);
   if (root) print_communication(out, run.epochs);
+  trainer.flush_trace();  // GPU: the device events still pending
   if (tracer && o.profile) print_profile(out, *tracer, comm);
   if (tracer && o.tracing) {
     const TraceNames names = trace_names(*model, trainer);

@@ -102,10 +102,19 @@ Trainer::Trainer(Model& model, const Dataset& data, Communicator& comm, Optimize
 }
 
 void Trainer::set_tracer(Tracer* tracer) {
-  DTNN_CHECK(!gpu_ || !tracer, "tracing GPU models is not implemented yet");
   tracer_ = tracer;
-  model_.set_tracer(tracer);
   reducer_.set_tracer(tracer);
+  if (!gpu_) {
+    model_.set_tracer(tracer);
+    return;
+  }
+  // Marks per step: two per layer forward and backward, loss, gradient sum and update, the step's own two.
+  gpu_trace_ = tracer ? std::make_unique<GpuTrace>(*tracer, static_cast<int>(4 * model_.num_layers() + 16)) : nullptr;
+  model_.set_gpu_trace(gpu_trace_.get());
+}
+
+void Trainer::flush_trace() {
+  if (gpu_trace_) gpu_trace_->flush();
 }
 
 std::vector<std::string> Trainer::value_names() const {
@@ -142,18 +151,32 @@ void Trainer::train_step_gpu(const Batch& batch, int64_t global_n) {
   const int64_t n = batch.count;
   float* tail = model_.reduce_tail();
   const int64_t values = 1 + static_cast<int64_t>(metrics_.size());
+  GpuTrace* const trace = gpu_trace_.get();  // null unless tracing: one test per call
+  if (trace) {
+    tracer_->set_step(steps_run_);
+    trace->begin_step(steps_run_);
+  }
   if (n > 0) {
     gpu_upload(batch);
     model_.forward(n, Mode::train);
+    const int loss_begin = trace ? trace->mark() : -1;
     gpu_loss(n, static_cast<double>(global_n), true, tail, false);
+    if (trace) trace->span(TraceKind::loss, -1, loss_begin);
     model_.backward(n, fused_softmax_ ? last - 1 : last);
   } else {
     gpu::memset_zero(model_.grad_slab(), (model_.slab_size() + values) * sizeof(float));
   }
   gpu::set_value(tail + values, static_cast<float>(n));
-  if (comm_.size() > 1) comm_.allreduce_sum_device(model_.grad_slab(), model_.slab_size() + values + 1);
+  if (comm_.size() > 1) {
+    const int sum_begin = trace ? trace->mark() : -1;
+    comm_.allreduce_sum_device(model_.grad_slab(), model_.slab_size() + values + 1);
+    if (trace) trace->span(TraceKind::allreduce, 0, sum_begin);
+  }
+  const int update_begin = trace ? trace->mark() : -1;
   optimizer_.step(model_.param_slab(), model_.grad_slab());
+  if (trace) trace->span(TraceKind::update, 0, update_begin);
   gpu::accumulate(sums_dev_.data(), tail, values + 1);
+  if (trace) trace->end_step();
 }
 
 void Trainer::train_step(const Batch& batch, int64_t global_n) {
@@ -236,7 +259,7 @@ EpochRecord Trainer::run_epoch(int epoch, int num_epochs, const Splits& splits) 
     const Batch batch = loader_.wait();
     if (tracer_) {
       tracer_->set_step(steps_run_);
-      tracer_->add(TraceKind::data_wait, -1, wait_t0, now_s());
+      tracer_->add(TraceKind::data_wait, -1, wait_t0, now_s(), 0, gpu_ ? 1 : 0);  // GPU: lane 0 is the stream
     }
     if (step + 1 < steps) {
       if (gpu_ && step > 0) input_->wait_host_read();  // the slot submit() refills held the previous step's batch
@@ -295,6 +318,10 @@ PassResult Trainer::evaluate(Pool pool, const std::vector<int64_t>& indices, con
   };
   if (gpu_) gpu::memset_zero(sums_dev_.data(), sums_host_.size() * sizeof(float));
   model_.set_tracer(nullptr);  // one event for the pass, not one per layer and batch (the buffer is sized for steps)
+  if (gpu_trace_) {  // the pass is timed on the host: the stream must be idle at its start (one lane)
+    gpu_trace_->flush();
+    model_.set_gpu_trace(nullptr);
+  }
   const double t0 = now_s();
   loader_.reset();
   if (batches > 0) submit(0);
@@ -336,7 +363,8 @@ PassResult Trainer::evaluate(Pool pool, const std::vector<int64_t>& indices, con
   if (tracer_) {
     tracer_->set_step(-1);
     tracer_->add(TraceKind::evaluate, -1, t0, now_s());
-    model_.set_tracer(tracer_);
+    if (gpu_trace_) model_.set_gpu_trace(gpu_trace_.get());
+    else model_.set_tracer(tracer_);
   }
   PassResult result;
   result.time_s = comm_.max(now_s() - t0);

@@ -100,8 +100,11 @@ class Trainer {
   static int64_t reduce_tail_floats(const TrainOptions& options);
   const GradientReducer& reducer() const { return reducer_; }
   // Records steps, data waits, losses, evaluation passes, and (through the model and the reducer) layers
-  // and communication into `tracer` (trace/tracer.h; null: none). CPU models.
+  // and communication into `tracer` (trace/tracer.h; null: none). GPU models: layers, the loss, the gradient
+  // sum and the update timed by CUDA events on the stream (trace/gpu_trace.h), the data wait on lane 1.
   void set_tracer(Tracer* tracer);
+  // GPU models: the device events still pending into the tracer (before the trace is written).
+  void flush_trace();
 
  private:
   // Rank r's share [offset, offset + count) of a global batch of `global` samples.
@@ -133,6 +136,7 @@ class Trainer {
   std::function<void()> batch_begin_;
   GradientReducer reducer_;  // CPU models' gradient sums and updates
   Tracer* tracer_ = nullptr;
+  std::unique_ptr<GpuTrace> gpu_trace_;  // GPU models with a tracer
   // GPU state (empty on the CPU): one-hot labels of the current batch, the loss kernel's scratch, the
   // epoch's running sums (values + count), metric codes, the host copy of the sums, the input-copy event.
   bool gpu_ = false;

@@ -188,6 +188,23 @@ double Timer::elapsed_ms() {
   return ms;
 }
 
+EventPool::EventPool(int count) {
+  ready();
+  events_.assign(static_cast<size_t>(count), nullptr);
+  for (void*& e : events_) DTNN_CUDA_CHECK(cudaEventCreate(reinterpret_cast<cudaEvent_t*>(&e)));
+}
+EventPool::~EventPool() {
+  for (void* e : events_)
+    if (e) cudaEventDestroy(static_cast<cudaEvent_t>(e));
+}
+void EventPool::record(int i) { DTNN_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(events_[i]), stream())); }
+void EventPool::wait(int i) { DTNN_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(events_[i]))); }
+double EventPool::seconds(int from, int to) const {
+  float ms = 0.0f;
+  DTNN_CUDA_CHECK(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(events_[from]), static_cast<cudaEvent_t>(events_[to])));
+  return 1e-3 * ms;
+}
+
 Event::Event() {
   ready();
   DTNN_CUDA_CHECK(cudaEventCreateWithFlags(reinterpret_cast<cudaEvent_t*>(&event_), cudaEventDisableTiming));

@@ -44,6 +44,11 @@ Timer::~Timer() = default;
 void Timer::start() { absent(); }
 void Timer::stop() { absent(); }
 double Timer::elapsed_ms() { absent(); }
+EventPool::EventPool(int) { absent(); }
+EventPool::~EventPool() = default;
+void EventPool::record(int) { absent(); }
+void EventPool::wait(int) { absent(); }
+double EventPool::seconds(int, int) const { absent(); }
 Event::Event() { absent(); }
 Event::~Event() = default;
 void Event::record() { absent(); }
