@@ -296,6 +296,27 @@ TEST_CASE("trace summary: three ranks, the median rank and waits that are not a 
   check_span(event(s, 2, "step"), 0.25, 5.875);
 }
 
+TEST_CASE("trace summary: a trace from step 3 on (--trace_steps) has no warm-up step to skip", "[trace]") {
+  // Steps 3, 4, 5 last 4.875 + 1.0, + 3.0, + 2.0 s: the median of all three is step 5. Only the run's first
+  // step (step 0) is a warm-up; skipping step 3 would leave 4 and 5 and pick step 4.
+  RankBuilder r;
+  const double ar[] = {1.0, 3.0, 2.0};
+  for (int s = 3; s < 6; ++s) {
+    Blocking d;
+    d.ar = ar[s - 3];
+    blocking_step(r, s, 10.0 * s, d);
+  }
+  CHECK(dtnn::summarize_traces({r.trace}, names(), {}).timeline_step == 5);
+  // From step 0 on, step 0 is skipped: steps 1 and 2 (durations + 3.0, + 2.0) leave sorted[1] = step 1.
+  RankBuilder from0;
+  for (int s = 0; s < 3; ++s) {
+    Blocking d;
+    d.ar = ar[s];
+    blocking_step(from0, s, 10.0 * s, d);
+  }
+  CHECK(dtnn::summarize_traces({from0.trace}, names(), {}).timeline_step == 1);
+}
+
 TEST_CASE("trace steps: parse_trace_steps and TraceSteps::count", "[trace]") {
   const dtnn::TraceSteps all = dtnn::parse_trace_steps("");
   CHECK(all.all());
