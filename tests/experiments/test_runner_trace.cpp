@@ -136,3 +136,19 @@ TEST_CASE("runner: the PyTorch reference with tracing = true is unsupported, say
   REQUIRE(dtnn_cli("run " + dtnn + " --dry-run", log) == 0);
   CHECK_THAT(read_text(log), Contains("--tracing=True") && !Contains("unsupported"));
 }
+
+TEST_CASE("runner: a traced trial that diverged keeps its trace path with its report", "[runner]") {
+  Workspace ws("tracing_diverged");
+  // 3e38 makes simplemlp's first-epoch loss NaN (as in test_diverged_runs.cpp); the trace is written anyway.
+  const std::string matrix = ws.file("lr.toml", std::string("name = \"lr\"\ntimeout_s = 60\n") + kQuickBase +
+                                                    "model = \"simplemlp\"\nlearning_rate = 3e38\ntracing = true\n");
+  const std::string log = (ws.dir / "run.log").string();
+  CHECK(dtnn_cli("run " + matrix + " --db " + ws.db(), log) == 1);  // diverged: news
+  INFO(read_text(log));
+  CHECK(one(ws.db(), "SELECT status FROM runs") == "diverged");
+  const std::string log_path = one(ws.db(), "SELECT log_path FROM runs");
+  const std::string trace_path = one(ws.db(), "SELECT trace_path FROM runs");
+  CHECK(trace_path == log_path.substr(0, log_path.size() - 4) + ".trace.json");
+  CHECK(fs::is_regular_file(trace_path));
+  CHECK(one(ws.db(), "SELECT count(*) FROM run_phases WHERE source = 'trace' AND phase = 'step'") == "1");
+}
