@@ -411,6 +411,7 @@ Outcome run_trial(ResultStore& store, int64_t run_id, std::vector<std::string> a
         // A result, not a failure: stored with its report so the epochs up to the divergence are kept.
         try {
           store.finish_run_diverged(run_id, read_file(report_path), error_line(log_path), duration);
+          if (tracing) store.set_trace_path(run_id, trace_base + ".json");  // traced up to the divergence
           o = {"diverged", error_line(log_path)};
         } catch (const Error& e) {
           o = {"failed", e.what()};

@@ -128,7 +128,8 @@ int64_t representative_step(const std::map<int64_t, std::vector<StepOnRank>>& st
     for (const StepOnRank& s : on) longest = std::max(longest, s.duration);
     by_duration.push_back({longest, step});
   }
-  if (by_duration.size() > 1) by_duration.erase(by_duration.begin());  // the first step: warm-up
+  // The run's first step (step 0): warm-up. A trace of later steps only (--trace_steps=N..M, N > 0) has none.
+  if (by_duration.size() > 1 && by_duration.front().second == 0) by_duration.erase(by_duration.begin());
   if (by_duration.empty()) return -1;
   std::sort(by_duration.begin(), by_duration.end());
   return by_duration[by_duration.size() / 2].second;
