@@ -17,6 +17,7 @@
 
 #include "backend/gpu.h"
 #include "backend/gpu_ops.h"
+#include "core/clock.h"
 #include "conv/conv_algorithm.h"
 #include "conv/conv_timing.h"
 #include "helpers.h"
@@ -26,6 +27,7 @@
 #include "optim/optimizer.h"
 #include "parallel/communicator.h"
 #include "train/losses.h"
+#include "trace/gpu_trace.h"
 
 using namespace dtnn;
 
@@ -503,4 +505,77 @@ TEST_CASE("gpu: dtnn's batch-normalization kernels match cuDNN's, synchronised p
       own->backward(n, x.data(), dy.data(), nullptr, gb.data(), g2.data(), g2.data() + C);  // no dx wanted
       CHECK(test::max_rel_error(to_host(g2.data(), 2 * C).data(), to_host(g1.data(), 2 * C).data(), 2 * C) <= 1e-5);
     }
+}
+
+TEST_CASE("gpu: traced layers are timed by CUDA events, in stream order inside their step", "[gpu]") {
+  if (!gpu_ready()) return;
+  const std::vector<ModelCase> cases = model_cases();
+  const auto it = std::find_if(cases.begin(), cases.end(), [](const ModelCase& mc) {
+    return std::string(mc.name) == "addition and concatenation blocks";
+  });
+  REQUIRE(it != cases.end());
+  auto m = build(*it, Layout::nchw, Device::gpu, 32);
+  auto opt = make_optimizer(OptimizerOptions{"sgd", 0.01}, m->slab_size(), Device::gpu);
+  const int64_t n = 32;
+  const size_t last = m->num_layers() - 1;
+  Tracer tracer(100000);
+  GpuTrace trace(tracer, static_cast<int>(4 * m->num_layers() + 16));
+  m->set_gpu_trace(&trace);
+  constexpr int kSteps = 7;  // more than GpuTrace::kSlots: slots are reused and resolved late
+  gpu::synchronize();
+  const double host_before = now_s();
+  for (int step = 0; step < kSteps; ++step) {
+    tracer.set_step(step);
+    trace.begin_step(step);
+    m->forward(n, Mode::train);
+    m->backward(n, last - 1);  // gradients' values do not matter here, only their kernels' times
+    const int u = trace.mark();
+    opt->step(m->param_slab(), m->grad_slab());
+    trace.span(TraceKind::update, 0, u);
+    trace.end_step();
+  }
+  trace.flush();
+  gpu::synchronize();
+  const double host_after = now_s();
+  m->set_gpu_trace(nullptr);
+  REQUIRE(tracer.dropped() == 0);
+  std::vector<std::vector<TraceEvent>> per_step(kSteps);
+  for (size_t i = 0; i < tracer.size(); ++i) {
+    const TraceEvent& e = tracer.events()[i];
+    REQUIRE(e.step >= 0);
+    REQUIRE(e.step < kSteps);
+    per_step[static_cast<size_t>(e.step)].push_back(e);
+  }
+  constexpr double kSlack = 50e-6;  // the anchor's host reading vs the device clock
+  size_t per_step_events = 0;
+  for (int s = 0; s < kSteps; ++s) {
+    const std::vector<TraceEvent>& ev = per_step[static_cast<size_t>(s)];
+    const auto step_it = std::find_if(ev.begin(), ev.end(), [](const TraceEvent& e) { return e.kind == TraceKind::step; });
+    REQUIRE(step_it != ev.end());
+    const TraceEvent step = *step_it;
+    CHECK(step.begin >= host_before - kSlack);
+    CHECK(step.end <= host_after + kSlack);
+    if (s == 0) per_step_events = ev.size();
+    CHECK(ev.size() == per_step_events);  // every step records the same spans
+    // The spans are resolved in record order: on one stream each starts after the previous one ended.
+    double previous_end = step.begin;
+    int forwards = 0, backwards = 0;
+    for (const TraceEvent& e : ev) {
+      if (e.kind == TraceKind::step) continue;
+      CHECK(e.end >= e.begin);
+      CHECK(e.begin >= previous_end - 1e-6);
+      CHECK(e.end <= step.end + 1e-6);
+      previous_end = e.end;
+      forwards += e.kind == TraceKind::forward;
+      backwards += e.kind == TraceKind::backward;
+    }
+    CHECK(forwards > 0);
+    CHECK(backwards > 0);
+  }
+  // The steps are device time: together no longer than the host waited for them.
+  double device = 0.0;
+  for (const auto& ev : per_step)
+    for (const TraceEvent& e : ev)
+      if (e.kind == TraceKind::step) device += e.end - e.begin;
+  CHECK(device <= host_after - host_before + kSlack);
 }
