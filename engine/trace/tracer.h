@@ -5,7 +5,8 @@
 // communication calls made between layers, the sum in flight from its start until this rank saw it
 // complete, the wait for it after the backward pass, the update of its range; blocking: the one allreduce),
 // and the Trainer per step (the step, the data-loader wait before it, the loss between forward and backward)
-// and per evaluation pass. add() is a store into the preallocated buffer: nothing allocates in the batch
+// and per evaluation pass; the convolution algorithms record their phases inside the layer events
+// (TraceKind::op, trace/op_trace.h). add() is a store into the preallocated buffer: nothing allocates in the batch
 // loop, and with tracing off no Tracer exists and every hook is one null-pointer test. Events past the
 // capacity are counted (dropped()), not stored; the writers say so.
 //
@@ -31,6 +32,7 @@ enum class TraceKind : uint8_t {
   allreduce,   // blocking mode: the one MPI_Allreduce of the whole slab (exposed communication)
   update,      // the optimizer's update of bucket id's range (blocking: id 0, the whole slab)
   evaluate,    // a forward-only pass over a validation or test set
+  op,          // a phase of a layer's algorithm (trace/op_trace.h's OpCode in TraceEvent::op); id = layer id
 };
 const char* trace_kind_name(TraceKind k);
 
@@ -41,6 +43,7 @@ struct TraceEvent {
   int32_t id = -1;                // layer id or bucket index (see TraceKind)
   TraceKind kind = TraceKind::step;
   uint8_t lane = 0;
+  uint8_t op = 0;                 // kind op: the OpCode (fits the padding: the event stays 40 bytes)
 };
 
 class Tracer {
@@ -48,7 +51,12 @@ class Tracer {
   // Room for `capacity` events (allocated here, once).
   explicit Tracer(int64_t capacity);
   void add(TraceKind kind, int32_t id, double begin, double end, int64_t bytes = 0, uint8_t lane = 0) {
-    if (size_ < events_.size()) events_[size_++] = TraceEvent{begin, end, step_, bytes, id, kind, lane};
+    if (size_ < events_.size()) events_[size_++] = TraceEvent{begin, end, step_, bytes, id, kind, lane, 0};
+    else ++dropped_;
+  }
+  // A phase `op` (OpCode) of layer `layer`'s algorithm, on lane 0 (trace/op_trace.h records these).
+  void add_op(int32_t layer, uint8_t op, double begin, double end) {
+    if (size_ < events_.size()) events_[size_++] = TraceEvent{begin, end, step_, 0, layer, TraceKind::op, 0, op};
     else ++dropped_;
   }
   // The training step the following events belong to (-1: none).
@@ -65,7 +73,8 @@ class Tracer {
   int64_t step_ = -1;
 };
 
-// Events per training step a model of `layers` top-level layers and `buckets` buckets records at most.
-int64_t trace_events_per_step(int64_t layers, int64_t buckets);
+// Events per training step a model of `layers` top-level layers and `buckets` buckets records at most, its
+// algorithms recording at most `op_events` phases per step (Model::trace_op_events()).
+int64_t trace_events_per_step(int64_t layers, int64_t buckets, int64_t op_events);
 
 }  // namespace dtnn
