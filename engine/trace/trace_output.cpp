@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/median.h"
+#include "trace/op_trace.h"
 
 namespace dtnn {
 namespace {
@@ -89,6 +90,10 @@ CsvKey csv_key(const TraceEvent& e, const TraceNames& n) {
     case TraceKind::loss: return {kDtnnEvents, 3, "dtnn_loss"};
     case TraceKind::comm_calls: return {kDtnnEvents, 4, "dtnn_comm_calls"};
     case TraceKind::evaluate: return {kDtnnEvents, 5, "dtnn_evaluate"};
+    case TraceKind::op: {
+      const OpInfo& op = op_info(e.op);
+      return {op.type, e.id * op_events_of(op.type) + op.code, layer_label(n, e.id) + "_" + op.op};
+    }
   }
   return {};
 }
@@ -116,6 +121,7 @@ std::string event_name(const TraceEvent& e, const TraceNames& n) {
     case TraceKind::in_flight: return "bucket " + std::to_string(e.id) + " allreduce";
     case TraceKind::wait: return "wait bucket " + std::to_string(e.id);
     case TraceKind::update: return "update bucket " + std::to_string(e.id);
+    case TraceKind::op: return op_info(e.op).phase;
     default: return trace_kind_name(e.kind);
   }
 }
@@ -125,6 +131,7 @@ const char* category(TraceKind k) {
     case TraceKind::forward:
     case TraceKind::backward:
     case TraceKind::loss:
+    case TraceKind::op:
     case TraceKind::update: return "compute";
     case TraceKind::comm_calls:
     case TraceKind::in_flight:
@@ -160,7 +167,8 @@ std::string json_text(const std::vector<RankTrace>& ranks, const TraceNames& n, 
                         {"args", {{"name", lane == 0 ? std::string("training") : "bucket " + std::to_string(lane - 1) + " in flight"}}}});
     for (const TraceEvent& e : r.events) {
       nlohmann::json args = {{"step", e.step}};
-      if (e.kind == TraceKind::forward || e.kind == TraceKind::backward) {
+      if (e.kind == TraceKind::op) args["op"] = op_info(e.op).op;
+      if (e.kind == TraceKind::forward || e.kind == TraceKind::backward || e.kind == TraceKind::op) {
         args["layer"] = e.id;
         if (const TraceNames::Layer* l = find_layer(n, e.id)) {
           args["type"] = l->type;
