@@ -6,9 +6,9 @@
 // complete, the wait for it after the backward pass, the update of its range; blocking: the one allreduce),
 // and the Trainer per step (the step, the data-loader wait before it, the loss between forward and backward)
 // and per evaluation pass; the convolution algorithms record their phases inside the layer events
-// (TraceKind::op, trace/op_trace.h). add() is a store into the preallocated buffer: nothing allocates in the batch
-// loop, and with tracing off no Tracer exists and every hook is one null-pointer test. Events past the
-// capacity are counted (dropped()), not stored; the writers say so.
+// (TraceKind::op, trace/op_trace.h). add() is a store into the preallocated buffer: nothing allocates in the
+// batch loop, and with tracing off no Tracer exists and every hook is one null-pointer test. Events past
+// the capacity are counted (dropped()), not stored; the writers say so.
 //
 // Lanes (the trace's threads): lane 0 is the training thread; lane 1 + b is bucket b's sum in flight
 // (buckets overlap each other in time, so each gets its own lane and every lane's events nest).
@@ -45,6 +45,7 @@ struct TraceEvent {
   uint8_t lane = 0;
   uint8_t op = 0;                 // kind op: the OpCode (fits the padding: the event stays 40 bytes)
 };
+static_assert(sizeof(TraceEvent) == 40, "the trace buffer's size estimates and the gather assume 40-byte events");
 
 class Tracer {
  public:
