@@ -53,6 +53,9 @@ class ConvAlgorithm {
   // names the cuDNN algorithm it picked).
   virtual std::string chosen_for(const ConvProblem&, ConvDir) const { return std::string(name()); }
   virtual int64_t workspace_floats(const ConvProblem& p) const = 0;
+  // The most operation events (trace/op_trace.h: im2row, gemm, ... per chunk) one call of direction `dir`
+  // on `p` records when tracing, bias included; the Tracer is sized with it. GPU algorithms record none.
+  virtual int64_t op_events(const ConvProblem& p, ConvDir dir) const { return 0; }
   // The largest error this algorithm's output may have against cpu.reference, as ConvBench::max_rel_error
   // measures it (max |out - ref| / max |ref|, operands uniform in [-0.5, 0.5)): its own rounding, in every
   // direction. Larger is a bug. The one home of these numbers: the tests and every command that times an

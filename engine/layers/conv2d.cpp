@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "layers/fusable.h"
 #include "layers/layers.h"
+#include "trace/op_trace.h"
 
 namespace dtnn {
 namespace {
@@ -83,11 +84,13 @@ class Conv2D final : public Layer, public FoldableConv {
   bool has_bias() const override { return spec_.use_bias; }
   void forward_with(const Tensor& x, const Tensor& y, const float* w, const float* bias) override {
     const ConvProblem p = problem_.with_batch(x.dim(0));
+    const OpLayer at(id);  // the algorithm's phases carry this layer's id (inside a block too)
     algo_[0]->forward(p, x.data(), w, bias, y.data(), ws());
   }
 
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, const Tensor& dx) override {
     const ConvProblem p = problem_.with_batch(x.dim(0));
+    const OpLayer at(id);
     algo_[2]->backward_filter(p, x.data(), dy.data(), params_[0].grad.data(),
                               spec_.use_bias ? params_[1].grad.data() : nullptr, ws());
     if (!dx.empty()) algo_[1]->backward_data(p, dy.data(), params_[0].value.data(), dx.data(), ws());
@@ -105,6 +108,10 @@ class Conv2D final : public Layer, public FoldableConv {
   }
 
   double forward_flops() const override { return problem_.with_batch(1).flops(ConvDir::fwd); }
+  int64_t trace_op_events() const override {
+    return algo_[0]->op_events(problem_, ConvDir::fwd) + algo_[1]->op_events(problem_, ConvDir::bwd_data) +
+           algo_[2]->op_events(problem_, ConvDir::bwd_filter);
+  }
 
   // One name, or "fwd/bwd_data/bwd_filter" names when the directions differ (GPU, CPU best_of).
   std::string algorithm_name() const override {

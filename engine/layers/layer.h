@@ -123,6 +123,10 @@ class Layer {
   // Forward floating-point operations per sample (a multiply-add counts 2), children included;
   // 0 for layers whose cost is only memory traffic.
   virtual double forward_flops() const { return 0.0; }
+  // The most operation events (trace/op_trace.h) one forward plus one backward of this layer records at
+  // the build batch size, its children's not included (the Model sums over every layer); 0 for layers that
+  // record none. After build().
+  virtual int64_t trace_op_events() const { return 0; }
   // Seeds per-layer randomness (dropout); called once after build.
   virtual void seed(uint64_t) {}
   // Every layer inside a block (AdditionBlock, ConcatenationBlock), nested blocks' layers included,

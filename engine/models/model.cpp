@@ -4,6 +4,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "layers/layers.h"
+#include "trace/op_trace.h"
 
 namespace dtnn {
 
@@ -145,6 +146,12 @@ void Model::upload() {
 
 size_t Model::device_bytes() const { return arena_ ? arena_->bytes_reserved() : 0; }
 
+int64_t Model::trace_op_events() const {
+  int64_t n = 0;
+  for (const Layer* l : all_) n += l->trace_op_events();
+  return n;
+}
+
 void Model::reset_layer_times() { times_.assign(layers_.size(), LayerTime{}); }
 
 void Model::seed_layers(uint64_t seed, int rank) {
@@ -158,6 +165,7 @@ void Model::seed_layers(uint64_t seed, int rank) {
 void Model::forward(int64_t n, Mode mode) {
   DTNN_ASSERT(built_ && n <= ctx_.max_batch);
   const bool sync = time_layers_ && ctx_.device == Device::gpu;
+  const OpTracing ops(tracer_);  // the algorithms' phases go to the tracer (none without one)
   for (size_t i = 1; i < layers_.size(); ++i) {
     if (layers_[i]->is_reshape()) continue;
     if (gpu_trace_) {  // device time by CUDA events (trace/gpu_trace.h); host clocks would time the launches
@@ -172,7 +180,10 @@ void Model::forward(int64_t n, Mode mode) {
     }
     if (sync) gpu::synchronize();
     const double t0 = now_s();
-    layers_[i]->forward(acts_[i - 1].batch(n), acts_[i].batch(n), mode);
+    {
+      const OpLayer at(layers_[i]->id);
+      layers_[i]->forward(acts_[i - 1].batch(n), acts_[i].batch(n), mode);
+    }
     if (sync) gpu::synchronize();
     const double t1 = now_s();
     if (tracer_) tracer_->add(TraceKind::forward, layers_[i]->id, t0, t1);
@@ -185,6 +196,7 @@ void Model::forward(int64_t n, Mode mode) {
 void Model::backward(int64_t n, size_t top, BackwardHook* hook) {
   DTNN_ASSERT(built_ && n <= ctx_.max_batch && top < layers_.size());
   const bool sync = time_layers_ && ctx_.device == Device::gpu;
+  const OpTracing ops(tracer_);
   for (size_t i = top; i >= 1; --i) {
     if (layers_[i]->is_reshape()) {
     } else if (gpu_trace_) {
@@ -196,7 +208,10 @@ void Model::backward(int64_t n, size_t top, BackwardHook* hook) {
     } else {
       if (sync) gpu::synchronize();
       const double t0 = now_s();
-      layers_[i]->backward(acts_[i - 1].batch(n), acts_[i].batch(n), grads_[i].batch(n), gradient(i - 1, n));
+      {
+        const OpLayer at(layers_[i]->id);
+        layers_[i]->backward(acts_[i - 1].batch(n), acts_[i].batch(n), grads_[i].batch(n), gradient(i - 1, n));
+      }
       if (sync) gpu::synchronize();
       const double t1 = now_s();
       if (tracer_) tracer_->add(TraceKind::backward, layers_[i]->id, t0, t1);

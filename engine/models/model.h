@@ -113,10 +113,14 @@ class Model {
   // Per-layer timing (layer_times()): on by default on the CPU; on the GPU it synchronises after every
   // layer call (exact times, slower steps), so training leaves it off unless asked (--gpu_layer_times).
   void set_time_layers(bool on) { time_layers_ = on; }
-  // Records every layer's forward and backward into `tracer` (null: none); it must outlive its use.
+  // Records every layer's forward and backward into `tracer` (null: none), and inside them the phases of
+  // their algorithms (trace/op_trace.h); it must outlive its use.
   void set_tracer(Tracer* tracer) { tracer_ = tracer; }
   // GPU models: times every layer's forward and backward by CUDA events on the stream instead (null: none).
   void set_gpu_trace(GpuTrace* trace) { gpu_trace_ = trace; }
+  // The most phase events (TraceKind::op) one training step's forward and backward record: the sum of
+  // every layer's Layer::trace_op_events(). After build().
+  int64_t trace_op_events() const;
 
  private:
   std::string name_;

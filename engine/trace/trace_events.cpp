@@ -1,5 +1,7 @@
 #include "trace/trace_events.h"
 
+#include "trace/op_trace.h"
+
 #include <cstdio>
 
 namespace dtnn {
@@ -34,6 +36,10 @@ PydtnnEvent pydtnn_event(const TraceEvent& e, const TraceNames& n) {
     case TraceKind::loss: return {kDtnnEvents, 3, "dtnn_loss"};
     case TraceKind::comm_calls: return {kDtnnEvents, 4, "dtnn_comm_calls"};
     case TraceKind::evaluate: return {kDtnnEvents, 5, "dtnn_evaluate"};
+    case TraceKind::op: {  // a conv algorithm's phase (trace/op_trace.h): PyDTNN's 60000002 or dtnn's 60000004
+      const OpInfo& op = op_info(e.op);
+      return {op.type, e.id * op_events_of(op.type) + op.code, layer_label(n, e.id) + "_" + op.op};
+    }
   }
   return {};
 }

@@ -12,6 +12,7 @@
 #include "core/median.h"
 #include "trace/trace_events.h"
 #include "trace/trace_paraver.h"
+#include "trace/op_trace.h"
 
 namespace dtnn {
 namespace {
@@ -73,6 +74,7 @@ std::string trace_event_name(const TraceEvent& e, const TraceNames& n) {
     case TraceKind::in_flight: return "bucket " + std::to_string(e.id) + " allreduce";
     case TraceKind::wait: return "wait bucket " + std::to_string(e.id);
     case TraceKind::update: return "update bucket " + std::to_string(e.id);
+    case TraceKind::op: return op_info(e.op).phase;
     default: return trace_kind_name(e.kind);
   }
 }
@@ -84,6 +86,7 @@ const char* category(TraceKind k) {
     case TraceKind::forward:
     case TraceKind::backward:
     case TraceKind::loss:
+    case TraceKind::op:
     case TraceKind::update: return "compute";
     case TraceKind::comm_calls:
     case TraceKind::in_flight:
@@ -119,7 +122,8 @@ std::string json_text(const std::vector<RankTrace>& ranks, const TraceNames& n, 
                         {"args", {{"name", trace_lane_name(n, lane)}}}});
     for (const TraceEvent& e : r.events) {
       nlohmann::json args = {{"step", e.step}};
-      if (e.kind == TraceKind::forward || e.kind == TraceKind::backward) {
+      if (e.kind == TraceKind::op) args["op"] = op_info(e.op).op;
+      if (e.kind == TraceKind::forward || e.kind == TraceKind::backward || e.kind == TraceKind::op) {
         args["layer"] = e.id;
         if (const TraceNames::Layer* l = find_layer(n, e.id)) {
           args["type"] = l->type;

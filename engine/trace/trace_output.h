@@ -15,10 +15,17 @@
 //     4 wait_dw (a bucket's exposed wait), 5 update_dw (a bucket's update; blocking: the whole slab, named
 //     after the top layer as the allreduce);
 //   60000003 (dtnn's), value and name: 1 dtnn_step, 2 dtnn_data_wait, 3 dtnn_loss, 4 dtnn_comm_calls,
-//     5 dtnn_evaluate.
+//     5 dtnn_evaluate;
+//   60000002 (PyDTNN's operation events: the algorithms' phases, trace/op_trace.h), value = layer id * 55 +
+//     PyDTNN's code, name "<id>_<Type>_<op>" with PyDTNN's operation name (forward_im2col, forward_matmul,
+//     comp_dx_matmul, comp_dx_col2im, comp_dw_matmul, backward_im2col, forward_convgemm, ...);
+//   60000004 (dtnn's operation events, phases PyDTNN has no code for: Winograd's filter transform, the
+//     backward passes of direct/depthwise/Winograd, oneDNN's primitives), value = layer id * 16 + code,
+//     names as 60000002's.
 // JSON: {"traceEvents": [...], "displayTimeUnit": "ms", "otherData": {...}}; pid = rank (named "rank r
 // (host)"), tid = lane (0 "training", 1 + b "bucket b in flight"); X events with ts/dur in microseconds from
-// rank 0's first event, args: step, layer id/type/algorithm, bucket, bytes.
+// rank 0's first event, args: step, layer id/type/algorithm, bucket, bytes; op events (cat "compute", named
+// by their phase: "im2row", "gemm", ...) also args.op, the CSV's operation name.
 #pragma once
 
 #include <string>

@@ -1,5 +1,7 @@
 #include "trace/trace_paraver.h"
 
+#include "trace/op_trace.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -37,8 +39,13 @@ int state_of(TraceKind k) {
 }
 
 const char* event_type_name(int type) {
-  return type == kPydtnnModelEvents ? "Model layers"  // PyDTNN's description of the type for Extrae
-                                    : type == kDtnnEvents ? "dtnn phases" : "dtnn events";
+  switch (type) {
+    case kPydtnnModelEvents: return "Model layers";  // PyDTNN's description of the type for Extrae
+    case kPydtnnOpsEvent: return "Operations";       // PyDTNN's PYDTNN_OPS_EVENT: the algorithms' phases
+    case kDtnnEvents: return "dtnn phases";
+    case kDtnnOpsEvent: return "dtnn operations";    // phases PyDTNN has no code for
+    default: return "dtnn events";
+  }
 }
 
 // One line's worth of the body: a state interval, or an event value at a time. Sorted by (time, task,

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 #include <utility>
 
 #include "core/median.h"
+#include "trace/op_trace.h"
 
 namespace dtnn {
 namespace {
@@ -30,13 +32,19 @@ std::string phase_label(std::pair<int, int> key, const TraceNames& names) {
 std::vector<PhaseRow> phase_rows(const std::vector<RankTrace>& ranks) {
   std::vector<PhaseRow> rows;
   for (size_t r = 0; r < ranks.size(); ++r) {
-    std::map<std::pair<int, int>, std::vector<double>> times;
-    for (const TraceEvent& e : ranks[r].events) times[phase_key(e)].push_back(e.end - e.begin);
+    // (kind, layer id or -1, op code): a conv algorithm's phases per layer and operation (op_trace.h)
+    std::map<std::tuple<int, int, int>, std::vector<double>> times;
+    for (const TraceEvent& e : ranks[r].events) {
+      const bool op = e.kind == TraceKind::op;
+      times[{static_cast<int>(e.kind), op ? e.id : phase_key(e).second, op ? e.op : 0}].push_back(e.end - e.begin);
+    }
     for (auto& [key, t] : times) {
       PhaseRow row;
       row.rank = static_cast<int>(r);
-      row.phase = trace_kind_name(static_cast<TraceKind>(key.first));
-      row.layer = key.second;
+      const TraceKind kind = static_cast<TraceKind>(std::get<0>(key));
+      row.phase = kind == TraceKind::op ? std::string("op ") + op_info(static_cast<uint8_t>(std::get<2>(key))).op
+                                        : trace_kind_name(kind);
+      row.layer = std::get<1>(key);
       row.calls = static_cast<int64_t>(t.size());
       for (double v : t) row.total_s += v;
       std::sort(t.begin(), t.end());
@@ -72,7 +80,7 @@ std::map<int64_t, std::vector<StepOnRank>> steps_by_rank(const std::vector<RankT
       } else if (e.kind == TraceKind::data_wait) {  // before the step event, not inside it (GPU: lane 1)
         s.busy += d;
         s.phase_s[phase_key(e)] += d;
-      } else if (e.lane == 0) {
+      } else if (e.lane == 0 && e.kind != TraceKind::op) {  // ops: inside their layer's event already
         if (exposed(e.kind)) s.busy -= d;
         s.phase_s[phase_key(e)] += d;
       }
@@ -148,7 +156,7 @@ std::vector<TimelineEvent> timeline_of(const std::vector<RankTrace>& ranks, int6
       }
   for (size_t r = 0; r < ranks.size(); ++r)
     for (const TraceEvent& e : ranks[r].events)
-      if (e.step == step)
+      if (e.step == step && e.kind != TraceKind::op)  // the layers, not their algorithms' phases (trace files)
         out.push_back({static_cast<int>(r), e.lane, trace_kind_name(e.kind), trace_event_name(e, names), e.id,
                        e.begin - ranks[r].offset_s - origin, e.end - ranks[r].offset_s - origin, e.bytes});
   return out;

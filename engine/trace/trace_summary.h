@@ -3,7 +3,9 @@
 //
 // Phases (per rank): forward and backward per layer id; every other event kind summed over its ids (step,
 // data_wait, loss, comm_calls, in_flight, wait_dw, allreduce_dw, update_dw, evaluate), named as
-// trace_kind_name. calls, total and median per call (sorted(times)[n / 2], as PyDTNN's CSV).
+// trace_kind_name; a conv algorithm's phases per layer and operation, "op <PyDTNN's op name>"
+// ("op forward_im2col"). calls, total and median per call (sorted(times)[n / 2], as PyDTNN's CSV).
+// Op events stay out of the stragglers and the timeline (inside their layer's event; the trace files have them).
 //
 // Stragglers (runs of more than one rank): in a synchronous data-parallel step every rank waits for the
 // slowest one inside the gradient sum, so step times are nearly equal and do not show who was late. A
@@ -29,8 +31,8 @@ namespace dtnn {
 
 struct PhaseRow {
   int rank = 0;
-  std::string phase;  // trace_kind_name of the events
-  int layer = -1;     // layer id for forward and backward, -1 otherwise
+  std::string phase;  // trace_kind_name of the events, or "op <name>" for a conv algorithm's phase
+  int layer = -1;     // layer id for forward, backward and op, -1 otherwise
   int64_t calls = 0;
   double total_s = 0.0, median_s = 0.0;
 };

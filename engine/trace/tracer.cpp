@@ -19,6 +19,7 @@ const char* trace_kind_name(TraceKind k) {
     case TraceKind::allreduce: return "allreduce_dw";
     case TraceKind::update: return "update_dw";
     case TraceKind::evaluate: return "evaluate";
+    case TraceKind::op: return "op";
   }
   return "?";
 }
@@ -46,10 +47,10 @@ TraceSteps parse_trace_steps(const std::string& text) {
   return r;
 }
 
-int64_t trace_events_per_step(int64_t layers, int64_t buckets) {
+int64_t trace_events_per_step(int64_t layers, int64_t buckets, int64_t op_events) {
   // step + data wait + loss; per layer forward, backward and its comm calls; per bucket in flight, wait,
-  // update (blocking: one allreduce and one update).
-  return 3 + 3 * layers + 3 * buckets + 2;
+  // update (blocking: one allreduce and one update); the algorithms' phases.
+  return 3 + 3 * layers + 3 * buckets + 2 + op_events;
 }
 
 }  // namespace dtnn

@@ -5,9 +5,10 @@
 // communication calls made between layers, the sum in flight from its start until this rank saw it
 // complete, the wait for it after the backward pass, the update of its range; blocking: the one allreduce),
 // and the Trainer per step (the step, the data-loader wait before it, the loss between forward and backward)
-// and per evaluation pass. add() is a store into the preallocated buffer: nothing allocates in the batch
-// loop, and with tracing off no Tracer exists and every hook is one null-pointer test. Events past the
-// capacity are counted (dropped()), not stored; the writers say so.
+// and per evaluation pass; the convolution algorithms record their phases inside the layer events
+// (TraceKind::op, trace/op_trace.h). add() is a store into the preallocated buffer: nothing allocates in the
+// batch loop, and with tracing off no Tracer exists and every hook is one null-pointer test. Events past
+// the capacity are counted (dropped()), not stored; the writers say so.
 //
 // Lanes (the trace's threads): lane 0 is the training thread; lane 1 + b is bucket b's sum in flight
 // (buckets overlap each other in time, so each gets its own lane and every lane's events nest).
@@ -32,6 +33,7 @@ enum class TraceKind : uint8_t {
   allreduce,   // blocking mode: the one MPI_Allreduce of the whole slab (exposed communication)
   update,      // the optimizer's update of bucket id's range (blocking: id 0, the whole slab)
   evaluate,    // a forward-only pass over a validation or test set
+  op,          // a phase of a layer's algorithm (trace/op_trace.h's OpCode in TraceEvent::op); id = layer id
 };
 const char* trace_kind_name(TraceKind k);
 
@@ -42,7 +44,9 @@ struct TraceEvent {
   int32_t id = -1;                // layer id or bucket index (see TraceKind)
   TraceKind kind = TraceKind::step;
   uint8_t lane = 0;
+  uint8_t op = 0;                 // kind op: the OpCode (fits the padding: the event stays 40 bytes)
 };
+static_assert(sizeof(TraceEvent) == 40, "the trace buffer's size estimates and the gather assume 40-byte events");
 
 // --trace_steps: the training steps (counted over the run from 0, both ends included) whose events are kept.
 // The default keeps everything, evaluation passes (step -1) included; a range keeps only its steps.
@@ -60,7 +64,13 @@ class Tracer {
   explicit Tracer(int64_t capacity, TraceSteps steps = {});
   void add(TraceKind kind, int32_t id, double begin, double end, int64_t bytes = 0, uint8_t lane = 0) {
     if (step_ < steps_.first || step_ > steps_.last) return;
-    if (size_ < events_.size()) events_[size_++] = TraceEvent{begin, end, step_, bytes, id, kind, lane};
+    if (size_ < events_.size()) events_[size_++] = TraceEvent{begin, end, step_, bytes, id, kind, lane, 0};
+    else ++dropped_;
+  }
+  // A phase `op` (OpCode) of layer `layer`'s algorithm, on lane 0 (trace/op_trace.h records these).
+  void add_op(int32_t layer, uint8_t op, double begin, double end) {
+    if (step_ < steps_.first || step_ > steps_.last) return;
+    if (size_ < events_.size()) events_[size_++] = TraceEvent{begin, end, step_, 0, layer, TraceKind::op, 0, op};
     else ++dropped_;
   }
   // The training step the following events belong to (-1: none).
@@ -79,7 +89,8 @@ class Tracer {
   TraceSteps steps_;
 };
 
-// Events per training step a model of `layers` top-level layers and `buckets` buckets records at most.
-int64_t trace_events_per_step(int64_t layers, int64_t buckets);
+// Events per training step a model of `layers` top-level layers and `buckets` buckets records at most, its
+// algorithms recording at most `op_events` phases per step (Model::trace_op_events()).
+int64_t trace_events_per_step(int64_t layers, int64_t buckets, int64_t op_events);
 
 }  // namespace dtnn

@@ -237,7 +237,8 @@ std::unique_ptr<Tracer> make_tracer(const TrainOptions& o, const Model& model, c
                                     const SchedulerSetup& sched) {
   constexpr int64_t kMaxEvents = int64_t{1} << 21;  // 80 MiB of events; later ones are counted as dropped
   const int64_t per_step = trace_events_per_step(static_cast<int64_t>(model.num_layers()),
-                                                 static_cast<int64_t>(trainer.reducer().buckets().size()));
+                                                 static_cast<int64_t>(trainer.reducer().buckets().size()),
+                                                 model.trace_op_events());
   const TraceSteps range = parse_trace_steps(o.trace_steps);
   const int64_t steps = range.count(std::max<int64_t>(1, sched.steps_per_epoch) * std::max<int64_t>(1, o.num_epochs));
   return std::make_unique<Tracer>(std::min(kMaxEvents, per_step * steps + 4 * (o.num_epochs + 2)), range);

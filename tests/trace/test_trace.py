@@ -21,10 +21,18 @@ formats as their specifications state them (not against dtnn's writer), and agai
   (1e-6 s: nanosecond rounding).
 - Tracing on vs off: identical losses in the report and identical weights (NPZ arrays).
 - A --tracer_output of unknown kind (run.xyz) or in a missing directory (missing/): exit 1, one line.
+- Operation events (the convolution algorithms' phases; blocking mode runs --conv_algo=im2row_gemm so its
+  per-chunk im2row/gemm/row2im phases are there, non-blocking the default algorithms): each on the training
+  thread inside a forward (forward_* ops) or backward (backward_*, comp_* ops) event of the layer that owns
+  it (the op's layer, or the block containing it: the top-level layer with the largest id not above it);
+  CSV rows of type 60000002 named "<id>_<Type>_<op>" with PyDTNN's operation names and value = id * 55 +
+  PyDTNN's code (OpsEventEnum, its newest events list), of type 60000004 (dtnn's own operations) with value =
+  id * 16 + one code per name; their totals equal rank 0's JSON sums per (layer, op); no events dropped.
 The files come from one run (--tracer_output=a.json,a.csv,a.prv), which also prints --profile's table: its
-forward/backward calls and rank 0 totals must equal the CSV's.
+forward/backward calls and rank 0 totals must equal the CSV's, and so must its per-operation rows.
 Prints one line per check and exits 1 if any failed.
 """
+import bisect
 import json
 import os
 import re
@@ -39,6 +47,22 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import paraver_check  # noqa: E402 (beside this file)
 
 failures = 0
+
+# PyDTNN's operation events (pydtnn/tracers/events.py, OpsEventEnum: code = position + 1, name = member in
+# lower case), written down here from PyDTNN, not from dtnn's writer.
+PYDTNN_OPS = """allreduce backward_convgemm backward_cublas_matmul_dw backward_cublas_matmul_dx
+backward_cublas_matvec_db backward_cudnn_db backward_cudnn_dw backward_cudnn_dx backward_deconv_gemm
+backward_eltw_sum backward_im2col backward_reshape_dw backward_reshape_dx backward_split backward_sum_biases
+backward_transpose_dy backward_transpose_w backward_adp_avg_pool comp_dw_matmul comp_dx_col2im comp_dx_matmul
+forward_depthwise_conv forward_pointwise_conv forward_concat forward_convgemm forward_convwinograd
+forward_convdirect forward_cublas_matmul forward_cudnn forward_cudnn_sum_biases forward_eltw_sum forward_im2col
+forward_matmul forward_replicate forward_reshape_w forward_reshape_y forward_sum_biases forward_transpose_y
+forward_mha_fc_qkv forward_mha_matmul_qk forward_mha_scalardk forward_mha_matmul_smv forward_mha_fc_o
+backward_mha_fc_qkv backward_mha_matmul_qk backward_mha_scalardk backward_mha_matmul_smv backward_mha_fc_o
+forward_mha forward_feedforward backward_mha backward_feedforward forward_adp_avg_pool layer_encode
+layer_decode""".split()
+PYDTNN_OP_CODE = {name: i + 1 for i, name in enumerate(PYDTNN_OPS)}
+OP_NAME = re.compile(r"(\d{3})_([A-Za-z0-9]+)_((?:forward|backward|comp)_[a-z0-9_]+)")
 
 
 def check(ok, what):
@@ -125,7 +149,43 @@ def check_json(path, rep, nonblocking):
             sum(e["args"]["bytes"] for e in v) == comm["bytes_per_step"] for v in per.values())
         check(ok, f"every step of every rank has one in-flight event per bucket ({comm['buckets_per_step']}) "
                   f"on its own lane, bytes summing to {comm['bytes_per_step']:.0f}")
+    check(all(d == 0 for d in j["otherData"]["dropped_events"]), "no events dropped (the buffer held every one)")
+    check_ops(xs)
     return xs
+
+
+def check_ops(xs):
+    """Each op event inside a forward/backward event of its owning layer, same rank, on the training thread."""
+    ops = [e for e in xs if "op" in e.get("args", {})]
+    check(len(ops) > 0 and all(e["cat"] == "compute" and e["tid"] == 0 and isinstance(e["args"].get("layer"), int)
+                               for e in ops), f"{len(ops)} op events, cat compute, on the training thread, with a layer")
+    layer_events = defaultdict(list)  # (pid, layer id, direction) -> [(ts, end)] sorted
+    for e in xs:
+        for d in ("forward", "backward"):
+            if e["tid"] == 0 and e["name"].endswith(" " + d) and "op" not in e["args"]:
+                layer_events[(e["pid"], e["args"]["layer"], d)].append((e["ts"], e["ts"] + e["dur"]))
+    for v in layer_events.values():
+        v.sort()
+    top = {pid: sorted({k[1] for k in layer_events if k[0] == pid}) for pid in (0, 1)}
+    bad = 0
+    for e in ops:
+        ids = top[e["pid"]]
+        at = bisect.bisect_right(ids, e["args"]["layer"]) - 1
+        owner = ids[at] if at >= 0 else -1
+        d = "forward" if e["args"]["op"].startswith("forward_") else "backward"
+        spans = layer_events.get((e["pid"], owner, d), [])
+        i = bisect.bisect_right(spans, (e["ts"] + 1e-3, float("inf"))) - 1
+        if i < 0 or e["ts"] < spans[i][0] - 1e-3 or e["ts"] + e["dur"] > spans[i][1] + 1e-3:
+            bad += 1
+    check(bad == 0, f"every op event lies inside a {{forward|backward}} event of its layer (or its block): {bad} outside")
+
+
+def op_totals_json(xs):
+    sums = defaultdict(float)
+    for e in xs:
+        if e["pid"] == 0 and e["tid"] == 0 and "op" in e["args"]:
+            sums[(e["args"]["layer"], e["args"]["op"])] += e["dur"] * 1e-6
+    return sums
 
 
 def check_csv(path, xs):
@@ -134,8 +194,8 @@ def check_csv(path, xs):
     check(lines[0] == "Event type;Event value;Event name;Calls;Total time;Median of times", "CSV: PyDTNN's header")
     rows = [l.split(";") for l in lines[1:]]
     check(len(rows) > 0 and all(len(r) == 6 for r in rows), f"CSV: {len(rows)} rows of 6 fields")
-    good = True
-    totals = {}
+    good = ops_good = True
+    totals, op_totals, dtnn_codes = {}, {}, {}
     for typ, value, name, calls, total, median in rows:
         int(calls), float(total), float(median)
         if typ == "60000001":
@@ -144,7 +204,24 @@ def check_csv(path, xs):
             good = good and m is not None and int(value) == int(m.group(1)) * 5 + code[m.group(3)]
             if m and m.group(3) in ("forward", "backward"):
                 totals[f"{m.group(1)}_{m.group(2)} {m.group(3)}"] = float(total)
+        elif typ in ("60000002", "60000004"):
+            m = OP_NAME.fullmatch(name)
+            if typ == "60000002":
+                ok = m is not None and int(value) == int(m.group(1)) * 55 + PYDTNN_OP_CODE.get(m.group(3), -10**9)
+            else:
+                code = int(value) - int(m.group(1)) * 16 if m else -1
+                ok = m is not None and 1 <= code <= 16 and dtnn_codes.setdefault(m.group(3), code) == code
+                ok = ok and m.group(3) not in PYDTNN_OP_CODE
+            ops_good = ops_good and ok
+            if m:
+                op_totals[(int(m.group(1)), m.group(3))] = float(total)
     check(good, "CSV: model events named <id>_<Type>_<event> with value id * 5 + code")
+    check(ops_good and op_totals, f"CSV: {len(op_totals)} operation rows, 60000002 named <id>_<Type>_<PyDTNN op> with "
+                                  f"value id * 55 + PyDTNN's code, 60000004 (dtnn's {sorted(dtnn_codes)}) id * 16 + code")
+    sums = op_totals_json(xs)
+    diff = max(abs(sums[k] - op_totals.get(k, -1)) for k in sums) if sums else 1
+    check(set(sums) == set(op_totals) and diff < 1e-6,
+          f"CSV operation totals equal rank 0's JSON sums per (layer, op) ({len(op_totals)} rows, max diff {diff:.2g} s)")
     sums = defaultdict(float)
     for e in xs:
         if e["pid"] == 0 and e["tid"] == 0 and (e["name"].endswith(" forward") or e["name"].endswith(" backward")):
@@ -182,7 +259,7 @@ def check_paraver(prv, csv_path, rep, nonblocking):
           f"Paraver forward/backward totals (task 1 thread 1) equal the CSV's ({len(fb)} values, max diff {diff:.2g} s)")
     sums = defaultdict(float)
     for thread in range(1, threads[0] + 1):
-        for t in (60000001, 60000003):
+        for t in (60000001, 60000002, 60000003, 60000004):
             for v, d in paraver_check.durations(prv, 1, thread, t).items():
                 sums[(t, v)] += d
     diff = max(abs(sums[k] - csv.get(k, -1)) for k in sums) if sums else 1
@@ -217,6 +294,15 @@ def check_profile(stdout, csv_path):
         ok = ok and phase in rows and rows[phase][0] == calls and abs(rows[phase][1] - total) < 2e-6
         ok = ok and rows[phase][3] <= rows[phase][4] <= rows[phase][5]
     check(ok, f"--profile: forward/backward calls and rank 0 totals equal the CSV's, min <= median <= max over ranks")
+    ops = defaultdict(lambda: [0, 0.0])
+    for r in csv:
+        m = OP_NAME.fullmatch(r[2]) if r[0] in ("60000002", "60000004") else None
+        if m:
+            ops[m.group(3)][0] += int(r[3])
+            ops[m.group(3)][1] += float(r[4])
+    ok = bool(ops) and all(op in rows and rows[op][0] == calls and abs(rows[op][1] - total) < 2e-6
+                           for op, (calls, total) in ops.items())
+    check(ok, f"--profile: its {len(ops)} operation rows' calls and rank 0 totals equal the CSV's")
 
 
 def main():
@@ -224,7 +310,8 @@ def main():
     sep = args.index("--")
     dtnn, mpirun, work = args[0], args[1:sep], args[sep + 1]
     os.makedirs(work, exist_ok=True)
-    for mode, extra in (("non_blocking", ["--non_blocking_mpi=True", "--gradient_bucket_mb=0.05"]), ("blocking", [])):
+    for mode, extra in (("non_blocking", ["--non_blocking_mpi=True", "--gradient_bucket_mb=0.05"]),
+                        ("blocking", ["--conv_algo=im2row_gemm"])):
         off, w_off = run(dtnn, mpirun, work, mode + "_off", extra)
         js, csv = os.path.join(work, mode + ".json"), os.path.join(work, mode + ".csv")
         # Paraver: a .prv file, and (blocking) a directory, written as DIR/dtnn.prv, .pcf, .row.

@@ -24,6 +24,9 @@
 //
 // Threads (cpu::threads(), OpenMP): forward/backward_data split the pixel tiles, backward_filter splits the
 // weight tiles; no two threads write the same output, so there are no reductions or locks.
+//
+// Tracing (trace/op_trace.h): forward reshape_w (the panels), convgemm; backward_data transpose_w, convgemm_dx
+// (every stride phase); backward_filter convgemm_dw, reshape_dw (split at the region's barrier), bias.
 #include <omp.h>
 
 #include <algorithm>
@@ -34,6 +37,7 @@
 #include "conv/cpu/convgemm_nchw.h"
 #include "conv/cpu/cpu_algorithms.h"
 #include "core/error.h"
+#include "trace/op_trace.h"
 
 namespace dtnn {
 namespace {
@@ -200,11 +204,14 @@ class ConvGemm final : public ConvAlgorithm {
     return std::max({forward_layout(p).total, backward_data_layout(p).total, filter_dwt_floats(p)});
   }
 
+  int64_t op_events(const ConvProblem&, ConvDir dir) const override { return dir == ConvDir::bwd_filter ? 3 : 2; }
+
   void forward(const ConvProblem& p, const float* x, const float* w, const float* bias, float* y,
                float* ws) const override {
     if (p.layout == Layout::nchw) return convgemm::nchw_forward(p, x, w, bias, y, ws);
     const GatherLayout L = forward_layout(p);
     const int64_t RS = p.r * p.s, C = p.c, K = p.k;
+    OpScope op(OpCode::fwd_reshape_w);
     pack_panels(C, K, RS, ws + L.b, [&](int64_t c, int64_t t, int64_t k) { return w[(c * RS + t) * K + k]; });
     if (bias) {
       std::fill(ws + L.init, ws + L.init + round_up(K, kNR), 0.0f);
@@ -227,6 +234,7 @@ class ConvGemm final : public ConvAlgorithm {
     g.b = ws + L.b, g.panel_floats = RS * C * kNR;
     g.init = bias ? ws + L.init : nullptr;
     g.zero = ws + L.zero;
+    op.next(OpCode::fwd_convgemm);
     run_gather(g, cpu::threads());
   }
 
@@ -235,6 +243,7 @@ class ConvGemm final : public ConvAlgorithm {
     const GatherLayout L = backward_data_layout(p);
     const int64_t RS = p.r * p.s, C = p.c, K = p.k, P = p.p(), Q = p.q();
     // B[(tap, k), c] = w(c, tap, k): the gather reduces over dy's K channels and writes dx's C channels.
+    OpScope op(OpCode::bwd_transpose_w);
     pack_panels(K, C, RS, ws + L.b, [&](int64_t k, int64_t t, int64_t c) { return w[(c * RS + t) * K + k]; });
     std::fill(ws + L.zero, ws + L.zero + K, 0.0f);
     Gather g;
@@ -244,6 +253,7 @@ class ConvGemm final : public ConvAlgorithm {
     g.src_sy = 1, g.src_sx = 1;
     g.b = ws + L.b, g.panel_floats = RS * K * kNR;
     g.zero = ws + L.zero;
+    op.next(OpCode::bwd_dx_convgemm);
     // dx pixel h = a + stride*i receives tap r iff (a + pad - r*dil) is a multiple of the stride; it then
     // reads dy row i + (a + pad - r*dil) / stride.
     for (int64_t a = 0; a < std::min(p.stride_h, p.h); ++a)
@@ -271,8 +281,10 @@ class ConvGemm final : public ConvAlgorithm {
                        float* ws) const override {
     if (p.layout == Layout::nchw) {
       convgemm::nchw_backward_filter(p, x, dy, dw, ws);
+      const OpScope op(db ? OpCode::bwd_bias : OpCode::none);
       return conv_sum_bias(p, dy, db, 0, p.n, false);
     }
+    OpScope op(OpCode::bwd_dw_convgemm);
     const int threads = cpu::threads();
     const int64_t RS = p.r * p.s, C = p.c, K = p.k, P = p.p(), Q = p.q();
     const int64_t kt_count = div_up(K, kMR), ct_count = div_up(C, kNR), Cpad = ct_count * kNR;
@@ -316,11 +328,13 @@ class ConvGemm final : public ConvAlgorithm {
           convgemm::tile_segments_any(kMR, false, nullptr, 0, 0, 0, 0, 0, kNR, false, dwt + kt * kMR * ldo + tap * Cpad + ct * kNR, ldo);
         }
 #pragma omp barrier
+      if (t == 0) op.next(OpCode::bwd_reshape_dw);  // every thread's tiles are done (thread 0: the caller)
 #pragma omp for schedule(static)
       for (int64_t c = 0; c < C; ++c)
         for (int64_t tap = 0; tap < RS; ++tap)
           for (int64_t k = 0; k < K; ++k) dw[(c * RS + tap) * K + k] = dwt[k * ldo + tap * Cpad + c];
     }
+    op.next(db ? OpCode::bwd_bias : OpCode::none);
     conv_sum_bias(p, dy, db, 0, p.n * P * Q, false);
   }
 };

@@ -13,6 +13,8 @@
 //   backward_filter  dW[K x CRS] = sum_n dy[n] . im2col(x[n])^T: dy is transposed once into the workspace
 //                    (pixel-major), and each task (16 columns of CRS) packs, per sample, im2col's PQ x 16
 //                    panel and sums all K/6 row tiles into dW in sample order: thread-count independent.
+// Tracing (trace/op_trace.h): forward reshape_w (A's panels; split from the tiles at the region's barrier),
+// convgemm; backward_data convgemm_dx; backward_filter transpose_dy, convgemm_dw.
 #include <omp.h>
 
 #include <algorithm>
@@ -21,6 +23,7 @@
 #include "backend/cpu/blas.h"
 #include "conv/cpu/convgemm_kernels.h"
 #include "conv/cpu/convgemm_nchw.h"
+#include "trace/op_trace.h"
 
 namespace dtnn::convgemm {
 namespace {
@@ -104,6 +107,7 @@ void nchw_forward(const ConvProblem& p, const float* x, const float* w, const fl
   const int64_t K = p.k, CRS = p.c * p.r * p.s, PQ = p.p() * p.q(), kpanels = div_up(K, kMR);
   float* a = ws;
   const int64_t blocks = div_up(PQ, kNR);
+  OpScope op(OpCode::fwd_reshape_w);
 #pragma omp parallel num_threads(cpu::threads())
   {
 #pragma omp for schedule(static)
@@ -113,6 +117,7 @@ void nchw_forward(const ConvProblem& p, const float* x, const float* w, const fl
           const int64_t k = kp * kMR + i;
           a[(kp * CRS + u) * kMR + i] = k < K ? w[k * CRS + u] : 0.0f;
         }
+    if (omp_get_thread_num() == 0) op.next(OpCode::fwd_convgemm);  // after the omp for's barrier
     float* panel = ws + a_panels_floats(p) + omp_get_thread_num() * b_panel_floats(p);
     alignas(64) float tile[kMR * kNR];
 #pragma omp for collapse(2) schedule(static)
@@ -142,6 +147,7 @@ void nchw_forward(const ConvProblem& p, const float* x, const float* w, const fl
 
 void nchw_backward_data(const ConvProblem& p, const float* dy, const float* w, float* dx) {
   const int64_t K = p.k, RS = p.r * p.s, CRS = p.c * RS, H = p.h, W = p.w, PQ = p.p() * p.q();
+  const OpScope op(OpCode::bwd_dx_convgemm);
 #pragma omp parallel for schedule(static)
   for (int64_t n = 0; n < p.n; ++n) {
     float* dxn = dx + n * p.c * H * W;
@@ -184,6 +190,7 @@ void nchw_backward_filter(const ConvProblem& p, const float* x, const float* dy,
     return;
   }
   float* dyt = ws;  // dyt[n][pq][k] = dy[n][k][pq]
+  OpScope op(OpCode::bwd_transpose_dy);
 #pragma omp parallel for schedule(static)
   for (int64_t n = 0; n < p.n; ++n)
     for (int64_t k = 0; k < K; ++k) {
@@ -192,6 +199,7 @@ void nchw_backward_filter(const ConvProblem& p, const float* x, const float* dy,
       for (int64_t pq = 0; pq < PQ; ++pq) dst[pq * K] = src[pq];
     }
   const int64_t ublocks = div_up(CRS, kNR), kpanels = div_up(K, kMR), P = p.p(), Q = p.q();
+  op.next(OpCode::bwd_dw_convgemm);
 #pragma omp parallel num_threads(cpu::threads())
   {
     float* panel = ws + round_up(p.y_numel(), 16) + omp_get_thread_num() * filter_thread_floats(p);

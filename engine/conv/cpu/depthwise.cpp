@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "conv/cpu/cpu_algorithms.h"
+#include "trace/op_trace.h"
 
 namespace dtnn {
 namespace {
@@ -41,17 +42,23 @@ class Depthwise final : public ConvAlgorithm {
     return p.layout == Layout::nhwc ? kChunks * p.r * p.s * p.k : 0;
   }
 
+  // Tracing (trace/op_trace.h): one event per direction (bias included).
+  int64_t op_events(const ConvProblem&, ConvDir) const override { return 1; }
+
   void forward(const ConvProblem& p, const float* x, const float* w, const float* bias, float* y,
                float*) const override {
+    const OpScope op(OpCode::fwd_depthwise);
     if (p.layout == Layout::nhwc) return forward_nhwc(p, x, w, bias, y);
     forward_nchw(p, x, w, bias, y);
   }
   void backward_data(const ConvProblem& p, const float* dy, const float* w, float* dx, float*) const override {
+    const OpScope op(OpCode::bwd_dx_depthwise);
     if (p.layout == Layout::nhwc) return backward_data_nhwc(p, dy, w, dx);
     backward_data_nchw(p, dy, w, dx);
   }
   void backward_filter(const ConvProblem& p, const float* x, const float* dy, float* dw, float* db,
                        float* ws) const override {
+    const OpScope op(OpCode::bwd_dw_depthwise);
     if (p.layout == Layout::nhwc) return backward_filter_nhwc(p, x, dy, dw, db, ws);
     backward_filter_nchw(p, x, dy, dw, db);
   }

@@ -25,6 +25,7 @@
 #include "backend/cpu/blas.h"
 #include "conv/cpu/convgemm_kernels.h"
 #include "conv/cpu/cpu_algorithms.h"
+#include "trace/op_trace.h"
 
 #include <immintrin.h>
 
@@ -209,12 +210,15 @@ class Direct final : public ConvAlgorithm {
     return Support::yes();
   }
   int64_t workspace_floats(const ConvProblem&) const override { return 0; }
+  // Tracing (trace/op_trace.h): one event per direction (its loops), and backward_filter's bias sum.
+  int64_t op_events(const ConvProblem&, ConvDir dir) const override { return dir == ConvDir::bwd_filter ? 2 : 1; }
 
   void forward(const ConvProblem& p, const float* x, const float* w, const float* bias, float* y,
                float*) const override {
     const int64_t C = p.c, K = p.k, Cg = C / p.groups, Kg = K / p.groups, P = p.p(), Q = p.q();
     int64_t qa, qb;
     interior_columns(p, &qa, &qb);
+    const OpScope op(OpCode::fwd_direct);
 #pragma omp parallel for collapse(2) schedule(static) num_threads(cpu::threads())
     for (int64_t n = 0; n < p.n; ++n)
       for (int64_t oh = 0; oh < P; ++oh) {
@@ -255,6 +259,7 @@ class Direct final : public ConvAlgorithm {
   void backward_data(const ConvProblem& p, const float* dy, const float* w, float* dx, float*) const override {
     const int64_t C = p.c, K = p.k, Cg = C / p.groups, Kg = K / p.groups, P = p.p(), Q = p.q();
     const int64_t RSK = p.r * p.s * K, phases = std::min(p.stride_w, p.w);
+    const OpScope op(OpCode::bwd_dx_direct);
 #pragma omp parallel for collapse(2) schedule(static) num_threads(cpu::threads())
     for (int64_t n = 0; n < p.n; ++n)
       for (int64_t ih = 0; ih < p.h; ++ih) {
@@ -317,8 +322,10 @@ class Direct final : public ConvAlgorithm {
 
   void backward_filter(const ConvProblem& p, const float* x, const float* dy, float* dw, float* db,
                        float*) const override {
+    OpScope op(OpCode::bwd_dw_direct);
     if (few_channels(p)) backward_filter_few_channels(p, x, dy, dw);
     else backward_filter_per_tap(p, x, dy, dw);
+    op.next(db ? OpCode::bwd_bias : OpCode::none);
     if (db) conv_sum_bias(p, dy, db, 0, p.n * p.p() * p.q(), false);
   }
 

@@ -16,6 +16,9 @@
 // in cache. (A variant that first zero-pads x and copies whole filter rows was measured slower here:
 // same forward time, and its overlapping row-by-row scatter in backward_data stalls on store
 // forwarding, 1.8x slower than scattering one tap across a span of rows.)
+// Tracing (trace/op_trace.h) records each chunk's phases: forward reshape_w, then per chunk im2row, gemm,
+// bias; backward_data transpose_w, row2im (clearing dx), then per chunk gemm_dx, row2im; backward_filter
+// per chunk im2row, gemm_dw, bias, then reshape_dw. The implicit paths are one convgemm event each.
 #include <algorithm>
 #include <cstring>
 
@@ -24,6 +27,7 @@
 #include "conv/cpu/cpu_algorithms.h"
 #include "conv/cpu/implicit_filter.h"
 #include "conv/cpu/implicit_forward.h"
+#include "trace/op_trace.h"
 
 namespace dtnn {
 namespace {
@@ -168,23 +172,44 @@ class ConvIm2rowGemm final : public ConvAlgorithm {
                      implicit_filter_supported(p) ? implicit_filter_workspace(p) : 0});
   }
 
+  int64_t op_events(const ConvProblem& p, ConvDir dir) const override {
+    const int64_t chunks = (p.n * p.p() * p.q() + chunk_rows(p) - 1) / chunk_rows(p);
+    switch (dir) {
+      case ConvDir::fwd: return is_pointwise(p) ? 2 : implicit_forward_supported(p) ? 1 : 1 + 3 * chunks;
+      case ConvDir::bwd_data: return is_pointwise(p) ? 1 : 2 + 2 * chunks;
+      case ConvDir::bwd_filter: return is_pointwise(p) ? 2 : implicit_filter_supported(p) ? 1 : 1 + 3 * chunks;
+    }
+    return 0;
+  }
+
   void forward(const ConvProblem& p, const float* x, const float* w, const float* bias, float* y,
                float* ws) const override {
     const int64_t M = p.n * p.p() * p.q(), T = taps(p), K = p.k;
     if (is_pointwise(p)) {  // (C,1,1,K) is already the (C, K) matrix
+      OpScope op(OpCode::fwd_gemm);
       gemm_nn(M, K, T, x, w, y);
+      if (!bias) return;
+      op.next(OpCode::fwd_bias);
       conv_add_bias(p, bias, y, 0, M);
       return;
     }
-    if (implicit_forward_supported(p)) return implicit_forward(p, x, w, bias, y, ws);
+    if (implicit_forward_supported(p)) {
+      const OpScope op(OpCode::fwd_convgemm);
+      return implicit_forward(p, x, w, bias, y, ws);
+    }
     float* wt = ws;
     float* rows = ws + T * K;
+    OpScope op(OpCode::fwd_reshape_w);
     weights_crsk_to_rsck(p, w, wt);
     const int64_t chunk = chunk_rows(p);
     for (int64_t m0 = 0; m0 < M; m0 += chunk) {
       const int64_t mc = std::min(chunk, M - m0);
+      op.next(OpCode::fwd_im2row);
       im2row(p, x, m0, mc, rows);
+      op.next(OpCode::fwd_gemm);
       gemm_nn(mc, K, T, rows, wt, y + m0 * K);
+      if (!bias) continue;
+      op.next(OpCode::fwd_bias);
       conv_add_bias(p, bias, y, m0, mc);  // while the chunk of y is still in cache
     }
   }
@@ -192,18 +217,23 @@ class ConvIm2rowGemm final : public ConvAlgorithm {
   void backward_data(const ConvProblem& p, const float* dy, const float* w, float* dx, float* ws) const override {
     const int64_t M = p.n * p.p() * p.q(), T = taps(p), K = p.k;
     if (is_pointwise(p)) {
+      const OpScope op(OpCode::bwd_dx_gemm);
       gemm_nt(M, T, K, dy, w, dx);
       return;
     }
     float* wt = ws;
     float* rows = ws + T * K;
     if (p.x_numel() == 0) return;  // an empty batch: no dx, and a null one memset must not get (UBSan)
+    OpScope op(OpCode::bwd_transpose_w);
     weights_crsk_to_rsck(p, w, wt);
+    op.next(OpCode::bwd_row2im);
     std::memset(dx, 0, p.x_numel() * sizeof(float));
     const int64_t chunk = chunk_rows(p);
     for (int64_t m0 = 0; m0 < M; m0 += chunk) {
       const int64_t mc = std::min(chunk, M - m0);
+      op.next(OpCode::bwd_dx_gemm);
       gemm_nt(mc, T, K, dy + m0 * K, wt, rows);
+      op.next(OpCode::bwd_row2im);
       row2im_add(p, rows, m0, mc, dx);
     }
   }
@@ -217,20 +247,32 @@ class ConvIm2rowGemm final : public ConvAlgorithm {
       return;
     }
     if (is_pointwise(p)) {
+      OpScope op(OpCode::bwd_dw_gemm);
       gemm_tn(T, K, M, x, dy, 0.0f, dw);
+      if (!db) return;
+      op.next(OpCode::bwd_bias);
       conv_sum_bias(p, dy, db, 0, M, false);
       return;
     }
-    if (implicit_filter_supported(p)) return implicit_filter(p, x, dy, dw, db, ws);
+    if (implicit_filter_supported(p)) {
+      const OpScope op(OpCode::bwd_dw_convgemm);
+      return implicit_filter(p, x, dy, dw, db, ws);
+    }
     float* dwt = ws;
     float* rows = ws + T * K;
     const int64_t chunk = chunk_rows(p);
+    OpScope op;
     for (int64_t m0 = 0; m0 < M; m0 += chunk) {
       const int64_t mc = std::min(chunk, M - m0);
+      op.next(OpCode::bwd_im2row);
       im2row(p, x, m0, mc, rows);
+      op.next(OpCode::bwd_dw_gemm);
       gemm_tn(T, K, mc, rows, dy + m0 * K, m0 == 0 ? 0.0f : 1.0f, dwt);
+      if (!db) continue;
+      op.next(OpCode::bwd_bias);
       conv_sum_bias(p, dy, db, m0, mc, m0 > 0);
     }
+    op.next(OpCode::bwd_reshape_dw);
     weights_rsck_to_crsk(p, dwt, dw);
   }
 };

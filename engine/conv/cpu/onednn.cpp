@@ -9,6 +9,7 @@
 // batch loop only sets data handles and executes: no allocation, no primitive creation. The reordered
 // weights and oneDNN's scratchpad (scratchpad_mode::user) live in the caller's workspace.
 // Threads: oneDNN's OpenMP runtime follows omp_set_num_threads (cpu::set_threads).
+// Tracing (trace/op_trace.h): the weight reorders (reshape_w, transpose_w, reshape_dw) and each primitive.
 #include <dnnl.hpp>
 
 #include <map>
@@ -20,6 +21,7 @@
 #include "backend/cpu/blas.h"
 #include "conv/cpu/cpu_algorithms.h"
 #include "core/error.h"
+#include "trace/op_trace.h"
 
 namespace dtnn {
 namespace {
@@ -169,6 +171,7 @@ class ConvOnednn final : public ConvAlgorithm {
   }
 
   int64_t workspace_floats(const ConvProblem& p) const override { return prims(p).ws_floats; }
+  int64_t op_events(const ConvProblem&, ConvDir) const override { return 2; }
 
   void forward(const ConvProblem& p, const float* x, const float* w, const float* bias, float* y,
                float* ws) const override {
@@ -176,10 +179,13 @@ class ConvOnednn final : public ConvAlgorithm {
     DTNN_CHECK(pr.error.empty(), pr.error);
     pr.w_user.set_data_handle(const_cast<float*>(w));
     pr.scratch_f.set_data_handle(ws + pr.off_scratch);
+    OpScope op;
     if (pr.fwd_reorder) {
+      op.next(OpCode::fwd_reshape_w);
       pr.w_fwd.set_data_handle(ws + pr.off_w_fwd);
       reorder(pr, pr.w_to_fwd, pr.w_user, pr.w_fwd);
     }
+    op.next(OpCode::fwd_onednn);
     pr.x.set_data_handle(const_cast<float*>(x));
     pr.y.set_data_handle(y);
     if (bias) {
@@ -195,10 +201,13 @@ class ConvOnednn final : public ConvAlgorithm {
     DTNN_CHECK(pr.error.empty(), pr.error);
     pr.w_user.set_data_handle(const_cast<float*>(w));
     pr.scratch_bd.set_data_handle(ws + pr.off_scratch);
+    OpScope op;
     if (pr.bwd_reorder) {
+      op.next(OpCode::bwd_transpose_w);
       pr.w_bwd.set_data_handle(ws + pr.off_w_bwd);
       reorder(pr, pr.w_to_bwd, pr.w_user, pr.w_bwd);
     }
+    op.next(OpCode::bwd_dx_onednn);
     pr.dy.set_data_handle(const_cast<float*>(dy));
     pr.dx.set_data_handle(dx);
     run(pr, pr.bwd_data, pr.bd_args);
@@ -214,8 +223,10 @@ class ConvOnednn final : public ConvAlgorithm {
     pr.dw_prim.set_data_handle(ws + pr.off_dw);
     pr.db.set_data_handle(db ? db : ws + pr.off_db);
     pr.scratch_bw.set_data_handle(ws + pr.off_scratch);
+    OpScope op(OpCode::bwd_dw_onednn);  // db too: the primitive computes it
     run(pr, pr.bwd_w, pr.bw_args);
     if (pr.dw_reorder) {
+      op.next(OpCode::bwd_reshape_dw);
       reorder(pr, pr.dw_to_user, pr.dw_prim, pr.dw_user);
     }
   }

@@ -18,6 +18,9 @@
 // Tiles are processed in blocks sized so a block's V and M stay in L2; threads take contiguous ranges of
 // tiles, each with its own block buffers in the workspace (so the workspace grows with cpu::threads()).
 // backward_filter keeps one partial transform-domain gradient per thread, summed in thread order at the end.
+// Tracing (trace/op_trace.h): forward and backward_data record the filter transform and then the tiles
+// (input transform, GEMMs, output transform: interleaved per block in every thread, so one event), split at
+// the barrier that ends the filter transform; backward_filter records the whole pass, then the bias sum.
 #include <omp.h>
 
 #include <algorithm>
@@ -30,6 +33,7 @@
 #include "conv/cpu/convgemm_kernels.h"
 #include "conv/cpu/cpu_algorithms.h"
 #include "core/error.h"
+#include "trace/op_trace.h"
 
 namespace dtnn {
 namespace {
@@ -165,8 +169,10 @@ FwdSizes fwd_sizes(const Matrices& t, int64_t C, int64_t K) {
   return s;
 }
 
+// `transform_op`, `tiles_op`: what tracing calls the filter transform and the tiles (forward or backward_data).
 template <typename Weight>
-void winograd_forward(const Matrices& t, const FwdView& f, Weight&& weight, const float* bias, float* ws) {
+void winograd_forward(const Matrices& t, const FwdView& f, Weight&& weight, const float* bias, float* ws,
+                      OpCode transform_op, OpCode tiles_op) {
   const int m = t.m, a = t.alpha, a2 = a * a;
   const int64_t C = f.c, K = f.k;
   const FwdSizes sz = fwd_sizes(t, C, K);
@@ -174,6 +180,7 @@ void winograd_forward(const Matrices& t, const FwdView& f, Weight&& weight, cons
   const int64_t th = div_up(f.p, m), tw = div_up(f.q, m), tiles = f.n * th * tw;
   const int threads = cpu::threads();
   const int nt = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, div_up(tiles, sz.tb))));
+  OpScope op(transform_op);
 #pragma omp parallel num_threads(nt)
   {
     const int tid = omp_get_thread_num(), T = omp_get_num_threads();
@@ -195,6 +202,7 @@ void winograd_forward(const Matrices& t, const FwdView& f, Weight&& weight, cons
         }
         for (int xi = 0; xi < a2; ++xi) u[xi * sz.kp * C + (k / kNR) * C * kNR + c * kNR + k % kNR] = gg[xi / a][xi % a];
       }
+    if (tid == 0) op.next(tiles_op);  // after the omp for's barrier: every thread's share of U is done
     const int64_t first = tiles * tid / T, last = tiles * (tid + 1) / T;
     const float* patch[kMaxAlpha * kMaxAlpha];
     const float* rows[kMR];
@@ -392,12 +400,14 @@ class ConvWinograd final : public ConvAlgorithm {
     return std::max({f.u + threads * f.per_thread, b.u + threads * b.per_thread, threads * w.per_thread});
   }
 
+  int64_t op_events(const ConvProblem&, ConvDir) const override { return 2; }
+
   void forward(const ConvProblem& p, const float* x, const float* w, const float* bias, float* y,
                float* ws) const override {
     const FwdView v{x, p.n, p.h, p.w, p.c, y, p.p(), p.q(), p.k, p.pad_h, p.pad_w};
     const int64_t K = p.k;
     winograd_forward(fwd_, v, [&](int64_t c, int64_t k, int64_t r, int64_t s) { return w[((c * 3 + r) * 3 + s) * K + k]; },
-                     bias, ws);
+                     bias, ws, OpCode::fwd_winograd_w, OpCode::fwd_winograd);
   }
 
   void backward_data(const ConvProblem& p, const float* dy, const float* w, float* dx, float* ws) const override {
@@ -406,12 +416,14 @@ class ConvWinograd final : public ConvAlgorithm {
     const int64_t K = p.k;
     winograd_forward(fwd_, v,
                      [&](int64_t k, int64_t c, int64_t r, int64_t s) { return w[((c * 3 + 2 - r) * 3 + 2 - s) * K + k]; },
-                     nullptr, ws);
+                     nullptr, ws, OpCode::bwd_winograd_w, OpCode::bwd_dx_winograd);
   }
 
   void backward_filter(const ConvProblem& p, const float* x, const float* dy, float* dw, float* db,
                        float* ws) const override {
+    OpScope op(OpCode::bwd_dw_winograd);
     winograd_filter(filt_, p, x, dy, dw, ws);
+    op.next(db ? OpCode::bwd_bias : OpCode::none);
     conv_sum_bias(p, dy, db, 0, p.n * p.p() * p.q(), false);
   }
 
