@@ -366,6 +366,20 @@ int run(int argc, char** argv, int rank, int ranks) {
     return 2;
   }
   const bool reduce = ranks > 1;
+  if (kSimulated && reduce && p.mode == "non_blocking" && o.nbc == "mpi") {
+    // SimGrid's MPI_Iallreduce posts a receive of the whole bucket from every other rank into its own
+    // temporary: p (p - 1) buckets of host memory at once (resnet20 on 256 ranks: 65 GB). Refused past 4 GiB.
+    int64_t largest = 0;
+    for (const ProfileBucket& b : p.buckets) largest = std::max(largest, b.floats);
+    const double bytes = static_cast<double>(ranks) * (ranks - 1) * static_cast<double>(largest) * sizeof(float);
+    if (bytes > 4.0 * (1 << 30)) {
+      if (rank == 0)
+        std::fprintf(stderr, "step_replay: --nbc mpi under SimGrid would hold %.1f GiB of receive buffers on %d ranks "
+                     "(SimGrid's MPI_Iallreduce receives every rank's whole bucket); use --nbc binomial\n",
+                     bytes / (1 << 30), ranks);
+      return 2;
+    }
+  }
   FloatBuffer slab(static_cast<size_t>(p.total_floats));
   std::unique_ptr<FloatBuffer> tmp;
   std::unique_ptr<Sums> sums;
