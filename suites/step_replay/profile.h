@@ -3,7 +3,7 @@
 // SimGrid's smpicxx alike (suites/CMakeLists.txt builds it both ways).
 //
 // Checked here, not trusted: the schema string, non-negative finite times, buckets whose ready_after is a layer
-// index, and (non_blocking) buckets that cover total_floats exactly once, as plan_buckets' buckets do (the first
+// index (or the layer count), and (non_blocking) buckets that cover total_floats exactly once, as plan_buckets' buckets do (the first
 // one carries the loss/metric tail). A profile that breaks one of these is refused with the reason.
 #pragma once
 
@@ -106,8 +106,9 @@ inline Profile parse_profile(const nlohmann::json& j, const std::string& mode_ov
       ProfileBucket bucket;
       bucket.floats = count(b, "floats", where);
       const int64_t ready = count(b, "ready_after", where);
-      if (ready >= static_cast<int64_t>(p.layers.size()))
-        throw std::runtime_error(where + ": ready_after " + std::to_string(ready) + " is not a layer index");
+      // (== the layer count: plan_buckets' bucket of a model without parameters, started at the first chance)
+      if (ready > static_cast<int64_t>(p.layers.size()))
+        throw std::runtime_error(where + ": ready_after " + std::to_string(ready) + " is past the layers");
       bucket.ready_after = static_cast<size_t>(ready);
       bucket.begin = offset;
       offset += bucket.floats;
