@@ -15,6 +15,7 @@ packages=(
   dataset-fashion-mnist
   python3-numpy python3-torch python3-matplotlib                    # /usr/bin/python3: interop checks, PyTorch reference, plots
   clang libclang-rt-14-dev libomp-dev                               # ci/fuzz.sh: libFuzzer, clang's ASan/UBSan runtimes, OpenMP
+  libsimgrid-dev                                                    # SimGrid 3.32: smpicxx/smpirun for suites/step_replay (it Provides the virtual "simgrid")
 )
 missing=()
 for p in "${packages[@]}"; do
