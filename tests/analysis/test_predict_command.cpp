@@ -12,6 +12,7 @@
 #include "core/file_io.h"
 #include "layers/layers.h"
 #include "models/model.h"
+#include "results/store.h"
 #include "train/gradient_reducer.h"
 
 using namespace dtnn::perf;
@@ -144,6 +145,54 @@ TEST_CASE("profile from report: a real dtnn train report, untraced and traced", 
     CHECK(j["rows"][2]["step_s"].get<double>() >= j["rows"][0]["step_s"].get<double>() * (1 - 1e-12));
     std::filesystem::remove(report);
   }
+}
+
+TEST_CASE("dtnn predict: --from-run reads runs.report, --fit-collectives db the ingested bench_allreduce rows",
+          "[perfmodel]") {
+  const std::string report = dtnn::test::temp_path("stored.json"), db = dtnn::test::temp_path("predict.db");
+  std::filesystem::remove(db);
+  REQUIRE(dtnn::test::run_dtnn("train --model=simplecnn --use_synthetic_data=True --steps_per_epoch=3 "
+                               "--evaluate_on_test=False --progress=False --report=" + report).status == 0);
+  int64_t run = 0;
+  {
+    dtnn::ResultStore store = dtnn::ResultStore::open(db);
+    dtnn::RunStart s;
+    s.matrix_id = store.add_matrix("m", "m.toml", "hash", "name = \"m\"\n");
+    dtnn::StoredEnvironment e;
+    e.host = "h";
+    e.git_commit = "abc";
+    s.environment_id = store.add_environment(e);
+    s.trial_key = s.config_key = s.label = "t";
+    s.params = {{"model", "simplecnn"}, {"ranks", "1"}, {"dataset", "mnist"}};
+    s.command = "dtnn train";
+    s.log_path = "x.log";
+    run = store.begin_run(s);
+    store.finish_run_ok(run, dtnn::read_file(report), 1.0);
+  }
+  const StepProfile stored = profile_from_stored_run(dtnn::ResultStore::open_read_only(db), run, {});
+  CHECK(stored.source_run == run);
+  CHECK(step_profile_json(stored).find("\"source_run\": " + std::to_string(run)) != std::string::npos);
+  const dtnn::test::Command c = dtnn::test::run_dtnn("predict --from-run " + std::to_string(run) + " --db " + db +
+                                                     " --ranks 1,2 --platform ib100");
+  REQUIRE(c.status == 0);
+  CHECK_THAT(c.out, Contains("measured: run " + std::to_string(run) + " at 1 rank"));
+  CHECK_THAT(dtnn::test::run_dtnn("predict --from-run 999 --db " + db).err, Contains("no such run"));
+  // bench_allreduce results ingested in the store calibrate the link.
+  REQUIRE(dtnn::test::run_dtnn("ingest " + std::string(DTNN_SOURCE_DIR) +
+                               "/analysis/baselines/allreduce_tcp_xeon-emr_2core.json --db " + db).status == 0);
+  const dtnn::test::Command fit = dtnn::test::run_dtnn("predict --from-run " + std::to_string(run) + " --db " + db +
+                                                       " --ranks 2 --platform eth10g --fit-collectives db "
+                                                       "--fit-transport btl=self,tcp --fit-max-bytes 16777216 --json");
+  REQUIRE(fit.status == 0);
+  const nlohmann::json j = nlohmann::json::parse(fit.out);
+  CHECK(j["fit"]["alpha"].get<double>() == Approx(5.941e-6).epsilon(0.01));  // localhost2_tcp's numbers
+  CHECK(1 / j["fit"]["beta"].get<double>() == Approx(3.478e9).epsilon(0.01));
+  CHECK(j["platform"]["name"] == "eth10g+fit");
+  CHECK_THAT(dtnn::test::run_dtnn("predict --from-run " + std::to_string(run) + " --db " + db +
+                                  " --fit-collectives db --fit-transport infiniband").err,
+             Contains("no collective_benchmarks rows with transport 'infiniband'"));
+  std::filesystem::remove(report);
+  std::filesystem::remove(db);
 }
 
 TEST_CASE("dtnn predict: table, --write-profile round trip, PyDTNN's model", "[perfmodel]") {
