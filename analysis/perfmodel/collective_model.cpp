@@ -1,6 +1,8 @@
 #include "analysis/perfmodel/collective_model.h"
 
+#include <climits>
 #include <cmath>
+#include <utility>
 
 #include "core/error.h"
 
@@ -97,57 +99,41 @@ CollectiveRules parse_rules(const std::string& name) {
 }
 
 AllreduceAlgorithm choose_allreduce(int p, double bytes, CollectiveRules rules) {
-  using A = AllreduceAlgorithm;
-  const double s = bytes;
   if (rules == CollectiveRules::simgrid) {
-    if (s < 10000) return A::recursive_doubling;
-    if (bytes / 4.0 > p) return A::ring;  // p·1 MiB ≥ n: ring, else segmented ring (the same cost here)
-    return A::binomial;                   // redbcast: reduce + bcast
+    if (bytes < 10000) return AllreduceAlgorithm::recursive_doubling;
+    // p·1 MiB ≥ n: ring, else segmented ring (the same cost here); too few elements: reduce + bcast.
+    return bytes / 4.0 > p ? AllreduceAlgorithm::ring : AllreduceAlgorithm::binomial;
   }
-  // Open MPI 4.1 coll/tuned, commutative operations. Algorithm numbers as in the source: 2 nonoverlapping
-  // (binomial here), 3 recursive doubling, 4 ring, 5 segmented ring (ring here), 6 Rabenseifner.
-  if (p < 4) {
-    if (s < 8) return A::ring;
-    if (s < 4096) return A::recursive_doubling;
-    if (s < 8192) return A::ring;
-    if (s < 16384) return A::recursive_doubling;
-    if (s < 65536) return A::ring;
-    if (s < 262144) return A::ring;  // segmented ring
-    return A::rabenseifner;
+  // Open MPI 4.1 coll/tuned, commutative operations, as a table: for communicators below `ranks_below`, the
+  // first row whose size bound exceeds the message picks the algorithm, else `otherwise`. The source's
+  // numbers: 2 nonoverlapping (binomial here), 3 recursive doubling, 4 ring, 5 segmented ring (ring here),
+  // 6 Rabenseifner.
+  using A = AllreduceAlgorithm;
+  struct Rule {
+    int ranks_below;
+    std::vector<std::pair<double, A>> below;
+    A otherwise;
+  };
+  static const std::vector<Rule> kTuned = {
+      {4, {{8, A::ring}, {4096, A::recursive_doubling}, {8192, A::ring}, {16384, A::recursive_doubling},
+           {65536, A::ring}, {262144, A::ring}}, A::rabenseifner},
+      {8, {{16, A::ring}, {8192, A::recursive_doubling}}, A::rabenseifner},
+      {16, {{8192, A::recursive_doubling}}, A::rabenseifner},
+      {32, {{64, A::ring}, {4096, A::recursive_doubling}}, A::rabenseifner},
+      {64, {{128, A::ring}}, A::rabenseifner},
+      {128, {{262144, A::recursive_doubling}}, A::rabenseifner},
+      {256, {{131072, A::binomial}, {262144, A::recursive_doubling}}, A::rabenseifner},
+      {512, {{4096, A::binomial}}, A::rabenseifner},
+      {2048, {{2048, A::binomial}, {16384, A::recursive_doubling}}, A::rabenseifner},
+      {4096, {{2048, A::binomial}, {4096, A::ring}, {16384, A::recursive_doubling}}, A::rabenseifner},
+      {INT_MAX, {{2048, A::binomial}, {16384, A::ring}, {32768, A::recursive_doubling}}, A::rabenseifner},
+  };
+  for (const Rule& r : kTuned) {
+    if (p >= r.ranks_below) continue;
+    for (const auto& [bound, a] : r.below)
+      if (bytes < bound) return a;
+    return r.otherwise;
   }
-  if (p < 8) {
-    if (s < 16) return A::ring;
-    if (s < 8192) return A::recursive_doubling;
-    return A::rabenseifner;
-  }
-  if (p < 16) return s < 8192 ? A::recursive_doubling : A::rabenseifner;
-  if (p < 32) {
-    if (s < 64) return A::ring;  // segmented ring
-    if (s < 4096) return A::recursive_doubling;
-    return A::rabenseifner;
-  }
-  if (p < 64) return s < 128 ? A::ring : A::rabenseifner;
-  if (p < 128) return s < 262144 ? A::recursive_doubling : A::rabenseifner;
-  if (p < 256) {
-    if (s < 131072) return A::binomial;
-    if (s < 262144) return A::recursive_doubling;
-    return A::rabenseifner;
-  }
-  if (p < 512) return s < 4096 ? A::binomial : A::rabenseifner;
-  if (p < 2048) {
-    if (s < 2048) return A::binomial;
-    if (s < 16384) return A::recursive_doubling;
-    return A::rabenseifner;
-  }
-  if (p < 4096) {
-    if (s < 2048) return A::binomial;
-    if (s < 4096) return A::ring;
-    if (s < 16384) return A::recursive_doubling;
-    return A::rabenseifner;
-  }
-  if (s < 2048) return A::binomial;
-  if (s < 16384) return A::ring;
-  if (s < 32768) return A::recursive_doubling;
   return A::rabenseifner;
 }
 

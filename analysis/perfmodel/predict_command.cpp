@@ -270,9 +270,10 @@ int run_predict_command(const PredictCommandOptions& o, std::ostream& out) {
   json measured_json;
   if (v.measured_step_s > 0 && v.ranks > 0) {
     const std::string mmode = v.mode == "none" ? "none" : v.mode;
-    measured = printf_str("measured: %s at %d rank%s (%s, %d threads): step %.3f ms (compute %.3f, exposed %.3f)",
+    measured = printf_str("measured: %s at %d rank%s (%s, %d thread%s): step %.3f ms (compute %.3f, exposed %.3f)",
                           profile->source_run ? ("run " + std::to_string(*profile->source_run)).c_str() : "the report",
-                          v.ranks, v.ranks == 1 ? "" : "s", mmode.c_str(), v.threads, v.measured_step_s * 1e3,
+                          v.ranks, v.ranks == 1 ? "" : "s", mmode.c_str(), v.threads, v.threads == 1 ? "" : "s",
+                          v.measured_step_s * 1e3,
                           v.measured_compute_s * 1e3, v.measured_exposed_s * 1e3);
     measured_json = {{"ranks", v.ranks}, {"mode", mmode}, {"step_s", v.measured_step_s},
                      {"compute_s", v.measured_compute_s}, {"exposed_s", v.measured_exposed_s}};
