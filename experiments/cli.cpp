@@ -1,5 +1,5 @@
-// The dtnn command line: `dtnn train`, `models`, `algos`, `conv`, `layers` (the engine) and `run`, `query`, `check`,
-// `compare`, `report` (the harness). The only translation unit that includes CLI11 (it is heavy to
+// The dtnn command line: `dtnn train`, `models`, `algos`, `conv`, `layers` (the engine), `run`, `query`, `check`,
+// `compare`, `report` (the harness) and `predict` (the performance model, analysis/perfmodel). The only translation unit that includes CLI11 (it is heavy to
 // compile). Bad input prints one line, "dtnn: <what>", and exits non-zero: 2 for a malformed command line,
 // 3 (kUnsupportedExit) for a valid request this build or machine cannot run, 4 (kDivergedExit) for a `dtnn train`
 // whose loss became NaN or infinite, 1 for everything else.
@@ -13,6 +13,7 @@
 
 #include "analysis/check.h"
 #include "analysis/compare.h"
+#include "analysis/perfmodel/predict_command.h"
 #include "analysis/query.h"
 #include "backend/cpu/blas.h"
 #include "backend/gpu.h"
@@ -311,6 +312,63 @@ int run_harness_command(HarnessCommands& h) {
   return 0;
 }
 
+// `dtnn predict` (analysis/perfmodel/predict_command.h). PyDTNN's performance-model options keep PyDTNN's
+// names (--cpu_speed, --memory_bw, --network_bw, --network_lat, --network_alg).
+struct PredictCommand {
+  dtnn::perf::PredictCommandOptions options;
+  int64_t from_run = 0;
+  double bucket_mb = 0, gamma = 0, cpu_speed = 0, memory_bw = 0, network_bw = 0, network_lat = 0;
+  CLI::App* app = nullptr;
+  CLI::Option *from_run_opt = nullptr, *bucket_opt = nullptr, *gamma_opt = nullptr, *cpu_opt = nullptr,
+              *mem_opt = nullptr, *nbw_opt = nullptr, *nlat_opt = nullptr;
+};
+
+void add_predict_command(CLI::App& app, PredictCommand& p) {
+  dtnn::perf::PredictCommandOptions& o = p.options;
+  CLI::App* c = p.app = app.add_subcommand(
+      "predict", "Predict step time, throughput and efficiency for 1..N ranks on a platform (a model, not a measurement)");
+  c->add_option("--model", o.model, "Zoo model name (required with --model_kind pydtnn; else checked against the profile)");
+  c->add_option("--ranks", o.ranks, "Rank counts, e.g. 1,2,4,...,256")->capture_default_str();
+  c->add_option("--platform", o.platform, "eth10g, ib100, nvlink8, localhost2 or localhost2_tcp")->capture_default_str();
+  p.from_run_opt = c->add_option("--from-run", p.from_run, "Profile a stored run (its report) of --db");
+  c->add_option("--db", o.db, "Results database (--from-run, --fit-collectives db)")->capture_default_str();
+  c->add_option("--from-report", o.from_report, "Profile a dtnn run report (--report file)");
+  c->add_option("--profile", o.profile, "A dtnn.step_profile/1 JSON file");
+  c->add_option("--mode", o.mode, "blocking or non_blocking (default: the profile's)");
+  c->add_option("--scaling", o.scaling, "weak (batch per rank fixed) or strong (global batch fixed)")->capture_default_str();
+  c->add_option("--global_batch", o.global_batch, "Strong scaling's global batch (default: the profile's batch)");
+  p.bucket_opt = c->add_option("--bucket_mb", p.bucket_mb, "Re-plan the gradient buckets with this cap (MiB; 0: one per layer)");
+  c->add_option("--model_kind", o.model_kind, "dtnn (measured layer times) or pydtnn (PyDTNN's formulas)")->capture_default_str();
+  c->add_option("--write-profile", o.write_profile, "Also write the step profile (the SimGrid proxy's input)");
+  c->add_flag("--json", o.json, "Print JSON instead of the table")->disable_flag_override();
+  c->add_option("--collectives", o.collectives, "Algorithm choice: ompi41 (Open MPI 4.1) or simgrid (SimGrid SMPI's)")->capture_default_str();
+  c->add_option("--algorithm", o.algorithm, "Force one allreduce algorithm (ring, recursive_doubling, rabenseifner, binomial, ...)")->capture_default_str();
+  c->add_option("--fit-collectives", o.fit_collectives, "Fit the platform's link to a bench_allreduce JSON file, or to the store's rows (db)");
+  c->add_option("--fit-transport", o.fit_transport, "--fit-collectives db: the rows' transport")->capture_default_str();
+  c->add_option("--fit-op", o.fit_op, "allreduce, iallreduce or both")->capture_default_str();
+  c->add_option("--fit-max-bytes", o.fit_max_bytes, "Leave out larger sizes from the fit (0: none)");
+  c->add_flag("--fit-gamma", o.fit_gamma, "Fit gamma too (2-rank data cannot tell it from beta)")->disable_flag_override();
+  p.gamma_opt = c->add_option("--gamma", p.gamma, "Reduction seconds per byte (overrides the platform's)");
+  p.cpu_opt = c->add_option("--cpu_speed", p.cpu_speed, "PyDTNN model: FLOP/s (default 4e12)");
+  p.mem_opt = c->add_option("--memory_bw", p.memory_bw, "PyDTNN model: bytes/s (default 50e9)");
+  p.nbw_opt = c->add_option("--network_bw", p.network_bw, "PyDTNN model: bits/s (default: the platform's)");
+  p.nlat_opt = c->add_option("--network_lat", p.network_lat, "PyDTNN model: seconds (default: the platform's)");
+  c->add_option("--network_alg", o.network_alg, "PyDTNN model: bta or vdg")->capture_default_str();
+  c->add_option("--batch_size", o.batch_size, "PyDTNN model without a profile: samples per rank (default 64)");
+}
+
+int cmd_predict(PredictCommand& p) {
+  dtnn::perf::PredictCommandOptions o = p.options;
+  if (p.from_run_opt->count()) o.from_run = p.from_run;
+  if (p.bucket_opt->count()) o.bucket_mb = p.bucket_mb;
+  if (p.gamma_opt->count()) o.gamma = p.gamma;
+  if (p.cpu_opt->count()) o.cpu_speed = p.cpu_speed;
+  if (p.mem_opt->count()) o.memory_bw = p.memory_bw;
+  if (p.nbw_opt->count()) o.network_bw = p.network_bw;
+  if (p.nlat_opt->count()) o.network_lat = p.network_lat;
+  return dtnn::perf::run_predict_command(o, std::cout);
+}
+
 // CLI11 would say only "A subcommand is required" for a misspelt command.
 bool known_command(const CLI::App& app, int argc, char** argv) {
   if (argc > 1 && argv[1][0] != '-') {
@@ -341,6 +399,8 @@ int main(int argc, char** argv) {
   add_engine_commands(app, engine);
   HarnessCommands harness;
   add_harness_commands(app, harness);
+  PredictCommand predict;
+  add_predict_command(app, predict);
   if (!known_command(app, argc, argv)) return 2;
   try {
     app.parse(argc, argv);
@@ -362,6 +422,7 @@ int main(int argc, char** argv) {
     if (engine.conv->parsed()) return dtnn::run_conv_command(engine.conv_options, std::cout);
     if (engine.layers->parsed()) return dtnn::run_layers_command(engine.layers_options, std::cout);
     if (engine.train->parsed()) return cmd_train(engine, comm);
+    if (predict.app->parsed()) return cmd_predict(predict);
     return run_harness_command(harness);
   } catch (const dtnn::Unsupported& e) {
     print_error(e.what());

@@ -147,7 +147,10 @@ OptionSpec planned(OptionSpec s, const char* why) {
 }
 
 std::vector<OptionSpec> make_table() {
-  const char* issue21 = "issue 21, the calibrated performance model, adds it";
+  // PyDTNN's performance-model options: PyDTNN's training never reads them, so neither does dtnn train; the
+  // model is `dtnn predict --model_kind pydtnn`, which takes them under these names (issue 21).
+  const char* issue21 = "training does not read it; PyDTNN's performance model is `dtnn predict --model_kind pydtnn`, "
+                        "which takes it (issue 21)";
   return {
       // Model and run length
       checked("model", DTNN_FIELD(model_name), M | MM | T | P, check_model, "Model name (see `dtnn models`)"),

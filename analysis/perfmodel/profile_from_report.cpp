@@ -1,0 +1,212 @@
+#include "analysis/perfmodel/profile_from_report.h"
+
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/file_io.h"
+#include "layers/layers.h"
+#include "models/model.h"
+#include "results/store.h"
+#include "train/gradient_reducer.h"
+#include "train/options.h"
+#include "train/trainer.h"
+
+namespace dtnn::perf {
+
+namespace {
+
+using nlohmann::json;
+
+std::string option(const json& options, const char* name, const std::string& fallback) {
+  const auto it = options.find(name);
+  return it != options.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
+bool option_true(const json& options, const char* name) { return option(options, name, "False") == "True"; }
+
+std::string fmt(const char* format, double v) {
+  char buf[128];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+// Where each top-level layer's parameters start in the trainer's gradient slab (layers + 1 offsets), from the
+// zoo model built shape-only with the run's fusion, padded as Model::build pads them. Empty when the zoo
+// model does not match the report's layers (the reason in *why).
+std::vector<int64_t> padded_param_begin(const json& options, const std::vector<ProfileLayer>& layers,
+                                        std::string* why) {
+  try {
+    auto model = create_model(option(options, "model", ""));
+    FusionOptions fusion;
+    fusion.bn_relu = option_true(options, "enable_fused_bn_relu");
+    fusion.conv_relu = option_true(options, "enable_fused_conv_relu");
+    fusion.conv_bn = option_true(options, "enable_fused_conv_bn");
+    fusion.conv_bn_relu = option_true(options, "enable_fused_conv_bn_relu");
+    fusion.add_relu = option_true(options, "enable_fused_add_relu");
+    model->fuse(fusion);
+    if (model->num_layers() != layers.size()) {
+      *why = "the zoo model has " + std::to_string(model->num_layers()) + " top-level layers, the report " +
+             std::to_string(layers.size());
+      return {};
+    }
+    BuildContext ctx;  // NHWC, batch 1: shapes only, as plan_model
+    Shape shape;
+    std::vector<int64_t> begin{0};
+    for (size_t i = 0; i < model->num_layers(); ++i) {
+      Layer& layer = model->layer(i);
+      shape = layer.build(shape, ctx);
+      if (layer.num_params() != layers[i].params) {
+        *why = "layer " + std::to_string(i) + " has " + std::to_string(layer.num_params()) +
+               " parameters in the zoo model, " + std::to_string(layers[i].params) + " in the report";
+        return {};
+      }
+      std::vector<const Layer*> all = {&layer};
+      for (const Layer* child : layer.children()) all.push_back(child);
+      int64_t padded = 0;
+      for (const Layer* l : all)
+        for (const Param& p : l->params()) padded += (p.shape.numel() + 15) / 16 * 16;
+      begin.push_back(begin.back() + padded);
+    }
+    return begin;
+  } catch (const Error& e) {
+    *why = e.what();
+    return {};
+  }
+}
+
+}  // namespace
+
+StepProfile profile_from_report(const std::string& text, const std::string& where, const ReportOptions& options) {
+  json r;
+  try {
+    r = json::parse(text);
+  } catch (const json::exception& e) {
+    fail(where, ": not JSON (", e.what(), ")");
+  }
+  DTNN_CHECK(r.is_object() && r.value("schema", std::string()) == "dtnn.run_report/1", where,
+             ": not a dtnn run report (schema dtnn.run_report/1)");
+  DTNN_CHECK(r.contains("options") && r["options"].is_object() && r.contains("model") && r["model"].is_object() &&
+                 r["model"].contains("layers") && r["model"]["layers"].is_array(),
+             where, ": a run report needs options and model.layers");
+  const json& opts = r["options"];
+  StepProfile p;
+  p.model = option(opts, "model", r["model"].value("name", std::string()));
+  try {
+    p.batch_size = std::stoll(option(opts, "batch_size", "0"));
+  } catch (const std::exception&) {
+    fail(where, ": options.batch_size is not an integer");
+  }
+  p.source_run = options.source_run;
+  Provenance& prov = p.provenance;
+  bool timed = false;
+  double layer_sum = 0.0;
+  for (const json& l : r["model"]["layers"]) {
+    ProfileLayer pl;
+    pl.id = l.value("id", 0);
+    pl.type = l.value("type", std::string());
+    pl.params = l.value("params", int64_t{0});
+    pl.forward_s = l.value("forward_ms", 0.0) * 1e-3;
+    pl.backward_s = l.value("backward_ms", 0.0) * 1e-3;
+    timed |= l.contains("forward_ms");
+    layer_sum += pl.forward_s + pl.backward_s;
+    p.layers.push_back(pl);
+  }
+  DTNN_CHECK(!p.layers.empty(), where, ": model.layers is empty");
+  DTNN_CHECK(timed, where, ": model.layers carry no forward_ms/backward_ms (a GPU run or a report without layer times)");
+  prov.notes.push_back("layer times: the report's mean per call (warm-up step and evaluation forwards included)");
+
+  // The gradient slab as the trainer lays it out, and its buckets.
+  std::string why;
+  std::vector<int64_t> begin = padded_param_begin(opts, p.layers, &why);
+  if (begin.empty()) {
+    begin = {0};
+    for (const ProfileLayer& l : p.layers) begin.push_back(begin.back() + l.params);
+    prov.notes.push_back("buckets from the report's unpadded parameter counts (" + why + ")");
+  }
+  TrainOptions train;
+  train.metrics = option(opts, "metrics", train.metrics);
+  const int64_t tail = Trainer::reduce_tail_floats(train);
+  double bucket_mb = 25.0;
+  try {
+    bucket_mb = options.bucket_mb ? *options.bucket_mb : std::stod(option(opts, "gradient_bucket_mb", "25"));
+  } catch (const std::exception&) {
+    fail(where, ": options.gradient_bucket_mb is not a number");
+  }
+  for (const GradientBucket& b : plan_buckets(begin, tail, bucket_mb))
+    p.buckets.push_back({b.end - b.begin, b.ready_after});
+  p.total_floats = begin.back() - begin.front() + tail;
+  p.mode = option_true(opts, "non_blocking_mpi") ? "non_blocking" : "blocking";
+  prov.bucket_mb = bucket_mb;
+
+  // Measured per-step times (rank 0), over every epoch that measured them.
+  double step = 0, compute = 0, exposed = 0;
+  int64_t steps = 0;
+  if (r.contains("epochs") && r["epochs"].is_array())
+    for (const json& e : r["epochs"]) {
+      if (!e.contains("communication") || !e["communication"].is_object()) continue;
+      const json& c = e["communication"];
+      const std::string mode = c.value("mode", std::string());
+      if (mode.empty()) continue;
+      prov.mode = mode;
+      steps += c.value("steps", int64_t{0});
+      if (c.contains("rank0")) {
+        step += c["rank0"].value("step_s", 0.0);
+        compute += c["rank0"].value("compute_s", 0.0);
+        exposed += c["rank0"].value("exposed_s", 0.0);
+      }
+    }
+  if (r.contains("parallel") && r["parallel"].is_object()) {
+    prov.ranks = r["parallel"].value("ranks", 0);
+    prov.threads = r["parallel"].value("threads", 0);
+  }
+  DTNN_CHECK(steps > 0, where, ": no epoch measured its steps (epochs[].communication): a GPU run cannot be profiled");
+  prov.measured_step_s = step / steps;
+  prov.measured_compute_s = compute / steps;
+  prov.measured_exposed_s = exposed / steps;
+  const double residual = prov.measured_compute_s - layer_sum;
+
+  // Loss, update and the rest.
+  const json* phases = r.contains("phases") && r["phases"].is_object() ? &r["phases"] : nullptr;
+  if (phases && phases->value("source", std::string()) == "trace" && (*phases)["rows"].is_array()) {
+    double loss = 0, update = 0;
+    int64_t traced_steps = 0;
+    for (const json& row : (*phases)["rows"]) {
+      if (row.value("rank", -1) != 0) continue;
+      const std::string phase = row.value("phase", std::string());
+      if (phase == "step") traced_steps = row.value("calls", int64_t{0});
+      if (phase == "loss") loss = row.value("total_s", 0.0);
+      if (phase == "update_dw") update = row.value("total_s", 0.0);
+    }
+    DTNN_CHECK(traced_steps > 0, where, ": phases (trace) have no step row for rank 0");
+    p.loss_s = loss / traced_steps;
+    p.update_s_per_float = p.total_floats > 0 ? update / traced_steps / p.total_floats : 0.0;
+    p.other_s = std::max(0.0, residual - p.loss_s - update / traced_steps);
+    prov.notes.push_back("loss and update from the trace (rank 0); other_s = measured compute - layers - loss - update");
+  } else {
+    p.update_s_per_float = p.total_floats > 0 ? std::max(0.0, residual) / p.total_floats : 0.0;
+    prov.notes.push_back("estimated: no traced phases, so the measured compute per step less the layers (" +
+                         fmt("%.3f ms", residual * 1e3) +
+                         ": loss, update, input copy, timers) is all put in update_s_per_float; loss_s = other_s = 0");
+  }
+  if (residual < 0)
+    prov.notes.push_back("the layers' mean times add up to more than the measured compute per step (" +
+                         fmt("%.3f ms", -residual * 1e3) + " more): warm-up or evaluation calls weigh on the means");
+  check_step_profile(p, where);
+  return p;
+}
+
+StepProfile profile_from_report_file(const std::string& path, const ReportOptions& options) {
+  return profile_from_report(read_file(path), path, options);
+}
+
+StepProfile profile_from_stored_run(const ResultStore& store, int64_t run_id, ReportOptions options) {
+  const QueryResult q = store.query("SELECT report FROM runs WHERE id = " + std::to_string(run_id));
+  DTNN_CHECK(!q.rows.empty(), "--from-run ", run_id, ": no such run in the store");
+  DTNN_CHECK(q.rows[0][0].has_value(), "--from-run ", run_id, ": the run has no report (status not ok?)");
+  options.source_run = run_id;
+  return profile_from_report(*q.rows[0][0], "run " + std::to_string(run_id), options);
+}
+
+}  // namespace dtnn::perf

@@ -1,0 +1,63 @@
+// The step profile (schema dtnn.step_profile/1, analysis/perfmodel/STEP_PROFILE.md): one training step of
+// one rank, as the performance model (step_model.h) and the SimGrid step-replay proxy both read it.
+//
+// Besides the documented fields, dtnn writes a "provenance" object that readers may ignore: how each number
+// was obtained (notes), the bucket cap, and the run it came from (ranks, mode, measured step time), so a
+// prediction can be set beside the measurement it came from.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dtnn::perf {
+
+struct ProfileLayer {
+  int id = 0;
+  std::string type;
+  int64_t params = 0;
+  double forward_s = 0.0, backward_s = 0.0;
+};
+
+struct ProfileBucket {
+  int64_t floats = 0;
+  size_t ready_after = 0;  // index into layers whose backward completes the bucket
+};
+
+struct Provenance {
+  std::vector<std::string> notes;
+  double bucket_mb = -1.0;         // < 0: unknown
+  int ranks = 0;                   // of the run the times come from (0: unknown)
+  std::string mode;                // that run's communication mode: none | blocking | non_blocking
+  double measured_step_s = 0.0;    // that run's mean step time (communication step_s / steps), 0: unknown
+  double measured_compute_s = 0.0, measured_exposed_s = 0.0;
+  int threads = 0;
+};
+
+struct StepProfile {
+  std::string model;
+  int64_t batch_size = 0;            // per rank
+  std::optional<int64_t> source_run;
+  std::vector<ProfileLayer> layers;  // top-level layers in forward order
+  double loss_s = 0.0;
+  double update_s_per_float = 0.0;
+  double other_s = 0.0;
+  std::string mode = "non_blocking"; // blocking | non_blocking
+  std::vector<ProfileBucket> buckets;  // launch order
+  int64_t total_floats = 0;
+  Provenance provenance;
+};
+
+inline constexpr const char* kStepProfileSchema = "dtnn.step_profile/1";
+
+// Parses and checks a profile; `where` names the source in errors (one line: the field and what is wrong).
+StepProfile parse_step_profile(const std::string& json_text, const std::string& where);
+StepProfile read_step_profile(const std::string& path);
+// The JSON text (2-space indent, a final newline).
+std::string step_profile_json(const StepProfile& profile);
+// Throws dtnn::Error naming `where` and the field when the profile is inconsistent (negative or non-finite
+// times, a bucket after the last layer, buckets that do not add up to total_floats).
+void check_step_profile(const StepProfile& profile, const std::string& where);
+
+}  // namespace dtnn::perf
