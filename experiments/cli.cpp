@@ -318,6 +318,10 @@ struct PredictCommand {
   dtnn::perf::PredictCommandOptions options;
   int64_t from_run = 0;
   double bucket_mb = 0, gamma = 0, cpu_speed = 0, memory_bw = 0, network_bw = 0, network_lat = 0;
+  double inter_gbps = 0, inter_alpha_us = 0, intra_gbps = 0, intra_alpha_us = 0;
+  int ranks_per_node = 0;
+  CLI::Option *inter_gbps_opt = nullptr, *inter_alpha_opt = nullptr, *intra_gbps_opt = nullptr,
+              *intra_alpha_opt = nullptr, *rpn_opt = nullptr;
   CLI::App* app = nullptr;
   CLI::Option *from_run_opt = nullptr, *bucket_opt = nullptr, *gamma_opt = nullptr, *cpu_opt = nullptr,
               *mem_opt = nullptr, *nbw_opt = nullptr, *nlat_opt = nullptr;
@@ -329,7 +333,7 @@ void add_predict_command(CLI::App& app, PredictCommand& p) {
       "predict", "Predict step time, throughput and efficiency for 1..N ranks on a platform (a model, not a measurement)");
   c->add_option("--model", o.model, "Zoo model name (required with --model_kind pydtnn; else checked against the profile)");
   c->add_option("--ranks", o.ranks, "Rank counts, e.g. 1,2,4,...,256")->capture_default_str();
-  c->add_option("--platform", o.platform, "eth10g, ib100, nvlink8, localhost2 or localhost2_tcp")->capture_default_str();
+  c->add_option("--platform", o.platform, "eth10g, ib100, nvlink8, horovod_roce25, dgx1v_ib4x100, localhost2 or localhost2_tcp")->capture_default_str();
   p.from_run_opt = c->add_option("--from-run", p.from_run, "Profile a stored run (its report) of --db");
   c->add_option("--db", o.db, "Results database (--from-run, --fit-collectives db)")->capture_default_str();
   c->add_option("--from-report", o.from_report, "Profile a dtnn run report (--report file)");
@@ -349,12 +353,20 @@ void add_predict_command(CLI::App& app, PredictCommand& p) {
   c->add_option("--fit-max-bytes", o.fit_max_bytes, "Leave out larger sizes from the fit (0: none)");
   c->add_flag("--fit-gamma", o.fit_gamma, "Fit gamma too (2-rank data cannot tell it from beta)")->disable_flag_override();
   p.gamma_opt = c->add_option("--gamma", p.gamma, "Reduction seconds per byte (overrides the platform's)");
+  p.inter_gbps_opt = c->add_option("--inter_gbps", p.inter_gbps, "Platform change: the link between nodes, Gb/s");
+  p.inter_alpha_opt = c->add_option("--inter_alpha_us", p.inter_alpha_us, "Platform change: its latency, microseconds");
+  p.intra_gbps_opt = c->add_option("--intra_gbps", p.intra_gbps, "Platform change: the link inside a node, Gb/s");
+  p.intra_alpha_opt = c->add_option("--intra_alpha_us", p.intra_alpha_us, "Platform change: its latency, microseconds");
+  p.rpn_opt = c->add_option("--ranks_per_node", p.ranks_per_node, "Platform change: ranks sharing a node");
   p.cpu_opt = c->add_option("--cpu_speed", p.cpu_speed, "PyDTNN model: FLOP/s (default 4e12)");
   p.mem_opt = c->add_option("--memory_bw", p.memory_bw, "PyDTNN model: bytes/s (default 50e9)");
   p.nbw_opt = c->add_option("--network_bw", p.network_bw, "PyDTNN model: bits/s (default: the platform's)");
   p.nlat_opt = c->add_option("--network_lat", p.network_lat, "PyDTNN model: seconds (default: the platform's)");
   c->add_option("--network_alg", o.network_alg, "PyDTNN model: bta or vdg")->capture_default_str();
-  c->add_option("--batch_size", o.batch_size, "PyDTNN model without a profile: samples per rank (default 64)");
+  c->add_option("--batch_size", o.batch_size, "Samples per rank: restates a profile's batch (layer times scale "
+                "linearly); PyDTNN model without a profile: default 64");
+  c->add_option("--rank_samples_per_s", o.rank_samples_per_s, "Scale the profile's compute so one rank alone trains "
+                "this many samples/s (e.g. a published per-GPU throughput)");
 }
 
 int cmd_predict(PredictCommand& p) {
@@ -362,6 +374,11 @@ int cmd_predict(PredictCommand& p) {
   if (p.from_run_opt->count()) o.from_run = p.from_run;
   if (p.bucket_opt->count()) o.bucket_mb = p.bucket_mb;
   if (p.gamma_opt->count()) o.gamma = p.gamma;
+  if (p.inter_gbps_opt->count()) o.inter_gbps = p.inter_gbps;
+  if (p.inter_alpha_opt->count()) o.inter_alpha_us = p.inter_alpha_us;
+  if (p.intra_gbps_opt->count()) o.intra_gbps = p.intra_gbps;
+  if (p.intra_alpha_opt->count()) o.intra_alpha_us = p.intra_alpha_us;
+  if (p.rpn_opt->count()) o.ranks_per_node = p.ranks_per_node;
   if (p.cpu_opt->count()) o.cpu_speed = p.cpu_speed;
   if (p.mem_opt->count()) o.memory_bw = p.memory_bw;
   if (p.nbw_opt->count()) o.network_bw = p.network_bw;

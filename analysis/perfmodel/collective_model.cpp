@@ -166,6 +166,9 @@ const std::vector<Platform>& platform_presets() {
   static const LinkCost kEth{20e-6, 8.0 / 10e9, kCpuGamma};
   static const LinkCost kIb{1.5e-6, 8.0 / 100e9, kCpuGamma};
   static const LinkCost kNvlink{3e-6, 1.0 / 150e9, 1e-12};
+  static const LinkCost kRoce25{5e-6, 8.0 / 25e9, 1e-12};
+  static const LinkCost kPcie3{5e-6, 1.0 / 12e9, 1e-12};
+  static const LinkCost kIb4x100{1.5e-6, 8.0 / 400e9, 1e-12};
   static const std::vector<Platform> presets = {
       {"eth10g", "10 Gb/s Ethernet cluster, one rank per node", kEth, kShm, 1,
        "10 Gb/s line rate (beta 0.8 ns/B), 20 us MPI latency (typical for TCP over 10 GbE); CPU gamma"},
@@ -173,6 +176,16 @@ const std::vector<Platform>& platform_presets() {
        "100 Gb/s line rate (beta 0.08 ns/B), 1.5 us MPI latency (typical EDR); CPU gamma"},
       {"nvlink8", "nodes of 8 GPUs joined by NVLink-class links; nodes on ib100", kIb, kNvlink, 8,
        "intra-node 150 GB/s per GPU and 3 us (NVLink 3 class), GPU gamma; inter-node: ib100"},
+      // The published clusters of issue 21's sanity checks (analysis/perfmodel/published_sanity.sh): nominal
+      // line rates as for eth10g and ib100, GPU gamma; NCCL's ring is forced there with --algorithm ring.
+      {"horovod_roce25", "Horovod's benchmark cluster: servers of 4 Pascal GPUs (PCIe) on 25 Gb/s RoCE", kRoce25,
+       kPcie3, 4,
+       "Horovod docs/benchmarks.rst (128 servers x 4 Pascal GPUs, RoCE 25 Gbit/s): 25 Gb/s line rate (beta 0.32 "
+       "ns/B), 5 us latency; intra-node PCIe 3.0 x16 at 12 GB/s; GPU gamma"},
+      {"dgx1v_ib4x100", "DDP's benchmark cluster: DGX-1 nodes of 8 V100 (NVLink), 4 x 100 Gb/s InfiniBand each",
+       kIb4x100, kNvlink, 8,
+       "pytorch benchmarks/distributed/ddp/README.md (8 V100 per node, 4 x 100 Gb IB): a ring per NIC, 50 GB/s "
+       "per node, 1.5 us; intra-node as nvlink8"},
       {"localhost2", "this 2-vCPU VM: 2 ranks over Open MPI 4.1 shared memory (vader)", kShm, kShm, 2,
        "fit of analysis/baselines/allreduce_shm_xeon-emr_2core.json"},
       {"localhost2_tcp", "this 2-vCPU VM: 2 ranks over TCP loopback (--mca btl self,tcp)", kTcp, kTcp, 2,

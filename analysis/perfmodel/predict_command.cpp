@@ -101,6 +101,35 @@ Platform calibrated(const PredictCommandOptions& o, Platform platform, json& rep
   return platform;
 }
 
+// --inter_gbps, --inter_alpha_us, --intra_gbps, --intra_alpha_us, --ranks_per_node over the preset.
+void describe_cluster(const PredictCommandOptions& o, Platform& platform) {
+  const auto rate = [](const std::optional<double>& gbps, const char* name, double& beta) {
+    if (!gbps) return false;
+    DTNN_CHECK(*gbps > 0 && std::isfinite(*gbps), name, " must be a positive rate in Gb/s (got ", *gbps, ")");
+    beta = 8e-9 / *gbps;
+    return true;
+  };
+  const auto latency = [](const std::optional<double>& us, const char* name, double& alpha) {
+    if (!us) return false;
+    DTNN_CHECK(*us >= 0 && std::isfinite(*us), name, " must be >= 0 microseconds (got ", *us, ")");
+    alpha = *us * 1e-6;
+    return true;
+  };
+  bool changed = rate(o.inter_gbps, "--inter_gbps", platform.inter.beta);
+  changed |= latency(o.inter_alpha_us, "--inter_alpha_us", platform.inter.alpha);
+  changed |= rate(o.intra_gbps, "--intra_gbps", platform.intra.beta);
+  changed |= latency(o.intra_alpha_us, "--intra_alpha_us", platform.intra.alpha);
+  if (o.ranks_per_node) {
+    DTNN_CHECK(*o.ranks_per_node >= 1, "--ranks_per_node must be >= 1 (got ", *o.ranks_per_node, ")");
+    platform.ranks_per_node = *o.ranks_per_node;
+    changed = true;
+  }
+  if (changed) {
+    platform.name += "*";
+    platform.source += "; changed by --inter_*/--intra_*/--ranks_per_node";
+  }
+}
+
 StepProfile load_profile(const PredictCommandOptions& o) {
   ReportOptions r;
   r.bucket_mb = o.bucket_mb;
@@ -228,6 +257,7 @@ int run_predict_command(const PredictCommandOptions& o, std::ostream& out) {
   std::optional<AllreduceAlgorithm> forced;
   if (o.algorithm != "auto") forced = parse_algorithm(o.algorithm);
   Platform platform = find_platform(o.platform);
+  describe_cluster(o, platform);
   if (o.gamma) {
     DTNN_CHECK(*o.gamma >= 0 && std::isfinite(*o.gamma), "--gamma must be >= 0 (seconds per byte)");
     platform.inter.gamma = platform.intra.gamma = *o.gamma;
@@ -243,6 +273,18 @@ int run_predict_command(const PredictCommandOptions& o, std::ostream& out) {
   if (sources == 1) profile = load_profile(o);
   if (profile && !o.model.empty())
     DTNN_CHECK(profile->model == o.model, "--model ", o.model, " but the profile is of ", profile->model);
+  DTNN_CHECK(o.rank_samples_per_s >= 0 && std::isfinite(o.rank_samples_per_s), "--rank_samples_per_s must be > 0");
+  DTNN_CHECK(o.batch_size >= 0, "--batch_size must be > 0 (got ", o.batch_size, ")");
+  if (profile && o.model_kind == "dtnn") {
+    if (o.batch_size > 0) restate_batch(*profile, o.batch_size);
+    if (o.rank_samples_per_s > 0)
+      scale_compute(*profile,
+                    static_cast<double>(profile->batch_size) / o.rank_samples_per_s / profile_compute_s(*profile),
+                    printf_str("one rank computes %.6g samples/s (--rank_samples_per_s)", o.rank_samples_per_s));
+  } else {
+    DTNN_CHECK(o.rank_samples_per_s == 0, "--rank_samples_per_s scales measured layer times: it needs the dtnn model "
+                                          "and a profile (--from-run, --from-report or --profile)");
+  }
   if (!o.write_profile.empty()) {
     DTNN_CHECK(profile, "--write-profile needs measured times: --from-run, --from-report or --profile");
     write_file_atomically(o.write_profile, step_profile_json(*profile));
@@ -277,8 +319,11 @@ int run_predict_command(const PredictCommandOptions& o, std::ostream& out) {
                           v.measured_compute_s * 1e3, v.measured_exposed_s * 1e3);
     measured_json = {{"ranks", v.ranks}, {"mode", mmode}, {"step_s", v.measured_step_s},
                      {"compute_s", v.measured_compute_s}, {"exposed_s", v.measured_exposed_s}};
+    // A restated batch or rescaled compute is no longer the run it came from: nothing to compare.
+    const bool comparable = o.batch_size <= 0 && o.rank_samples_per_s <= 0;
+    if (!comparable) measured += "; not compared (--batch_size/--rank_samples_per_s changed the profile)";
     for (const StepPrediction& s : preds)
-      if (s.ranks == v.ranks && (v.ranks == 1 || mmode == so.mode) && !so.strong) {
+      if (comparable && s.ranks == v.ranks && (v.ranks == 1 || mmode == so.mode) && !so.strong) {
         const double err = (s.step_s - v.measured_step_s) / v.measured_step_s;
         measured += printf_str("; predicted %.3f ms (%+.1f %%)", s.step_s * 1e3, err * 100);
         measured_json["predicted_step_s"] = s.step_s;

@@ -39,10 +39,17 @@ struct PredictCommandOptions {
   double fit_max_bytes = 0.0;           // 0: no limit
   bool fit_gamma = false;               // fit γ too (else fixed at --gamma or the platform's)
   std::optional<double> gamma;          // override the platform's γ (s/B)
+  // A cluster one does not have, described on top of a preset: link rates in Gb/s (β = 8e-9 / rate),
+  // latencies in µs, ranks per node (the platform's name gets a '*').
+  std::optional<double> inter_gbps, inter_alpha_us, intra_gbps, intra_alpha_us;
+  std::optional<int> ranks_per_node;
   // PyDTNN's model: its hidden options (unset network values come from the platform's inter-node link).
   std::optional<double> cpu_speed, memory_bw, network_bw, network_lat;
   std::string network_alg = "vdg";
-  int64_t batch_size = 0;               // pydtnn without a profile (0: 64)
+  int64_t batch_size = 0;               // samples per rank: pydtnn without a profile (0: 64); with a profile,
+                                        // restates its batch (step_profile.h restate_batch)
+  double rank_samples_per_s = 0.0;      // > 0: scale the profile's compute so that one rank alone trains this
+                                        // many samples/s (another device's measured throughput; 0: as measured)
 };
 
 // Expands "1,2,4,...,256" (throws dtnn::Error on anything else than positive integers and one "...").

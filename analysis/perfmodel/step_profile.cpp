@@ -1,6 +1,7 @@
 #include "analysis/perfmodel/step_profile.h"
 
 #include <cmath>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -161,6 +162,40 @@ std::string step_profile_json(const StepProfile& p) {
   if (v.threads > 0) prov["threads"] = v.threads;
   j["provenance"] = prov;
   return j.dump(2) + "\n";
+}
+
+double profile_compute_s(const StepProfile& p) {
+  double t = p.other_s + p.loss_s + static_cast<double>(p.total_floats) * p.update_s_per_float;
+  for (size_t i = 0; i < p.layers.size(); ++i) t += p.layers[i].forward_s + (i > 0 ? p.layers[i].backward_s : 0.0);
+  return t;
+}
+
+void restate_batch(StepProfile& p, int64_t batch) {
+  DTNN_CHECK(batch > 0, "the batch per rank must be > 0 (got ", batch, ")");
+  if (batch == p.batch_size) return;
+  const double f = static_cast<double>(batch) / static_cast<double>(p.batch_size);
+  for (ProfileLayer& l : p.layers) {
+    l.forward_s *= f;
+    l.backward_s *= f;
+  }
+  p.loss_s *= f;
+  p.provenance.notes.push_back("batch restated from " + std::to_string(p.batch_size) + " to " +
+                               std::to_string(batch) + " samples per rank: layer and loss times scaled linearly");
+  p.batch_size = batch;
+}
+
+void scale_compute(StepProfile& p, double factor, const std::string& reason) {
+  DTNN_CHECK(factor > 0 && std::isfinite(factor), "compute scale must be positive and finite (got ", factor, ")");
+  for (ProfileLayer& l : p.layers) {
+    l.forward_s *= factor;
+    l.backward_s *= factor;
+  }
+  p.loss_s *= factor;
+  p.other_s *= factor;
+  p.update_s_per_float *= factor;
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g", factor);
+  p.provenance.notes.push_back(std::string("every compute time scaled by ") + buf + ": " + reason);
 }
 
 }  // namespace dtnn::perf

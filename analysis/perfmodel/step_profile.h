@@ -60,4 +60,17 @@ std::string step_profile_json(const StepProfile& profile);
 // times, a bucket after the last layer, buckets that do not add up to total_floats).
 void check_step_profile(const StepProfile& profile, const std::string& where);
 
+// One rank's compute per step as step_model.h counts it: other_s + Σ forward_s + loss_s + Σ backward_s of
+// layers 1.. (the Input layer has no backward) + total_floats · update_s_per_float.
+double profile_compute_s(const StepProfile& profile);
+
+// Restates the per-rank batch as `batch` (> 0): forward, backward and loss times scale by batch / batch_size
+// (linear in the samples, as strong scaling in step_model.h assumes); other_s and the update (per float) do not.
+// Adds a provenance note.
+void restate_batch(StepProfile& profile, int64_t batch);
+
+// Multiplies every compute time (layers, loss, other, update) by `factor` (> 0, finite): the profile's
+// proportions kept, its speed set to another device's. Adds a provenance note saying why (`reason`).
+void scale_compute(StepProfile& profile, double factor, const std::string& reason);
+
 }  // namespace dtnn::perf

@@ -202,6 +202,35 @@ TEST_CASE("step model: a hand-built 3-layer profile, blocking and non-blocking, 
   CHECK_THROWS_WITH(predict_step(prof, plat, 2, o), Contains("--mode must be blocking or non_blocking"));
 }
 
+TEST_CASE("step profile: a restated batch and another device's throughput scale compute as documented",
+          "[perfmodel]") {
+  StepProfile p = hand_profile();
+  // other 1 + forward 6 + loss 1 + backward 12 + update 4M floats x 1 ns = 24 ms (the Input layer has none).
+  CHECK(profile_compute_s(p) == Approx(24e-3));
+  // Batch 10 -> 20: forward, backward and loss double (6 -> 12, 12 -> 24, 1 -> 2), other and update do not.
+  restate_batch(p, 20);
+  CHECK(p.batch_size == 20);
+  CHECK(p.layers[2].forward_s == Approx(6e-3));
+  CHECK(p.layers[3].backward_s == Approx(4e-3));
+  CHECK(profile_compute_s(p) == Approx(1e-3 + 12e-3 + 2e-3 + 24e-3 + 4e-3));
+  CHECK_THAT(p.provenance.notes.back(), Contains("from 10 to 20"));
+  // Half as fast a device: every time halves, the proportions stay.
+  scale_compute(p, 0.5, "test");
+  CHECK(profile_compute_s(p) == Approx(21.5e-3));
+  CHECK(p.update_s_per_float == Approx(0.5e-9));
+  CHECK(p.layers[2].forward_s / p.layers[1].forward_s == Approx(1.5));
+  CHECK_THROWS_WITH(restate_batch(p, 0), Contains("must be > 0"));
+  CHECK_THROWS_WITH(scale_compute(p, -1, "x"), Contains("positive and finite"));
+  // The published clusters: nodes of 4 (PCIe) on 25 Gb/s RoCE; a ring over 512 ranks crosses nodes, so it
+  // is paced by the RoCE link: 2(p-1) alpha + 2(p-1)/p n beta + (p-1)/p n gamma.
+  const Platform& h = find_platform("horovod_roce25");
+  CHECK(&h.link_for(4) == &h.intra);
+  const double n = 256e6;
+  CHECK(allreduce_time(AllreduceAlgorithm::ring, 512, n, h.link_for(512)) ==
+        Approx(2 * 511 * 5e-6 + 2.0 * 511 / 512 * n * 8 / 25e9 + 511.0 / 512 * n * 1e-12));
+  CHECK(find_platform("dgx1v_ib4x100").link_for(16).beta == Approx(8.0 / 400e9));
+}
+
 TEST_CASE("step profile: JSON round trip and one-line errors", "[perfmodel]") {
   StepProfile p = hand_profile();
   p.source_run = 7;

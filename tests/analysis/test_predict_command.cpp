@@ -222,6 +222,43 @@ TEST_CASE("dtnn predict: table, --write-profile round trip, PyDTNN's model", "[p
   std::filesystem::remove(profile);
 }
 
+TEST_CASE("dtnn predict: --batch_size and --rank_samples_per_s set the one-rank step a device would take",
+          "[perfmodel]") {
+  const std::string report = write_temp("r20_rescale.json", fake_report("resnet20_cifar10", "25"));
+  const std::string profile = dtnn::test::temp_path("r20_rescale.profile.json");
+  // 64 samples per rank at 500 samples/s: one rank's step is 128 ms, whatever the report measured.
+  const dtnn::test::Command c = dtnn::test::run_dtnn("predict --from-report " + report + " --batch_size 64 " +
+                                                     "--rank_samples_per_s 500 --ranks 1,2 --json --write-profile " +
+                                                     profile);
+  REQUIRE(c.status == 0);
+  const nlohmann::json j = nlohmann::json::parse(c.out);
+  CHECK(j["batch_size"] == 64);
+  CHECK(j["rows"][0]["step_s"].get<double>() == Approx(64.0 / 500));
+  CHECK(j["rows"][0]["samples_per_s"].get<double>() == Approx(500));
+  CHECK(j["rows"][1]["step_s"].get<double>() >= j["rows"][0]["step_s"].get<double>());
+  CHECK_FALSE(j["measured"].contains("error"));  // a rescaled profile is not the run it came from
+  // A cluster described on top of a preset: 2 ranks on one node use the intra-node link given.
+  const dtnn::test::Command custom = dtnn::test::run_dtnn("predict --from-report " + report + " --ranks 2 --json " +
+                                                          "--platform eth10g --ranks_per_node 2 --intra_gbps 80 " +
+                                                          "--intra_alpha_us 2");
+  REQUIRE(custom.status == 0);
+  const nlohmann::json cj = nlohmann::json::parse(custom.out);
+  CHECK(cj["platform"]["name"] == "eth10g*");
+  CHECK(cj["platform"]["intra"]["beta"].get<double>() == Approx(1e-10));
+  CHECK(cj["platform"]["intra"]["alpha"].get<double>() == Approx(2e-6));
+  CHECK(cj["platform"]["ranks_per_node"] == 2);
+  const StepProfile written = read_step_profile(profile);
+  CHECK(written.batch_size == 64);
+  CHECK(profile_compute_s(written) == Approx(64.0 / 500));
+  CHECK_THAT(written.provenance.notes.back(), Contains("--rank_samples_per_s"));
+  const dtnn::test::Command pyd = dtnn::test::run_dtnn("predict --model_kind pydtnn --model simplecnn "
+                                                       "--rank_samples_per_s 10");
+  CHECK(dtnn::test::one_line_error(pyd));
+  CHECK_THAT(pyd.err, Contains("needs the dtnn model and a profile"));
+  std::filesystem::remove(report);
+  std::filesystem::remove(profile);
+}
+
 TEST_CASE("dtnn predict: bad input is one line and a non-zero exit", "[perfmodel]") {
   const std::string report = write_temp("bad_r20.json", fake_report("resnet20_cifar10", "25"));
   const std::string not_profile = write_temp("not_profile.json", "{\"schema\": \"dtnn.step_profile/0\"}");
@@ -249,6 +286,11 @@ TEST_CASE("dtnn predict: bad input is one line and a non-zero exit", "[perfmodel
       {"predict --model_kind tensorflow --model simplecnn", "--model_kind must be dtnn or pydtnn"},
       {"predict --from-report " + report + " --fit-collectives " + not_profile, "not a bench_allreduce"},
       {"predict --from-report " + report + " --ranks", "--ranks"},
+      {"predict --from-report " + report + " --inter_gbps 0", "--inter_gbps must be a positive rate"},
+      {"predict --from-report " + report + " --intra_alpha_us -1", "--intra_alpha_us must be >= 0"},
+      {"predict --from-report " + report + " --ranks_per_node 0", "--ranks_per_node must be >= 1"},
+      {"predict --from-report " + report + " --batch_size -3", "--batch_size must be > 0"},
+      {"predict --from-report " + report + " --rank_samples_per_s -1", "--rank_samples_per_s must be > 0"},
   };
   for (const auto& [args, what] : cases) {
     INFO(args);
