@@ -21,7 +21,8 @@
 // What one step costs, summed per epoch on each rank (RankTimes):
 //   step_s     begin_step() to the end of the update;
 //   compute_s  forward, loss, backward and update, less the time inside communication calls made meanwhile
-//              (timed as segments, so compute + exposed communication ~ step time is a real check);
+//              (timed as segments, so compute + comm = step time up to the glue between them is a real
+//              check; compute + exposed leaves out the calls made during compute, microseconds when quiet);
 //   comm_s     time inside communication calls (start, test, wait, blocking allreduce);
 //   exposed_s  the part of comm_s spent after the rank's own backward pass finished (the final waits, or the
 //              whole blocking allreduce): time the step spent waiting for communication.

@@ -12,7 +12,8 @@
 // - In every run the ranks end with bit-identical weights (not BN statistics: those are per rank).
 // - Strong scaling: p ranks x --global_batch_size=64 equal 1 process x batch 64 within 1e-5 after 20 steps
 //   (the share of 64 over 3 ranks is 22 + 21 + 21).
-// - 2 ranks: each rank's compute + exposed communication is within 5 % of its step time.
+// - 2 ranks: each rank's compute + time in communication calls is within 2 % of its step time, and blocking
+//   makes no communication call during compute (all of it is exposed).
 // Prints one line per check, then "N passed, M failed"; exits 0 when all passed.
 #include <algorithm>
 #include <cmath>
@@ -67,7 +68,8 @@ struct Run {
   int64_t samples = 0;
   bool ranks_identical = false;
   EpochComm comm;
-  double worst_gap = 0.0;  // max over ranks of |step - compute - exposed| / step
+  double worst_gap = 0.0;      // max over ranks of |step - compute - comm| / step (the untimed glue)
+  double worst_overlapped = 0.0;  // max over ranks of (comm - exposed) / step: calls made during compute
 };
 
 bool identical_on_all_ranks(Communicator& comm, const std::vector<float>& mine) {
@@ -101,7 +103,11 @@ Run train(Communicator& comm, TrainOptions o, bool smooth, int64_t steps, int64_
   r.ranks_identical = identical_on_all_ranks(comm, r.params);  // BN statistics are per rank by design
   r.comm = rec.comm;
   const RankTimes& t = trainer.reducer().times();
-  r.worst_gap = comm.max(t.step_s > 0 ? std::fabs(t.step_s - t.compute_s - t.exposed_s) / t.step_s : 1.0);
+  // Every segment of a step is timed as compute or as a communication call, so compute + comm is the step up
+  // to the glue between segments. (compute + exposed leaves out the calls made during backward: microseconds
+  // on a quiet machine, but a descheduled rank inside MPI_Test makes them long, and that is not an error.)
+  r.worst_gap = comm.max(t.step_s > 0 ? std::fabs(t.step_s - t.compute_s - t.comm_s) / t.step_s : 1.0);
+  r.worst_overlapped = comm.max(t.step_s > 0 ? (t.comm_s - t.exposed_s) / t.step_s : 1.0);
   return r;
 }
 
@@ -156,9 +162,11 @@ int main() {
                             fmt(", BN statistics by %.3g, loss %.9g", ds, nb.loss) + fmt(" vs %.9g", blocking.loss) +
                             (bitwise ? " (bit-identical)" : "") + (nb.ranks_identical ? "; ranks agree bit for bit" : "; RANKS DIFFER"));
         if (p == 2 && pool == 0) {
-          tally.check(nb.worst_gap <= 0.05 && blocking.worst_gap <= 0.05,
-                      fmt("2 ranks, compute + exposed communication vs step time: worst rank off by %.2f %% "
-                          "(non-blocking), %.2f %% (blocking)", 100 * nb.worst_gap, 100 * blocking.worst_gap));
+          tally.check(nb.worst_gap <= 0.02 && blocking.worst_gap <= 0.02 && blocking.worst_overlapped <= 1e-9,
+                      fmt("2 ranks, compute + communication calls vs step time: worst rank off by %.2f %% "
+                          "(non-blocking), %.2f %% (blocking)", 100 * nb.worst_gap, 100 * blocking.worst_gap) +
+                          fmt("; calls during compute: %.2f %% of the step (non-blocking), ", 100 * nb.worst_overlapped) +
+                          fmt("%.2f %% (blocking: none)", 100 * blocking.worst_overlapped));
         }
       }
     }
