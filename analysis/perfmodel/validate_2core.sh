@@ -7,6 +7,9 @@
 # communication model and the schedule) and from the 1-rank run's (checks predicting scaling from one rank;
 # on 2 vCPUs two ranks also slow each other's compute, which that prediction cannot know).
 # Measured step = the report's communication rank0 step_s / steps (begin_step to the end of the update).
+# Each 2-rank run is also replayed by the step-replay proxy (suites/step_replay, the program SimGrid runs) under
+# the same mpirun and transport, from the run's own profile: the proxy against dtnn (its step: the median over
+# STEPS_PROXY steps, default 20, of the slowest rank's; non-blocking sums through the library's MPI_Iallreduce).
 #
 # The VM is shared, and two ranks on its two vCPUs stall each other whenever anything else runs (a rank
 # descheduled for a few ms makes the other wait in the sum). So each run starts once both CPUs were >= 95 %
@@ -14,7 +17,7 @@
 # runs during which other processes used the least CPU (within 0.05 CPU of the least) the median step is the
 # one compared (stderr lists every run's step and the CPUs others used, in CPU-seconds per second).
 #
-# Usage: validate_2core.sh DTNN_BINARY OUT_DIR [MODEL[@TRAIN_ARG,...]...]
+# Usage: [STEP_REPLAY=build/suites/step_replay] validate_2core.sh DTNN_BINARY OUT_DIR [MODEL[@TRAIN_ARG,...]...]
 #   (default: simplecnn resnet20_cifar10; e.g. resnet20_cifar10@--gradient_bucket_mb=0.1 adds train options)
 # Prints a markdown table; keeps the reports and profiles in OUT_DIR.
 set -euo pipefail
@@ -23,6 +26,8 @@ shift 2
 models=("$@")
 [ ${#models[@]} -gt 0 ] || models=(simplecnn resnet20_cifar10)
 mkdir -p "$out"
+proxy=${STEP_REPLAY:-$(dirname "$dtnn")/../suites/step_replay}
+[ -x "$proxy" ] || { echo "validate_2core.sh: $proxy not built (ninja -C build step_replay)" >&2; exit 1; }
 steps_of() { case $1 in simplecnn | simplemlp) echo 60 ;; *) echo 20 ;; esac; }
 dataset_of() { case $1 in simplecnn | simplemlp) echo mnist ;; *) echo cifar10 ;; esac; }
 
@@ -100,8 +105,17 @@ for e in r["epochs"]:
 print(st / n, ex / n)' "$1"
 }
 
-echo "| model | run | measured step ms | measured exposed ms | predicted (own profile) ms | error | predicted exposed ms | predicted (1-rank profile) ms | error | allreduce |"
-echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
+replay() {  # profile ranks mca mode -> the proxy's "step_s exposed_s" (quiet CPUs first, as the runs)
+  local json=${1%.json}.replay.json
+  quiet
+  # shellcheck disable=SC2086
+  mpirun -np "$2" --oversubscribe --allow-run-as-root $3 "$proxy" "$1" --steps "${STEPS_PROXY:-20}" --warmup 3 \
+    --mode "$4" --json "$json" > "${json%.json}.log" 2>&1
+  python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(j["step_s"], j["exposed_s"])' "$json"
+}
+
+echo "| model | run | measured step ms | measured exposed ms | predicted (own profile) ms | error | predicted exposed ms | predicted (1-rank profile) ms | error | proxy (own profile) ms | error | allreduce |"
+echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
 for spec in "${models[@]}"; do
   m=${spec%%@*} extra=() label=$m
   if [ "$spec" != "$m" ]; then
@@ -114,7 +128,7 @@ for spec in "${models[@]}"; do
   train "$tag.1rank" 1 "" "${common[@]}"
   read -r ms me < <(measured "$out/$tag.1rank.json")
   read -r ps pe alg < <(predict "$out/$tag.1rank.json" localhost2 1 blocking)
-  python3 -c "import sys; ms,me,ps=map(float,sys.argv[1:4]); print(f'| $label | 1 rank, 1 thread | {ms*1e3:.2f} | {me*1e3:.2f} | {ps*1e3:.2f} | {(ps-ms)/ms*100:+.1f} % | - | - | - | - |')" "$ms" "$me" "$ps"
+  python3 -c "import sys; ms,me,ps=map(float,sys.argv[1:4]); print(f'| $label | 1 rank, 1 thread | {ms*1e3:.2f} | {me*1e3:.2f} | {ps*1e3:.2f} | {(ps-ms)/ms*100:+.1f} % | - | - | - | - | - | - |')" "$ms" "$me" "$ps"
   profile="$out/$tag.1rank.profile.json"
   "$dtnn" predict --from-report "$out/$tag.1rank.json" --ranks 1 --platform localhost2 --write-profile "$profile" > /dev/null
   for transport in shm tcp; do
@@ -129,7 +143,9 @@ for spec in "${models[@]}"; do
       read -r ps pe alg < <(predict "$out/$name.json" $platform 2 $mode)
       read -r qs qe qalg < <("$dtnn" predict --profile "$profile" --platform $platform --ranks 2 --mode $mode --json |
         python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["rows"][0]["step_s"], d["rows"][0]["exposed_s"], d["rows"][0]["allreduce"])')
-      python3 -c "import sys; ms,me,ps,qs,pe=map(float,sys.argv[1:6]); print(f'| $label | 2 ranks, $transport, $mode | {ms*1e3:.2f} | {me*1e3:.2f} | {ps*1e3:.2f} | {(ps-ms)/ms*100:+.1f} % | {pe*1e3:.2f} | {qs*1e3:.2f} | {(qs-ms)/ms*100:+.1f} % | $alg |')" "$ms" "$me" "$ps" "$qs" "$pe"
+      "$dtnn" predict --from-report "$out/$name.json" --ranks 2 --platform $platform --write-profile "$out/$name.profile.json" > /dev/null
+      read -r rs re < <(replay "$out/$name.profile.json" 2 "$mca" $mode)
+      python3 -c "import sys; ms,me,ps,qs,pe,rs=map(float,sys.argv[1:7]); print(f'| $label | 2 ranks, $transport, $mode | {ms*1e3:.2f} | {me*1e3:.2f} | {ps*1e3:.2f} | {(ps-ms)/ms*100:+.1f} % | {pe*1e3:.2f} | {qs*1e3:.2f} | {(qs-ms)/ms*100:+.1f} % | {rs*1e3:.2f} | {(rs-ms)/ms*100:+.1f} % | $alg |')" "$ms" "$me" "$ps" "$qs" "$pe" "$rs"
     done
   done
 done
