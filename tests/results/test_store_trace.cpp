@@ -294,7 +294,7 @@ TEST_CASE("store: a version-6 database migrates to the trace tables and keeps it
             " 'mnist', 'auto', 2, 1, 'cpu', 64, 5, 'sgd', '{}', 'ok', 'x', 'y', 1, 'h', 1900.0);");
   }
   dtnn::ResultStore latest = dtnn::ResultStore::open(path);
-  CHECK(latest.version() == 7);
+  CHECK(latest.version() >= 7);  // and later migrations
   CHECK(latest.version() == dtnn::ResultStore::latest_version());
   CHECK(one(latest, "SELECT count(*) FROM runs") == "1");
   CHECK(one(latest, "SELECT samples_per_s || ',' || ranks FROM runs WHERE trial_key = 'k1'") == "1900.0,2");
