@@ -8,26 +8,15 @@
 #include <vector>
 
 #include "core/error.h"
-#include "helpers.h"
 #include "results/store.h"
+#include "store_test_helpers.h"
 
 using Catch::Contains;
 
 namespace {
 
-namespace fs = std::filesystem;
-
-std::string one(const dtnn::ResultStore& store, const std::string& sql) {
-  const dtnn::QueryResult r = store.query(sql);
-  REQUIRE(r.rows.size() == 1);
-  return r.rows[0][0].value_or("NULL");
-}
-
-std::string fresh_db(const std::string& name) {
-  const std::string path = dtnn::test::temp_path(name + ".db");
-  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path + suffix);
-  return path;
-}
+using dtnn::test::fresh_db;
+using dtnn::test::one;
 
 // Every row of a query as "a|b|c" lines.
 std::vector<std::string> lines(const dtnn::ResultStore& store, const std::string& sql) {
