@@ -20,8 +20,18 @@ struct View {
 
 const View kViews[] = {
     {"throughput", "samples/s of every ok run", "SELECT * FROM v_throughput ORDER BY run_id"},
-    {"scaling", "speed-up and parallel efficiency against the 1-rank run of the same configuration",
+    {"scaling", "speed-up and parallel efficiency against the 1-rank run of the same configuration (source "
+     "'measured'), and predicted curves beside them (source 'model' or 'simgrid': against their own 1-rank prediction)",
      "SELECT * FROM v_scaling"},
+    {"predictions", "every predicted row (dtnn predict --store, a matrix's mode = \"predict\" trials): never a "
+     "measurement; calibration_runs: the measured runs its profile came from",
+     "SELECT p.id, p.source, p.model_version, p.model_kind, p.model, p.platform, p.rules, p.mode, p.scaling, p.ranks, "
+     "p.samples_per_rank, round(1e3 * p.step_s, 3) AS step_ms, round(1e3 * p.compute_s, 3) AS compute_ms, "
+     "round(1e3 * p.exposed_s, 3) AS exposed_ms, round(1e3 * p.comm_s, 3) AS comm_ms, "
+     "round(p.samples_per_s, 1) AS samples_per_s, round(p.speedup, 3) AS speedup, round(p.efficiency, 3) AS efficiency, "
+     "p.algorithms, (SELECT group_concat(l.run_id) FROM prediction_runs l WHERE l.prediction_id = p.id) AS "
+     "calibration_runs, p.environment_id, p.matrix_id, p.config_key, p.label, p.created_at FROM predictions p "
+     "ORDER BY p.id"},
     {"comm", "gradient reduction of every ok run: mode, buckets, the median rank's ms per step of step time, compute, "
      "communication calls and exposed communication", "SELECT * FROM v_comm ORDER BY run_id"},
     {"phases", "per-rank time per phase of traced runs (forward/backward summed over layers; per layer: table "

@@ -11,7 +11,7 @@
 
 namespace dtnn {
 
-// (name, description) of the named views: throughput, scaling, accuracy, runs, epochs, layers, targets,
+// (name, description) of the named views: throughput, scaling, predictions, accuracy, runs, epochs, layers, targets,
 // environments, matrices.
 const std::vector<std::pair<std::string, std::string>>& query_views();
 

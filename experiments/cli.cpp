@@ -14,6 +14,7 @@
 #include "analysis/check.h"
 #include "analysis/compare.h"
 #include "analysis/perfmodel/predict_command.h"
+#include "analysis/perfmodel/predict_store.h"
 #include "analysis/query.h"
 #include "backend/cpu/blas.h"
 #include "backend/gpu.h"
@@ -345,6 +346,8 @@ void add_predict_command(CLI::App& app, PredictCommand& p) {
   c->add_option("--model_kind", o.model_kind, "dtnn (measured layer times) or pydtnn (PyDTNN's formulas)")->capture_default_str();
   c->add_option("--write-profile", o.write_profile, "Also write the step profile (the SimGrid proxy's input)");
   c->add_flag("--json", o.json, "Print JSON instead of the table")->disable_flag_override();
+  c->add_flag("--store", o.store, "Also store the predicted rows in --db (the predictions table; dtnn query predictions)")
+      ->disable_flag_override();
   c->add_option("--collectives", o.collectives, "Algorithm choice: ompi41 (Open MPI 4.1) or simgrid (SimGrid SMPI's)")->capture_default_str();
   c->add_option("--algorithm", o.algorithm, "Force one allreduce algorithm (ring, recursive_doubling, rabenseifner, binomial, ...)")->capture_default_str();
   c->add_option("--fit-collectives", o.fit_collectives, "Fit the platform's link to a bench_allreduce JSON file, or to the store's rows (db)");
@@ -383,7 +386,7 @@ int cmd_predict(PredictCommand& p) {
   if (p.mem_opt->count()) o.memory_bw = p.memory_bw;
   if (p.nbw_opt->count()) o.network_bw = p.network_bw;
   if (p.nlat_opt->count()) o.network_lat = p.network_lat;
-  return dtnn::perf::run_predict_command(o, std::cout);
+  return o.store ? dtnn::perf::run_predict_and_store(o, std::cout) : dtnn::perf::run_predict_command(o, std::cout);
 }
 
 // CLI11 would say only "A subcommand is required" for a misspelt command.

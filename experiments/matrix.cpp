@@ -168,9 +168,11 @@ struct Axis {
   std::vector<toml::source_region> where;  // per value
 };
 
-// One [[exclude]] or [[include]] table: validated (name, value) pairs in file order.
+// One [[exclude]] or [[include]] table: validated (name, value) pairs in file order. An [[include]] value
+// may be an array: the include is then every combination of its arrays (first key slowest), as axes.
 struct Point {
   std::vector<std::pair<std::string, std::string>> values;
+  std::vector<std::pair<std::string, std::vector<std::string>>> lists;  // includes: one or more values each
   toml::source_region where;
 };
 
@@ -178,12 +180,39 @@ Point read_point(const Parser& p, const toml::node& n, const std::string& sectio
   const toml::table& t = p.table(n, section);
   Point point;
   point.where = t.source();
+  const bool include = section.rfind("include", 0) == 0;
   for (auto [k, v] : in_file_order(t)) {
     const std::string name(k->str());
     const Spec& s = p.spec(name, k->source(), section);
-    point.values.emplace_back(name, p.value(s, *v, section + " '" + name + "'", false));
+    const std::string where = section + " '" + name + "'";
+    std::vector<std::string> list;
+    if (const auto* a = v->as_array(); include && a) {
+      if (a->empty()) p.fail_at(*v, where + ": an empty array");
+      for (const toml::node& e : *a) list.push_back(p.value(s, e, where, true));
+    } else {
+      list.push_back(p.value(s, *v, where, false));
+    }
+    point.values.emplace_back(name, list.front());
+    point.lists.emplace_back(name, std::move(list));
   }
   return point;
+}
+
+// The trials' values of an include: every combination of its lists, first key slowest.
+std::vector<std::vector<std::pair<std::string, std::string>>> include_combinations(const Parser& p, const Point& include) {
+  std::vector<std::vector<std::pair<std::string, std::string>>> out(1);
+  for (const auto& [name, list] : include.lists) {
+    if (out.size() * list.size() > kMaxTrials)  // before materialising them
+      p.fail_at(include.where, "an include of more than " + std::to_string(kMaxTrials) + " combinations");
+    std::vector<std::vector<std::pair<std::string, std::string>>> next;
+    for (const auto& partial : out)
+      for (const std::string& value : list) {
+        next.push_back(partial);
+        next.back().emplace_back(name, value);
+      }
+    out = std::move(next);
+  }
+  return out;
 }
 
 std::vector<Point> read_points(const Parser& p, const toml::table& root, const char* section) {
@@ -402,20 +431,23 @@ void expand(const Parser& p, const Base& b, const std::vector<Axis>& axes, const
   for (size_t r = 0; r < excludes.size(); ++r)
     if (exclude_hits[r] == 0) p.fail_at(excludes[r].where, "exclude #" + std::to_string(r + 1) + " matches no trial");
 
-  for (size_t i = 0; i < includes.size(); ++i) {
-    Trial t;
-    t.params = base;
-    for (const auto& [key, value] : includes[i].values) {
-      t.params[key] = value;
-      t.label += (t.label.empty() ? "" : ";") + key + "=" + value;
+  for (size_t i = 0; i < includes.size(); ++i)
+    for (const auto& values : include_combinations(p, includes[i])) {
+      Trial t;
+      t.params = base;
+      for (const auto& [key, value] : values) {
+        t.params[key] = value;
+        t.label += (t.label.empty() ? "" : ";") + key + "=" + value;
+      }
+      t.key = make_key(t.params);
+      for (const Trial& other : m.trials)
+        if (other.key == t.key)
+          p.fail_at(includes[i].where, "include #" + std::to_string(i + 1) + " duplicates trial '" +
+                                           (other.label.empty() ? other.key : other.label) + "'");
+      if (m.trials.size() >= kMaxTrials)
+        fail(path, ": the axes and includes expand to more than ", kMaxTrials, " trials");
+      m.trials.push_back(std::move(t));
     }
-    t.key = make_key(t.params);
-    for (const Trial& other : m.trials)
-      if (other.key == t.key)
-        p.fail_at(includes[i].where, "include #" + std::to_string(i + 1) + " duplicates trial '" +
-                                         (other.label.empty() ? other.key : other.label) + "'");
-    m.trials.push_back(std::move(t));
-  }
 
 }
 

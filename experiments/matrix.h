@@ -25,12 +25,17 @@
 //   [[include]]                         # an extra trial: base + these values (all axes need not appear)
 //   model = "simplemlp"
 //   ranks = 4
+//   [[include]]                         # arrays: one extra trial per combination (first key slowest)
+//   mode = "predict"                    # predicted trials (experiments/runner_predict.h): not run, predicted
+//   platform = ["eth10g", "ib100"]      #   by the performance model from the measured run of the same
+//   ranks = [1, 2, 4, 8, 16, 32, 64, 128, 256]   # parameters with the fewest ranks
 //
 // Limits, checked before anything is expanded: at most 100,000 trials (axes product plus includes), a file of
 // at most 4 MiB, tables/arrays/dotted keys nested at most 32 levels (the TOML parser recurses per level).
 // A `none` launcher with a trial of ranks > 1 is refused at load, not when that trial's turn comes.
 // Parameters besides the `dtnn train` options: ranks (positive integer), device ("cpu" | "gpu", which maps
-// to --enable_gpu), framework ("dtnn" | "pytorch": the PyTorch reference runner in analysis/reference).
+// to --enable_gpu), framework ("dtnn" | "pytorch": the PyTorch reference runner in analysis/reference),
+// and the others of matrix_params.cpp's table (scaling, transport, tracing, mode, platform, predictor).
 // Values are validated: unknown keys, wrong TOML types, empty axes, unknown models / conv algorithms /
 // datasets / optimizers / formats, and an axis value that no trial keeps after the excludes are errors.
 // Every error is a dtnn::Error whose message names the file, the line and the key:

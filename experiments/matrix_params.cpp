@@ -7,6 +7,7 @@
 #include <climits>
 #include <filesystem>
 
+#include "analysis/perfmodel/collective_model.h"
 #include "core/error.h"
 #include "core/strings.h"
 #include "experiments/matrix.h"
@@ -25,6 +26,13 @@ std::string check_device(const std::string& v) { return one_of(v, {"cpu", "gpu"}
 std::string check_framework(const std::string& v) { return one_of(v, {"dtnn", "pytorch"}); }
 std::string check_scaling(const std::string& v) { return one_of(v, {"weak", "strong"}); }
 std::string check_transport(const std::string& v) { return one_of(v, {"default", "shm", "tcp"}); }
+std::string check_mode(const std::string& v) { return one_of(v, {"run", "predict"}); }
+std::string check_predictor(const std::string& v) { return one_of(v, {"model"}); }
+std::string check_platform(const std::string& v) {
+  std::vector<std::string> names;
+  for (const perf::Platform& p : perf::platform_presets()) names.push_back(p.name);
+  return one_of(v, names);
+}
 
 }  // namespace
 
@@ -66,6 +74,14 @@ const std::vector<Spec>& matrix_specs() {
       // dtnn train --tracing=True with the trace beside the run's log (<log>.trace.json, .csv, .prv/.pcf/.row), its path in
       // runs.trace_path, its phases, stragglers and one step's timeline in the store
       {"tracing", Kind::boolean},
+      // run (default): the trial runs; predict: it is not run but predicted by the performance model
+      // (experiments/runner_predict.h) for its ranks on its platform, calibrated from the store's measured run
+      // of the same parameters (but ranks, mode, platform, predictor) with the fewest ranks, the newest
+      {"mode", Kind::choice, 0, 0, check_mode},
+      // a predicted trial's platform (analysis/perfmodel/collective_model.h presets; default ib100)
+      {"platform", Kind::choice, 0, 0, check_platform},
+      // a predicted trial's predictor: model (dtnn predict's analytic step model)
+      {"predictor", Kind::choice, 0, 0, check_predictor},
   };
   return specs;
 }

@@ -32,6 +32,7 @@
 #include "core/strings.h"
 #include "experiments/matrix.h"
 #include "experiments/run_files.h"
+#include "experiments/runner_predict.h"
 #include "results/store.h"
 #include "train/option_table.h"
 
@@ -52,7 +53,7 @@ constexpr const char* kTracingFlag = "--tracing=True";
 
 bool is_harness_param(const std::string& name) {
   return name == "ranks" || name == "device" || name == "framework" || name == "scaling" || name == "transport" ||
-         name == "tracing";
+         name == "tracing" || is_prediction_param(name);
 }
 
 // Whether the PyTorch reference (analysis/reference/torch_train.py, whose parser is built from the same
@@ -452,7 +453,8 @@ int run_matrix(const RunnerOptions& options, std::ostream& out) {
       std::string why;
       const std::vector<std::string> argv = trial_argv(matrix, trials[i], dtnn_binary, why);
       out << "  " << i + 1 << "  " << trials[i].label << "\n     "
-          << (why.empty() ? command_string(argv) : "unsupported: " + why) << "\n";
+          << (is_predicted(trials[i]) ? predicted_description(trials[i])
+                                      : why.empty() ? command_string(argv) : "unsupported: " + why) << "\n";
     }
     return 0;
   }
@@ -483,10 +485,15 @@ int run_matrix(const RunnerOptions& options, std::ostream& out) {
   std::vector<Planned> plan;
   int skipped = 0;
   for (const Trial& t : trials) {
-    const int done = options.resume ? std::min(store.count_ok_runs(matrix_id, env_id, t.key), matrix.repeats) : 0;
+    // A prediction is made once, whatever the repeats; the measured trials first (they calibrate it).
+    const int repeats = is_predicted(t) ? 1 : matrix.repeats;
+    const int stored = is_predicted(t) ? store.count_predictions(matrix_id, env_id, t.key)
+                                       : store.count_ok_runs(matrix_id, env_id, t.key);
+    const int done = options.resume ? std::min(stored, repeats) : 0;
     skipped += done;
-    for (int r = done; r < matrix.repeats; ++r) plan.push_back({t, r});
+    for (int r = done; r < repeats; ++r) plan.push_back({t, r});
   }
+  std::stable_partition(plan.begin(), plan.end(), [](const Planned& p) { return !is_predicted(p.trial); });
   out << "matrix " << matrix.name << ": " << trials.size() << " trial(s), " << plan.size() << " run(s) to do";
   if (options.resume) out << ", " << skipped << " already stored ok";
   out << "; database " << db_path.string() << "\n" << std::flush;
@@ -494,7 +501,7 @@ int run_matrix(const RunnerOptions& options, std::ostream& out) {
   const StopSignals stop_signals;
   const bool tty = ::isatty(STDOUT_FILENO);
   const auto start = Clock::now();
-  int n_ok = 0, n_failed = 0, n_timeout = 0, n_unsupported = 0, n_diverged = 0;
+  int n_ok = 0, n_failed = 0, n_timeout = 0, n_unsupported = 0, n_diverged = 0, n_predicted = 0;
   int stopped_by = 0;  // the stop signal that ended the runner
   for (size_t i = 0; i < plan.size() && !stopped_by; ++i) {
     if (g_stop_signal) {  // between trials: start no other
@@ -508,6 +515,19 @@ int run_matrix(const RunnerOptions& options, std::ostream& out) {
         << plan[i].repeat + 1 << "/" << matrix.repeats << ")  elapsed " << format_duration(elapsed) << "  ETA "
         << format_duration(eta) << (tty ? "" : "\n") << std::flush;
 
+    if (is_predicted(trial)) {  // no process: a row of predictions, or a failed run saying why
+      const PredictedOutcome p = run_predicted_trial(store, matrix_id, trial);
+      if (p.status == "ok") {
+        ++n_predicted;
+        continue;
+      }
+      const int64_t run_id = store.begin_run(run_start(matrix_id, env_id, plan[i], tags, p.command));
+      store.set_log_path(run_id, "(none: a predicted trial starts no process)");
+      store.finish_run(run_id, p.status, p.error, 0.0);
+      ++(p.status == "unsupported" ? n_unsupported : n_failed);
+      out << (tty ? "\r\033[K" : "") << "  run " << run_id << " " << p.status << ": " << p.error << "\n" << std::flush;
+      continue;
+    }
     std::string unsupported_why;
     const std::vector<std::string> argv = trial_argv(matrix, trial, dtnn_binary, unsupported_why);
     const int64_t run_id = store.begin_run(run_start(matrix_id, env_id, plan[i], tags, command_string(argv)));
@@ -535,6 +555,7 @@ int run_matrix(const RunnerOptions& options, std::ostream& out) {
   const double total = std::chrono::duration<double>(Clock::now() - start).count();
   out << (tty ? "\r\033[K" : "") << "done in " << format_duration(total) << ": " << n_ok << " ok, " << n_failed
       << " failed, " << n_timeout << " timeout, " << n_unsupported << " unsupported, " << n_diverged << " diverged"
+      << (n_predicted ? ", " + std::to_string(n_predicted) + " predicted" : std::string())
       << (stopped_by ? ", interrupted by signal " + std::to_string(stopped_by) : std::string()) << "\n";
   if (stopped_by) return 128 + stopped_by;
   return n_failed + n_timeout + n_diverged > 0 ? 1 : 0;

@@ -402,6 +402,85 @@ CREATE VIEW v_stragglers AS
   GROUP BY s.run_id
   ORDER BY s.run_id;
 )SQL"},
+    {8, "predicted rows (dtnn predict, a matrix's mode = \"predict\" trials) apart from measured runs; v_scaling's source",
+     R"SQL(
+-- One row per rank count of a predicted curve. Nothing here is a measurement: the runs table holds only what
+-- ran, and every view that reads predictions says so in a source column.
+CREATE TABLE predictions (
+  id               INTEGER PRIMARY KEY,
+  source           TEXT NOT NULL CHECK (source IN ('model', 'simgrid')),  -- dtnn predict | the SimGrid replay
+  model_version    TEXT NOT NULL,         -- "dtnn-perfmodel/1"; SimGrid's version for simgrid rows
+  model_kind       TEXT NOT NULL CHECK (model_kind IN ('dtnn', 'pydtnn')),  -- step_model.h | PyDTNN's formulas
+  model            TEXT NOT NULL,         -- the network (zoo name)
+  platform         TEXT NOT NULL,         -- ib100, eth10g, ... ("+fit": the link fitted to benchmarks)
+  platform_params  TEXT NOT NULL,         -- JSON: the links' alpha, beta, gamma, ranks per node, their source
+  rules            TEXT,                  -- collective decision rules (ompi41 | simgrid); NULL for pydtnn
+  mode             TEXT NOT NULL CHECK (mode IN ('blocking', 'non_blocking')),
+  scaling          TEXT NOT NULL CHECK (scaling IN ('weak', 'strong')),
+  ranks            INTEGER NOT NULL CHECK (ranks > 0),
+  batch_size       INTEGER,               -- the profile's samples per rank (NULL: PyDTNN without a profile)
+  samples_per_rank REAL NOT NULL,         -- weak: batch_size; strong: global_batch / ranks
+  global_batch     REAL NOT NULL,         -- samples per step over all ranks
+  step_s           REAL NOT NULL,
+  compute_s        REAL NOT NULL,
+  exposed_s        REAL NOT NULL,
+  comm_s           REAL NOT NULL,
+  samples_per_s    REAL NOT NULL,
+  speedup          REAL NOT NULL,         -- against the curve's own 1-rank prediction (efficiency x ranks)
+  efficiency       REAL NOT NULL,
+  algorithms       TEXT NOT NULL,         -- the allreduce algorithms used ("ring+rabenseifner", "pydtnn-vdg")
+  provenance       TEXT NOT NULL,         -- JSON: the profile's notes, the measured step beside it, the fit
+  -- What groups the row with measured runs (as v_scaling groups them): the calibration run's environment and
+  -- configuration; NULL when the profile came from a file.
+  environment_id   INTEGER REFERENCES environments(id),
+  config_key       TEXT,
+  matrix_id        INTEGER REFERENCES matrices(id),  -- the matrix that declared it, else the calibration run's
+  trial_key        TEXT,                  -- a matrix's predicted trial (what --resume skips); NULL from dtnn predict
+  label            TEXT,
+  created_at       TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+);
+CREATE INDEX predictions_by_group ON predictions (environment_id, config_key, ranks);
+CREATE INDEX predictions_by_trial ON predictions (matrix_id, environment_id, trial_key);
+-- The measured runs a prediction's profile (per-layer times, measured step) came from.
+CREATE TABLE prediction_runs (
+  prediction_id INTEGER NOT NULL REFERENCES predictions(id) ON DELETE CASCADE,
+  run_id        INTEGER NOT NULL REFERENCES runs(id),
+  PRIMARY KEY (prediction_id, run_id)
+);
+-- v_scaling as migration 5 defined it for measured runs (values unchanged), with source = 'measured' and a
+-- NULL platform and curve, then the newest prediction per curve and rank count: source 'model' or
+-- 'simgrid', its platform, and curve, the label a chart gives the line ("model, ib100, non_blocking").
+-- A predicted row's runs is 0 (nothing ran); its speedup and efficiency are against its own 1-rank
+-- prediction; framework, dataset, conv_algo, threads and device are its calibration run's.
+DROP VIEW v_scaling;
+CREATE VIEW v_scaling AS
+  WITH agg AS (
+    SELECT r.environment_id, r.config_key, r.framework, r.model, r.dataset, r.conv_algo, r.threads, r.device, r.ranks,
+           avg(r.samples_per_s) AS sps, count(*) AS n, avg(c.exposed_fraction) AS exposed,
+           avg(c.compute_ms / c.step_ms) AS compute
+    FROM runs r LEFT JOIN v_comm c ON c.run_id = r.id WHERE r.status = 'ok'
+    GROUP BY r.environment_id, r.config_key, r.ranks),
+  newest AS (
+    SELECT max(id) AS id FROM predictions
+    GROUP BY environment_id, config_key, source, model_kind, model, platform, rules, mode, scaling, ranks)
+  SELECT * FROM (
+  SELECT a.framework, a.model, a.dataset, a.conv_algo, a.threads, a.device, a.ranks, a.n AS runs,
+         round(a.sps, 1) AS mean_samples_per_s, round(a.sps / b.sps, 3) AS speedup,
+         round(a.sps / b.sps / a.ranks, 3) AS efficiency, a.environment_id, a.config_key,
+         round(a.compute, 4) AS compute_fraction, round(a.exposed, 4) AS exposed_comm_fraction,
+         'measured' AS source, NULL AS platform, NULL AS curve
+  FROM agg a JOIN agg b ON b.environment_id = a.environment_id AND b.config_key = a.config_key AND b.ranks = 1
+  UNION ALL
+  SELECT r.framework, p.model, r.dataset, r.conv_algo, r.threads, r.device, p.ranks, 0 AS runs,
+         round(p.samples_per_s, 1), round(p.speedup, 3), round(p.efficiency, 3), p.environment_id, p.config_key,
+         round(p.compute_s / p.step_s, 4), round(p.exposed_s / p.step_s, 4), p.source, p.platform,
+         p.source || ', ' || p.platform || ', ' || p.mode || CASE p.scaling WHEN 'strong' THEN ', strong' ELSE '' END
+           || CASE WHEN p.model_kind = 'pydtnn' THEN ', PyDTNN formulas' WHEN p.source = 'model'
+                    AND p.rules != 'ompi41' THEN ', ' || p.rules || ' rules' ELSE '' END
+  FROM predictions p JOIN newest n ON n.id = p.id
+  LEFT JOIN runs r ON r.id = (SELECT min(run_id) FROM prediction_runs l WHERE l.prediction_id = p.id))
+  ORDER BY config_key, source, curve, ranks;
+)SQL"},
 };
 
 }  // namespace dtnn::schema

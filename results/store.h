@@ -76,6 +76,27 @@ struct CollectiveBenchmarkRow {
   double bus_bytes_per_s = 0;  // × 2(ranks-1)/ranks (allreduce bus bandwidth, as nccl-tests)
 };
 
+// A predicted row (migration 8): one rank count of a curve of `dtnn predict` or the SimGrid replay. Never a
+// measurement: it goes to the predictions table, never to runs.
+struct PredictionRow {
+  std::string source = "model";  // model | simgrid
+  std::string model_version, model_kind, model, platform;
+  std::string platform_params = "{}";  // JSON object
+  std::optional<std::string> rules;    // collective decision rules; none for PyDTNN's formulas
+  std::string mode, scaling;           // blocking | non_blocking; weak | strong
+  int ranks = 1;
+  std::optional<int64_t> batch_size;
+  double samples_per_rank = 0, global_batch = 0, step_s = 0, compute_s = 0, exposed_s = 0, comm_s = 0,
+         samples_per_s = 0, speedup = 0, efficiency = 0;
+  std::string algorithms;
+  std::string provenance = "{}";        // JSON object
+  std::vector<int64_t> calibration_runs;  // the measured runs the profile came from
+  // The measured group it belongs with (the calibration run's environment and configuration), the matrix
+  // that declared it and its trial there; unset when unknown.
+  std::optional<int64_t> environment_id, matrix_id;
+  std::optional<std::string> config_key, trial_key, label;
+};
+
 // The query result: column names and rows of text (SQL NULL is std::nullopt).
 struct QueryResult {
   std::vector<std::string> columns;
@@ -152,6 +173,12 @@ class ResultStore {
   };
   StoredRows add_benchmarks(int64_t environment_id, const std::vector<ConvBenchmarkRow>& conv,
                             const std::vector<CollectiveBenchmarkRow>& collectives);
+
+  // Inserts predicted rows and their calibration runs in one transaction (all or none); returns their ids.
+  // Throws dtnn::Error naming the field for a value the schema refuses (a bad mode, source, rank count).
+  std::vector<int64_t> add_predictions(const std::vector<PredictionRow>& rows);
+  // Number of predicted rows of this matrix, environment and predicted trial (what --resume skips).
+  int count_predictions(int64_t matrix_id, int64_t environment_id, const std::string& trial_key);
 
   // Replaces the targets table (the runner stores the targets file it was given; check reads the file).
   struct Target {

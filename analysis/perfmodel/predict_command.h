@@ -30,6 +30,7 @@ struct PredictCommandOptions {
   std::string model_kind = "dtnn";  // dtnn | pydtnn
   std::string write_profile;
   bool json = false;
+  bool store = false;               // also store the rows in --db (predict_store.h)
   std::string collectives = "ompi41";  // ompi41 | simgrid
   std::string algorithm = "auto";      // force one allreduce algorithm
   // Calibration of the platform's link (both intra- and inter-node) from bench_allreduce results.

@@ -17,21 +17,28 @@ RUN_COLUMNS = ("id", "matrix_id", "environment_id", "trial_key", "config_key", "
                "model", "dataset", "conv_algo", "ranks", "threads", "device", "batch_size", "num_epochs",
                "optimizer", "samples_per_s", "test_accuracy", "val_accuracy")
 
-# v_scaling with a matrix filter on the runs it aggregates (keep in step with migration 2).
+# v_scaling with a matrix filter on the runs it aggregates and the predictions it shows (keep in step with
+# migration 8 in results/migrations.h: the same columns, source 'measured' | 'model' | 'simgrid').
 SCALING_FOR_MATRIX = """
   WITH agg AS (
     SELECT r.environment_id, r.config_key, r.framework, r.model, r.dataset, r.conv_algo, r.threads, r.device, r.ranks,
            avg(r.samples_per_s) AS sps, count(*) AS n, avg(c.exposed_fraction) AS exposed,
            avg(c.compute_ms / c.step_ms) AS compute
     FROM runs r LEFT JOIN v_comm c ON c.run_id = r.id
-    WHERE r.status = 'ok' AND r.matrix_id IN (SELECT id FROM matrices WHERE name = ?)
+    WHERE r.status = 'ok' AND r.matrix_id IN (SELECT id FROM matrices WHERE name = :matrix)
     GROUP BY r.environment_id, r.config_key, r.ranks)
   SELECT a.framework, a.model, a.dataset, a.conv_algo, a.threads, a.device, a.ranks, a.n AS runs,
          round(a.sps, 1) AS mean_samples_per_s, round(a.sps / b.sps, 3) AS speedup,
          round(a.sps / b.sps / a.ranks, 3) AS efficiency, a.environment_id, a.config_key,
-         round(a.compute, 4) AS compute_fraction, round(a.exposed, 4) AS exposed_comm_fraction
+         round(a.compute, 4) AS compute_fraction, round(a.exposed, 4) AS exposed_comm_fraction,
+         'measured' AS source, NULL AS platform, NULL AS curve
   FROM agg a JOIN agg b ON b.environment_id = a.environment_id AND b.config_key = a.config_key AND b.ranks = 1
   ORDER BY a.config_key, a.ranks
+"""
+# v_scaling's predicted rows, of the predictions a matrix of that name declared (or calibrated from its runs).
+PREDICTED_FOR_MATRIX = """
+  SELECT * FROM v_scaling WHERE source != 'measured' AND config_key IN (
+    SELECT p.config_key FROM predictions p WHERE p.matrix_id IN (SELECT id FROM matrices WHERE name = :matrix))
 """
 
 
@@ -127,9 +134,18 @@ class Store:
         return self._all(f"SELECT {cols} FROM runs r WHERE r.status = 'ok' AND {cond} ORDER BY r.id", params)
 
     def scaling(self):
+        """v_scaling's rows: measured (source 'measured') and, from schema 8, predicted ones (source 'model' or
+        'simgrid', with platform and curve); a database from before has measured rows only."""
         if self.matrix is None:
-            return self._all("SELECT * FROM v_scaling")
-        return self._all(SCALING_FOR_MATRIX, (self.matrix,))
+            rows = self._all("SELECT * FROM v_scaling")
+        else:
+            rows = self._all(SCALING_FOR_MATRIX, {"matrix": self.matrix})
+            if self.has_table("predictions"):
+                rows += self._all(PREDICTED_FOR_MATRIX, {"matrix": self.matrix})
+        for r in rows:
+            r.setdefault("source", "measured")
+            r.setdefault("curve", None)
+        return rows
 
     def communication(self):
         """Per (environment, configuration, rank count): the median rank's ms per step (v_comm), averaged over runs."""

@@ -49,13 +49,16 @@ def _rank_axis(ax, ranks):
 
 
 def scaling_lines(path, series):
-    """series: list of (label, ranks, samples_per_s, efficiency). Two panels: samples/s and efficiency."""
+    """series: list of (label, ranks, samples_per_s, efficiency, measured). Two panels: samples/s and
+    efficiency. Measured series are markers joined by a line; predicted ones (measured False) dashed lines
+    without markers, labelled by their curve ("model, ib100, non_blocking")."""
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
     all_ranks = set()
-    for label, ranks, sps, eff in series:
+    for label, ranks, sps, eff, measured in series:
         all_ranks.update(ranks)
-        ax1.plot(ranks, sps, marker="o", label=label)
-        ax2.plot(ranks, eff, marker="o", label=label)
+        style = dict(marker="o", linestyle="-") if measured else dict(marker=None, linestyle="--", linewidth=1.5)
+        ax1.plot(ranks, sps, label=label, **style)
+        ax2.plot(ranks, eff, label=label, **style)
     ax2.axhline(1.0, color="gray", linestyle="--", linewidth=1, label="ideal")
     _rank_axis(ax1, all_ranks)
     _rank_axis(ax2, all_ranks)

@@ -19,13 +19,19 @@ class ScalingSections:
         for r in self.runs:
             rank_counts[(r["environment_id"], r["config_key"])].add(r["ranks"])
         multi = {k for k, ranks in rank_counts.items() if len(ranks) > 1}
-        if not multi:
+        rows_all = self.store.scaling()
+        # Predicted curves (v_scaling's source 'model' | 'simgrid') are drawn beside their measured group.
+        predicted = defaultdict(list)
+        for row in rows_all:
+            if row["source"] != "measured":
+                predicted[(row["environment_id"], row["config_key"])].append(row)
+        if not multi and not predicted:
             self.add("No configuration ran on more than one rank count, so there is no scaling to show.", "")
             return
         lines = defaultdict(list)
-        for row in self.store.scaling():
+        for row in rows_all:
             key = (row["environment_id"], row["config_key"])
-            if key in multi:
+            if row["source"] == "measured" and (key in multi or key in predicted):
                 lines[key].append(row)
         no_base = len(multi - set(lines))
         if no_base:
@@ -42,20 +48,34 @@ class ScalingSections:
         if len({tuple(h[c] for c in cols) for h in heads}) < len(heads):
             cols.append("config_key")  # configurations that differ in other parameters
         pct = lambda f: "" if f is None else num(100 * f, 1)
-        table_rows = [(*(r[c] for c in cols), r["ranks"], r["runs"], num(r["mean_samples_per_s"]),
+        kind = lambda r: "measured" if r["source"] == "measured" else f"predicted: {r['curve']}"
+        table_rows = [(*(r[c] for c in cols), kind(r), r["ranks"], r["runs"], num(r["mean_samples_per_s"]),
                        num(r["speedup"], 2), num(r["efficiency"], 2), pct(r["compute_fraction"]),
-                       pct(r["exposed_comm_fraction"])) for rows in series for r in rows]
+                       pct(r["exposed_comm_fraction"]))
+                      for rows in series
+                      for r in rows + predicted.get((rows[0]["environment_id"], rows[0]["config_key"]), [])]
         self.add("Mean training samples/s of the ok runs per rank count; speed-up and efficiency relative to "
                  "1 rank of the same configuration; the median rank's compute and exposed communication as "
-                 "% of its step time (v_scaling; blank: not measured, e.g. GPU runs or runs stored before dtnn measured it).", "")
-        self.add(*table([SHORT.get(c, c) for c in cols] + ["ranks", "runs", "mean samples/s", "speed-up",
+                 "% of its step time (v_scaling; blank: not measured, e.g. GPU runs or runs stored before dtnn measured it). "
+                 "Rows marked predicted are the performance model's (`dtnn predict`, a matrix's mode = \"predict\" "
+                 "trials), not measurements: runs is 0, speed-up and efficiency are against the model's own 1-rank "
+                 "prediction, compute and exposed % are the model's.", "")
+        self.add(*table([SHORT.get(c, c) for c in cols] + ["source", "ranks", "runs", "mean samples/s", "speed-up",
                                                            "efficiency", "compute %", "exposed comm %"], table_rows,
-                        right=numeric(cols, len(cols))))
+                        right=numeric(cols, len(cols) + 1)))
         labels = labels_for(heads, [c for c in cols if c != "config_key"], ["framework", "model"],
                             extra=("config_key",))
         if not self.no_plots():
-            data = [(lab, [r["ranks"] for r in rows], [r["mean_samples_per_s"] for r in rows],
-                     [r["efficiency"] for r in rows]) for lab, rows in zip(labels, series)]
+            data = []
+            for lab, rows in zip(labels, series):
+                data.append((lab, [r["ranks"] for r in rows], [r["mean_samples_per_s"] for r in rows],
+                             [r["efficiency"] for r in rows], True))
+                curves = defaultdict(list)
+                for r in predicted.get((rows[0]["environment_id"], rows[0]["config_key"]), []):
+                    curves[r["curve"]].append(r)
+                for curve, pts in sorted(curves.items()):
+                    data.append((f"{lab}: {curve}", [r["ranks"] for r in pts], [r["mean_samples_per_s"] for r in pts],
+                                 [r["efficiency"] for r in pts], False))
             self.plots.scaling_lines(os.path.join(self.out, "scaling.png"), data)
             self.image("scaling.png", "samples/s and parallel efficiency vs ranks")
         self.communication(series, labels)

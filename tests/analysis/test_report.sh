@@ -111,6 +111,32 @@ for config, (ranks, run_id) in newest.items():
 sys.exit(1 if bad or not newest else 0)
 PY
 
+# Predicted rows (the report matrix's mode = "predict" trials; none in an older store): every one of
+# predictions, read here from the table itself (not the view), is a row of the Scaling table marked
+# "predicted: model, <platform>, <mode>" with the same rank count and samples/s, and no measured row says so.
+"$py" - "$db" "$out/report.md" <<'PY' || fail "report.md's predicted rows differ from the predictions table"
+import sqlite3, sys
+db, report = sys.argv[1], open(sys.argv[2]).read()
+con = sqlite3.connect(db)
+if not con.execute("SELECT 1 FROM sqlite_master WHERE name = 'predictions'").fetchall():
+    sys.exit(0)
+section = report.split("## Scaling", 1)[1].split("\n## ", 1)[0]
+marked = [r for r in section.splitlines() if "| predicted: " in r]
+rows = con.execute("SELECT source, platform, mode, ranks, samples_per_s FROM predictions p WHERE id IN "
+                   "(SELECT max(id) FROM predictions GROUP BY environment_id, config_key, source, model_kind, model, "
+                   "platform, rules, mode, scaling, ranks)").fetchall()
+bad = 0
+for source, platform, mode, ranks, sps in rows:
+    want = [f"| predicted: {source}, {platform}, {mode} |", f"| {ranks} | 0 |", f"| {sps:,.1f} |"]
+    if not any(all(w in r for w in want) for r in marked):
+        print(f"test_report: no Scaling row {want}", file=sys.stderr)
+        bad += 1
+if len(marked) != len(rows):
+    print(f"test_report: {len(marked)} rows marked predicted, {len(rows)} predictions", file=sys.stderr)
+    bad += 1
+sys.exit(1 if bad else 0)
+PY
+
 # Ingested convolution benchmarks (the harness.report test stores a `dtnn layers` run): a table and a chart.
 if [ "$("$py" -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT count(*) FROM conv_benchmarks WHERE median_ms IS NOT NULL").fetchone()[0])' "$db")" -gt 0 ]; then
   sed -n '/^## Convolution algorithms per layer/,$p' "$out/report.md" | grep -q '^### ' || fail "no conv algorithm table"

@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "helpers.h"
 #include "results/store.h"
+#include "store_test_helpers.h"
 
 using Catch::Contains;
 
@@ -22,17 +23,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string one(const dtnn::ResultStore& store, const std::string& sql) {
-  const dtnn::QueryResult r = store.query(sql);
-  REQUIRE(r.rows.size() == 1);
-  return r.rows[0][0].value_or("NULL");
-}
-
-std::string fresh_db(const std::string& name) {
-  const std::string path = dtnn::test::temp_path(name + ".db");
-  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path + suffix);
-  return path;
-}
+using dtnn::test::fresh_db;
+using dtnn::test::one;
 
 // A real report of `dtnn train` (1 rank, untraced: it has no "phases" and no "trace").
 const nlohmann::json& plain_report() {
@@ -294,7 +286,7 @@ TEST_CASE("store: a version-6 database migrates to the trace tables and keeps it
             " 'mnist', 'auto', 2, 1, 'cpu', 64, 5, 'sgd', '{}', 'ok', 'x', 'y', 1, 'h', 1900.0);");
   }
   dtnn::ResultStore latest = dtnn::ResultStore::open(path);
-  CHECK(latest.version() == 7);
+  CHECK(latest.version() >= 7);  // and later migrations
   CHECK(latest.version() == dtnn::ResultStore::latest_version());
   CHECK(one(latest, "SELECT count(*) FROM runs") == "1");
   CHECK(one(latest, "SELECT samples_per_s || ',' || ranks FROM runs WHERE trial_key = 'k1'") == "1900.0,2");

@@ -1,0 +1,107 @@
+// See runner_predict.h.
+#include "experiments/runner_predict.h"
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "analysis/perfmodel/predict_command.h"
+#include "analysis/perfmodel/predict_store.h"
+#include "core/error.h"
+#include "core/strings.h"
+
+namespace dtnn {
+
+namespace {
+
+// The trial's parameters that a measured run of its configuration has too.
+std::map<std::string, std::string> measured_params(const std::map<std::string, std::string>& params) {
+  std::map<std::string, std::string> out;
+  for (const auto& [name, value] : params)
+    if (name != "ranks" && !is_prediction_param(name)) out[name] = value;
+  return out;
+}
+
+perf::PredictCommandOptions predict_options(const std::string& db, const Trial& trial, int64_t run) {
+  perf::PredictCommandOptions o;
+  o.db = db;
+  o.from_run = run;
+  o.ranks = std::to_string(trial.ranks());
+  o.platform = trial.get("platform", "ib100");
+  o.mode = trial.get("non_blocking_mpi", "False") == "True" ? "non_blocking" : "blocking";
+  o.scaling = trial.get("scaling", "weak");
+  // Strong scaling: the matrix's batch_size is the global batch (as for measured trials).
+  if (o.scaling == "strong") o.global_batch = std::stod(trial.get("batch_size", "64"));
+  o.json = true;
+  return o;
+}
+
+std::string command_line(const perf::PredictCommandOptions& o) {
+  std::string s = "dtnn predict --from-run " + std::to_string(o.from_run.value_or(0)) + " --db " + shell_quote(o.db) +
+                  " --ranks " + o.ranks + " --platform " + shell_quote(o.platform) + " --mode " + o.mode +
+                  " --scaling " + o.scaling;
+  if (o.global_batch > 0) s += " --global_batch " + format_double(o.global_batch);
+  return s + " --store";
+}
+
+}  // namespace
+
+bool is_prediction_param(const std::string& name) {
+  return name == "mode" || name == "platform" || name == "predictor";
+}
+
+bool is_predicted(const Trial& trial) { return trial.get("mode", "run") == "predict"; }
+
+std::string predicted_description(const Trial& trial) {
+  return "predicted (" + trial.get("predictor", "model") + ", platform " + trial.get("platform", "ib100") + ", " +
+         std::to_string(trial.ranks()) + " ranks), calibrated from the store's measured run of this configuration "
+         "with the fewest ranks";
+}
+
+int64_t calibration_run(const ResultStore& store, const Trial& trial) {
+  const std::map<std::string, std::string> want = measured_params(trial.params);
+  // The model narrows the candidates; the parameters decide.
+  const std::string model = trial.get("model");
+  std::string quoted = "'";
+  for (char c : model) quoted += c == '\'' ? std::string("''") : std::string(1, c);
+  const QueryResult r = store.query("SELECT id, params FROM runs WHERE status = 'ok' AND model = " + quoted +
+                                    "' ORDER BY ranks, id DESC");
+  for (const auto& row : r.rows) {
+    std::map<std::string, std::string> have;
+    const nlohmann::json params = nlohmann::json::parse(row[1].value_or("{}"));
+    for (const auto& [name, value] : params.items())
+      have[name] = value.is_string() ? value.get<std::string>() : value.dump();
+    if (measured_params(have) == want) return std::stoll(row[0].value());
+  }
+  return 0;
+}
+
+PredictedOutcome run_predicted_trial(ResultStore& store, int64_t matrix_id, const Trial& trial) {
+  PredictedOutcome out;
+  const int64_t run = calibration_run(store, trial);
+  perf::PredictCommandOptions o = predict_options(store.path(), trial, run);
+  out.command = command_line(o);
+  if (trial.framework() != "dtnn") return {"unsupported", "the performance model predicts dtnn, not " + trial.framework(), out.command};
+  if (trial.get("predictor", "model") != "model")
+    return {"unsupported", "predictor \"" + trial.get("predictor") + "\" is not run by the runner (use \"model\")",
+            out.command};
+  if (run == 0)
+    return {"failed",
+            "no ok measured run of this configuration in " + store.path() + " to calibrate the prediction from: add "
+            "the same trial with mode = \"run\" (e.g. ranks = 1) to the matrix, or run it first",
+            out.command};
+  std::ostringstream text;
+  try {
+    perf::run_predict_command(o, text);
+  } catch (const Error& e) {
+    return {"failed", std::string("dtnn predict: ") + e.what(), out.command};
+  }
+  perf::PredictionOrigin origin = perf::origin_of_run(store, run);
+  origin.matrix_id = matrix_id;
+  origin.trial_key = trial.key;
+  origin.label = trial.label;
+  store.add_predictions(perf::prediction_rows(nlohmann::json::parse(text.str()), origin));
+  out.status = "ok";
+  return out;
+}
+
+}  // namespace dtnn
