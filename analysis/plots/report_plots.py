@@ -54,9 +54,19 @@ def scaling_lines(path, series):
     without markers, labelled by their curve ("model, ib100, non_blocking")."""
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
     all_ranks = set()
+    # A predicted curve ("<configuration>: model, ib100, blocking") takes its configuration's colour, so the
+    # measured points and their predictions read together; the curves of one configuration differ by dashes.
+    colours, dashes, cycle = {}, {}, plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for label, ranks, sps, eff, measured in series:
         all_ranks.update(ranks)
-        style = dict(marker="o", linestyle="-") if measured else dict(marker=None, linestyle="--", linewidth=1.5)
+        base = label if measured else label.split(": ")[0]
+        colour = colours.setdefault(base, cycle[len(colours) % len(cycle)])
+        if measured:
+            style = dict(marker="o", linestyle="-", color=colour)
+        else:
+            n = dashes[base] = dashes.get(base, -1) + 1
+            style = dict(marker=None, linestyle=["--", ":", "-.", (0, (5, 1, 1, 1))][n % 4], linewidth=1.5,
+                         color=colour)
         ax1.plot(ranks, sps, label=label, **style)
         ax2.plot(ranks, eff, label=label, **style)
     ax2.axhline(1.0, color="gray", linestyle="--", linewidth=1, label="ideal")
