@@ -316,6 +316,9 @@ EpochRecord Trainer::run_epoch(int epoch, int num_epochs, const Splits& splits) 
     gpu::copy_to_host(sums_host_.data(), sums_dev_.data(), sums_host_.size() * sizeof(float));  // waits
     for (size_t v = 0; v < sums.size(); ++v) sums[v] = sums_host_[v];
   }
+  // The epoch's average comes first: the first collective after the loop is where the ranks wait for the
+  // slowest, and that wait belongs to the average.
+  if (merger_) rec.averaging = merger_->end_epoch(epoch, epoch == num_epochs);
   if (local && comm_.size() > 1) {  // each rank summed its own batches: the epoch's figures over every rank
     for (size_t v = 0; v < sums.size(); ++v) epoch_sums_[v] = static_cast<float>(sums[v]);
     epoch_sums_[sums.size()] = static_cast<float>(done);
@@ -325,12 +328,13 @@ EpochRecord Trainer::run_epoch(int epoch, int num_epochs, const Splits& splits) 
   }
   rec.train.time_s = comm_.max(now_s() - t0);
   if (!gpu_) rec.comm = reducer_.gather_epoch(comm_);
-  if (merger_) rec.averaging = merger_->end_epoch(epoch, epoch == num_epochs);
   rec.learning_rate = optimizer_.learning_rate();
   rec.train.samples = done;
   rec.train.values.resize(sums.size());
   for (size_t v = 0; v < sums.size(); ++v) rec.train.values[v] = done ? sums[v] / static_cast<double>(done) : 0.0;
-  if (progress_) progress_(label, done, total, rec.train.time_s, rec.train.values, true);
+  // Model averaging: every rank ran `total` samples of its own; the last line counts them all.
+  const int64_t shown_total = local ? total * comm_.size() : total;
+  if (progress_) progress_(label, done, shown_total, rec.train.time_s, rec.train.values, true);
   if (!splits.val.empty()) rec.val = evaluate(splits.val_pool, splits.val, "");
   return rec;
 }
