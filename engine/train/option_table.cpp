@@ -47,6 +47,11 @@ std::string check_trace_steps(const std::string& v) {
   return v;
 }
 
+std::string check_straggler(const std::string& v) {
+  parse_straggler(v);
+  return v;
+}
+
 std::string check_metrics(const std::string& v) {
   parse_metrics(v);
   return v;
@@ -289,6 +294,36 @@ std::vector<OptionSpec> make_table() {
       integer("global_batch_size", DTNN_FIELD(global_batch_size), M | MM | P, 0, kBig,
               "Strong scaling: the global batch, split over the ranks (replaces --batch_size; no lr scaling); "
               "0: weak scaling, --batch_size per rank"),
+      // Model averaging (train/model_averager.h) and dislib's data per worker (data/worker_blocks.h). Not
+      // must-match: checkpoints are refused with model averaging, and older checkpoints stay readable.
+      choice("model_averaging", DTNN_FIELD(model_averaging), M,
+             {"none", "synchronous", "asynchronous", "partially_asynchronous"},
+             "dislib.eddl's training modes: none (--parallel's gradient sum every step), synchronous (local training, "
+             "weights averaged by an allreduce every --average_every_epochs or --average_every_steps and at the end); "
+             "asynchronous and partially_asynchronous are refused (not implemented yet)"),
+      integer("average_every_epochs", DTNN_FIELD(average_every_epochs), M, 1, kBig,
+              "--model_averaging=synchronous: average the weights every N epochs (dislib's n_epocs_sync)"),
+      integer("average_every_steps", DTNN_FIELD(average_every_steps), M, 0, kBig,
+              "--model_averaging=synchronous: average every N training steps, counted over the run (local SGD; "
+              "replaces --average_every_epochs); 0: by epochs"),
+      boolean("average_optimizer_state", DTNN_FIELD(average_optimizer_state), M,
+              "--model_averaging: also average the optimizer state (momentum, Adam's moments); False: kept local, "
+              "as dislib and PyTorch's PostLocalSGD"),
+      boolean("average_bn_statistics", DTNN_FIELD(average_bn_statistics), M,
+              "--model_averaging: average BatchNormalization running statistics with the weights; False: kept "
+              "local until the final average"),
+      integer("blocks_per_worker", DTNN_FIELD(blocks_per_worker), M, 1, kBig,
+              "--model_averaging: the training set is cut into ranks x N contiguous blocks, N per worker"),
+      boolean("shuffle_blocks", DTNN_FIELD(shuffle_blocks), M,
+              "--model_averaging: draw which blocks go to which worker every epoch (dislib's shuffle_blocks)"),
+      boolean("shuffle_block_data", DTNN_FIELD(shuffle_block_data), M,
+              "--model_averaging: shuffle the samples inside every block every epoch (dislib's shuffle_block_data)"),
+      integer("num_batches_per_worker", DTNN_FIELD(num_batches_per_worker), M, 0, kBig,
+              "--model_averaging: batches each worker trains per epoch, cycling through its blocks (dislib's "
+              "num_batches_per_worker); 0: its blocks once (--steps_per_epoch means the same)"),
+      text("straggler_ms", DTNN_FIELD(straggler_ms), M,
+           "R:MS: rank R sleeps MS milliseconds before every training step (a deliberate straggler); empty: none",
+           check_straggler),
       boolean("tracing", DTNN_FIELD(tracing), P,
               "Per-rank event timelines of training (needs --tracer_output; CPU models)"),
       path("tracer_output", DTNN_FIELD(tracer_output), P,

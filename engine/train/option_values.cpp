@@ -107,6 +107,36 @@ std::vector<std::string> flag_names(uint32_t flags) {
   return out;
 }
 
+// --model_averaging and the options that only it reads (train/model_averager.h).
+void validate_averaging(const TrainOptions& o) {
+  static const char* const own[] = {"average_every_epochs",  "average_every_steps", "average_optimizer_state",
+                                    "average_bn_statistics", "blocks_per_worker",   "shuffle_blocks",
+                                    "shuffle_block_data",    "num_batches_per_worker"};
+  if (o.model_averaging == "none") {
+    for (const char* name : own) {
+      const OptionSpec& s = *find_option(name);
+      DTNN_CHECK(option_text(s, o) == option_default_text(s), "--", name, "=", option_text(s, o),
+                 " applies to --model_averaging=synchronous only (this run sums gradients every step)");
+    }
+    return;
+  }
+  if (o.model_averaging != "synchronous")
+    unsupported("--model_averaging=", o.model_averaging, ": not implemented yet (issue 22's asynchronous merging over "
+                "MPI one-sided communication is the next step); use none or synchronous");
+  const char* conflict = o.sync_batchnorm            ? "--sync_batchnorm (BatchNormalization communicating every step)"
+                         : o.non_blocking_mpi         ? "--non_blocking_mpi (it overlaps per-step gradient sums)"
+                         : o.global_batch_size > 0    ? "--global_batch_size (every worker trains on --batch_size)"
+                         : !o.checkpoint_file.empty() ? "--checkpoint_file (the ranks' weights differ between averages)"
+                         : !o.resume_from.empty()     ? "--resume_from"
+                                                      : nullptr;
+  DTNN_CHECK(!conflict, "--model_averaging=", o.model_averaging, " cannot be combined with ", conflict);
+  if (o.enable_gpu)
+    unsupported("--model_averaging with --enable_gpu: not implemented yet (GPU models sum gradients on the device)");
+  DTNN_CHECK(o.steps_per_epoch == 0 || o.num_batches_per_worker == 0 || o.steps_per_epoch == o.num_batches_per_worker,
+             "--steps_per_epoch=", o.steps_per_epoch, " contradicts --num_batches_per_worker=", o.num_batches_per_worker,
+             " (with model averaging both count a worker's batches): give one of them");
+}
+
 }  // namespace
 
 std::string option_text(const OptionSpec& spec, const TrainOptions& o) {
@@ -209,6 +239,7 @@ void validate_options(const TrainOptions& o) {
   DTNN_CHECK(!o.tracing || !o.tracer_output.empty(),
              "--tracing=True needs --tracer_output=FILE.csv, FILE.json, FILE.prv or DIR (dtnn does not drive Extrae)");
   if (o.tracing) trace_outputs(o.tracer_output);
+  validate_averaging(o);
   DTNN_CHECK(!o.evaluate_only || !o.weights_and_bias_filename.empty() || !o.resume_from.empty(),
              "--evaluate_only needs the weights to evaluate (--weights_and_bias_filename or --resume_from)");
 }

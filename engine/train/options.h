@@ -100,6 +100,25 @@ struct TrainOptions {
   bool blocking_mpi = false;
   double gradient_bucket_mb = 25.0;
   int64_t global_batch_size = 0;
+  // Model averaging (train/model_averager.h; dislib.eddl's training modes): "none" keeps --parallel's
+  // per-step gradient sum; "synchronous": every rank trains locally on its own blocks (data/worker_blocks.h)
+  // and the weights are averaged every average_every_epochs epochs (dislib's n_epocs_sync) or, when
+  // average_every_steps > 0, every that many steps (local SGD), and at the end of training. The optimizer
+  // state is averaged too only with average_optimizer_state; BatchNormalization running statistics are
+  // averaged with the weights unless average_bn_statistics is false (then only at the final average).
+  // "asynchronous" and "partially_asynchronous" are refused (not implemented yet).
+  std::string model_averaging = "none";
+  int64_t average_every_epochs = 1;
+  int64_t average_every_steps = 0;
+  bool average_optimizer_state = false;
+  bool average_bn_statistics = true;
+  // dislib's data per worker (data/worker_blocks.h), model averaging only.
+  int64_t blocks_per_worker = 1;
+  bool shuffle_blocks = true;
+  bool shuffle_block_data = true;
+  int64_t num_batches_per_worker = 0;  // 0: the largest worker's samples / batch_size (or --steps_per_epoch)
+  // "R:MS": rank R sleeps MS milliseconds before every training step (straggler experiments); "": none.
+  std::string straggler_ms;
   // Tracing (trace/tracer.h, trace/trace_output.h): PyDTNN's --tracing and --tracer_output.
   bool tracing = false;
   std::string tracer_output;
@@ -121,6 +140,13 @@ std::string resolved_tensor_format(const TrainOptions& o);
 inline int64_t global_batch(const TrainOptions& o, int ranks) {
   return o.global_batch_size > 0 ? o.global_batch_size : o.batch_size * ranks;
 }
+
+// --straggler_ms parsed: rank -1 when none. Throws dtnn::Error for anything but "" or "R:MS" (R, MS >= 0).
+struct Straggler {
+  int rank = -1;
+  int64_t ms = 0;
+};
+Straggler parse_straggler(const std::string& text);
 
 // (name, value) pairs of every option in effect (the option table's rows but the planned ones), in the
 // table's order, values printed as a user would type them; tensor_format is resolved (AUTO -> NHWC/NCHW).

@@ -26,6 +26,9 @@ void print_layer_times(std::ostream& out, const Model& model);
 // or on the GPU).
 void print_communication(std::ostream& out, const std::vector<EpochRecord>& epochs);
 
+// Model averaging: "<what>: N averages, X MiB per rank, Y s waiting (rank 0), Z s (slowest rank)".
+void print_averaging(std::ostream& out, const char* what, const AveragingStats& stats);
+
 // A progress printer for rank 0: a live bar redrawn in place on a terminal, one line per pass otherwise.
 ProgressFn make_progress_printer(std::ostream& out, bool terminal, const Trainer& trainer);
 // "cce: 0.1234567, acc: 91.25%" for a PassResult's values, with an optional prefix ("val_", "test_").
@@ -44,6 +47,8 @@ struct RunSummary {
   // --tracing: what the report keeps of the trace (trace/trace_summary.h) and the files written.
   std::optional<TraceSummary> trace;
   std::vector<std::string> trace_files;
+  // --model_averaging: the run's averages (Trainer::finish_training).
+  std::optional<AveragingStats> averaging;
 };
 
 // The dtnn.run_report/1 JSON, written atomically. It carries "run_nonce" copied from $DTNN_RUN_NONCE when

@@ -27,6 +27,10 @@ nlohmann::json times_json(const RankTimes& t) {
   return {{"step_s", t.step_s}, {"compute_s", t.compute_s}, {"comm_s", t.comm_s}, {"exposed_s", t.exposed_s}};
 }
 
+nlohmann::json averaging_json(const AveragingStats& a) {
+  return {{"averages", a.averages}, {"bytes_per_rank", static_cast<int64_t>(a.bytes)}, {"wait_s_rank0", a.wait_s}, {"wait_s_max", a.max_wait_s}};
+}
+
 nlohmann::json comm_json(const EpochComm& c, const TrainOptions& options) {
   nlohmann::json j = {{"mode", c.mode},
                       {"steps", c.steps},
@@ -133,7 +137,15 @@ void write_report(const std::string& path, const TrainOptions& options, const En
                        {"choice", l->algorithm_choice()}});
   j["model"] = {{"name", model.name()}, {"params", model.num_params()}, {"tensor_format", layout_name(model.layout())},
                 {"layers", layers}, {"conv_layers", convs}};
-  j["parallel"] = {{"ranks", run.ranks}, {"threads", run.threads}, {"mode", options.parallel}};
+  j["parallel"] = {{"ranks", run.ranks}, {"threads", run.threads}, {"mode", options.parallel},
+                   {"model_averaging", options.model_averaging}};
+  // The run's averages (the final one included): communication rounds, bytes and time waited in them.
+  if (run.averaging) {
+    nlohmann::json a = averaging_json(*run.averaging);
+    a["every_epochs"] = options.average_every_steps > 0 ? 0 : options.average_every_epochs;
+    a["every_steps"] = options.average_every_steps;
+    j["averaging"] = a;
+  }
   nlohmann::json epochs = nlohmann::json::array();
   for (const EpochRecord& e : run.epochs) {
     nlohmann::json ej = {{"epoch", e.epoch},
@@ -144,6 +156,7 @@ void write_report(const std::string& path, const TrainOptions& options, const En
                          {"train", pass_json(trainer, e.train, false)}};
     if (e.val) ej["val"] = pass_json(trainer, *e.val, false);
     if (!e.comm.mode.empty()) ej["communication"] = comm_json(e.comm, options);
+    if (e.averaging) ej["averaging"] = averaging_json(*e.averaging);
     epochs.push_back(ej);
   }
   j["epochs"] = epochs;

@@ -68,6 +68,9 @@ void validate(const TrainOptions& o, const Communicator& comm) {
         const std::string why = output_path_problem(path);
         DTNN_CHECK(why.empty(), "--tracer_output=", output, ": ", path == output ? "" : path + " ", why);
       }
+  const Straggler straggler = parse_straggler(o.straggler_ms);
+  DTNN_CHECK(straggler.rank < comm.size(), "--straggler_ms=", o.straggler_ms, ": rank ", straggler.rank,
+             " does not exist (", comm.size(), " rank", comm.size() == 1 ? "" : "s", ")");
   if (o.enable_gpu) require_gpu();
   if (o.enable_gpu && o.non_blocking_mpi && comm.size() > 1)
     unsupported("--non_blocking_mpi with --enable_gpu: GPU gradients are summed in one reduction after the backward "
@@ -212,6 +215,7 @@ int train_epochs(const TrainOptions& o, Trainer& trainer, const Splits& splits, 
       run.epochs.push_back(std::move(rec));
       return epochs_run + 1;
     }
+    if (root && rec.averaging) print_averaging(out, "  averaging", *rec.averaging);
     if (root && rec.val) {
       char buf[64];
       std::snprintf(buf, sizeof buf, "  validation (%lld samples): ", static_cast<long long>(rec.val->samples));
@@ -294,8 +298,10 @@ int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
   cpu::set_threads(o.threads);
   cpu::set_flush_denormals(o.flush_denormals);
   // PyDTNN scales only SGD's rate, and only as the global batch grows with the ranks (weak scaling): with
-  // --global_batch_size the batch, hence the rate, is the same for every rank count.
-  if (o.parallel == "data" && o.optimizer.name == "sgd" && o.learning_rate_scaling && o.global_batch_size == 0)
+  // --global_batch_size the batch, hence the rate, is the same for every rank count. Model averaging trains
+  // --batch_size per rank locally: no scaling either.
+  if (o.parallel == "data" && o.optimizer.name == "sgd" && o.learning_rate_scaling && o.global_batch_size == 0 &&
+      o.model_averaging == "none")
     o.optimizer.learning_rate *= comm.size();
   if (o.global_batch_size > 0) {  // strong scaling: buffers for the largest share of the global batch
     DTNN_CHECK(o.global_batch_size >= comm.size(), "--global_batch_size=", o.global_batch_size, " is smaller than the ",
@@ -366,8 +372,10 @@ int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
   const double t0 = now_s();
   const int epochs_run =
       train_epochs(o, trainer, setup.splits, schedulers, *model, optimizer, comm, progress, run, out);
+  run.averaging = trainer.finish_training();  // the final model is the merged one (model averaging)
   comm.barrier();
   run.wall_time_s = now_s() - t0;
+  if (root && run.averaging) print_averaging(out, "**** Model averaging", *run.averaging);
   if (root) print_done(out, run, epochs_run);
   if (root && epochs_run > 0 && (!o.enable_gpu || o.gpu_layer_times)) print_layer_times(out, *model);
   if (root) print_communication(out, run.epochs);

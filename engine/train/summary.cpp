@@ -114,6 +114,14 @@ void print_communication(std::ostream& out, const std::vector<EpochRecord>& epoc
   out << "  (min/median/max: each column over the ranks)\n";
 }
 
+void print_averaging(std::ostream& out, const char* what, const AveragingStats& stats) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%s: %lld average%s, %.3f MiB per rank, %.4f s waiting in them (rank 0), %.4f s "
+                "(slowest rank)\n", what, static_cast<long long>(stats.averages), stats.averages == 1 ? "" : "s",
+                stats.bytes / (1 << 20), stats.wait_s, stats.max_wait_s);
+  out << buf;
+}
+
 void print_parameters(std::ostream& out, const TrainOptions& options) {
   out << "**** Parameters:\n";
   char buf[512];

@@ -1,7 +1,9 @@
 #include "train/trainer.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "backend/gpu_ops.h"
 #include "core/clock.h"
@@ -52,9 +54,12 @@ int64_t Trainer::reduce_tail_floats(const TrainOptions& options) {
 Trainer::Trainer(Model& model, const Dataset& data, Communicator& comm, Optimizer& optimizer,
                  const TrainOptions& options)
     : model_(model), data_(data), comm_(comm), optimizer_(optimizer), options_(options),
-      global_batch_(global_batch(options, comm.size())), loss_{parse_loss(options.loss_func)},
+      global_batch_(options.model_averaging != "none" ? options.batch_size : global_batch(options, comm.size())),
+      loss_{parse_loss(options.loss_func)},
       metrics_(parse_metrics(options.metrics)), shuffle_rng_(options.seed ^ 0x5F1FF1E5ull),
-      reducer_(comm, model, reduce_tail_floats(options), options.non_blocking_mpi, options.gradient_bucket_mb),
+      local_comm_(options.model_averaging != "none" ? make_local_communicator() : nullptr),
+      reducer_(local_comm_ ? *local_comm_ : comm, model, reduce_tail_floats(options), options.non_blocking_mpi,
+               options.gradient_bucket_mb),
       loader_(data, model.layout(), model.max_batch(), augmentation_of(options), options.prefetch) {
   const Shape out = model.output_shape();
   DTNN_CHECK(out.rank() == 1, "model ", model.name(), " must end in a flat output, not ", out.str());
@@ -75,6 +80,9 @@ Trainer::Trainer(Model& model, const Dataset& data, Communicator& comm, Optimize
   for (size_t i = 0; i < model.num_layers(); ++i) every_rank_steps_ |= communicates_in_step(model.layer(i));
   every_rank_steps_ &= comm.size() > 1;
   permutation_.reserve(data.count(Pool::train));
+  merger_ = make_weight_merger(options, comm, model, optimizer);
+  epoch_sums_.resize(2 + metrics_.size());
+  if (const Straggler s = parse_straggler(options.straggler_ms); s.rank == comm.rank()) straggler_ms_ = s.ms;
   gpu_ = model.device() == Device::gpu;
   if (gpu_) {
     static_assert(static_cast<int>(MetricKind::categorical_accuracy) == 0 &&
@@ -221,14 +229,29 @@ EpochRecord Trainer::run_epoch(int epoch, int num_epochs, const Splits& splits) 
   const int64_t ntrain = static_cast<int64_t>(splits.train.size());
   shuffle_rng_ = epoch_rng(options_.seed, epoch);
   model_.seed_layers(epoch_seed(options_.seed, epoch), comm_.rank());
-  // Same permutation on every rank (the dataset's shuffle from the shared seed stream).
-  permutation_.assign(splits.train.begin(), splits.train.end());
-  data_.shuffle(permutation_, shuffle_rng_);
+  // The samples the batches walk through, `count` of them (cycled), and the span of a whole epoch.
+  const bool local = merger_ != nullptr;
+  const std::vector<int64_t>* order = &permutation_;
+  int64_t count = ntrain, span = ntrain;
+  if (local) {  // this worker's blocks (every rank derives every rank's assignment from the seed)
+    if (!blocks_ || blocks_->train_count() != ntrain)
+      blocks_ = std::make_unique<WorkerBlocks>(ntrain, comm_.size(),
+                                               BlockOptions{options_.blocks_per_worker, options_.shuffle_blocks,
+                                                            options_.shuffle_block_data});
+    blocks_->assign(data_, splits.train, comm_.rank(), Rng(options_.seed ^ 0xB10C5EEDull).fork(epoch), shuffle_rng_);
+    order = &blocks_->samples();
+    count = static_cast<int64_t>(order->size());
+    span = blocks_->largest();
+  } else {  // same permutation on every rank (the dataset's shuffle from the shared seed stream)
+    permutation_.assign(splits.train.begin(), splits.train.end());
+    data_.shuffle(permutation_, shuffle_rng_);
+  }
 
   const int64_t global_batch = global_batch_;
-  const int64_t steps = options_.steps_per_epoch > 0 ? options_.steps_per_epoch
-                                                     : (ntrain + global_batch - 1) / global_batch;
-  const int64_t total = options_.steps_per_epoch > 0 ? steps * global_batch : ntrain;
+  const int64_t fixed = local && options_.num_batches_per_worker > 0 ? options_.num_batches_per_worker
+                                                                     : options_.steps_per_epoch;
+  const int64_t steps = fixed > 0 ? fixed : (span + global_batch - 1) / global_batch;
+  const int64_t total = fixed > 0 ? steps * global_batch : span;
   const std::string label = "Epoch " + std::to_string(epoch) + "/" + std::to_string(num_epochs);
   std::vector<double> sums(1 + metrics_.size(), 0.0), means(sums.size());
   int64_t done = 0;
@@ -241,11 +264,11 @@ EpochRecord Trainer::run_epoch(int epoch, int num_epochs, const Splits& splits) 
     const int64_t n = std::min(global_batch, total - step * global_batch);
     return every_rank_steps_ ? std::max<int64_t>(n, comm_.size()) : n;
   };
-  auto submit = [&](int64_t step) {  // this rank's share of global batch `step`, to the loader
+  auto submit = [&](int64_t step) {  // this rank's share of global batch `step` (all of it: local), to the loader
     const int64_t start = step * global_batch;
-    int64_t offset, n;
-    local_share(global_count(step), &offset, &n);
-    for (int64_t i = 0; i < n; ++i) batch_indices_[i] = permutation_[(start + offset + i) % ntrain];
+    int64_t offset = 0, n = global_count(step);
+    if (!local) local_share(n, &offset, &n);
+    for (int64_t i = 0; i < n; ++i) batch_indices_[i] = (*order)[(start + offset + i) % count];
     loader_.submit(Pool::train, batch_indices_.data(), n, augment, epoch);
   };
   if (gpu_) gpu::memset_zero(sums_dev_.data(), sums_host_.size() * sizeof(float));
@@ -268,7 +291,9 @@ EpochRecord Trainer::run_epoch(int epoch, int num_epochs, const Splits& splits) 
     if (batch_begin_) batch_begin_();
     const bool profiled = gpu_ && steps_run_ == profile_step_;
     if (profiled) gpu::profiler_start();
+    if (straggler_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(straggler_ms_));
     train_step(batch, global_n);
+    if (merger_) merger_->after_step();
     if (profiled) gpu::profiler_stop();
     ++steps_run_;
     if (gpu_) {  // the device keeps the sums; read them now and then for the progress line
@@ -291,15 +316,32 @@ EpochRecord Trainer::run_epoch(int epoch, int num_epochs, const Splits& splits) 
     gpu::copy_to_host(sums_host_.data(), sums_dev_.data(), sums_host_.size() * sizeof(float));  // waits
     for (size_t v = 0; v < sums.size(); ++v) sums[v] = sums_host_[v];
   }
+  // The epoch's average comes first: the first collective after the loop is where the ranks wait for the
+  // slowest, and that wait belongs to the average.
+  if (merger_) rec.averaging = merger_->end_epoch(epoch, epoch == num_epochs);
+  if (local && comm_.size() > 1) {  // each rank summed its own batches: the epoch's figures over every rank
+    for (size_t v = 0; v < sums.size(); ++v) epoch_sums_[v] = static_cast<float>(sums[v]);
+    epoch_sums_[sums.size()] = static_cast<float>(done);
+    comm_.allreduce_sum(epoch_sums_.data(), static_cast<int64_t>(epoch_sums_.size()));
+    for (size_t v = 0; v < sums.size(); ++v) sums[v] = epoch_sums_[v];
+    done = static_cast<int64_t>(epoch_sums_[sums.size()]);
+  }
   rec.train.time_s = comm_.max(now_s() - t0);
   if (!gpu_) rec.comm = reducer_.gather_epoch(comm_);
   rec.learning_rate = optimizer_.learning_rate();
   rec.train.samples = done;
   rec.train.values.resize(sums.size());
   for (size_t v = 0; v < sums.size(); ++v) rec.train.values[v] = done ? sums[v] / static_cast<double>(done) : 0.0;
-  if (progress_) progress_(label, done, total, rec.train.time_s, rec.train.values, true);
+  // Model averaging: every rank ran `total` samples of its own; the last line counts them all.
+  const int64_t shown_total = local ? total * comm_.size() : total;
+  if (progress_) progress_(label, done, shown_total, rec.train.time_s, rec.train.values, true);
   if (!splits.val.empty()) rec.val = evaluate(splits.val_pool, splits.val, "");
   return rec;
+}
+
+std::optional<AveragingStats> Trainer::finish_training() {
+  if (!merger_) return std::nullopt;
+  return merger_->finish();
 }
 
 PassResult Trainer::evaluate(Pool pool, const std::vector<int64_t>& indices, const std::string& label) {

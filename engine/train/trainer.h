@@ -24,6 +24,18 @@
 // without waiting for the GPU. Gradients are reduced with Communicator::allreduce_sum_device (NCCL or
 // staged through host memory).
 //
+// Model averaging (--model_averaging, train/model_averager.h): the gradient reducer works on a one-process
+// communicator (each rank's step is local: no gradient sum, loss divided by the rank's own batch count), a
+// global batch is one rank's --batch_size (the learning rate is not scaled), and rank r's batches are its
+// own blocks (data/worker_blocks.h) in order, cycling when --num_batches_per_worker / --steps_per_epoch asks
+// for more; without a fixed count every rank runs ceil(largest worker's samples / batch_size) steps, batch k
+// holding min(batch_size, largest - k * batch_size) samples (a smaller worker wraps to its start), so the
+// ranks' collectives match. The WeightMerger runs after every step and at the end of every epoch (before
+// validation); the epoch's loss and metric sums are summed over the ranks once, at its end. On one rank with
+// one block per worker and --shuffle_block_data this is plain training, bit for bit.
+//
+// --straggler_ms=R:MS: rank R sleeps before every training step (any mode), to study stragglers.
+//
 // Data: batches come from a BatchLoader (data/loader.h). Each pass submits batch k + 1 before computing
 // batch k, so with --prefetch (the default) the next batch is decoded, augmented and laid out on the
 // loader thread while this one computes; the ready batch is copied into model.input() (one memcpy) and
@@ -42,11 +54,13 @@
 
 #include "data/dataset.h"
 #include "data/loader.h"
+#include "data/worker_blocks.h"
 #include "models/model.h"
 #include "optim/optimizer.h"
 #include "parallel/communicator.h"
 #include "train/gradient_reducer.h"
 #include "train/losses.h"
+#include "train/model_averager.h"
 #include "train/options.h"
 
 namespace dtnn {
@@ -65,6 +79,7 @@ struct EpochRecord {
   PassResult train;
   std::optional<PassResult> val;
   EpochComm comm;  // the gradient reduction's cost over the epoch's training steps (CPU models)
+  std::optional<AveragingStats> averaging;  // --model_averaging: the epoch's averages
 };
 
 // Receives progress from rank 0 (the others get none): called with the samples done so far, the
@@ -89,6 +104,9 @@ class Trainer {
   EpochRecord run_epoch(int epoch, int num_epochs, const Splits& splits);
   // Forward-only pass over the given samples of a pool (sharded across ranks), in evaluation mode.
   PassResult evaluate(Pool pool, const std::vector<int64_t>& indices, const std::string& label);
+  // After the last epoch (collective): the merger's final merge, so the model evaluated and saved is the
+  // merged one, and the run's averaging totals; nothing without --model_averaging.
+  std::optional<AveragingStats> finish_training();
 
   void set_progress(ProgressFn fn) { progress_ = std::move(fn); }
   // Called before every training step (the LR schedulers' on_batch_begin); must not allocate.
@@ -134,7 +152,14 @@ class Trainer {
   std::vector<float> eval_sums_;
   ProgressFn progress_;
   std::function<void()> batch_begin_;
+  // Model averaging: the one-process communicator the reducer works on (declared before it), the merger,
+  // the worker's blocks (built by the first epoch) and the epoch's sums over the ranks.
+  std::unique_ptr<Communicator> local_comm_;
   GradientReducer reducer_;  // CPU models' gradient sums and updates
+  std::unique_ptr<WeightMerger> merger_;
+  std::unique_ptr<WorkerBlocks> blocks_;
+  std::vector<float> epoch_sums_;
+  int64_t straggler_ms_ = 0;  // this rank's sleep before every step
   Tracer* tracer_ = nullptr;
   std::unique_ptr<GpuTrace> gpu_trace_;  // GPU models with a tracer
   // GPU state (empty on the CPU): one-hot labels of the current batch, the loss kernel's scratch, the
