@@ -21,6 +21,10 @@
 # quicker to start than 256 copies); root.thresh:warning except the timing line. The network model itself
 # (nominal latency + size / bandwidth) is in each platform's <config>.
 #
+# PREDICTION_JSON=FILE also writes the table as a dtnn.prediction/1 document with "source": "simgrid" (what
+# `dtnn predict --json` prints, so `dtnn predict --from-simgrid FILE --store` keeps it in the store beside the
+# model's rows, calibrated from the profile's source_run).
+#
 # Environment: STEP_REPLAY_SMPI (the proxy; default build/suites/step_replay_smpi.so), STEPS (10), WARMUP (2),
 # SIMGRID_CFG (extra --cfg=... words, e.g. to restore SimGrid's calibrated factors), KEEP=1 keeps the per-run
 # JSON and logs (their directory is printed).
@@ -80,3 +84,39 @@ eff = base / step / (p if strong == "1" else 1)
 print("%6d %11.3f %11.3f %11.3f %11.3f %11.2f" % (p, step * 1e3, float(compute) * 1e3, float(exposed) * 1e3, eff, wall))' \
     "$p" "$step" "$compute" "$exposed" "$base" "$strong" "$t0" "$t1"
 done
+if [ -n "${PREDICTION_JSON:-}" ]; then
+  python3 - "$PREDICTION_JSON" "$profile" "$platform" "$work" "$strong" "$(smpirun -version 2>&1 | head -n 1)" \
+      "${proxy_args[*]:-}" "${ranks[@]}" <<'PY'
+import json, os, sys
+out, profile_path, platform, work, strong, version, args = sys.argv[1:8]
+ranks = [int(r) for r in sys.argv[8:]]
+profile = json.load(open(profile_path))
+words = args.split()
+def arg(name, default):
+    return words[words.index(name) + 1] if name in words[:-1] else default
+mode = arg("--mode", profile["mode"])
+batch = profile["batch_size"]
+global_batch = float(arg("--global-batch", batch))
+runs = {p: json.load(open(f"{work}/run.{p}.json")) for p in ranks}
+base = runs[1]["step_s"]
+rows = []
+for p in ranks:
+    r = runs[p]
+    per_rank = global_batch / p if strong == "1" else batch
+    eff = base / r["step_s"] / (p if strong == "1" else 1)
+    rows.append({"ranks": p, "samples_per_rank": per_rank, "step_s": r["step_s"], "compute_s": r["compute_s"],
+                 "exposed_s": r["exposed_s"], "comm_s": r["comm_s"], "samples_per_s": p * per_rank / r["step_s"],
+                 "efficiency": eff,
+                 "allreduce": "-" if p == 1 else ("smpi ompi selector" if mode == "blocking" else "nbc " + r["nbc"])})
+doc = {"schema": "dtnn.prediction/1", "source": "simgrid",
+       "model_version": "suites/step_replay under " + version.strip(), "model_kind": "dtnn",
+       "model": profile["model"], "batch_size": batch, "mode": mode, "scaling": "strong" if strong == "1" else "weak",
+       "rules": "simgrid", "platform": {"name": os.path.basename(platform).removesuffix(".xml"), "file": platform},
+       "rows": rows, "notes": [f"SimGrid SMPI replay of {profile_path}, median of the steps after the warm-up"]}
+if "source_run" in profile:
+    doc["source_run"] = profile["source_run"]
+with open(out, "w") as f:
+    json.dump(doc, f, indent=2)
+    f.write("\n")
+PY
+fi

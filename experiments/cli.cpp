@@ -346,6 +346,8 @@ void add_predict_command(CLI::App& app, PredictCommand& p) {
   c->add_option("--model_kind", o.model_kind, "dtnn (measured layer times) or pydtnn (PyDTNN's formulas)")->capture_default_str();
   c->add_option("--write-profile", o.write_profile, "Also write the step profile (the SimGrid proxy's input)");
   c->add_flag("--json", o.json, "Print JSON instead of the table")->disable_flag_override();
+  c->add_option("--from-simgrid", o.from_simgrid, "With --store: store analysis/simgrid_replay.sh's PREDICTION_JSON "
+                "output (source simgrid) instead of predicting");
   c->add_flag("--store", o.store, "Also store the predicted rows in --db (the predictions table; dtnn query predictions)")
       ->disable_flag_override();
   c->add_option("--collectives", o.collectives, "Algorithm choice: ompi41 (Open MPI 4.1) or simgrid (SimGrid SMPI's)")->capture_default_str();
@@ -386,6 +388,10 @@ int cmd_predict(PredictCommand& p) {
   if (p.mem_opt->count()) o.memory_bw = p.memory_bw;
   if (p.nbw_opt->count()) o.network_bw = p.network_bw;
   if (p.nlat_opt->count()) o.network_lat = p.network_lat;
+  if (!o.from_simgrid.empty()) {
+    DTNN_CHECK(o.store, "--from-simgrid stores a SimGrid replay's rows: add --store (and --db)");
+    return dtnn::perf::store_simgrid_prediction(o.from_simgrid, o.db, std::cout);
+  }
   return o.store ? dtnn::perf::run_predict_and_store(o, std::cout) : dtnn::perf::run_predict_command(o, std::cout);
 }
 

@@ -27,7 +27,7 @@ std::string check_framework(const std::string& v) { return one_of(v, {"dtnn", "p
 std::string check_scaling(const std::string& v) { return one_of(v, {"weak", "strong"}); }
 std::string check_transport(const std::string& v) { return one_of(v, {"default", "shm", "tcp"}); }
 std::string check_mode(const std::string& v) { return one_of(v, {"run", "predict"}); }
-std::string check_predictor(const std::string& v) { return one_of(v, {"model"}); }
+std::string check_predictor(const std::string& v) { return one_of(v, {"model", "simgrid"}); }
 std::string check_platform(const std::string& v) {
   std::vector<std::string> names;
   for (const perf::Platform& p : perf::platform_presets()) names.push_back(p.name);
@@ -80,7 +80,8 @@ const std::vector<Spec>& matrix_specs() {
       {"mode", Kind::choice, 0, 0, check_mode},
       // a predicted trial's platform (analysis/perfmodel/collective_model.h presets; default ib100)
       {"platform", Kind::choice, 0, 0, check_platform},
-      // a predicted trial's predictor: model (dtnn predict's analytic step model)
+      // a predicted trial's predictor: model (dtnn predict's analytic step model) or simgrid (the calibration
+      // run's step replayed by suites/step_replay under SimGrid's smpirun; 'unsupported' without SimGrid)
       {"predictor", Kind::choice, 0, 0, check_predictor},
   };
   return specs;

@@ -1,6 +1,12 @@
 // See runner_predict.h.
 #include "experiments/runner_predict.h"
 
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -43,6 +49,75 @@ std::string command_line(const perf::PredictCommandOptions& o) {
   return s + " --store";
 }
 
+// The SimGrid platform file of a preset (analysis/platforms/), "" when there is none.
+std::string platform_file(const std::string& platform) {
+  static const std::map<std::string, std::string> files = {{"eth10g", "eth10g.xml"}, {"ib100", "ib100_fattree.xml"},
+                                                           {"nvlink8", "nvlink8.xml"}, {"localhost2", "localhost2.xml"}};
+  const auto it = files.find(platform);
+  return it == files.end() ? "" : std::string(DTNN_SOURCE_DIR) + "/analysis/platforms/" + it->second;
+}
+
+// predictor = "simgrid": the calibration run's step profile replayed by suites/step_replay under SimGrid's
+// smpirun (analysis/simgrid_replay.sh, which runs 1 rank too for the efficiency), its row for the trial's rank
+// count stored with source simgrid.
+PredictedOutcome simgrid_trial(ResultStore& store, int64_t matrix_id, const Trial& trial, int64_t run,
+                               perf::PredictCommandOptions o) {
+  const std::string xml = platform_file(o.platform);
+  const std::string proxy = DTNN_STEP_REPLAY_SMPI;
+  const std::string script = std::string(DTNN_SOURCE_DIR) + "/analysis/simgrid_replay.sh";
+  std::string command = "dtnn predict --from-run " + std::to_string(run) + " --db " + shell_quote(store.path()) +
+                        " --write-profile P.json; PREDICTION_JSON=R.json " + script + " P.json " + xml + " " +
+                        std::to_string(trial.ranks()) + " -- --mode " + o.mode +
+                        (o.global_batch > 0 ? " --global-batch " + format_double(o.global_batch) : "") +
+                        "; dtnn predict --from-simgrid R.json --store";
+  if (xml.empty()) return {"unsupported", "no SimGrid platform file for platform " + o.platform, command};
+  if (std::system("command -v smpirun > /dev/null 2>&1") != 0)
+    return {"unsupported", "smpirun not found (Debian: apt-get install libsimgrid-dev)", command};
+  if (!std::filesystem::exists(proxy))
+    return {"unsupported", proxy + " is not built (ninja step_replay_smpi; needs smpicxx)", command};
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("dtnn_simgrid_" + std::to_string(::getpid()) + "_" + std::to_string(run));
+  std::filesystem::create_directories(dir);
+  struct Cleanup {
+    std::filesystem::path d;
+    ~Cleanup() { std::filesystem::remove_all(d); }
+  } cleanup{dir};
+  const std::string profile = (dir / "profile.json").string(), result = (dir / "prediction.json").string(),
+                    log = (dir / "log").string();
+  o.write_profile = profile;
+  std::ostringstream ignored;
+  try {
+    perf::run_predict_command(o, ignored);
+  } catch (const Error& e) {
+    return {"failed", std::string("dtnn predict: ") + e.what(), command};
+  }
+  const std::string sh = "PREDICTION_JSON=" + shell_quote(result) + " STEP_REPLAY_SMPI=" + shell_quote(proxy) +
+                         " bash " + shell_quote(script) + " " + shell_quote(profile) + " " + shell_quote(xml) + " " +
+                         std::to_string(trial.ranks()) + " -- --mode " + o.mode +
+                         (o.global_batch > 0 ? " --global-batch " + format_double(o.global_batch) : "") + " > " +
+                         shell_quote(log) + " 2>&1";
+  if (std::system(sh.c_str()) != 0) {
+    std::string last, line;
+    std::ifstream in(log);
+    while (std::getline(in, line))
+      if (!line.empty()) last = line;
+    return {"failed", "analysis/simgrid_replay.sh failed: " + last, command};
+  }
+  nlohmann::json doc = nlohmann::json::parse(std::ifstream(result));
+  nlohmann::json rows = nlohmann::json::array();
+  for (const nlohmann::json& r : doc.at("rows"))
+    if (r.at("ranks").get<int>() == trial.ranks()) rows.push_back(r);
+  doc["rows"] = rows;
+  doc["platform"]["name"] = o.platform;  // the preset the trial names (the script names the file)
+  perf::PredictionOrigin origin = perf::origin_of_run(store, run);
+  origin.source = "simgrid";
+  origin.matrix_id = matrix_id;
+  origin.trial_key = trial.key;
+  origin.label = trial.label;
+  store.add_predictions(perf::prediction_rows(doc, origin));
+  return {"ok", "", command};
+}
+
 }  // namespace
 
 bool is_prediction_param(const std::string& name) {
@@ -81,14 +156,12 @@ PredictedOutcome run_predicted_trial(ResultStore& store, int64_t matrix_id, cons
   perf::PredictCommandOptions o = predict_options(store.path(), trial, run);
   out.command = command_line(o);
   if (trial.framework() != "dtnn") return {"unsupported", "the performance model predicts dtnn, not " + trial.framework(), out.command};
-  if (trial.get("predictor", "model") != "model")
-    return {"unsupported", "predictor \"" + trial.get("predictor") + "\" is not run by the runner (use \"model\")",
-            out.command};
   if (run == 0)
     return {"failed",
             "no ok measured run of this configuration in " + store.path() + " to calibrate the prediction from: add "
             "the same trial with mode = \"run\" (e.g. ranks = 1) to the matrix, or run it first",
             out.command};
+  if (trial.get("predictor", "model") == "simgrid") return simgrid_trial(store, matrix_id, trial, run, o);
   std::ostringstream text;
   try {
     perf::run_predict_command(o, text);

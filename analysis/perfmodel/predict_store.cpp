@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/file_io.h"
 
 namespace dtnn::perf {
 
@@ -90,6 +91,36 @@ int run_predict_and_store(const PredictCommandOptions& options, std::ostream& ou
   out << "stored " << ids.size() << " predicted row" << (ids.size() == 1 ? "" : "s") << " in " << options.db
       << " (predictions " << ids.front() << ".." << ids.back() << "; dtnn query predictions)\n";
   return rc;
+}
+
+int store_simgrid_prediction(const std::string& file, const std::string& db, std::ostream& out) {
+  json doc;
+  try {
+    doc = json::parse(read_file(file));
+  } catch (const json::exception&) {
+    fail(file, ": not JSON (expected analysis/simgrid_replay.sh's PREDICTION_JSON output)");
+  }
+  DTNN_CHECK(doc.is_object() && doc.value("source", "") == "simgrid", file,
+             ": not a SimGrid prediction (\"source\": \"simgrid\"; analysis/simgrid_replay.sh's PREDICTION_JSON)");
+  ResultStore store = ResultStore::open_existing(db);
+  PredictionOrigin origin;
+  if (doc.contains("source_run") && doc["source_run"].is_number_integer()) {
+    origin = origin_of_run(store, doc["source_run"].get<int64_t>());
+  } else {
+    origin.profile = "simgrid " + file;
+  }
+  origin.source = "simgrid";
+  std::vector<PredictionRow> rows;
+  try {
+    rows = prediction_rows(doc, origin);
+  } catch (const Error& e) {
+    fail(file, ": ", e.what());
+  }
+  DTNN_CHECK(!rows.empty(), file, ": no rows");
+  const std::vector<int64_t> ids = store.add_predictions(rows);
+  out << "stored " << ids.size() << " SimGrid row" << (ids.size() == 1 ? "" : "s") << " of " << file << " in " << db
+      << " (predictions " << ids.front() << ".." << ids.back() << "; dtnn query predictions)\n";
+  return 0;
 }
 
 }  // namespace dtnn::perf

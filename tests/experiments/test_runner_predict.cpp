@@ -11,6 +11,7 @@
 #include "experiments/matrix.h"
 #include "results/store.h"
 #include "runner_helpers.h"
+#include "skip.h"
 
 using namespace dtnn::test::runner;
 using Catch::Matchers::Contains;
@@ -124,4 +125,61 @@ TEST_CASE("runner: a predicted trial without a measured run fails saying what to
                                                    Contains("mode = \"run\""));
   CHECK(one(s, "SELECT count(*) FROM predictions") == "0");
   CHECK(one(s, "SELECT count(*) FROM v_scaling") == "0");
+}
+
+TEST_CASE("runner: predictor = \"simgrid\" stores the calibration run's SimGrid replay with source simgrid",
+          "[runner]") {
+  Workspace w("predict_simgrid");
+  const std::string matrix = w.file("sg.toml", std::string("name = \"sg\"\nrepeats = 1\n") + kQuickBase +
+                                                   R"(model = "simplecnn"
+[axes]
+ranks = [1]
+[[include]]
+mode = "predict"
+predictor = ["simgrid", "model"]
+platform = "eth10g"
+ranks = [1, 4]
+[[include]]
+mode = "predict"
+predictor = "simgrid"
+platform = "horovod_roce25"
+ranks = [4]
+)");
+  const std::string log = (w.dir / "run.log").string();
+  dtnn_cli("run " + matrix + " --db " + w.db(), log);
+  const std::string text = read_text(log);
+  if (text.find("smpirun not found") != std::string::npos || text.find("is not built") != std::string::npos) {
+    DTNN_SKIP("SimGrid is not installed or step_replay_smpi is not built: " + text.substr(text.find("unsupported")));
+    return;
+  }
+  INFO(text);
+  CHECK_THAT(text, Contains("1 ok, 0 failed") && Contains("1 unsupported") && Contains("4 predicted"));
+  const dtnn::ResultStore s = dtnn::ResultStore::open_read_only(w.db());
+  // The preset without a SimGrid platform file is refused, not approximated.
+  CHECK_THAT(one(s, "SELECT error FROM runs WHERE status = 'unsupported'"),
+             Contains("no SimGrid platform file for platform horovod_roce25"));
+  CHECK(one(s, "SELECT count(*) FROM predictions WHERE source = 'simgrid' AND platform = 'eth10g' AND "
+               "model_version LIKE '%SimGrid%'") == "2");
+  const std::string run = one(s, "SELECT id FROM runs WHERE status = 'ok'");
+  CHECK(one(s, "SELECT count(*) FROM predictions p JOIN prediction_runs l ON l.prediction_id = p.id WHERE "
+               "l.run_id = " + run + " AND p.source = 'simgrid'") == "2");
+  // One rank: the replay's step is the profile's compute, which is the model's 1-rank step (within the
+  // simulation's 1 %); 4 ranks on 10 GbE: the two independent predictions within the issue's 10 %.
+  for (const char* ranks : {"1", "4"}) {
+    INFO(ranks << " ranks");
+    const double sim = std::stod(one(s, std::string("SELECT step_s FROM predictions WHERE source = 'simgrid' AND "
+                                                    "ranks = ") + ranks));
+    const double model = std::stod(one(s, std::string("SELECT step_s FROM predictions WHERE source = 'model' AND "
+                                                      "ranks = ") + ranks));
+    CHECK(sim == Approx(model).epsilon(std::string(ranks) == "1" ? 0.01 : 0.10));
+  }
+  CHECK(one(s, "SELECT count(*) FROM v_scaling WHERE source = 'simgrid' AND curve = 'simgrid, eth10g, blocking'") ==
+        "2");
+  // The CLI path refuses what is not a SimGrid prediction, storing nothing.
+  const std::string bad = w.file("bad.json", "{\"schema\": \"dtnn.prediction/1\", \"rows\": []}");
+  CHECK(dtnn_cli("predict --from-simgrid " + bad + " --store --db " + w.db(), log) == 1);
+  CHECK_THAT(read_text(log), Contains("not a SimGrid prediction"));
+  CHECK(dtnn_cli("predict --from-simgrid " + bad + " --db " + w.db(), log) == 1);
+  CHECK_THAT(read_text(log), Contains("add --store"));
+  CHECK(one(dtnn::ResultStore::open_read_only(w.db()), "SELECT count(*) FROM predictions") == "4");  // 2 simgrid + 2 model
 }
