@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "backend/gpu_ops.h"
+#include "core/error.h"
 
 namespace dtnn {
 
@@ -29,5 +30,9 @@ void Communicator::allreduce_sum_device(float* data, int64_t count) {
 void Communicator::allgather(const double* mine, int count, double* all) { std::copy(mine, mine + count, all); }
 
 void Communicator::gather_bytes(const std::string& mine, std::vector<std::string>& all) { all = {mine}; }
+
+std::unique_ptr<GeneralWindow> Communicator::open_general_window(const float*, int64_t) {
+  fail("one-sided general weights need MPI and more than one rank (", library_version(), ", ", size(), " rank(s))");
+}
 
 }  // namespace dtnn

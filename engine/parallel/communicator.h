@@ -13,6 +13,22 @@
 
 namespace dtnn {
 
+// One-sided "general weights" (the asynchronous model-averaging modes, train/async_merger.h): `count`
+// floats held by rank 0 that any rank merges into and reads back with no other rank taking part (MPI RMA
+// with a passive target: no barrier, no matching call on rank 0). Opened and closed collectively.
+class GeneralWindow {
+ public:
+  virtual ~GeneralWindow() = default;
+  // Adds delta[0, count) into the general weights, each element atomically with respect to every other
+  // rank's merges (none is lost, whatever the interleaving), and writes to `before` the general weights as
+  // they were just before this merge was applied: the general weights after it are before + delta, element
+  // by element in float (the caller adds). Waits only for the window's lock. Not collective.
+  virtual void merge(const float* delta, float* before) = 0;
+  // Collective, once: after every rank's last merge (the only meeting point), copies the general weights to
+  // `out` on every rank and frees the window.
+  virtual void close(float* out) = 0;
+};
+
 class Communicator {
  public:
   virtual ~Communicator();
@@ -55,6 +71,10 @@ class Communicator {
   virtual bool test_request(int slot) { return true; }
   virtual void wait_request(int slot) {}
   virtual void barrier() = 0;
+  // Collective: a GeneralWindow of `count` floats starting as rank 0's `initial` (the window lives on rank
+  // 0; the other ranks expose nothing). The base version (one process, or a build without MPI) fails: a
+  // single rank has nothing to merge (the merger does not open one).
+  virtual std::unique_ptr<GeneralWindow> open_general_window(const float* initial, int64_t count);
   // Ends every rank after a fatal error on one (MPI_Abort); a no-op for one process.
   virtual void abort(int code) = 0;
   virtual std::string library_version() const = 0;

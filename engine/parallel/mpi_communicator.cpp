@@ -22,6 +22,60 @@
 namespace dtnn {
 namespace {
 
+constexpr int64_t kChunk = INT_MAX;  // MPI counts are int
+
+// The general weights in a window on rank 0 (MPI_Win_allocate; the other ranks expose 0 bytes). A merge is
+// one passive-target access epoch: MPI_Win_lock(EXCLUSIVE, 0), MPI_Get_accumulate(delta, MPI_SUM), which
+// adds the delta and returns the values it found in one operation (a separate MPI_Accumulate and MPI_Get in
+// one epoch are not ordered with respect to each other by MPI, and a Get racing another rank's accumulate
+// is undefined), MPI_Win_unlock. The exclusive lock serialises whole merges, as dislib's COMMUTATIVE tasks
+// on the shared weights run one at a time in any order: a rank reads back a state made of whole merges,
+// never half of another rank's. On one node Open MPI 4.1 uses osc/sm (shared memory): the origin does the
+// atomic update itself and rank 0 takes no part, even while it computes without calling MPI.
+class MpiGeneralWindow final : public GeneralWindow {
+ public:
+  MpiGeneralWindow(Communicator& comm, const float* initial, int64_t count) : comm_(comm), count_(count) {
+    const bool root = comm.rank() == 0;
+    const MPI_Aint bytes = root ? static_cast<MPI_Aint>(count) * static_cast<MPI_Aint>(sizeof(float)) : 0;
+    DTNN_MPI_CHECK(MPI_Win_allocate(bytes, sizeof(float), MPI_INFO_NULL, MPI_COMM_WORLD, &general_, &win_));
+    if (root) {  // local stores into the window: inside an access epoch on itself (separate memory model)
+      DTNN_MPI_CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win_));
+      std::copy(initial, initial + count, general_);
+      DTNN_MPI_CHECK(MPI_Win_unlock(0, win_));
+    }
+    DTNN_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));  // no merge before the window holds the initial weights
+  }
+  ~MpiGeneralWindow() override {
+    if (win_ != MPI_WIN_NULL) MPI_Win_free(&win_);
+  }
+  void merge(const float* delta, float* before) override {
+    DTNN_MPI_CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win_));
+    for (int64_t done = 0; done < count_; done += kChunk) {
+      const int n = static_cast<int>(std::min<int64_t>(count_ - done, kChunk));
+      DTNN_MPI_CHECK(MPI_Get_accumulate(delta + done, n, MPI_FLOAT, before + done, n, MPI_FLOAT, 0,
+                                        static_cast<MPI_Aint>(done), n, MPI_FLOAT, MPI_SUM, win_));
+    }
+    DTNN_MPI_CHECK(MPI_Win_unlock(0, win_));
+  }
+  void close(float* out) override {
+    DTNN_ASSERT(win_ != MPI_WIN_NULL);
+    DTNN_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));  // every rank's last merge has been unlocked (completed)
+    if (comm_.rank() == 0) {
+      DTNN_MPI_CHECK(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win_));
+      std::copy(general_, general_ + count_, out);
+      DTNN_MPI_CHECK(MPI_Win_unlock(0, win_));
+    }
+    comm_.broadcast(out, count_, 0);
+    DTNN_MPI_CHECK(MPI_Win_free(&win_));
+  }
+
+ private:
+  Communicator& comm_;
+  int64_t count_;
+  float* general_ = nullptr;  // rank 0's window memory
+  MPI_Win win_ = MPI_WIN_NULL;
+};
+
 class MpiCommunicator final : public Communicator {
  public:
   MpiCommunicator() {
@@ -115,6 +169,9 @@ class MpiCommunicator final : public Communicator {
   }
   void wait_request(int slot) override { DTNN_MPI_CHECK(MPI_Wait(&requests_[slot], MPI_STATUS_IGNORE)); }
   void barrier() override { DTNN_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); }
+  std::unique_ptr<GeneralWindow> open_general_window(const float* initial, int64_t count) override {
+    return std::make_unique<MpiGeneralWindow>(*this, initial, count);
+  }
   void abort(int code) override {
     if (size_ > 1) MPI_Abort(MPI_COMM_WORLD, code);
   }

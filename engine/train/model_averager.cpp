@@ -1,5 +1,7 @@
 #include "train/model_averager.h"
 
+#include "train/async_merger.h"
+
 #include "core/clock.h"
 #include "core/error.h"
 
@@ -10,7 +12,9 @@ std::unique_ptr<WeightMerger> make_weight_merger(const TrainOptions& options, Co
   if (options.model_averaging == "none") return nullptr;
   if (options.model_averaging == "synchronous")
     return std::make_unique<ModelAverager>(options, comm, model, optimizer);
-  unsupported("--model_averaging=", options.model_averaging, ": not implemented yet");
+  if (options.model_averaging == "asynchronous" || options.model_averaging == "partially_asynchronous")
+    return std::make_unique<AsyncMerger>(options, comm, model, options.model_averaging == "partially_asynchronous");
+  fail("--model_averaging=", options.model_averaging, ": unknown mode");
 }
 
 ModelAverager::ModelAverager(const TrainOptions& options, Communicator& comm, Model& model, Optimizer& optimizer)

@@ -6,8 +6,9 @@
 //   finish()           once after training (also after a scheduler stopped it early), before the model is
 //                      evaluated and saved: merges what is still unmerged, so the final model is the merged
 //                      one on every rank, and returns the run's totals (collective).
-// Later modes (asynchronous, partially asynchronous: MPI one-sided merges into general weights) plug in
-// behind the same calls; make_weight_merger refuses a mode that is not implemented.
+// The asynchronous modes (train/async_merger.h: MPI one-sided merges into general weights) plug in behind
+// the same calls; there end_epoch() is not collective and asynchronous() says so, so the trainer keeps an
+// epoch's figures rank-local (no rank waits for another between merges).
 //
 // Synchronous (ModelAverager): every average_every_epochs epochs (dislib's n_epocs_sync) or, when
 // average_every_steps > 0, every that many steps counted over the run (local SGD), and always at the end,
@@ -28,6 +29,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "models/model.h"
 #include "optim/optimizer.h"
@@ -41,6 +43,9 @@ struct AveragingStats {
   double bytes = 0.0;        // per rank
   double wait_s = 0.0;       // rank 0's seconds inside the averages
   double max_wait_s = 0.0;   // the largest over the ranks
+  // Asynchronous modes, for the run (finish()): each rank's merges, rank-major (averages, bytes and wait_s
+  // are then rank 0's). Empty otherwise.
+  std::vector<int64_t> merges_per_rank;
 };
 
 class WeightMerger {
@@ -50,10 +55,12 @@ class WeightMerger {
   // Returns this epoch's figures (collective: every rank calls it).
   virtual AveragingStats end_epoch(int epoch, bool last) = 0;
   virtual AveragingStats finish() = 0;
+  // True when end_epoch() is rank-local (the asynchronous modes): the trainer must not make the ranks meet
+  // between epochs either.
+  virtual bool asynchronous() const { return false; }
 };
 
-// The merger of options.model_averaging ("synchronous"); null for "none". Throws dtnn::Unsupported for a
-// mode not implemented yet.
+// The merger of options.model_averaging; null for "none". Collective (every rank builds one).
 std::unique_ptr<WeightMerger> make_weight_merger(const TrainOptions& options, Communicator& comm, Model& model,
                                                  Optimizer& optimizer);
 

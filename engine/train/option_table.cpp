@@ -299,15 +299,19 @@ std::vector<OptionSpec> make_table() {
       choice("model_averaging", DTNN_FIELD(model_averaging), M,
              {"none", "synchronous", "asynchronous", "partially_asynchronous"},
              "dislib.eddl's training modes: none (--parallel's gradient sum every step), synchronous (local training, "
-             "weights averaged by an allreduce every --average_every_epochs or --average_every_steps and at the end); "
-             "asynchronous and partially_asynchronous are refused (not implemented yet)"),
+             "weights averaged by an allreduce every --average_every_epochs or --average_every_steps and at the end), "
+             "asynchronous (each rank merges into general weights held by rank 0, over MPI one-sided communication, "
+             "every --average_every_epochs of its epochs, without waiting for the others), partially_asynchronous "
+             "(the same every --average_every_steps of its steps; 0: every step)"),
       integer("average_every_epochs", DTNN_FIELD(average_every_epochs), M, 1, kBig,
-              "--model_averaging=synchronous: average the weights every N epochs (dislib's n_epocs_sync)"),
+              "--model_averaging=synchronous: average the weights every N epochs (dislib's n_epocs_sync); asynchronous: "
+              "each rank merges every N of its epochs"),
       integer("average_every_steps", DTNN_FIELD(average_every_steps), M, 0, kBig,
               "--model_averaging=synchronous: average every N training steps, counted over the run (local SGD; "
-              "replaces --average_every_epochs); 0: by epochs"),
+              "replaces --average_every_epochs); 0: by epochs. partially_asynchronous: each rank merges every N of its "
+              "steps (0: every step)"),
       boolean("average_optimizer_state", DTNN_FIELD(average_optimizer_state), M,
-              "--model_averaging: also average the optimizer state (momentum, Adam's moments); False: kept local, "
+              "--model_averaging=synchronous: also average the optimizer state (momentum, Adam's moments); False: kept local, "
               "as dislib and PyTorch's PostLocalSGD"),
       boolean("average_bn_statistics", DTNN_FIELD(average_bn_statistics), M,
               "--model_averaging: average BatchNormalization running statistics with the weights; False: kept "

@@ -120,9 +120,15 @@ void validate_averaging(const TrainOptions& o) {
     }
     return;
   }
-  if (o.model_averaging != "synchronous")
-    unsupported("--model_averaging=", o.model_averaging, ": not implemented yet (issue 22's asynchronous merging over "
-                "MPI one-sided communication is the next step); use none or synchronous");
+  if (o.model_averaging == "asynchronous") {
+    DTNN_CHECK(o.average_every_steps == 0, "--average_every_steps applies to --model_averaging=synchronous or "
+               "partially_asynchronous (asynchronous merges every --average_every_epochs epochs)");
+  } else if (o.model_averaging == "partially_asynchronous") {
+    DTNN_CHECK(o.average_every_epochs == 1, "--average_every_epochs applies to --model_averaging=synchronous or "
+               "asynchronous (partially_asynchronous merges every --average_every_steps steps)");
+  }
+  DTNN_CHECK(o.model_averaging == "synchronous" || !o.average_optimizer_state, "--average_optimizer_state applies to "
+             "--model_averaging=synchronous only (the asynchronous modes merge the weights, the optimizer state stays local)");
   const char* conflict = o.sync_batchnorm            ? "--sync_batchnorm (BatchNormalization communicating every step)"
                          : o.non_blocking_mpi         ? "--non_blocking_mpi (it overlaps per-step gradient sums)"
                          : o.global_batch_size > 0    ? "--global_batch_size (every worker trains on --batch_size)"

@@ -28,7 +28,9 @@ nlohmann::json times_json(const RankTimes& t) {
 }
 
 nlohmann::json averaging_json(const AveragingStats& a) {
-  return {{"averages", a.averages}, {"bytes_per_rank", static_cast<int64_t>(a.bytes)}, {"wait_s_rank0", a.wait_s}, {"wait_s_max", a.max_wait_s}};
+  nlohmann::json j = {{"averages", a.averages}, {"bytes_per_rank", static_cast<int64_t>(a.bytes)}, {"wait_s_rank0", a.wait_s}, {"wait_s_max", a.max_wait_s}};
+  if (!a.merges_per_rank.empty()) j["merges_per_rank"] = a.merges_per_rank;  // asynchronous modes
+  return j;
 }
 
 nlohmann::json comm_json(const EpochComm& c, const TrainOptions& options) {
@@ -142,8 +144,11 @@ void write_report(const std::string& path, const TrainOptions& options, const En
   // The run's averages (the final one included): communication rounds, bytes and time waited in them.
   if (run.averaging) {
     nlohmann::json a = averaging_json(*run.averaging);
-    a["every_epochs"] = options.average_every_steps > 0 ? 0 : options.average_every_epochs;
-    a["every_steps"] = options.average_every_steps;
+    const int64_t steps = options.model_averaging == "partially_asynchronous"
+                              ? std::max<int64_t>(1, options.average_every_steps)  // 0 means every step
+                              : options.average_every_steps;
+    a["every_epochs"] = steps > 0 ? 0 : options.average_every_epochs;
+    a["every_steps"] = steps;
     j["averaging"] = a;
   }
   nlohmann::json epochs = nlohmann::json::array();

@@ -120,6 +120,10 @@ void print_averaging(std::ostream& out, const char* what, const AveragingStats& 
                 "(slowest rank)\n", what, static_cast<long long>(stats.averages), stats.averages == 1 ? "" : "s",
                 stats.bytes / (1 << 20), stats.wait_s, stats.max_wait_s);
   out << buf;
+  if (stats.merges_per_rank.empty()) return;
+  out << "  merges per rank (asynchronous):";
+  for (int64_t m : stats.merges_per_rank) out << " " << m;
+  out << "\n";
 }
 
 void print_parameters(std::ostream& out, const TrainOptions& options) {

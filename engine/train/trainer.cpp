@@ -131,8 +131,8 @@ std::vector<std::string> Trainer::value_names() const {
   return names;
 }
 
-void Trainer::local_share(int64_t global, int64_t* offset, int64_t* count) const {
-  const int64_t p = comm_.size(), r = comm_.rank();
+void Trainer::local_share(const Communicator& comm, int64_t global, int64_t* offset, int64_t* count) {
+  const int64_t p = comm.size(), r = comm.rank();
   const int64_t base = global / p, extra = global % p;
   *count = base + (r < extra ? 1 : 0);
   *offset = r * base + std::min(r, extra);
@@ -231,6 +231,10 @@ EpochRecord Trainer::run_epoch(int epoch, int num_epochs, const Splits& splits) 
   model_.seed_layers(epoch_seed(options_.seed, epoch), comm_.rank());
   // The samples the batches walk through, `count` of them (cycled), and the span of a whole epoch.
   const bool local = merger_ != nullptr;
+  // Asynchronous model averaging: no rank meets another between merges, so the epoch's figures, timing
+  // and validation are this rank's own (over the one-process communicator); finish_training() meets.
+  const bool async = merger_ && merger_->asynchronous();
+  Communicator& epoch_comm = async ? *local_comm_ : comm_;
   const std::vector<int64_t>* order = &permutation_;
   int64_t count = ntrain, span = ntrain;
   if (local) {  // this worker's blocks (every rank derives every rank's assignment from the seed)
@@ -267,7 +271,7 @@ EpochRecord Trainer::run_epoch(int epoch, int num_epochs, const Splits& splits) 
   auto submit = [&](int64_t step) {  // this rank's share of global batch `step` (all of it: local), to the loader
     const int64_t start = step * global_batch;
     int64_t offset = 0, n = global_count(step);
-    if (!local) local_share(n, &offset, &n);
+    if (!local) local_share(comm_, n, &offset, &n);
     for (int64_t i = 0; i < n; ++i) batch_indices_[i] = (*order)[(start + offset + i) % count];
     loader_.submit(Pool::train, batch_indices_.data(), n, augment, epoch);
   };
@@ -319,23 +323,23 @@ EpochRecord Trainer::run_epoch(int epoch, int num_epochs, const Splits& splits) 
   // The epoch's average comes first: the first collective after the loop is where the ranks wait for the
   // slowest, and that wait belongs to the average.
   if (merger_) rec.averaging = merger_->end_epoch(epoch, epoch == num_epochs);
-  if (local && comm_.size() > 1) {  // each rank summed its own batches: the epoch's figures over every rank
+  if (local && !async && comm_.size() > 1) {  // each rank summed its own batches: the epoch's figures over every rank
     for (size_t v = 0; v < sums.size(); ++v) epoch_sums_[v] = static_cast<float>(sums[v]);
     epoch_sums_[sums.size()] = static_cast<float>(done);
     comm_.allreduce_sum(epoch_sums_.data(), static_cast<int64_t>(epoch_sums_.size()));
     for (size_t v = 0; v < sums.size(); ++v) sums[v] = epoch_sums_[v];
     done = static_cast<int64_t>(epoch_sums_[sums.size()]);
   }
-  rec.train.time_s = comm_.max(now_s() - t0);
-  if (!gpu_) rec.comm = reducer_.gather_epoch(comm_);
+  rec.train.time_s = epoch_comm.max(now_s() - t0);
+  if (!gpu_) rec.comm = reducer_.gather_epoch(epoch_comm);
   rec.learning_rate = optimizer_.learning_rate();
   rec.train.samples = done;
   rec.train.values.resize(sums.size());
   for (size_t v = 0; v < sums.size(); ++v) rec.train.values[v] = done ? sums[v] / static_cast<double>(done) : 0.0;
   // Model averaging: every rank ran `total` samples of its own; the last line counts them all.
-  const int64_t shown_total = local ? total * comm_.size() : total;
+  const int64_t shown_total = local && !async ? total * comm_.size() : total;
   if (progress_) progress_(label, done, shown_total, rec.train.time_s, rec.train.values, true);
-  if (!splits.val.empty()) rec.val = evaluate(splits.val_pool, splits.val, "");
+  if (!splits.val.empty()) rec.val = evaluate_on(epoch_comm, splits.val_pool, splits.val, "");
   return rec;
 }
 
@@ -345,6 +349,11 @@ std::optional<AveragingStats> Trainer::finish_training() {
 }
 
 PassResult Trainer::evaluate(Pool pool, const std::vector<int64_t>& indices, const std::string& label) {
+  return evaluate_on(comm_, pool, indices, label);
+}
+
+PassResult Trainer::evaluate_on(Communicator& comm, Pool pool, const std::vector<int64_t>& indices,
+                                const std::string& label) {
   const size_t last = model_.num_layers() - 1;
   const int64_t total = static_cast<int64_t>(indices.size());
   const int64_t global_batch = global_batch_;
@@ -354,7 +363,7 @@ PassResult Trainer::evaluate(Pool pool, const std::vector<int64_t>& indices, con
   auto submit = [&](int64_t k) {  // this rank's share of batch k (never augmented), to the loader
     const int64_t start = k * global_batch;
     int64_t offset, n;
-    local_share(std::min(global_batch, total - start), &offset, &n);
+    local_share(comm, std::min(global_batch, total - start), &offset, &n);
     for (int64_t i = 0; i < n; ++i) batch_indices_[i] = indices[start + offset + i];
     loader_.submit(pool, batch_indices_.data(), n, false, 0);
   };
@@ -389,7 +398,7 @@ PassResult Trainer::evaluate(Pool pool, const std::vector<int64_t>& indices, con
     local[0] += loss_value(loss_[0], logits, p, batch.y, n, classes_);
     for (size_t m = 0; m < metrics_.size(); ++m) local[1 + m] += metric_sum(metrics_[m], p, batch.y, n, classes_);
     local_count += n;
-    if (progress_ && !label.empty() && comm_.size() == 1) {
+    if (progress_ && !label.empty() && comm.size() == 1) {
       std::vector<double> means(local.size());
       for (size_t v = 0; v < local.size(); ++v) means[v] = local[v] / static_cast<double>(local_count);
       progress_(label, local_count, total, now_s() - t0, means, false);
@@ -401,7 +410,7 @@ PassResult Trainer::evaluate(Pool pool, const std::vector<int64_t>& indices, con
   }
   for (size_t v = 0; v < local.size(); ++v) eval_sums_[v] = static_cast<float>(local[v]);
   eval_sums_[local.size()] = static_cast<float>(local_count);
-  comm_.allreduce_sum(eval_sums_.data(), static_cast<int64_t>(eval_sums_.size()));
+  comm.allreduce_sum(eval_sums_.data(), static_cast<int64_t>(eval_sums_.size()));
   if (tracer_) {
     tracer_->set_step(-1);
     tracer_->add(TraceKind::evaluate, -1, t0, now_s());
@@ -409,7 +418,7 @@ PassResult Trainer::evaluate(Pool pool, const std::vector<int64_t>& indices, con
     else model_.set_tracer(tracer_);
   }
   PassResult result;
-  result.time_s = comm_.max(now_s() - t0);
+  result.time_s = comm.max(now_s() - t0);
   result.samples = static_cast<int64_t>(eval_sums_[local.size()]);
   for (size_t v = 0; v < local.size(); ++v)
     result.values.push_back(result.samples ? eval_sums_[v] / static_cast<double>(result.samples) : 0.0);

@@ -125,8 +125,11 @@ class Trainer {
   void flush_trace();
 
  private:
-  // Rank r's share [offset, offset + count) of a global batch of `global` samples.
-  void local_share(int64_t global, int64_t* offset, int64_t* count) const;
+  // This rank's share [offset, offset + count) of a global batch of `global` samples over `comm`'s ranks.
+  static void local_share(const Communicator& comm, int64_t global, int64_t* offset, int64_t* count);
+  // evaluate() over `comm`: comm_, or (asynchronous model averaging, between epochs) the one-process
+  // communicator, each rank then evaluating all the samples on its own model without meeting the others.
+  PassResult evaluate_on(Communicator& comm, Pool pool, const std::vector<int64_t>& indices, const std::string& label);
   void train_step(const Batch& batch, int64_t global_n);
   void train_step_gpu(const Batch& batch, int64_t global_n);
   // GPU: queues the loss/metric kernels for the n samples on the device; grad null in evaluation.
