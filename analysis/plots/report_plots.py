@@ -197,3 +197,21 @@ def timeline(path, title, events):
     ax.set_title(title, fontsize=10)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
     _save(fig, path)
+
+
+def averaging_curves(path, title, series):
+    """series: list of (label, rounds, seconds, accuracy, ylabel). Two panels: accuracy against
+    communication rounds and against training time, one line per series (its epochs as markers)."""
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    ylabel = series[0][4] if series else "accuracy (%)"
+    for label, rounds, seconds, acc, _ in series:
+        (line,) = ax1.plot(rounds, acc, marker="o", markersize=4, label=label)
+        ax2.plot(seconds, acc, marker="o", markersize=4, color=line.get_color())
+    ax1.set_xlabel("communication rounds (averages, merges; gradient: steps)")
+    ax2.set_xlabel("training time (s, cumulative over epochs)")
+    for ax in (ax1, ax2):
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3)
+    ax1.set_title(title)
+    ax1.legend(loc="lower right", fontsize=7)
+    _save(fig, path)
