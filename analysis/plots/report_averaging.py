@@ -12,12 +12,15 @@ MODES = ("gradient", "synchronous", "asynchronous", "partially_asynchronous", "n
 
 
 def period(row):
-    """The averaging period as a short text: '2 epochs', '32 steps'; '-' for gradient and none."""
+    """The averaging period, sortable and shown as its text: (0, 2, '2 epochs'), (1, 32, '32 steps');
+    (-1, 0, '-') for gradient and none."""
     if row["every_steps"]:
-        return f"{row['every_steps']} steps"
+        n = row["every_steps"]
+        return (1, n, f"{n} step" + ("s" if n > 1 else ""))
     if row["every_epochs"]:
-        return f"{row['every_epochs']} epochs"
-    return "-"
+        n = row["every_epochs"]
+        return (0, n, f"{n} epoch" + ("s" if n > 1 else ""))
+    return (-1, 0, "-")
 
 
 def series_key(row):
@@ -53,13 +56,17 @@ class AveragingSections:
             for key in sorted((k for k in groups if k[3] == mode), key=order):
                 g = groups[key]
                 mib = mean([r["bytes_per_rank"] for r in g])
-                rows.append((key[0], key[1], key[2], key[4], key[5], len(g), num(mean([r["rounds"] for r in g]), 1),
+                rows.append((key[0], key[1], key[2], key[4][2], key[5], len(g), num(mean([r["rounds"] for r in g]), 1),
                              num(None if mib is None else mib / 2**20, 2), num(mean([r["wait_s_max"] for r in g]), 3),
                              num(mean([r["train_time_s"] for r in g]), 2), num(mean([r["duration_s"] for r in g]), 2),
                              num(mean([r["test_accuracy"] for r in g]), 2)))
             self.add(f"### {mode}", "")
             self.add(*table(["model", "dataset", "ranks", "every", "straggler", "runs", "rounds", "MiB/rank",
                              "wait s (max)", "train s", "wall s", "test acc %"], rows, right=(2,) + tuple(range(5, 12))))
+        refused = self.store.averaging_unsupported()
+        if refused:
+            self.add("Trials this dtnn refused (status unsupported, exit 3; not in the tables): " +
+                     ", ".join(f"{r['mode']} x {r['n']}" for r in refused) + ".", "")
         self.averaging_charts(runs)
 
     def averaging_charts(self, runs):
@@ -89,11 +96,11 @@ class AveragingSections:
                 acc = [mean([e[use] for e in by_epoch[n]]) for n in epochs]
                 if any(a is None for a in acc):
                     continue
-                label = line[0] + ("" if line[1] == "-" else f", every {line[1]}") + \
+                label = line[0] + ("" if line[1][2] == "-" else f", every {line[1][2]}") + \
                     ("" if line[2] == "-" else f", straggler {line[2]}")
                 series.append((label, [mean([e["rounds"] for e in by_epoch[n]]) for n in epochs],
                                [mean([e["time_s"] for e in by_epoch[n]]) for n in epochs], acc,
-                               "validation accuracy (%)" if val[chart] else "training accuracy (%)"))
+                               "validation accuracy (%)" if val[chart] else "training accuracy (%)", line[2] != "-"))
             if not series:
                 continue
             model, dataset, ranks = chart

@@ -243,5 +243,12 @@ class Store:
         return self._all(f"SELECT v.* FROM v_averaging_epochs v JOIN runs r ON r.id = v.run_id "
                          f"WHERE v.status = 'ok' AND {cond} ORDER BY v.run_id, v.epoch", params)
 
+    def averaging_unsupported(self):
+        """Per averaging mode: how many trials in scope dtnn refused (status unsupported)."""
+        cond, params = self._runs_filter()
+        return self._all(f"SELECT json_extract(r.params, '$.model_averaging') AS mode, count(*) AS n FROM runs r "
+                         f"WHERE r.status = 'unsupported' AND json_extract(r.params, '$.model_averaging') IS NOT NULL "
+                         f"AND {cond} GROUP BY mode ORDER BY mode", params)
+
     def has_view(self, name):
         return bool(self._all("SELECT 1 FROM sqlite_master WHERE type = 'view' AND name = ?", (name,)))
