@@ -7,7 +7,9 @@
 // figures roll the whole report back. A version-8 database migrates with its runs.
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "analysis/query.h"
 #include "cli_helpers.h"
@@ -89,31 +91,10 @@ nlohmann::json gradient_report() {
   return j;
 }
 
-struct Fixture {
-  std::string path;
-  dtnn::ResultStore store;
-  int64_t matrix = 0, env = 0;
-  explicit Fixture(const std::string& name) : path(fresh_db(name)), store(dtnn::ResultStore::open(path)) {
-    matrix = store.add_matrix("m", "m.toml", "h", "name = \"m\"\n");
-    dtnn::StoredEnvironment e;
-    e.host = "h";
-    env = store.add_environment(e);
-  }
-  int64_t begin(const std::string& key, int ranks, bool averaging_matrix = true) {
-    dtnn::RunStart s;
-    s.matrix_id = matrix;
-    s.environment_id = env;
-    s.trial_key = s.config_key = s.label = key;
-    s.params = {{"model", "simplemlp"}, {"ranks", std::to_string(ranks)}};
-    if (averaging_matrix) s.params["model_averaging"] = "none";
-    s.command = "dtnn train";
-    s.log_path = "x.log";
-    return store.begin_run(s);
-  }
-  int64_t rows(const std::string& table, int64_t run) const {
-    return std::stoll(one(store, "SELECT count(*) FROM " + table + " WHERE run_id = " + std::to_string(run)));
-  }
-};
+using Fixture = dtnn::test::RunFixture;
+
+// The parameter a run of the averaging matrix has even without averaging (its base sets it).
+const std::map<std::string, std::string> kAveragingMatrix = {{"model_averaging", "none"}};
 
 }  // namespace
 
@@ -135,7 +116,8 @@ TEST_CASE("store: a real synchronous report's averaging counts, as the period ma
 
 TEST_CASE("store: averaging per epoch and per run, v_averaging_epochs and v_averaging", "[store][averaging]") {
   Fixture f("averaging_views");
-  const int64_t avg = f.begin("avg", 2), grad = f.begin("grad", 2), other = f.begin("other", 2, false);
+  const int64_t avg = f.begin("avg", 2), grad = f.begin("grad", 2, kAveragingMatrix),
+                other = f.begin("other", 2);
   f.store.finish_run_ok(avg, planted_report("asynchronous").dump(), 7.0);
   f.store.finish_run_ok(grad, gradient_report().dump(), 3.0);
   f.store.finish_run_ok(other, gradient_report().dump(), 3.0);
@@ -180,7 +162,7 @@ TEST_CASE("store: averaging per epoch and per run, v_averaging_epochs and v_aver
   CHECK(f.store.query(dtnn::query_sql("averaging_epochs")).rows.size() == 5);
 
   // A 1-rank run of the matrix without averaging: mode none, no rounds.
-  const int64_t single = f.begin("single", 1);
+  const int64_t single = f.begin("single", 1, kAveragingMatrix);
   nlohmann::json plain = synchronous_report();
   plain.erase("averaging");
   for (nlohmann::json& ep : plain["epochs"]) ep.erase("averaging");
