@@ -494,7 +494,8 @@ CREATE TABLE run_averaging (
   averages       INTEGER NOT NULL,      -- communication rounds: averages (merges, asynchronous) of the run, final one included
   bytes_per_rank REAL NOT NULL,         -- bytes each rank sent into them
   wait_s_rank0   REAL NOT NULL,         -- rank 0's seconds inside them
-  wait_s_max     REAL NOT NULL          -- the largest over the ranks
+  wait_s_max     REAL NOT NULL,         -- the largest over the ranks
+  merges_per_rank TEXT                  -- asynchronous modes: JSON array of each rank's merges (averages: rank 0's); else NULL
 );
 -- The report's epochs[].averaging: the epoch's own figures (not cumulative; v_averaging_epochs sums them).
 -- An average after the last epoch (finish(): early stopping, local state) is only in run_averaging.
@@ -547,7 +548,7 @@ CREATE VIEW v_averaging_epochs AS
 CREATE VIEW v_averaging AS
   SELECT r.id AS run_id, r.model, r.dataset, r.ranks, v.mode, a.every_epochs,
          a.every_steps, v.straggler,
-         coalesce(a.averages, v.rounds) AS rounds,
+         coalesce(a.averages, v.rounds) AS rounds, a.merges_per_rank,
          coalesce(a.bytes_per_rank, v.bytes_per_rank) AS bytes_per_rank,
          round(coalesce(a.wait_s_rank0, (SELECT sum(c.exposed_s) FROM epoch_comm c WHERE c.run_id = r.id
                                          AND c.stat = 'rank0'), 0), 6) AS wait_s_rank0,

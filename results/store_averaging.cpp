@@ -2,6 +2,8 @@
 // parallel.model_averaging). Called inside finish_run_with_report's transaction. See store_averaging.h.
 #include "results/store_averaging.h"
 
+#include <optional>
+
 #include "results/sqlite_util.h"
 
 namespace dtnn::store_detail {
@@ -39,11 +41,18 @@ void store_run_averaging(sqlite3* db, const std::string& path, int64_t run_id, c
   const int64_t every_epochs = a.at("every_epochs").get<int64_t>(), every_steps = a.at("every_steps").get<int64_t>();
   if (every_epochs < 0 || every_steps < 0) fail("run report: averaging has a negative every_epochs or every_steps");
   const Figures run = figures(a, "averaging");
+  std::optional<std::string> merges;  // asynchronous modes: each rank's merges
+  if (a.contains("merges_per_rank")) {
+    if (!a.at("merges_per_rank").is_array()) fail("run report: averaging.merges_per_rank is not an array");
+    for (const nlohmann::json& m : a.at("merges_per_rank"))
+      if (m.get<int64_t>() < 0) fail("run report: averaging.merges_per_rank has a negative count");
+    merges = a.at("merges_per_rank").dump();
+  }
   Statement row(db, path,
                 "INSERT INTO run_averaging (run_id, mode, every_epochs, every_steps, averages, bytes_per_rank, "
-                "wait_s_rank0, wait_s_max) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+                "wait_s_rank0, wait_s_max, merges_per_rank) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
   row.bind(1, run_id).bind(2, mode).bind(3, every_epochs).bind(4, every_steps).bind(5, run.averages);
-  row.bind(6, run.bytes).bind(7, run.wait_rank0).bind(8, run.wait_max);
+  row.bind(6, run.bytes).bind(7, run.wait_rank0).bind(8, run.wait_max).bind(9, merges);
   row.run();
   Statement epoch(db, path,
                   "INSERT INTO epoch_averaging (run_id, epoch, averages, bytes_per_rank, wait_s_rank0, wait_s_max) "

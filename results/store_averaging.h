@@ -10,7 +10,8 @@
 
 namespace dtnn::store_detail {
 
-// Inserts the report's top-level "averaging" object (mode from parallel.model_averaging) and every
+// Inserts the report's top-level "averaging" object (mode from parallel.model_averaging; merges_per_rank, the
+// asynchronous modes' per-rank counts, as a JSON array) and every
 // epochs[].averaging. A report without "averaging" stores nothing, and then an epoch with one is refused,
 // as is an "averaging" object whose parallel.model_averaging is not synchronous, asynchronous or
 // partially_asynchronous, or a negative count, byte count or wait. Throws nlohmann::json::exception for a
