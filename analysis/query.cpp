@@ -45,6 +45,13 @@ const View kViews[] = {
      "ORDER BY s.run_id, s.step"},
     {"straggler_summary", "per traced multi-rank run: mean and largest lag of the slowest rank, which rank was "
      "slowest most often and the phase most often behind it", "SELECT * FROM v_stragglers"},
+    {"averaging", "per run with --model_averaging, and per run of a matrix declaring model_averaging without it "
+     "(mode gradient: --parallel=data; none: 1 rank): period, straggler, communication rounds (averages or merges; "
+     "a gradient run's steps), bytes per rank, wait (rank 0, slowest rank), train and wall time, test accuracy",
+     "SELECT * FROM v_averaging"},
+    {"averaging_epochs", "per epoch of those runs: validation and train accuracy beside the cumulative "
+     "communication rounds, bytes, slowest rank's wait and training time (accuracy vs rounds and vs time)",
+     "SELECT * FROM v_averaging_epochs"},
     {"accuracy", "accuracy of ok runs against the targets the last `dtnn run` stored",
      "SELECT * FROM v_accuracy_vs_target ORDER BY run_id"},
     {"runs", "every run with its status and error ('running (runner gone)': its runner was killed; 'diverged': its "

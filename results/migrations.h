@@ -481,6 +481,85 @@ CREATE VIEW v_scaling AS
   LEFT JOIN runs r ON r.id = (SELECT min(run_id) FROM prediction_runs l WHERE l.prediction_id = p.id))
   ORDER BY config_key, source, curve, ranks;
 )SQL"},
+    {9, "model averaging per run and per epoch (dtnn train --model_averaging): run_averaging, epoch_averaging, "
+        "v_averaging, v_averaging_epochs",
+     R"SQL(
+-- A run of --model_averaging=synchronous | asynchronous | partially_asynchronous: the report's "averaging"
+-- object. Runs without averaging have no row here (their report has no such object).
+CREATE TABLE run_averaging (
+  run_id         INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+  mode           TEXT NOT NULL CHECK (mode IN ('synchronous', 'asynchronous', 'partially_asynchronous')),
+  every_epochs   INTEGER NOT NULL,      -- the period in epochs (dislib's n_epocs_sync); 0 when every_steps > 0
+  every_steps    INTEGER NOT NULL,      -- > 0: the period in training steps (local SGD); 0: by epochs
+  averages       INTEGER NOT NULL,      -- communication rounds: averages (merges, asynchronous) of the run, final one included
+  bytes_per_rank REAL NOT NULL,         -- bytes each rank sent into them
+  wait_s_rank0   REAL NOT NULL,         -- rank 0's seconds inside them
+  wait_s_max     REAL NOT NULL,         -- the largest over the ranks
+  merges_per_rank TEXT                  -- asynchronous modes: JSON array of each rank's merges (averages: rank 0's); else NULL
+);
+-- The report's epochs[].averaging: the epoch's own figures (not cumulative; v_averaging_epochs sums them).
+-- An average after the last epoch (finish(): early stopping, local state) is only in run_averaging.
+CREATE TABLE epoch_averaging (
+  run_id         INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  epoch          INTEGER NOT NULL,      -- 1-based, as epochs.epoch
+  averages       INTEGER NOT NULL,
+  bytes_per_rank REAL NOT NULL,
+  wait_s_rank0   REAL NOT NULL,
+  wait_s_max     REAL NOT NULL,         -- the largest over the ranks in this epoch
+  PRIMARY KEY (run_id, epoch)
+);
+-- The runs the averaging study compares: every run with averaging, and every run whose matrix declared
+-- model_averaging without averaging (model_averaging = "none"): mode 'gradient' on more than one rank
+-- (--parallel=data: a gradient sum every step, one communication round per step, its bytes and exposed wait
+-- from epoch_comm) and 'none' on one rank (no communication). straggler: the report's --straggler_ms ("R:MS",
+-- '' none). Communication rounds, bytes and waits of a gradient run are sums over its epochs (wait_s_max: of
+-- each epoch's slowest rank). train_time_s: the epochs' training time; duration_s: the whole process.
+CREATE VIEW v_averaging_epochs AS
+  WITH sel AS (
+    SELECT r.id, r.model, r.dataset, r.ranks, r.config_key, r.label, r.status,
+           coalesce(a.mode, CASE WHEN r.ranks > 1 THEN 'gradient' ELSE 'none' END) AS mode,
+           a.every_epochs, a.every_steps,
+           coalesce(json_extract(r.report, '$.options.straggler_ms'), '') AS straggler
+    FROM runs r LEFT JOIN run_averaging a ON a.run_id = r.id
+    WHERE r.status IN ('ok', 'diverged')
+      AND (a.run_id IS NOT NULL OR json_extract(r.params, '$.model_averaging') IS NOT NULL)),
+  per_epoch AS (
+    SELECT s.*, e.epoch, e.time_s, e.train_accuracy, e.val_accuracy,
+           CASE WHEN ea.run_id IS NOT NULL THEN ea.averages WHEN s.mode = 'gradient' THEN coalesce(c0.steps, 0)
+                ELSE 0 END AS epoch_rounds,
+           CASE WHEN ea.run_id IS NOT NULL THEN ea.bytes_per_rank
+                WHEN s.mode = 'gradient' THEN coalesce(c0.bytes_per_step * c0.steps, 0) ELSE 0 END AS epoch_bytes,
+           CASE WHEN ea.run_id IS NOT NULL THEN ea.wait_s_max
+                WHEN s.mode = 'gradient' THEN coalesce(cm.exposed_s, 0) ELSE 0 END AS epoch_wait_max
+    FROM sel s JOIN epochs e ON e.run_id = s.id
+    LEFT JOIN epoch_averaging ea ON ea.run_id = s.id AND ea.epoch = e.epoch
+    LEFT JOIN epoch_comm c0 ON c0.run_id = s.id AND c0.epoch = e.epoch AND c0.stat = 'rank0'
+    LEFT JOIN epoch_comm cm ON cm.run_id = s.id AND cm.epoch = e.epoch AND cm.stat = 'max')
+  SELECT id AS run_id, model, dataset, ranks, mode, every_epochs, every_steps, straggler, epoch,
+         epoch_rounds,
+         sum(epoch_rounds) OVER w AS rounds,
+         sum(epoch_bytes) OVER w AS bytes_per_rank,
+         round(sum(epoch_wait_max) OVER w, 6) AS wait_s_max,
+         round(sum(time_s) OVER w, 6) AS time_s,
+         train_accuracy, val_accuracy, config_key, label, status
+  FROM per_epoch
+  WINDOW w AS (PARTITION BY id ORDER BY epoch ROWS UNBOUNDED PRECEDING)
+  ORDER BY run_id, epoch;
+CREATE VIEW v_averaging AS
+  SELECT r.id AS run_id, r.model, r.dataset, r.ranks, v.mode, a.every_epochs,
+         a.every_steps, v.straggler,
+         coalesce(a.averages, v.rounds) AS rounds, a.merges_per_rank,
+         coalesce(a.bytes_per_rank, v.bytes_per_rank) AS bytes_per_rank,
+         round(coalesce(a.wait_s_rank0, (SELECT sum(c.exposed_s) FROM epoch_comm c WHERE c.run_id = r.id
+                                         AND c.stat = 'rank0'), 0), 6) AS wait_s_rank0,
+         round(coalesce(a.wait_s_max, v.wait_s_max), 6) AS wait_s_max,
+         round(r.train_time_s, 3) AS train_time_s, round(r.duration_s, 3) AS duration_s,
+         r.test_accuracy, r.val_accuracy, v.epoch AS epochs, r.status, r.config_key, r.label
+  FROM v_averaging_epochs v JOIN runs r ON r.id = v.run_id
+  LEFT JOIN run_averaging a ON a.run_id = r.id
+  WHERE v.epoch = (SELECT max(epoch) FROM epochs e WHERE e.run_id = r.id)
+  ORDER BY r.model, v.mode, a.every_epochs, a.every_steps, v.straggler, r.ranks, r.id;
+)SQL"},
 };
 
 }  // namespace dtnn::schema

@@ -1,11 +1,13 @@
 // Storing a finished run's report (dtnn.run_report/1 JSON) in the results store: the run row's results,
-// its epochs and its layer timings. See store.h.
+// its epochs and its layer timings (phases and trace: store_trace.h; model averaging: store_averaging.h).
+// See store.h.
 #include <nlohmann/json.hpp>
 #include <optional>
 
 #include "core/error.h"
 #include "results/sqlite_util.h"
 #include "results/store.h"
+#include "results/store_averaging.h"
 #include "results/store_trace.h"
 
 namespace dtnn {
@@ -117,6 +119,7 @@ void ResultStore::finish_run_with_report(int64_t run_id, const std::string& repo
       }
     }
     store_run_trace(db_, path_, run_id, j);
+    store_run_averaging(db_, path_, run_id, j);
     tx.commit();
   } catch (const nlohmann::json::exception& e) {
     fail("run report: missing or mistyped field (", e.what(), ")");

@@ -5,8 +5,8 @@ Usage (Debian's Python, which has python3-matplotlib and numpy):
 
     /usr/bin/python3 analysis/plots/report.py --out DIR [--db results/dtnn.db] [--matrix NAME]
 
-Writes DIR/report.md and, next to it, throughput.png, scaling.png, communication.png, timeline_run<id>.png and
-accuracy_<model>_<dataset>.png (each only when there is something to plot). Sections:
+Writes DIR/report.md and, next to it, throughput.png, scaling.png, communication.png, timeline_run<id>.png,
+averaging_<model>_<dataset>_<ranks>r.png and accuracy_<model>_<dataset>.png (each only when there is something to plot). Sections:
 
   header       database, generation time, environments, matrices, runs per status, runs that failed
   Throughput   per configuration: median/min/max training samples/s of the ok runs (+ bar chart)
@@ -14,6 +14,10 @@ accuracy_<model>_<dataset>.png (each only when there is something to plot). Sect
                the median rank's compute, communication and exposed communication per step (+ stacked bars);
                for traced runs (tracing = true) the stragglers per configuration and one step's timeline
                per rank (the largest rank count of each configuration)
+  Model averaging  from v_averaging (schema 9; only when a run averaged or a matrix declared model_averaging):
+               per mode a table of rounds, MiB, wait, time and test accuracy per (model, ranks, period,
+               straggler); per model, dataset and ranks accuracy vs communication rounds and vs time
+               (averaging_<model>_<dataset>_<ranks>r.png; analysis/plots/report_averaging.py)
   Accuracy     per-epoch validation (else training) accuracy curves per configuration, with the
                matching targets as dashed lines; final accuracies; test accuracy vs target (v_accuracy_vs_target)
   Per-layer    per model and conv_algo: median forward/backward ms of each Conv2D and FC layer
@@ -40,6 +44,7 @@ from collections import defaultdict  # noqa: E402
 from report_data import STATUSES, ReportError, Store  # noqa: E402
 from report_format import (SHORT, distinguishing, file_part, labels_for, median, num,  # noqa: E402
                            numeric, short_error, table, varying)
+from report_averaging import AveragingSections  # noqa: E402
 from report_scaling import ScalingSections  # noqa: E402
 
 PREFIX = "dtnn report: "
@@ -48,7 +53,7 @@ MAX_FAILED_LISTED = 100
 # ---- the report --------------------------------------------------------------------------------------------
 
 
-class Report(ScalingSections):
+class Report(ScalingSections, AveragingSections):
     """Collects the Markdown lines and writes the plots into the output directory."""
 
     def __init__(self, store, out_dir, plots):
@@ -418,6 +423,7 @@ def main(argv=None):
         report.throughput()
         report.scaling()
         report.timelines()
+        report.averaging()
         report.accuracy()
         report.layers()
         report.conv_algorithms()

@@ -223,3 +223,32 @@ class Store:
         for row in rows:
             groups.setdefault((row["environment_id"], row["config_key"], row["ranks"]), []).append(row)
         return list(groups.values())
+
+    # ---- model averaging (schema 9) --------------------------------------------------------------------------
+
+    def averaging(self):
+        """v_averaging's rows of the runs in scope (a run with averaging, or of a matrix declaring
+        model_averaging); none before schema 9."""
+        if not self.has_view("v_averaging"):
+            return []
+        cond, params = self._runs_filter()
+        return self._all(f"SELECT v.*, r.environment_id FROM v_averaging v JOIN runs r ON r.id = v.run_id "
+                         f"WHERE v.status = 'ok' AND {cond}", params)
+
+    def averaging_epochs(self):
+        """v_averaging_epochs' rows of the ok runs in scope, ordered by run and epoch."""
+        if not self.has_view("v_averaging_epochs"):
+            return []
+        cond, params = self._runs_filter()
+        return self._all(f"SELECT v.* FROM v_averaging_epochs v JOIN runs r ON r.id = v.run_id "
+                         f"WHERE v.status = 'ok' AND {cond} ORDER BY v.run_id, v.epoch", params)
+
+    def averaging_unsupported(self):
+        """Per averaging mode: how many trials in scope dtnn refused (status unsupported)."""
+        cond, params = self._runs_filter()
+        return self._all(f"SELECT json_extract(r.params, '$.model_averaging') AS mode, count(*) AS n FROM runs r "
+                         f"WHERE r.status = 'unsupported' AND json_extract(r.params, '$.model_averaging') IS NOT NULL "
+                         f"AND {cond} GROUP BY mode ORDER BY mode", params)
+
+    def has_view(self, name):
+        return bool(self._all("SELECT 1 FROM sqlite_master WHERE type = 'view' AND name = ?", (name,)))

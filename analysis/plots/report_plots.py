@@ -197,3 +197,28 @@ def timeline(path, title, events):
     ax.set_title(title, fontsize=10)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
     _save(fig, path)
+
+
+def averaging_curves(path, title, series):
+    """series: list of (label, rounds, seconds, accuracy, ylabel, dashed). Two panels: accuracy against
+    communication rounds (symmetric log scale: 0 rounds is an epoch before the first average) and against
+    training time, one line per series (its epochs as markers); a series and its straggler twin (dashed)
+    share a colour."""
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.6))
+    ylabel = series[0][4] if series else "accuracy (%)"
+    colours, cycle = {}, plt.get_cmap("tab10").colors + plt.get_cmap("Dark2").colors
+    for label, rounds, seconds, acc, _, dashed in series:
+        base = label.split(", straggler")[0]
+        colour = colours.setdefault(base, cycle[len(colours) % len(cycle)])
+        style = "--" if dashed else "-"
+        ax1.plot(rounds, acc, style, marker="o", markersize=4, color=colour, label=label)
+        ax2.plot(seconds, acc, style, marker="o", markersize=4, color=colour)
+    ax1.set_xscale("symlog", linthresh=1)
+    ax1.set_xlabel("communication rounds (averages, merges; gradient: steps)")
+    ax2.set_xlabel("training time (s, cumulative over epochs)")
+    for ax in (ax1, ax2):
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3)
+    ax1.set_title(title)
+    ax2.legend(*ax1.get_legend_handles_labels(), loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=7)
+    _save(fig, path)

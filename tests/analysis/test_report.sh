@@ -24,24 +24,26 @@ fail() {
 "$py" "$report_py" --db "$db" --out "$out" || fail "report.py exited $? on $db"
 [ -s "$out/report.md" ] || fail "$out/report.md missing or empty"
 for heading in "# dtnn results report" "## Environments" "## Matrices" "## Run status" "## Throughput" \
-  "## Scaling" "## Accuracy" "## Per-layer timings" "## Convolution algorithms per layer"; do
+  "## Scaling" "## Model averaging" "## Accuracy" "## Per-layer timings" "## Convolution algorithms per layer"; do
   grep -qxF "$heading" "$out/report.md" || fail "report.md lacks the heading '$heading'"
 done
 compgen -G "$out/*.png" > /dev/null || fail "no PNG in $out"
 # The numbers, not only the layout: every ok configuration's median samples/s, computed here from the
-# runs table (statistics.median), must be in its Throughput row as the report formats it (14,450.5).
+# runs table (statistics.median), must be in its Throughput row (found by its label) as the report formats
+# it (14,450.5).
 "$py" - "$db" "$out/report.md" <<'PY' || fail "report.md's throughput medians differ from the runs table"
 import sqlite3, statistics, sys
 db, report = sys.argv[1], open(sys.argv[2]).read()
 section = report.split("## Throughput", 1)[1].split("\n## ", 1)[0]
 groups = {}
-for model, ranks, threads, sps in sqlite3.connect(db).execute(
-        "SELECT model, ranks, threads, samples_per_s FROM runs WHERE status = 'ok' AND framework = 'dtnn'"):
-    groups.setdefault((model, ranks, threads), []).append(sps)
+for model, ranks, threads, label, sps in sqlite3.connect(db).execute(
+        "SELECT model, ranks, threads, label, samples_per_s FROM runs WHERE status = 'ok' AND framework = 'dtnn'"):
+    groups.setdefault((model, ranks, threads, label), []).append(sps)
 bad = 0
-for (model, ranks, threads), values in groups.items():
+for (model, ranks, threads, label), values in groups.items():  # label: the averaging trial beside the plain one
     median = f"{statistics.median(values):,.1f}"
-    rows = [r for r in section.splitlines() if f"| {model} |" in r and f"| {ranks} | {threads} |" in r]
+    rows = [r for r in section.splitlines() if f"| {model} |" in r and f"| {ranks} | {threads} |" in r
+            and f"| {label} |" in r]
     if not any(f"| {median} |" in r for r in rows):
         print(f"test_report: {model} ranks {ranks}: median {median} not in {rows}", file=sys.stderr)
         bad += 1
@@ -55,7 +57,8 @@ import sqlite3, statistics, sys
 db, report = sys.argv[1], open(sys.argv[2]).read()
 rows = sqlite3.connect(db).execute(
     "SELECT r.model, r.ranks, r.id, sum(c.exposed_s), sum(c.steps) FROM runs r JOIN epoch_comm c ON c.run_id = r.id "
-    "WHERE r.status = 'ok' AND c.stat = 'median' GROUP BY r.id").fetchall()
+    "WHERE r.status = 'ok' AND c.stat = 'median' AND json_extract(r.params, '$.model_averaging') IS NULL "
+    "GROUP BY r.id").fetchall()  # averaging runs have no 1-rank baseline: not a scaling configuration
 if not rows:
     sys.exit("test_report: no epoch_comm rows for the 2-rank runs")
 if "### Communication" not in report:
@@ -134,6 +137,39 @@ for source, platform, mode, ranks, sps in rows:
 if len(marked) != len(rows):
     print(f"test_report: {len(marked)} rows marked predicted, {len(rows)} predictions", file=sys.stderr)
     bad += 1
+sys.exit(1 if bad else 0)
+PY
+
+# Model averaging (the report matrix's synchronous trial; none in an older store): per (model, ranks, period)
+# the mean averages and MiB per rank, read here from run_averaging itself (not the views), are in the
+# synchronous table's row, and the accuracy-vs-rounds chart exists.
+"$py" - "$db" "$out/report.md" "$out" <<'PY' || fail "report.md's model averaging rows differ from run_averaging"
+import os, sqlite3, statistics, sys
+db, report, out = sys.argv[1], open(sys.argv[2]).read(), sys.argv[3]
+con = sqlite3.connect(db)
+if not con.execute("SELECT 1 FROM sqlite_master WHERE name = 'run_averaging'").fetchall():
+    sys.exit(0)
+rows = con.execute("SELECT r.model, r.dataset, r.ranks, a.every_steps, a.averages, a.bytes_per_rank FROM run_averaging a "
+                   "JOIN runs r ON r.id = a.run_id WHERE r.status = 'ok' AND a.mode = 'synchronous'").fetchall()
+if not rows:
+    sys.exit("test_report: no run_averaging rows for the report matrix's synchronous trial")
+if "## Model averaging" not in report or "### synchronous" not in report:
+    sys.exit("test_report: no Model averaging section with a synchronous table")
+section = report.split("### synchronous", 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
+groups = {}
+for model, dataset, ranks, every, averages, nbytes in rows:
+    groups.setdefault((model, dataset, ranks, every), []).append((averages, nbytes))
+bad = 0
+for (model, dataset, ranks, every), values in groups.items():
+    want = [f"| {model} | {dataset} | {ranks} | {every} steps | - | {len(values)} |",
+            f"| {statistics.fmean(v[0] for v in values):,.1f} | {statistics.fmean(v[1] for v in values) / 2**20:,.2f} |"]
+    if not any(all(w in l for w in want) for l in section.splitlines()):
+        print(f"test_report: no synchronous row {want} in {section.splitlines()}", file=sys.stderr)
+        bad += 1
+    png = os.path.join(out, f"averaging_{model}_{dataset}_{ranks}r.png")
+    if not os.path.exists(png) or not os.path.getsize(png):
+        print(f"test_report: no {png}", file=sys.stderr)
+        bad += 1
 sys.exit(1 if bad else 0)
 PY
 

@@ -92,7 +92,7 @@ TEST_CASE("store: a version-7 database migrates to predictions with its v_scalin
     before = lines(v7, std::string("SELECT ") + kOldColumns + " FROM v_scaling");
   }
   dtnn::ResultStore latest = dtnn::ResultStore::open(path);
-  CHECK(latest.version() == 8);
+  CHECK(latest.version() >= 8);  // and later migrations
   CHECK(latest.version() == dtnn::ResultStore::latest_version());
   CHECK(one(latest, "SELECT count(*) FROM runs") == "6");
   CHECK(lines(latest, std::string("SELECT ") + kOldColumns + " FROM v_scaling") == before);

@@ -93,30 +93,7 @@ nlohmann::json traced_report() {
   return j;
 }
 
-struct Fixture {
-  std::string path;
-  dtnn::ResultStore store;
-  int64_t matrix = 0, env = 0;
-  explicit Fixture(const std::string& name) : path(fresh_db(name)), store(dtnn::ResultStore::open(path)) {
-    matrix = store.add_matrix("m", "m.toml", "h", "name = \"m\"\n");
-    dtnn::StoredEnvironment e;
-    e.host = "h";
-    env = store.add_environment(e);
-  }
-  int64_t begin(const std::string& key, int ranks) {
-    dtnn::RunStart s;
-    s.matrix_id = matrix;
-    s.environment_id = env;
-    s.trial_key = s.config_key = s.label = key;
-    s.params = {{"model", "simplemlp"}, {"ranks", std::to_string(ranks)}};
-    s.command = "dtnn train";
-    s.log_path = "x.log";
-    return store.begin_run(s);
-  }
-  int64_t rows(const std::string& table, int64_t run) const {
-    return std::stoll(one(store, "SELECT count(*) FROM " + table + " WHERE run_id = " + std::to_string(run)));
-  }
-};
+using Fixture = dtnn::test::RunFixture;
 
 }  // namespace
 
