@@ -9,6 +9,7 @@
 #include <set>
 
 #include "cli_helpers.h"
+#include "train/averaging_helpers.h"
 #include "core/error.h"
 #include "parallel/communicator.h"
 #include "train/option_table.h"
@@ -17,39 +18,8 @@
 
 using namespace dtnn;
 
-namespace {
-
-struct Run {
-  std::vector<float> params, state;
-  std::vector<double> losses;
-  std::vector<int64_t> samples;
-  std::optional<AveragingStats> totals;
-  std::vector<std::pair<int, int64_t>> claimed;
-};
-
-Run train(TrainOptions o, const Dataset& data, int epochs) {
-  validate_options(o);
-  auto comm = make_local_communicator();
-  auto model = build_training_model(o, *comm);
-  TrainerSetup setup = build_trainer(o, *model, data, *comm);
-  Run r;
-  for (int e = 1; e <= epochs; ++e) {
-    const EpochRecord rec = setup.trainer->run_epoch(e, epochs, setup.splits);
-    r.losses.push_back(rec.train.values[0]);
-    r.samples.push_back(rec.train.samples);
-  }
-  r.totals = setup.trainer->finish_training();
-  r.claimed = setup.trainer->claimed_blocks();
-  r.params.assign(model->param_slab(), model->param_slab() + model->slab_size());
-  r.state.assign(model->state_slab(), model->state_slab() + model->state_size());
-  return r;
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
-}  // namespace
+using test::same_bits;
+using test::train_one_process;
 
 TEST_CASE("dynamic blocks: on one rank they are the static blocks, bit for bit, when blocks are whole batches",
           "[train][averaging]") {
@@ -77,10 +47,10 @@ TEST_CASE("dynamic blocks: on one rank they are the static blocks, bit for bit, 
       o.model_averaging = mode;
       o.blocks_per_worker = s.blocks_per_worker;
       o.num_batches_per_worker = s.batches_per_block * s.blocks_per_worker;  // static: per worker
-      const Run fixed = train(o, *data, 2);
+      const test::AveragingRun fixed = train_one_process(o, *data, 2);
       o.dynamic_blocks = true;
       o.num_batches_per_worker = s.batches_per_block;  // dynamic: per block
-      const Run dynamic = train(o, *data, 2);
+      const test::AveragingRun dynamic = train_one_process(o, *data, 2);
       CHECK(same_bits(dynamic.params, fixed.params));
       CHECK(same_bits(dynamic.state, fixed.state));
       CHECK(dynamic.losses == fixed.losses);
@@ -105,9 +75,9 @@ TEST_CASE("dynamic blocks: on one rank they are the static blocks, bit for bit, 
   TrainOptions o = base;
   o.model_averaging = "asynchronous";
   o.blocks_per_worker = 3;
-  const Run fixed = train(o, *data, 1);
+  const test::AveragingRun fixed = train_one_process(o, *data, 1);
   o.dynamic_blocks = true;
-  const Run dynamic = train(o, *data, 1);
+  const test::AveragingRun dynamic = train_one_process(o, *data, 1);
   CHECK(dynamic.samples == fixed.samples);
   CHECK_FALSE(same_bits(dynamic.params, fixed.params));
 }
