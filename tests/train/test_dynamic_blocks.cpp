@@ -85,7 +85,7 @@ TEST_CASE("dynamic blocks: on one rank they are the static blocks, bit for bit, 
 TEST_CASE("dynamic blocks: refused where they mean nothing", "[train][averaging]") {
   TrainOptions o;
   o.dynamic_blocks = true;
-  CHECK_THROWS_WITH(validate_options(o), Catch::Contains("--dynamic_blocks=True applies to --model_averaging"));
+  CHECK_THROWS_WITH(validate_options(o), Catch::Contains("--dynamic_blocks applies to --model_averaging=asynchronous"));
   o.model_averaging = "synchronous";
   CHECK_THROWS_WITH(validate_options(o), Catch::Contains("--dynamic_blocks applies to"));
   o.model_averaging = "partially_asynchronous";
@@ -99,4 +99,5 @@ TEST_CASE("dynamic blocks: refused where they mean nothing", "[train][averaging]
       test::run_dtnn("train --use_synthetic_data=True --model_averaging=synchronous --dynamic_blocks=True");
   CHECK(cli.status != 0);
   CHECK(test::one_line_error(cli));
+  CHECK(cli.err.find("synchronous averages need equal shares") != std::string::npos);
 }
