@@ -24,9 +24,16 @@ void WorkerBlocks::block_range(int64_t b, int64_t* begin, int64_t* end) const {
   *end = *begin + base + (b < extra ? 1 : 0);
 }
 
-void WorkerBlocks::assign(const Dataset& data, const std::vector<int64_t>& train, int rank, Rng block_rng,
-                          Rng data_rng) {
-  DTNN_ASSERT(static_cast<int64_t>(train.size()) == count_ && rank >= 0 && rank < ranks_);
+const int64_t* WorkerBlocks::position_samples(int64_t p, int64_t* n) const {
+  DTNN_ASSERT(p >= 0 && p < blocks_);
+  int64_t begin, end;
+  block_range(order_[p], &begin, &end);
+  *n = end - begin;
+  return shuffled_.data() + begin;
+}
+
+void WorkerBlocks::draw(const Dataset& data, const std::vector<int64_t>& train, Rng block_rng, Rng data_rng) {
+  DTNN_ASSERT(static_cast<int64_t>(train.size()) == count_);
   for (int64_t b = 0; b < blocks_; ++b) order_[b] = b;
   if (options_.shuffle_blocks) fisher_yates(order_, block_rng);
   for (int64_t b = 0; b < blocks_; ++b) {
@@ -40,6 +47,12 @@ void WorkerBlocks::assign(const Dataset& data, const std::vector<int64_t>& train
     data.shuffle(scratch_, data_rng);
     std::copy(scratch_.begin(), scratch_.end(), shuffled_.begin() + begin);
   }
+}
+
+void WorkerBlocks::assign(const Dataset& data, const std::vector<int64_t>& train, int rank, Rng block_rng,
+                          Rng data_rng) {
+  DTNN_ASSERT(rank >= 0 && rank < ranks_);
+  draw(data, train, block_rng, data_rng);
   mine_.clear();
   largest_ = 0;
   for (int w = 0; w < ranks_; ++w) {

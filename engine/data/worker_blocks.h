@@ -14,7 +14,11 @@
 // shuffle_block_data, they are exactly Dataset::shuffle(train, data_rng): plain training's epoch order when
 // data_rng is its epoch generator, which is what makes 1-rank model averaging equal plain training.
 //
-// Memory: the buffers are sized by the constructor; assign() never allocates.
+// --dynamic_blocks (train/trainer.h) uses the same epoch's block order and block contents, but no fixed
+// assignment: draw() prepares them and the ranks claim positions 0, 1, ... of the order at run time
+// (position_samples()).
+//
+// Memory: the buffers are sized by the constructor; assign() and draw() never allocate.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +43,12 @@ class WorkerBlocks {
   // This epoch's assignment: fills samples() with `rank`'s samples (indices from `train`, of train_count
   // entries) and largest() with the most any worker got (every worker runs the same number of steps).
   void assign(const Dataset& data, const std::vector<int64_t>& train, int rank, Rng block_rng, Rng data_rng);
+  // The epoch's block order and every block's samples only (what assign() does before picking a rank's).
+  void draw(const Dataset& data, const std::vector<int64_t>& train, Rng block_rng, Rng data_rng);
+  // The samples of the block in position p of the epoch's order (after draw() or assign()): n of them,
+  // valid until the next draw()/assign().
+  const int64_t* position_samples(int64_t p, int64_t* n) const;
+  int64_t largest_block() const { return (count_ + blocks_ - 1) / blocks_; }
   const std::vector<int64_t>& samples() const { return mine_; }
   int64_t largest() const { return largest_; }
   int64_t blocks() const { return blocks_; }

@@ -29,6 +29,19 @@ class GeneralWindow {
   virtual void close(float* out) = 0;
 };
 
+// Shared claim counters (--dynamic_blocks, train/trainer.h): `slots` int64 counters, all 0 at the start,
+// held by rank 0; claim(slot) atomically adds 1 to one and returns its value before the add, so every value
+// 0, 1, 2, ... of a slot goes to exactly one claim over all ranks (a block of work handed to whichever rank
+// asks first, as PyCOMPSs hands dislib's tasks to free workers). Over MPI: MPI_Fetch_and_op(1, MPI_SUM) in a
+// passive-target access epoch on rank 0 (a shared lock: the operation itself is atomic), so a claim waits
+// for no other rank and rank 0 takes no part. Opened and closed collectively.
+class BlockCounter {
+ public:
+  virtual ~BlockCounter() = default;
+  virtual int64_t claim(int64_t slot) = 0;  // not collective
+  virtual void close() = 0;                 // collective, once, after every rank's last claim
+};
+
 class Communicator {
  public:
   virtual ~Communicator();
@@ -75,6 +88,9 @@ class Communicator {
   // 0; the other ranks expose nothing). The base version (one process, or a build without MPI) fails: a
   // single rank has nothing to merge (the merger does not open one).
   virtual std::unique_ptr<GeneralWindow> open_general_window(const float* initial, int64_t count);
+  // Collective: a BlockCounter of `slots` counters. The base version (one process) counts locally; the
+  // MPI communicator opens a window on rank 0 when it has more than one rank.
+  virtual std::unique_ptr<BlockCounter> open_block_counter(int64_t slots);
   // Ends every rank after a fatal error on one (MPI_Abort); a no-op for one process.
   virtual void abort(int code) = 0;
   virtual std::string library_version() const = 0;

@@ -76,6 +76,46 @@ class MpiGeneralWindow final : public GeneralWindow {
   MPI_Win win_ = MPI_WIN_NULL;
 };
 
+// The claim counters of --dynamic_blocks (BlockCounter): int64 slots in a window on rank 0. A claim is
+// MPI_Win_lock(SHARED, 0), MPI_Fetch_and_op(1, MPI_SUM), MPI_Win_unlock: accumulate operations on the same
+// location are atomic with respect to each other, so concurrent claims under shared locks each get a
+// distinct value; the unlock completes the operation before the value is read.
+class MpiBlockCounter final : public BlockCounter {
+ public:
+  MpiBlockCounter(int rank, int64_t slots) : slots_(slots) {
+    const bool root = rank == 0;
+    const MPI_Aint bytes = root ? static_cast<MPI_Aint>(slots) * static_cast<MPI_Aint>(sizeof(int64_t)) : 0;
+    DTNN_MPI_CHECK(MPI_Win_allocate(bytes, sizeof(int64_t), MPI_INFO_NULL, MPI_COMM_WORLD, &counts_, &win_));
+    if (root) {
+      DTNN_MPI_CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win_));
+      std::fill(counts_, counts_ + slots, int64_t{0});
+      DTNN_MPI_CHECK(MPI_Win_unlock(0, win_));
+    }
+    DTNN_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));  // no claim before the counters are zero
+  }
+  ~MpiBlockCounter() override {
+    if (win_ != MPI_WIN_NULL) MPI_Win_free(&win_);
+  }
+  int64_t claim(int64_t slot) override {
+    DTNN_ASSERT(slot >= 0 && slot < slots_);
+    const int64_t one = 1;
+    int64_t before = -1;
+    DTNN_MPI_CHECK(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win_));
+    DTNN_MPI_CHECK(MPI_Fetch_and_op(&one, &before, MPI_INT64_T, 0, static_cast<MPI_Aint>(slot), MPI_SUM, win_));
+    DTNN_MPI_CHECK(MPI_Win_unlock(0, win_));
+    return before;
+  }
+  void close() override {
+    DTNN_ASSERT(win_ != MPI_WIN_NULL);
+    DTNN_MPI_CHECK(MPI_Win_free(&win_));  // collective: waits for every rank's last claim
+  }
+
+ private:
+  int64_t slots_;
+  int64_t* counts_ = nullptr;  // rank 0's window memory
+  MPI_Win win_ = MPI_WIN_NULL;
+};
+
 class MpiCommunicator final : public Communicator {
  public:
   MpiCommunicator() {
@@ -171,6 +211,10 @@ class MpiCommunicator final : public Communicator {
   void barrier() override { DTNN_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); }
   std::unique_ptr<GeneralWindow> open_general_window(const float* initial, int64_t count) override {
     return std::make_unique<MpiGeneralWindow>(*this, initial, count);
+  }
+  std::unique_ptr<BlockCounter> open_block_counter(int64_t slots) override {
+    if (size() == 1) return Communicator::open_block_counter(slots);
+    return std::make_unique<MpiBlockCounter>(rank(), slots);
   }
   void abort(int code) override {
     if (size_ > 1) MPI_Abort(MPI_COMM_WORLD, code);

@@ -9,6 +9,7 @@ namespace dtnn {
 
 AsyncMerger::AsyncMerger(const TrainOptions& options, Communicator& comm, Model& model, bool partial)
     : comm_(comm), model_(model), partial_(partial), merge_state_(options.average_bn_statistics),
+      dynamic_(options.dynamic_blocks),
       every_epochs_(options.average_every_epochs), every_steps_(std::max<int64_t>(1, options.average_every_steps)),
       params_(model.slab_size()), state_(model.state_size()), count_(params_ + (merge_state_ ? state_ : 0)) {
   DTNN_CHECK(model.device() == Device::cpu, "model averaging runs on CPU models only");
@@ -45,7 +46,11 @@ void AsyncMerger::merge() {
 void AsyncMerger::after_step() {
   ++steps_;
   dirty_ = true;
-  if (partial_ && steps_ % every_steps_ == 0) merge();
+  if (partial_ && !dynamic_ && steps_ % every_steps_ == 0) merge();
+}
+
+void AsyncMerger::end_block() {
+  if (partial_ && dynamic_) merge();
 }
 
 AveragingStats AsyncMerger::take_epoch() {

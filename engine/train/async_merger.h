@@ -17,7 +17,8 @@
 // When a rank merges (periods counted on its own, never agreed with the others):
 //   asynchronous            every average_every_epochs epochs (dislib's n_epocs_sync), at the epoch's end;
 //   partially_asynchronous  every average_every_steps steps (each "piece of work"; 0 means every step),
-//                           counted over the run;
+//                           counted over the run; with --dynamic_blocks after each claimed block instead
+//                           (the piece of work is a block);
 // and both once more in finish() if the rank trained since its last merge. finish() is the one collective:
 // every rank waits there for the others' last merges, then the general weights are copied to every rank, so
 // the final model is the general one, identical everywhere.
@@ -44,6 +45,7 @@ class AsyncMerger final : public WeightMerger {
   // partial: partially_asynchronous (by steps), else asynchronous (by epochs). Collective (opens the window).
   AsyncMerger(const TrainOptions& options, Communicator& comm, Model& model, bool partial);
   void after_step() override;
+  void end_block() override;  // --dynamic_blocks: partially_asynchronous merges here
   AveragingStats end_epoch(int epoch, bool last) override;  // not collective: this rank's figures
   AveragingStats finish() override;                          // collective
   bool asynchronous() const override { return true; }
@@ -57,7 +59,7 @@ class AsyncMerger final : public WeightMerger {
 
   Communicator& comm_;
   Model& model_;
-  bool partial_, merge_state_;
+  bool partial_, merge_state_, dynamic_;
   int64_t every_epochs_, every_steps_;
   int64_t params_, state_, count_;
   int64_t steps_ = 0;

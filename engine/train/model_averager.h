@@ -46,12 +46,16 @@ struct AveragingStats {
   // Asynchronous modes, for the run (finish()): each rank's merges, rank-major (averages, bytes and wait_s
   // are then rank 0's). Empty otherwise.
   std::vector<int64_t> merges_per_rank;
+  // --dynamic_blocks, for the run: the blocks each rank claimed and trained, rank-major. Empty otherwise.
+  std::vector<int64_t> blocks_per_rank;
 };
 
 class WeightMerger {
  public:
   virtual ~WeightMerger() = default;
   virtual void after_step() = 0;
+  // --dynamic_blocks: after each block a rank claimed and trained (dislib's piece of work).
+  virtual void end_block() {}
   // Returns this epoch's figures (collective: every rank calls it).
   virtual AveragingStats end_epoch(int epoch, bool last) = 0;
   virtual AveragingStats finish() = 0;

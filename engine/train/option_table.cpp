@@ -325,6 +325,13 @@ std::vector<OptionSpec> make_table() {
       integer("num_batches_per_worker", DTNN_FIELD(num_batches_per_worker), M, 0, kBig,
               "--model_averaging: batches each worker trains per epoch, cycling through its blocks (dislib's "
               "num_batches_per_worker); 0: its blocks once (--steps_per_epoch means the same)"),
+      boolean("dynamic_blocks", DTNN_FIELD(dynamic_blocks), M,
+              "--model_averaging=asynchronous|partially_asynchronous: the ranks claim each epoch's blocks one at a time "
+              "from a shared counter (MPI one-sided fetch-and-add), as PyCOMPSs hands dislib's per-block tasks to "
+              "whichever worker is free, so a fast rank trains more blocks and a straggler fewer; a piece of work is "
+              "one block (--num_batches_per_worker: batches per block; 0: the block once); partially_asynchronous "
+              "merges after each block. Which rank trains which block depends on timing (not reproducible); "
+              "False: each rank its fixed --blocks_per_worker blocks"),
       text("straggler_ms", DTNN_FIELD(straggler_ms), M,
            "R:MS: rank R sleeps MS milliseconds before every training step (a deliberate straggler); empty: none",
            check_straggler),

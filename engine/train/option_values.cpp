@@ -112,6 +112,9 @@ void validate_averaging(const TrainOptions& o) {
   static const char* const own[] = {"average_every_epochs",  "average_every_steps", "average_optimizer_state",
                                     "average_bn_statistics", "blocks_per_worker",   "shuffle_blocks",
                                     "shuffle_block_data",    "num_batches_per_worker"};
+  DTNN_CHECK(!o.dynamic_blocks || o.model_averaging == "asynchronous" || o.model_averaging == "partially_asynchronous",
+             "--dynamic_blocks applies to --model_averaging=asynchronous or partially_asynchronous (",
+             o.model_averaging == "synchronous" ? "synchronous averages need equal shares" : "this run has none", ")");
   if (o.model_averaging == "none") {
     for (const char* name : own) {
       const OptionSpec& s = *find_option(name);
@@ -127,6 +130,10 @@ void validate_averaging(const TrainOptions& o) {
     DTNN_CHECK(o.average_every_epochs == 1, "--average_every_epochs applies to --model_averaging=synchronous or "
                "asynchronous (partially_asynchronous merges every --average_every_steps steps)");
   }
+  DTNN_CHECK(!o.dynamic_blocks || o.average_every_steps == 0, "--dynamic_blocks: partially_asynchronous merges after "
+             "each claimed block (--average_every_steps does not apply)");
+  DTNN_CHECK(!o.dynamic_blocks || o.steps_per_epoch == 0, "--dynamic_blocks: --steps_per_epoch does not apply (use "
+             "--num_batches_per_worker, batches per block)");
   DTNN_CHECK(o.model_averaging == "synchronous" || !o.average_optimizer_state, "--average_optimizer_state applies to "
              "--model_averaging=synchronous only (the asynchronous modes merge the weights, the optimizer state stays local)");
   const char* conflict = o.sync_batchnorm            ? "--sync_batchnorm (BatchNormalization communicating every step)"

@@ -116,7 +116,10 @@ struct TrainOptions {
   int64_t blocks_per_worker = 1;
   bool shuffle_blocks = true;
   bool shuffle_block_data = true;
-  int64_t num_batches_per_worker = 0;  // 0: the largest worker's samples / batch_size (or --steps_per_epoch)
+  int64_t num_batches_per_worker = 0;
+  // Asynchronous modes: each epoch's blocks are claimed at run time by whichever rank is free (PyCOMPSs
+  // scheduling dislib's per-block tasks) instead of a fixed share per rank (train/trainer.h).
+  bool dynamic_blocks = false;  // 0: the largest worker's samples / batch_size (or --steps_per_epoch)
   // "R:MS": rank R sleeps MS milliseconds before every training step (straggler experiments); "": none.
   std::string straggler_ms;
   // Tracing (trace/tracer.h, trace/trace_output.h): PyDTNN's --tracing and --tracer_output.

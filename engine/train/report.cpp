@@ -30,6 +30,7 @@ nlohmann::json times_json(const RankTimes& t) {
 nlohmann::json averaging_json(const AveragingStats& a) {
   nlohmann::json j = {{"averages", a.averages}, {"bytes_per_rank", static_cast<int64_t>(a.bytes)}, {"wait_s_rank0", a.wait_s}, {"wait_s_max", a.max_wait_s}};
   if (!a.merges_per_rank.empty()) j["merges_per_rank"] = a.merges_per_rank;  // asynchronous modes
+  if (!a.blocks_per_rank.empty()) j["blocks_per_rank"] = a.blocks_per_rank;  // --dynamic_blocks
   return j;
 }
 
@@ -148,7 +149,8 @@ void write_report(const std::string& path, const TrainOptions& options, const En
                               ? std::max<int64_t>(1, options.average_every_steps)  // 0 means every step
                               : options.average_every_steps;
     a["every_epochs"] = steps > 0 ? 0 : options.average_every_epochs;
-    a["every_steps"] = steps;
+    a["every_steps"] = options.dynamic_blocks && options.model_averaging == "partially_asynchronous" ? 0 : steps;
+    a["dynamic_blocks"] = options.dynamic_blocks;
     j["averaging"] = a;
   }
   nlohmann::json epochs = nlohmann::json::array();

@@ -120,9 +120,14 @@ void print_averaging(std::ostream& out, const char* what, const AveragingStats& 
                 "(slowest rank)\n", what, static_cast<long long>(stats.averages), stats.averages == 1 ? "" : "s",
                 stats.bytes / (1 << 20), stats.wait_s, stats.max_wait_s);
   out << buf;
-  if (stats.merges_per_rank.empty()) return;
-  out << "  merges per rank (asynchronous):";
-  for (int64_t m : stats.merges_per_rank) out << " " << m;
+  if (!stats.merges_per_rank.empty()) {
+    out << "  merges per rank (asynchronous):";
+    for (int64_t m : stats.merges_per_rank) out << " " << m;
+    out << "\n";
+  }
+  if (stats.blocks_per_rank.empty()) return;
+  out << "  blocks claimed per rank (dynamic):";
+  for (int64_t b : stats.blocks_per_rank) out << " " << b;
   out << "\n";
 }
 

@@ -235,17 +235,30 @@ EpochRecord Trainer::run_epoch(int epoch, int num_epochs, const Splits& splits) 
   // and validation are this rank's own (over the one-process communicator); finish_training() meets.
   const bool async = merger_ && merger_->asynchronous();
   Communicator& epoch_comm = async ? *local_comm_ : comm_;
-  const std::vector<int64_t>* order = &permutation_;
+  const int64_t* order = permutation_.data();
   int64_t count = ntrain, span = ntrain;
+  const bool dynamic = async && options_.dynamic_blocks;
   if (local) {  // this worker's blocks (every rank derives every rank's assignment from the seed)
     if (!blocks_ || blocks_->train_count() != ntrain)
       blocks_ = std::make_unique<WorkerBlocks>(ntrain, comm_.size(),
                                                BlockOptions{options_.blocks_per_worker, options_.shuffle_blocks,
                                                             options_.shuffle_block_data});
-    blocks_->assign(data_, splits.train, comm_.rank(), Rng(options_.seed ^ 0xB10C5EEDull).fork(epoch), shuffle_rng_);
-    order = &blocks_->samples();
-    count = static_cast<int64_t>(order->size());
-    span = blocks_->largest();
+    const Rng block_rng = Rng(options_.seed ^ 0xB10C5EEDull).fork(epoch);
+    if (dynamic) {
+      blocks_->draw(data_, splits.train, block_rng, shuffle_rng_);
+      if (!counter_) {  // the first epoch, which every rank starts together: collective
+        counter_ = comm_.open_block_counter(num_epochs + 1);
+        counter_slots_ = num_epochs + 1;
+        claimed_.reserve(static_cast<size_t>(num_epochs * blocks_->blocks()));
+      }
+      DTNN_CHECK(epoch >= 1 && epoch < counter_slots_, "--dynamic_blocks: epoch ", epoch, " beyond the ",
+                 counter_slots_ - 1, " the claim counters were opened for");
+    } else {
+      blocks_->assign(data_, splits.train, comm_.rank(), block_rng, shuffle_rng_);
+      order = blocks_->samples().data();
+      count = static_cast<int64_t>(blocks_->samples().size());
+      span = blocks_->largest();
+    }
   } else {  // same permutation on every rank (the dataset's shuffle from the shared seed stream)
     permutation_.assign(splits.train.begin(), splits.train.end());
     data_.shuffle(permutation_, shuffle_rng_);
@@ -254,8 +267,11 @@ EpochRecord Trainer::run_epoch(int epoch, int num_epochs, const Splits& splits) 
   const int64_t global_batch = global_batch_;
   const int64_t fixed = local && options_.num_batches_per_worker > 0 ? options_.num_batches_per_worker
                                                                      : options_.steps_per_epoch;
-  const int64_t steps = fixed > 0 ? fixed : (span + global_batch - 1) / global_batch;
-  const int64_t total = fixed > 0 ? steps * global_batch : span;
+  // Dynamic blocks: a block's steps and samples are worked out per claimed block (walk()); the progress
+  // line counts against the whole epoch.
+  int64_t steps = fixed > 0 ? fixed : (span + global_batch - 1) / global_batch;
+  int64_t total = fixed > 0 ? steps * global_batch : span;
+  const int64_t shown = dynamic ? (fixed > 0 ? fixed * global_batch * blocks_->blocks() : ntrain) : total;
   const std::string label = "Epoch " + std::to_string(epoch) + "/" + std::to_string(num_epochs);
   std::vector<double> sums(1 + metrics_.size(), 0.0), means(sums.size());
   int64_t done = 0;
@@ -272,12 +288,14 @@ EpochRecord Trainer::run_epoch(int epoch, int num_epochs, const Splits& splits) 
     const int64_t start = step * global_batch;
     int64_t offset = 0, n = global_count(step);
     if (!local) local_share(comm_, n, &offset, &n);
-    for (int64_t i = 0; i < n; ++i) batch_indices_[i] = (*order)[(start + offset + i) % count];
+    for (int64_t i = 0; i < n; ++i) batch_indices_[i] = order[(start + offset + i) % count];
     loader_.submit(Pool::train, batch_indices_.data(), n, augment, epoch);
   };
   if (gpu_) gpu::memset_zero(sums_dev_.data(), sums_host_.size() * sizeof(float));
   reducer_.reset_times();
   const double t0 = now_s();
+  // `steps` batches over order[0, count) (cycled), `total` samples: the rank's share, or one claimed block.
+  auto walk = [&] {
   loader_.reset();
   if (steps > 0) submit(0);
   for (int64_t step = 0; step < steps; ++step) {
@@ -306,14 +324,27 @@ EpochRecord Trainer::run_epoch(int epoch, int num_epochs, const Splits& splits) 
         gpu::copy_to_host(sums_host_.data(), sums_dev_.data(), sums_host_.size() * sizeof(float));
         for (size_t v = 0; v < sums.size(); ++v) means[v] = sums_host_[v] / static_cast<double>(done);
       }
-      if (progress_) progress_(label, done, total, now_s() - t0, means, false);
+      if (progress_) progress_(label, done, shown, now_s() - t0, means, false);
       continue;
     }
     for (size_t v = 0; v < sums.size(); ++v) sums[v] += tail[v];
     done += static_cast<int64_t>(tail[sums.size()]);
     if (progress_) {
       for (size_t v = 0; v < sums.size(); ++v) means[v] = sums[v] / static_cast<double>(done);
-      progress_(label, done, total, now_s() - t0, means, false);
+      progress_(label, done, shown, now_s() - t0, means, false);
+    }
+  }
+  };
+  if (!dynamic) {
+    walk();
+  } else {  // claim positions of the epoch's block order until none is left (another rank took the rest)
+    for (int64_t p = counter_->claim(epoch); p < blocks_->blocks(); p = counter_->claim(epoch)) {
+      order = blocks_->position_samples(p, &count);
+      steps = fixed > 0 ? fixed : (count + global_batch - 1) / global_batch;
+      total = fixed > 0 ? steps * global_batch : count;
+      walk();
+      claimed_.push_back({epoch, blocks_->block_at(p)});
+      merger_->end_block();
     }
   }
   if (gpu_) {
@@ -337,7 +368,7 @@ EpochRecord Trainer::run_epoch(int epoch, int num_epochs, const Splits& splits) 
   rec.train.values.resize(sums.size());
   for (size_t v = 0; v < sums.size(); ++v) rec.train.values[v] = done ? sums[v] / static_cast<double>(done) : 0.0;
   // Model averaging: every rank ran `total` samples of its own; the last line counts them all.
-  const int64_t shown_total = local && !async ? total * comm_.size() : total;
+  const int64_t shown_total = local && !async ? total * comm_.size() : shown;
   if (progress_) progress_(label, done, shown_total, rec.train.time_s, rec.train.values, true);
   if (!splits.val.empty()) rec.val = evaluate_on(epoch_comm, splits.val_pool, splits.val, "");
   return rec;
@@ -345,7 +376,16 @@ EpochRecord Trainer::run_epoch(int epoch, int num_epochs, const Splits& splits) 
 
 std::optional<AveragingStats> Trainer::finish_training() {
   if (!merger_) return std::nullopt;
-  return merger_->finish();
+  AveragingStats stats = merger_->finish();
+  if (counter_) {  // every rank has claimed its last block (each is inside this collective call)
+    counter_->close();
+    counter_.reset();
+    std::vector<double> every(static_cast<size_t>(comm_.size()));
+    const double mine = static_cast<double>(claimed_.size());
+    comm_.allgather(&mine, 1, every.data());
+    for (double b : every) stats.blocks_per_rank.push_back(static_cast<int64_t>(b));
+  }
+  return stats;
 }
 
 PassResult Trainer::evaluate(Pool pool, const std::vector<int64_t>& indices, const std::string& label) {

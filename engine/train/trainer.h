@@ -34,6 +34,22 @@
 // validation); the epoch's loss and metric sums are summed over the ranks once, at its end. On one rank with
 // one block per worker and --shuffle_block_data this is plain training, bit for bit.
 //
+// --dynamic_blocks (asynchronous and partially asynchronous modes): no fixed share. In dislib each "train on
+// a block" is a PyCOMPSs task that the runtime hands to whichever worker is free, so a fast worker trains
+// more blocks and a straggler fewer, and an epoch ends when its blocks are done. Here the epoch's block
+// order and contents are drawn from the seed as above (WorkerBlocks::draw), and each rank repeatedly claims
+// the next position of that order from a shared counter (Communicator::open_block_counter: one counter per
+// epoch index, MPI_Fetch_and_op on rank 0; no rank waits for another but inside that call). A piece of work
+// is one block: ceil(block / batch_size) batches (the last short), or --num_batches_per_worker batches
+// cycling through the block; then the merger's end_block() (partially asynchronous merges there) and the
+// next claim. A rank whose claim finds the epoch's blocks all taken goes on to the next epoch without
+// waiting: ranks are never synchronised per epoch, a fast one may claim epoch e + 1's blocks while a slow
+// one still trains epoch e's. Every block of every epoch is trained exactly once, but which rank trains
+// which block (hence the weights) depends on timing: not reproducible with several ranks. One rank claims
+// every position in order: the static order, identical to the static mode when every block is a whole
+// number of batches (batches never span two blocks here). The counters are opened by the first epoch (for
+// num_epochs of them, collective) and closed by finish_training().
+//
 // --straggler_ms=R:MS: rank R sleeps before every training step (any mode), to study stragglers.
 //
 // Data: batches come from a BatchLoader (data/loader.h). Each pass submits batch k + 1 before computing
@@ -107,6 +123,8 @@ class Trainer {
   // After the last epoch (collective): the merger's final merge, so the model evaluated and saved is the
   // merged one, and the run's averaging totals; nothing without --model_averaging.
   std::optional<AveragingStats> finish_training();
+  // --dynamic_blocks: the (epoch, block id) pairs this rank claimed and trained, in claim order.
+  const std::vector<std::pair<int, int64_t>>& claimed_blocks() const { return claimed_; }
 
   void set_progress(ProgressFn fn) { progress_ = std::move(fn); }
   // Called before every training step (the LR schedulers' on_batch_begin); must not allocate.
@@ -161,6 +179,10 @@ class Trainer {
   GradientReducer reducer_;  // CPU models' gradient sums and updates
   std::unique_ptr<WeightMerger> merger_;
   std::unique_ptr<WorkerBlocks> blocks_;
+  // --dynamic_blocks: one claim counter per epoch index (opened by the first epoch) and what this rank took.
+  std::unique_ptr<BlockCounter> counter_;
+  int64_t counter_slots_ = 0;
+  std::vector<std::pair<int, int64_t>> claimed_;
   std::vector<float> epoch_sums_;
   int64_t straggler_ms_ = 0;  // this rank's sleep before every step
   Tracer* tracer_ = nullptr;

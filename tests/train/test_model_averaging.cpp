@@ -9,6 +9,7 @@
 #include <set>
 
 #include "cli_helpers.h"
+#include "train/averaging_helpers.h"
 #include "core/error.h"
 #include "data/worker_blocks.h"
 #include "parallel/communicator.h"
@@ -18,38 +19,8 @@
 
 using namespace dtnn;
 
-namespace {
-
-struct Run {
-  std::vector<float> params, state;
-  std::vector<double> losses;
-  std::vector<int64_t> samples;
-  std::optional<AveragingStats> totals;
-};
-
-// run_training's stages (train/run.h) on one process, `epochs` epochs, then finish_training().
-Run train(TrainOptions o, const Dataset& data, int epochs) {
-  validate_options(o);
-  auto comm = make_local_communicator();
-  auto model = build_training_model(o, *comm);
-  TrainerSetup setup = build_trainer(o, *model, data, *comm);
-  Run r;
-  for (int e = 1; e <= epochs; ++e) {
-    const EpochRecord rec = setup.trainer->run_epoch(e, epochs, setup.splits);
-    r.losses.push_back(rec.train.values[0]);
-    r.samples.push_back(rec.train.samples);
-  }
-  r.totals = setup.trainer->finish_training();
-  r.params.assign(model->param_slab(), model->param_slab() + model->slab_size());
-  r.state.assign(model->state_slab(), model->state_slab() + model->state_size());
-  return r;
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
-}  // namespace
+using test::same_bits;
+using test::train_one_process;
 
 TEST_CASE("model averaging: on one rank every mode is plain training, bit for bit", "[train][averaging]") {
   // resnet20 has BatchNormalization statistics; 29 synthetic samples in batches of 8: a short last batch.
@@ -64,7 +35,7 @@ TEST_CASE("model averaging: on one rank every mode is plain training, bit for bi
   plain.optimizer.momentum = 0.9;
   plain.seed = 11;
   plain.threads = 1;
-  const Run reference = train(plain, *data, 2);
+  const test::AveragingRun reference = train_one_process(plain, *data, 2);
   REQUIRE(reference.samples == std::vector<int64_t>{29, 29});
   REQUIRE(!reference.state.empty());
   struct Mode {
@@ -89,7 +60,7 @@ TEST_CASE("model averaging: on one rank every mode is plain training, bit for bi
     o.average_every_steps = m.every_steps;
     o.average_optimizer_state = m.optimizer_state;
     o.average_bn_statistics = m.bn;
-    const Run r = train(o, *data, 2);
+    const test::AveragingRun r = train_one_process(o, *data, 2);
     CHECK(same_bits(r.params, reference.params));
     CHECK(same_bits(r.state, reference.state));
     CHECK(r.losses == reference.losses);
@@ -107,7 +78,7 @@ TEST_CASE("model averaging: on one rank every mode is plain training, bit for bi
   TrainOptions cycled = plain;
   cycled.model_averaging = "synchronous";
   cycled.num_batches_per_worker = 5;
-  const Run a = train(fixed, *data, 1), b = train(cycled, *data, 1);
+  const test::AveragingRun a = train_one_process(fixed, *data, 1), b = train_one_process(cycled, *data, 1);
   CHECK(same_bits(a.params, b.params));
   CHECK(b.samples[0] == 40);
 }
