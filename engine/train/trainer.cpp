@@ -296,44 +296,44 @@ EpochRecord Trainer::run_epoch(int epoch, int num_epochs, const Splits& splits) 
   const double t0 = now_s();
   // `steps` batches over order[0, count) (cycled), `total` samples: the rank's share, or one claimed block.
   auto walk = [&] {
-  loader_.reset();
-  if (steps > 0) submit(0);
-  for (int64_t step = 0; step < steps; ++step) {
-    const int64_t global_n = global_count(step);
-    const double wait_t0 = tracer_ ? now_s() : 0.0;
-    const Batch batch = loader_.wait();
-    if (tracer_) {
-      tracer_->set_step(steps_run_);
-      tracer_->add(TraceKind::data_wait, -1, wait_t0, now_s(), 0, gpu_ ? 1 : 0);  // GPU: lane 0 is the stream
-    }
-    if (step + 1 < steps) {
-      if (gpu_ && step > 0) input_->wait_host_read();  // the slot submit() refills held the previous step's batch
-      submit(step + 1);                            // decoded while this step computes
-    }
-    if (batch_begin_) batch_begin_();
-    const bool profiled = gpu_ && steps_run_ == profile_step_;
-    if (profiled) gpu::profiler_start();
-    if (straggler_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(straggler_ms_));
-    train_step(batch, global_n);
-    if (merger_) merger_->after_step();
-    if (profiled) gpu::profiler_stop();
-    ++steps_run_;
-    if (gpu_) {  // the device keeps the sums; read them now and then for the progress line
-      done += global_n;
-      if (progress_ && ((step + 1) % kProgressEvery == 0 || step + 1 == steps)) {
-        gpu::copy_to_host(sums_host_.data(), sums_dev_.data(), sums_host_.size() * sizeof(float));
-        for (size_t v = 0; v < sums.size(); ++v) means[v] = sums_host_[v] / static_cast<double>(done);
+    loader_.reset();
+    if (steps > 0) submit(0);
+    for (int64_t step = 0; step < steps; ++step) {
+      const int64_t global_n = global_count(step);
+      const double wait_t0 = tracer_ ? now_s() : 0.0;
+      const Batch batch = loader_.wait();
+      if (tracer_) {
+        tracer_->set_step(steps_run_);
+        tracer_->add(TraceKind::data_wait, -1, wait_t0, now_s(), 0, gpu_ ? 1 : 0);  // GPU: lane 0 is the stream
       }
-      if (progress_) progress_(label, done, shown, now_s() - t0, means, false);
-      continue;
+      if (step + 1 < steps) {
+        if (gpu_ && step > 0) input_->wait_host_read();  // the slot submit() refills held the previous step's batch
+        submit(step + 1);                            // decoded while this step computes
+      }
+      if (batch_begin_) batch_begin_();
+      const bool profiled = gpu_ && steps_run_ == profile_step_;
+      if (profiled) gpu::profiler_start();
+      if (straggler_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(straggler_ms_));
+      train_step(batch, global_n);
+      if (merger_) merger_->after_step();
+      if (profiled) gpu::profiler_stop();
+      ++steps_run_;
+      if (gpu_) {  // the device keeps the sums; read them now and then for the progress line
+        done += global_n;
+        if (progress_ && ((step + 1) % kProgressEvery == 0 || step + 1 == steps)) {
+          gpu::copy_to_host(sums_host_.data(), sums_dev_.data(), sums_host_.size() * sizeof(float));
+          for (size_t v = 0; v < sums.size(); ++v) means[v] = sums_host_[v] / static_cast<double>(done);
+        }
+        if (progress_) progress_(label, done, shown, now_s() - t0, means, false);
+        continue;
+      }
+      for (size_t v = 0; v < sums.size(); ++v) sums[v] += tail[v];
+      done += static_cast<int64_t>(tail[sums.size()]);
+      if (progress_) {
+        for (size_t v = 0; v < sums.size(); ++v) means[v] = sums[v] / static_cast<double>(done);
+        progress_(label, done, shown, now_s() - t0, means, false);
+      }
     }
-    for (size_t v = 0; v < sums.size(); ++v) sums[v] += tail[v];
-    done += static_cast<int64_t>(tail[sums.size()]);
-    if (progress_) {
-      for (size_t v = 0; v < sums.size(); ++v) means[v] = sums[v] / static_cast<double>(done);
-      progress_(label, done, shown, now_s() - t0, means, false);
-    }
-  }
   };
   if (!dynamic) {
     walk();
