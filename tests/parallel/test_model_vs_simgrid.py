@@ -17,11 +17,11 @@ import csv
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 
-SKIP = 77
+from test_step_replay import smpirun_or_skip  # same directory
+
 TOL_PCT = 1.0
 PLATFORMS = {"eth10g": "eth10g.xml", "ib100": "ib100_fattree.xml"}
 
@@ -62,12 +62,7 @@ def platform_files_match_presets(dtnn, source, profile):
 def main(dtnn, so, source, work):
     profile = os.path.join(source, "suites", "step_replay", "profiles", "simplecnn.json")
     platform_files_match_presets(dtnn, source, profile)
-    if not shutil.which("smpirun"):
-        print("SKIPPED: smpirun not found (SimGrid: apt-get install libsimgrid-dev)")
-        sys.exit(SKIP)
-    if not so or not os.path.exists(so):
-        print("SKIPPED: step_replay_smpi.so was not built (no smpicxx when CMake ran)")
-        sys.exit(SKIP)
+    smpirun_or_skip(so)
     os.makedirs(work, exist_ok=True)
     out = os.path.join(work, "points.csv")
     env = dict(os.environ, STEP_REPLAY_SMPI=so, PLATFORMS="eth10g", RANKS="4 16", TOL=str(TOL_PCT), CSV=out)
