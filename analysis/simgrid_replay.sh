@@ -56,7 +56,8 @@ work=$(mktemp -d)
 if [ "${KEEP:-0}" = 1 ]; then echo "simgrid_replay.sh: runs kept in $work"; else trap 'rm -rf "$work"' EXIT; fi
 # shellcheck disable=SC2206  # SIMGRID_CFG is a list of words
 flags=(--cfg=smpi/coll-selector:ompi --cfg=smpi/simulate-computation:no --cfg=smpi/host-speed:1Gf
-       --cfg=smpi/test:0 --cfg=smpi/wtime:0 --cfg=smpi/shared-malloc-blocksize:268435456 --cfg=smpi/display-timing:yes
+       --cfg=smpi/test:0 --cfg=smpi/wtime:0 --cfg=smpi/shared-malloc-blocksize:268435456
+       --cfg=smpi/display-timing:yes
        --log=root.thresh:warning --log=smpi_utils.thresh:info ${SIMGRID_CFG:-})
 
 echo "profile $profile"

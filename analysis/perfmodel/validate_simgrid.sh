@@ -43,8 +43,10 @@ platform_file() {
   esac
 }
 rank_list=$(IFS=,; echo "${ranks[*]}")
-[ -z "${CSV:-}" ] || echo "model,platform,mode,ranks,model_step_ms,simgrid_step_ms,diff_pct,model_exposed_ms,simgrid_exposed_ms,allreduce,sim_wall_s,out" > "$CSV"
-echo "| model | platform | mode | ranks | model step ms | SimGrid step ms | diff | model exposed ms | SimGrid exposed ms | allreduce | sim wall s | flag |"
+[ -z "${CSV:-}" ] || echo "model,platform,mode,ranks,model_step_ms,simgrid_step_ms,diff_pct,model_exposed_ms,\
+simgrid_exposed_ms,allreduce,sim_wall_s,out" > "$CSV"
+echo "| model | platform | mode | ranks | model step ms | SimGrid step ms | diff | model exposed ms |" \
+     "SimGrid exposed ms | allreduce | sim wall s | flag |"
 echo "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | --- |"
 for profile in "$@"; do
   [ -f "$profile" ] || { echo "validate_simgrid.sh: no profile $profile" >&2; exit 2; }
