@@ -18,7 +18,9 @@
 # smpi_execute_benched does regardless); smpi/test:0 and smpi/wtime:0 (SimGrid would otherwise add 100 us of
 # simulated time to every MPI_Test, growing while tests fail, and 10 ns to every MPI_Wtime; the trainer tests
 # once per layer); -no-privatize (the proxy has no mutable globals, so one copy of the .so serves every rank:
-# quicker to start than 256 copies); root.thresh:warning except the timing line. The network model itself
+# quicker to start than 256 copies); smpi/shared-malloc-blocksize:256 MiB (the proxy's SMPI_SHARED_MALLOC buffers
+# are mapped block by block: with the default 1 MiB, vgg16's 553 MB of gradients on 64 ranks exceed the kernel's
+# 65,530 mappings); root.thresh:warning except the timing line. The network model itself
 # (nominal latency + size / bandwidth) is in each platform's <config>.
 #
 # PREDICTION_JSON=FILE also writes the table as a dtnn.prediction/1 document with "source": "simgrid" (what
@@ -54,7 +56,8 @@ work=$(mktemp -d)
 if [ "${KEEP:-0}" = 1 ]; then echo "simgrid_replay.sh: runs kept in $work"; else trap 'rm -rf "$work"' EXIT; fi
 # shellcheck disable=SC2206  # SIMGRID_CFG is a list of words
 flags=(--cfg=smpi/coll-selector:ompi --cfg=smpi/simulate-computation:no --cfg=smpi/host-speed:1Gf
-       --cfg=smpi/test:0 --cfg=smpi/wtime:0 --cfg=smpi/display-timing:yes
+       --cfg=smpi/test:0 --cfg=smpi/wtime:0 --cfg=smpi/shared-malloc-blocksize:268435456
+       --cfg=smpi/display-timing:yes
        --log=root.thresh:warning --log=smpi_utils.thresh:info ${SIMGRID_CFG:-})
 
 echo "profile $profile"

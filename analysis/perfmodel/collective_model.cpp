@@ -3,6 +3,7 @@
 #include <climits>
 #include <cmath>
 #include <utility>
+#include <vector>
 
 #include "core/error.h"
 
@@ -33,6 +34,29 @@ AllreduceAlgorithm effective(AllreduceAlgorithm a, int p, double bytes) {
   if (a == AllreduceAlgorithm::ring && count < p) return AllreduceAlgorithm::recursive_doubling;
   if (a == AllreduceAlgorithm::rabenseifner && count < pof2(p).p2) return AllreduceAlgorithm::linear;
   return a;
+}
+
+// libnbc's binomial broadcast (allred_sched_diss after the reduce): a rank posts all its sends in one round, so
+// they share its link and a rank with k children delivers to each after α + k·n·β (equal shares). Returns the
+// α and n·β counts of the last rank to receive (most n·β, then most α): for p = 2^L the chain 0, 1, 3, 7, ...
+// with L, L−1, ..., 1 children, L·α + L(L+1)/2·n·β.
+std::pair<int, double> libnbc_bcast_path(int p) {
+  int maxr = 0;
+  while ((1 << maxr) < p) ++maxr;
+  std::vector<std::pair<int, double>> arrival(static_cast<size_t>(p), {0, 0.0});  // (α count, n·β count)
+  std::pair<int, double> last{0, 0.0};
+  for (int v = 0; v < p; ++v) {  // a parent's vrank is below its children's
+    std::vector<int> children;
+    for (int r = 0; r < maxr; ++r)
+      if (v + (1 << r) < p && (v < (1 << r) || v == 0)) children.push_back(v + (1 << r));
+    for (int c : children) {
+      arrival[static_cast<size_t>(c)] = {arrival[static_cast<size_t>(v)].first + 1,
+                                         arrival[static_cast<size_t>(v)].second + static_cast<double>(children.size())};
+      const auto& a = arrival[static_cast<size_t>(c)];
+      if (a.second > last.second || (a.second == last.second && a.first > last.first)) last = a;
+    }
+  }
+  return last;
 }
 
 }  // namespace
@@ -75,8 +99,10 @@ CostTerms allreduce_terms(AllreduceAlgorithm a, int p, double n) {
     case AllreduceAlgorithm::rabenseifner:
       if (q.p2 == p) return {2 * L, 2.0 * (pp - 1) / pp * n, (pp - 1) / pp * n};
       return {2 * L + 3, (2.0 * (p2 - 1) / p2 + 2.0) * n, ((p2 - 1) / p2 + 0.5) * n};
-    case AllreduceAlgorithm::binomial:
-      return {2.0 * q.ceil, 2.0 * q.ceil * n, static_cast<double>(q.ceil) * n};
+    case AllreduceAlgorithm::binomial: {
+      const std::pair<int, double> bcast = libnbc_bcast_path(p);
+      return {static_cast<double>(q.ceil + bcast.first), (q.ceil + bcast.second) * n, static_cast<double>(q.ceil) * n};
+    }
     case AllreduceAlgorithm::linear:
       return {2.0 * (pp - 1), 2.0 * (pp - 1) * n, (pp - 1) * n};
     case AllreduceAlgorithm::all_to_all:
@@ -98,12 +124,8 @@ CollectiveRules parse_rules(const std::string& name) {
   fail("unknown collective rules '", name, "' (ompi41: Open MPI 4.1 tuned + libnbc; simgrid: SimGrid SMPI's ompi selector)");
 }
 
-AllreduceAlgorithm choose_allreduce(int p, double bytes, CollectiveRules rules) {
-  if (rules == CollectiveRules::simgrid) {
-    if (bytes < 10000) return AllreduceAlgorithm::recursive_doubling;
-    // p·1 MiB ≥ n: ring, else segmented ring (the same cost here); too few elements: reduce + bcast.
-    return bytes / 4.0 > p ? AllreduceAlgorithm::ring : AllreduceAlgorithm::binomial;
-  }
+AllreduceAlgorithm choose_allreduce(int p, double bytes, CollectiveRules /*rules*/) {
+  // SimGrid 3.31+'s ompi selector is this table too (collective_model.h), so `rules` matters only to Iallreduce.
   // Open MPI 4.1 coll/tuned, commutative operations, as a table: for communicators below `ranks_below`, the
   // first row whose size bound exceeds the message picks the algorithm, else `otherwise`. The source's
   // numbers: 2 nonoverlapping (binomial here), 3 recursive doubling, 4 ring, 5 segmented ring (ring here),

@@ -23,8 +23,12 @@
 //                T = (2L + 3)·α + (2(p'−1)/p' + 2)·n·β + ((p'−1)/p' + 1/2)·n·γ
 //       (Open MPI, coll_base_allreduce.c ompi_coll_base_allreduce_intra_redscat_allgather; it falls back to
 //       a linear allreduce when the element count is below p'.)
-//   binomial            (reduce to rank 0 along a binomial tree, then broadcast along one; no segmentation):
-//       T = 2⌈log2 p⌉·(α + n·β) + ⌈log2 p⌉·n·γ
+//   binomial            (libnbc's schedule: reduce to rank 0 along a binomial tree, one message a round, then
+//                        broadcast along one in which every rank posts all its sends at once; they share its link):
+//       p = 2^L:  T = L·(α + n·β + n·γ)  +  L·α + L(L+1)/2·n·β          (reduce + broadcast, whose critical path
+//                 is the chain 0 → 1 → 3 → 7 ... of ranks with L, L−1, ... 1 children; any p: that path counted
+//                 on the tree, collective_model.cpp libnbc_bcast_path). 2 ranks: 2α + 2nβ + nγ; 4: 4α + 5nβ +
+//                 2nγ; 256: 16α + 44nβ + 8nγ (a tree sending one child a round would cost 2L·nβ: 16).
 //       libnbc's in-place MPI_Iallreduce always runs this (nbc_iallreduce.c: p < 4, or < 64 KiB, or a
 //       non-commutative op, or MPI_IN_PLACE — dtnn's buckets are in place), and tuned's "nonoverlapping"
 //       (2: tuned reduce + tuned bcast) is approximated by it (tuned picks it only below 128 KiB at 128+ ranks).
@@ -38,10 +42,13 @@
 //           tables "generated ... using the ompi-collectives-tuning package", in 4.1.0 through 4.1.x; this
 //           machine runs 4.1.4), MPI_Iallreduce as libnbc's (ompi/mca/coll/libnbc/nbc_iallreduce.c): binomial
 //           in place, else binomial below 4 ranks or 64 KiB, else Rabenseifner when count ≥ p', else ring.
-//   simgrid: SimGrid SMPI's "ompi" selector (smpi/coll-selector:ompi; src/smpi/colls/smpi_openmpi_selector.cpp,
-//           Open MPI 1.x's rule): recursive doubling below 10,000 bytes, else ring when p·1 MiB ≥ n (ring
-//           segmented above, costed as ring), for MPI_Allreduce; SMPI's MPI_Iallreduce is all_to_all
-//           (src/smpi/colls/smpi_nbc_impl.cpp). A model of a SimGrid run should use these.
+//   simgrid: SimGrid SMPI 3.31 and later (this machine: Debian's 3.32): MPI_Allreduce under
+//           smpi/coll-selector:ompi is the same table as ompi41 (src/smpi/colls/smpi_openmpi_selector.cpp,
+//           "Updated 02/2022" from Open MPI 4's coll_tuned_decision_fixed.c; its algorithms lr, ompi_ring_segmented,
+//           rdb, rab_rdb and redbcast cost as ring, ring, recursive doubling, Rabenseifner and binomial here).
+//           SimGrid 3.30 and earlier had Open MPI 1.x's rule (recursive doubling below 10,000 B, else ring): not
+//           modelled. SMPI's MPI_Iallreduce is all_to_all (src/smpi/colls/smpi_nbc_impl.cpp). SimGrid charges no
+//           time for the reduction itself (its op runs on the host, unsimulated): model a SimGrid run with γ = 0.
 //
 // Platforms: one link for ranks on different nodes and one inside a node. A collective whose ranks all fit in
 // one node (p ≤ ranks_per_node) uses the intra-node link; any larger one uses the inter-node link for every

@@ -10,7 +10,8 @@
 // simulated second of compute is a profile second whatever speed the platform gives its hosts; under a real
 // MPI a spin on the steady clock (this proxy's own run measures the same thing, within the spin's accuracy).
 // Communication is real MPI in the trainer's order (engine/train/gradient_reducer.cpp): blocking, one
-// MPI_Allreduce(MPI_IN_PLACE) of total_floats after backward; non_blocking, each bucket started after the
+// MPI_Allreduce(MPI_IN_PLACE) of total_floats after backward (under SimGrid from a shared send buffer: run()
+// says why); non_blocking, each bucket started after the
 // backward of its ready_after layer, the oldest outstanding one tested after every layer, then each waited for
 // and its floats updated in launch order. One rank reduces nothing, as the trainer.
 //
@@ -55,6 +56,15 @@ void busy(double seconds) {
 // One allocation for every rank (SimGrid folds same-site shared allocations): 256 ranks fit in memory.
 float* alloc_floats(size_t n) { return static_cast<float*>(SMPI_SHARED_MALLOC(std::max<size_t>(n, 1) * sizeof(float))); }
 void free_floats(float* p) { SMPI_SHARED_FREE(p); }
+// The blocking sum's operation: a commutative one that does nothing. SimGrid applies an MPI_SUM for real on the
+// host without simulating its time (so it changes no simulated time), and the shared buffers' sums mean nothing:
+// doing it anyway made vgg16's 553 MB allreduce on 64 simulated ranks take over 10 minutes of this machine.
+void no_sum(void*, void*, int*, MPI_Datatype*) {}
+MPI_Op make_sum_op() {
+  MPI_Op op = MPI_OP_NULL;
+  MPI_Op_create(&no_sum, 1, &op);
+  return op;
+}
 #else
 constexpr bool kSimulated = false;
 double now_s() {
@@ -69,6 +79,7 @@ void busy(double seconds) {  // a spin, not a sleep: the core stays busy as the 
 }
 float* alloc_floats(size_t n) { return new float[std::max<size_t>(n, 1)](); }
 void free_floats(float* p) { delete[] p; }
+MPI_Op make_sum_op() { return MPI_SUM; }
 #endif
 
 struct FloatBuffer {
@@ -224,7 +235,8 @@ struct StepTimes {
 };
 
 // One step of one rank, in the trainer's order (GradientReducer::begin_step / after_layer / finish).
-StepTimes replay_step(const Profile& p, Sums* sums, float* slab, bool reduce) {
+// send: the blocking allreduce's send buffer, nullptr for MPI_IN_PLACE (as the trainer; see run()).
+StepTimes replay_step(const Profile& p, Sums* sums, float* slab, const float* send, MPI_Op sum, bool reduce) {
   const bool overlapped = reduce && p.mode == "non_blocking";
   StepTimes t;
   const double t0 = now_s();
@@ -253,7 +265,8 @@ StepTimes replay_step(const Profile& p, Sums* sums, float* slab, bool reduce) {
   double exposed = 0.0, update = 0.0;
   if (!overlapped) {
     if (reduce && p.total_floats > 0) {  // (SimGrid 3.32's algorithms divide by the count: SIGFPE on 0)
-      MPI_Allreduce(MPI_IN_PLACE, slab, static_cast<int>(p.total_floats), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+      MPI_Allreduce(send ? static_cast<const void*>(send) : MPI_IN_PLACE, slab, static_cast<int>(p.total_floats),
+                    MPI_FLOAT, sum, MPI_COMM_WORLD);
       exposed = now_s() - backward_end;
     }
     const double u = now_s();
@@ -389,22 +402,29 @@ int run(int argc, char** argv, int rank, int ranks) {
   FloatBuffer slab(static_cast<size_t>(p.total_floats));
   std::unique_ptr<FloatBuffer> tmp;
   std::unique_ptr<Sums> sums;
-  if (reduce && p.mode == "non_blocking") {
+  // Under SimGrid a blocking sum reads a separate (shared) send buffer, not MPI_IN_PLACE: SimGrid 3.32 copies an
+  // in-place buffer into a private temporary per rank, and the messages sent from that private copy are then
+  // copied for real into the algorithm's private receive buffers, 2 x the gradients per rank of resident memory
+  // (vgg16 on 16 ranks: 17 GB). From shared buffers SMPI copies nothing. The simulated time is the same.
+  if (reduce && (p.mode == "non_blocking" || kSimulated))
     tmp = std::make_unique<FloatBuffer>(static_cast<size_t>(p.total_floats));
+  if (reduce && p.mode == "non_blocking") {
     if (o.nbc == "mpi") sums = std::make_unique<MpiSums>(p, slab.data, tmp->data);
     else sums = std::make_unique<BinomialSums>(p, slab.data, tmp->data, rank, ranks);
   }
+  MPI_Op sum = make_sum_op();
   const int total = o.warmup + o.steps;
   std::vector<double> mine(static_cast<size_t>(total) * 4);
   int bad_sums = 0;
   MPI_Barrier(MPI_COMM_WORLD);
   for (int k = 0; k < total; ++k) {
     if (o.check) std::fill(slab.data, slab.data + p.total_floats, 1.0f);
-    const StepTimes t = replay_step(p, sums.get(), slab.data, reduce);
+    const StepTimes t = replay_step(p, sums.get(), slab.data, kSimulated && tmp ? tmp->data : nullptr, sum, reduce);
     if (o.check && !sums_are_right(p, slab.data, reduce ? ranks : 1)) ++bad_sums;
     const double v[4] = {t.step, t.compute, t.comm, t.exposed};
     std::copy(v, v + 4, mine.begin() + static_cast<std::ptrdiff_t>(k) * 4);
   }
+  if (sum != MPI_SUM) MPI_Op_free(&sum);
   std::vector<double> all(rank == 0 ? mine.size() * static_cast<size_t>(ranks) : 0);
   MPI_Gather(mine.data(), static_cast<int>(mine.size()), MPI_DOUBLE, all.data(), static_cast<int>(mine.size()),
              MPI_DOUBLE, 0, MPI_COMM_WORLD);

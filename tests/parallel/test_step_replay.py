@@ -141,7 +141,7 @@ def profile(layers, total_floats, mode="blocking", buckets=None):
     return p
 
 
-def simgrid(so, tiny_path, work, driver):
+def smpirun_or_skip(so):  # smpirun's path; exits 77 (skipped) without SimGrid or the proxy's SimGrid build
     smpirun = shutil.which("smpirun")
     if not smpirun:
         print("SKIPPED: smpirun not found (SimGrid: apt-get install libsimgrid-dev)")
@@ -149,6 +149,11 @@ def simgrid(so, tiny_path, work, driver):
     if not so or not os.path.exists(so):
         print("SKIPPED: step_replay_smpi.so was not built (no smpicxx when CMake ran)")
         sys.exit(SKIP)
+    return smpirun
+
+
+def simgrid(so, tiny_path, work, driver):
+    smpirun = smpirun_or_skip(so)
     os.makedirs(work, exist_ok=True)
     plat, hosts, out = (os.path.join(work, n) for n in ("two.xml", "hosts", "s.json"))
     platform(plat)
