@@ -106,7 +106,9 @@ struct TrainOptions {
   // average_every_steps > 0, every that many steps (local SGD), and at the end of training. The optimizer
   // state is averaged too only with average_optimizer_state; BatchNormalization running statistics are
   // averaged with the weights unless average_bn_statistics is false (then only at the final average).
-  // "asynchronous" and "partially_asynchronous" are refused (not implemented yet).
+  // "asynchronous" (merge into the general weights every average_every_epochs of the rank's own epochs) and
+  // "partially_asynchronous" (every average_every_steps steps, or every block with dynamic_blocks) merge over
+  // MPI one-sided communication without meeting (train/async_merger.h).
   std::string model_averaging = "none";
   int64_t average_every_epochs = 1;
   int64_t average_every_steps = 0;
