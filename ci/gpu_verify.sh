@@ -21,22 +21,8 @@ mkdir -p "$out"
 work="$(mktemp -d)"
 dtnn="$bundle/experiments/dtnn"
 
-# The CUDA runtime and cuBLAS of the toolkit, cuDNN and NCCL of PyTorch's nvidia-* packages, the bundle's own.
-pylibs="$(python3 - <<'PY'
-import importlib, os
-dirs = []
-for mod in ("nvidia.cudnn", "nvidia.nccl"):
-    try:
-        for p in importlib.import_module(mod).__path__:
-            if os.path.isdir(os.path.join(p, "lib")):
-                dirs.append(os.path.join(p, "lib"))
-    except ImportError:
-        pass
-print(":".join(dirs))
-PY
-)"
-export LD_LIBRARY_PATH="$bundle/lib:/usr/local/cuda/lib64:$pylibs:${LD_LIBRARY_PATH:-}"
-export PYTHONUNBUFFERED=1
+# shellcheck source=ci/gpu_env.sh
+source "$(dirname "$0")/gpu_env.sh"
 
 if [ "$part" = unit ]; then  # the test binaries alone
   timeout 300 "$bundle/tests/dtnn_tests" "[gpu]" --durations yes 2>&1 | tee "$work/gpu_tests.txt"
