@@ -6,7 +6,8 @@ the matrix at seed 0 with repeats, and the same trials at other seeds).
    test accuracy per seed and model, and the difference (target: within 0.5 points). Repeats of one seed
    give the same accuracy (training is deterministic), so the spread that matters is over seeds.
 2. A straggler (2 ranks, rank 1 sleeping MS per step): the job's wall time (the run's duration, process
-   start to exit: the job is over when its slowest rank is) and the final test accuracy of the
+   start to exit: the job is over when its slowest rank is; it includes start-up and the test pass after each
+   epoch), rank 0's training time (the asynchronous modes' rank 0 waits for nobody) and the final test accuracy of the
    synchronous (every epoch), asynchronous (every epoch) and partially asynchronous (every step or each
    dynamic block) modes, with fixed shares and with --dynamic_blocks; the speed-up of each against the
    synchronous mode with the same straggler (target: an asynchronous mode >= 1.3x sooner at an accuracy
@@ -23,7 +24,7 @@ QUERY = """
 SELECT r.model, json_extract(r.params, '$.seed'), coalesce(json_extract(r.params, '$.model_averaging'), 'none'),
        coalesce(json_extract(r.params, '$.average_every_epochs'), 1), coalesce(json_extract(r.params, '$.average_every_steps'), 0),
        coalesce(json_extract(r.params, '$.straggler_ms'), ''), coalesce(json_extract(r.params, '$.dynamic_blocks'), 'False'),
-       r.ranks, r.duration_s, r.test_accuracy
+       r.ranks, r.duration_s, r.test_accuracy, r.train_time_s
 FROM runs r WHERE r.status = 'ok'
 """
 
@@ -36,7 +37,7 @@ def main():
         rows += sqlite3.connect(f"file:{db}?mode=ro", uri=True).execute(QUERY).fetchall()
     acc = defaultdict(list)    # (model, seed, mode) -> accuracies
     wall = defaultdict(list)   # (model, straggler, mode label) -> (duration, accuracy)
-    for model, seed, mode, ee, es, straggler, dyn, ranks, dur, test_acc in rows:
+    for model, seed, mode, ee, es, straggler, dyn, ranks, dur, test_acc, train_s in rows:
         if ranks != 2 or test_acc is None:
             continue
         dyn = str(dyn) in ("True", "true", "1")
@@ -51,7 +52,7 @@ def main():
         if mode == "partially_asynchronous" and not dyn and int(es) != 1:
             continue
         label = ("gradient" if mode == "none" else mode) + (", dynamic blocks" if dyn else "")
-        wall[(model, straggler, label)].append((dur, test_acc))
+        wall[(model, straggler, label)].append((dur, test_acc, train_s))
 
     print("## 1. Synchronous averaging every step against gradient data parallelism (test accuracy, %)\n")
     print("| model | seed | gradient | synchronous every step | difference |")
@@ -69,21 +70,25 @@ def main():
               f"(min {min(d):+.2f}, max {max(d):+.2f})")
 
     print("\n## 2. A straggler: wall time of the job and test accuracy (seed 0; median over repeats)\n")
-    print("| model | straggler | mode | runs | wall s (min-max) | speed-up vs synchronous | test accuracy | vs synchronous |")
-    print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    print("| model | straggler | mode | runs | wall s (min-max) | speed-up vs synchronous | training s (rank 0) | "
+          "speed-up | test accuracy | vs synchronous |")
+    print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for model, straggler in sorted({(m, s) for m, s, _ in wall}):
         sync = wall.get((model, straggler, "synchronous"))
-        ref_t = statistics.median(d for d, _ in sync) if sync else None
-        ref_a = statistics.median(a for _, a in sync) if sync else None
+        ref_t = statistics.median(d for d, _, _ in sync) if sync else None
+        ref_a = statistics.median(a for _, a, _ in sync) if sync else None
+        ref_r = statistics.median(r for _, _, r in sync) if sync else None
         for (m, s, label), v in sorted(wall.items()):
             if (m, s) != (model, straggler):
                 continue
-            t = statistics.median(d for d, _ in v)
-            a = statistics.median(x for _, x in v)
+            t = statistics.median(d for d, _, _ in v)
+            a = statistics.median(x for _, x, _ in v)
+            r = statistics.median(x for _, _, x in v)
             su = f"{ref_t / t:.2f}x" if ref_t else "-"
+            sr = f"{ref_r / r:.2f}x" if ref_r else "-"
             da = f"{a - ref_a:+.2f}" if ref_a is not None else "-"
-            print(f"| {model} | {straggler or 'none'} | {label} | {len(v)} | {t:.2f} ({min(d for d, _ in v):.2f}-"
-                  f"{max(d for d, _ in v):.2f}) | {su} | {a:.2f} | {da} |")
+            print(f"| {model} | {straggler or 'none'} | {label} | {len(v)} | {t:.2f} ({min(d for d, _, _ in v):.2f}-"
+                  f"{max(d for d, _, _ in v):.2f}) | {su} | {r:.2f} | {sr} | {a:.2f} | {da} |")
 
 
 if __name__ == "__main__":
