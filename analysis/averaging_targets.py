@@ -36,7 +36,7 @@ def main():
     for db in sys.argv[1:]:
         rows += sqlite3.connect(f"file:{db}?mode=ro", uri=True).execute(QUERY).fetchall()
     acc = defaultdict(list)    # (model, seed, mode) -> accuracies
-    wall = defaultdict(list)   # (model, straggler, mode label) -> (duration, accuracy)
+    wall = defaultdict(list)   # (model, straggler, mode label) -> (duration, accuracy, rank 0's training time)
     for model, seed, mode, ee, es, straggler, dyn, ranks, dur, test_acc, train_s in rows:
         if ranks != 2 or test_acc is None:
             continue

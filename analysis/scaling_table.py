@@ -52,7 +52,7 @@ def main():
             spread = f" ({min(s for s, _ in v):.0f}-{max(s for s, _ in v):.0f})" if len(v) > 1 else ""
             su = f", {sps / one:.2f}x, {100 * sps / one / r:.0f} %" if one else ""
             cells.append(f"{sps:.0f}{spread}{su}, exposed {100 * exp:.0f} %")
-        print(f"| {model} | {scaling} | {key[2]} | {key[3]} | {one:.0f} | " + " | ".join(cells) + " |")
+        print(f"| {model} | {scaling} | {key[2]} | {key[3]} | {f'{one:.0f}' if one else '-'} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@
 #              frameworks, grouped by category (not part of `all`)
 # Everything lands in OUT_DIR (a few files: the device tool returns at most 8), the summaries last on stdout.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 bundle="${1:?usage: ci/gpu_verify.sh BUNDLE_DIR OUT_DIR [tests|compare|unit|matrix|profile|all]}"
 out="${2:?usage: ci/gpu_verify.sh BUNDLE_DIR OUT_DIR [tests|compare|unit|matrix|profile|all]}"
 part="${3:-all}"
@@ -58,29 +58,7 @@ if [ "$part" = tests ] || [ "$part" = all ]; then
       --optimizer=sgd --learning_rate=0.01 --num_epochs=1 --steps_per_epoch=10 --enable_gpu=True --gpu_layer_times=True \
       --allow_tf32=$tf32 --evaluate_on_test=False --progress=False > "$work/train_resnet50_layer_times_tf32_$tf32.txt" 2>&1
   done
-  # GPU timelines (issue 20): resnet20 traced by CUDA events, traced vs untraced throughput, the Paraver
-  # checker on its files, and the step coverage of its Chrome trace.
-  {
-    for tracing in False True; do
-      timeout 200 "$dtnn" train --model=resnet20_cifar10 --dataset=cifar10 --use_synthetic_data=True --batch_size=64 \
-        --optimizer=sgd --learning_rate=0.01 --num_epochs=2 --steps_per_epoch=50 --enable_gpu=True --progress=False \
-        --evaluate_on_test=False --tracing=$tracing --profile=$tracing --report="$work/gpu_trace_$tracing.report.json" \
-        --tracer_output="$work/gpu_trace.json,$work/gpu_trace.csv,$work/gpu_trace.prv" > "$work/gpu_trace_$tracing.txt" 2>&1
-      echo "resnet20 GPU --tracing=$tracing: rc $? $(grep -E 'Training throughput|Trace:' "$work/gpu_trace_$tracing.txt" | tr '\n' ' ')"
-    done
-    python3 tests/trace/paraver_check.py "$work/gpu_trace.prv" && echo "paraver_check: ok"
-    python3 - "$work/gpu_trace.json" <<'PY'
-import json, sys
-xs = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e.get("ph") == "X" and e["tid"] == 0]
-steps = [e for e in xs if e["name"] == "step"]
-worst = 1.0
-for s in steps:
-    inside = sum(e["dur"] for e in xs if e is not s and e["name"] != "step" and e["ts"] >= s["ts"] - 1e-3
-                 and e["ts"] + e["dur"] <= s["ts"] + s["dur"] + 1e-3)
-    worst = min(worst, inside / s["dur"] if s["dur"] else 1.0)
-print(f"GPU trace: {len(steps)} steps, the events inside each step cover at least {100 * worst:.1f} % of it")
-PY
-  } 2>&1 | tee -a "$work/train_smoke.txt"
+  # GPU timelines (issue 20) and the 2-rank GPU runs: ci/gpu_distributed.sh BUNDLE OUT gpu.
   # NHWC on the GPU, the test pass, and weights written by a GPU run evaluated on the GPU and on the CPU.
   {
     timeout 200 "$dtnn" train --model=resnet20_cifar10 --dataset=cifar10 --use_synthetic_data=True --batch_size=64 \

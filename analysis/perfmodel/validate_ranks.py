@@ -28,12 +28,12 @@ import subprocess
 import sys
 
 
-def predict(dtnn, db, run_id, ranks, transport, mode, scaling):
+def predict(dtnn, db, run_id, ranks, transport, mode, scaling, global_batch):
     cmd = [dtnn, "predict", "--from-run", str(run_id), "--db", db, "--ranks", str(ranks), "--platform", "localhost2",
            "--fit-collectives", "db", "--fit-transport", "default" if transport == "shm" else "btl=self,tcp",
            "--fit-max-bytes", "16777216", "--mode", mode, "--scaling", scaling, "--json"]
     if scaling == "strong":
-        cmd += ["--global_batch", "256"]
+        cmd += ["--global_batch", str(global_batch)]
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit(f"validate_ranks.py: {' '.join(cmd)}: {out.stderr.strip()}")
@@ -48,8 +48,9 @@ def main():
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     runs = con.execute(
         "SELECT id, model, ranks, json_extract(params, '$.transport'), json_extract(params, '$.non_blocking_mpi'),"
-        " json_extract(params, '$.scaling') FROM runs WHERE status = 'ok' ORDER BY model, 6, 4, 5, ranks").fetchall()
-    one = {(m, s): i for i, m, r, t, nb, s in runs if r == 1}
+        " json_extract(params, '$.scaling'), json_extract(params, '$.batch_size') FROM runs WHERE status = 'ok'"
+        " ORDER BY model, 6, 4, 5, ranks").fetchall()
+    one = {(m, s): i for i, m, r, t, nb, s, b in runs if r == 1}
 
     def comm(run_id, stat):
         return con.execute("SELECT step_s / steps, compute_s / steps, exposed_s / steps FROM epoch_comm"
@@ -59,14 +60,14 @@ def main():
           "exposed ms | from 1 rank ms | error | own profile ms | error | own + skew ms | error |")
     print("| --- | --- | --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     errors = {"from 1": [], "own": [], "own+skew": []}
-    for run_id, model, ranks, transport, nb, scaling in runs:
+    for run_id, model, ranks, transport, nb, scaling, batch in runs:  # strong scaling: batch is the global batch
         if ranks == 1 or (model, scaling) not in one:
             continue
         mode = "non_blocking" if nb in (1, "true", "True", True) else "blocking"
-        step, _, exposed = comm(run_id, "median")
-        cmin, cmed, cmax = comm(run_id, "min")[1], comm(run_id, "median")[1], comm(run_id, "max")[1]
-        p1, _ = predict(dtnn, db, one[(model, scaling)], ranks, transport, mode, scaling)
-        po, pe = predict(dtnn, db, run_id, ranks, transport, mode, scaling)
+        step, cmed, exposed = comm(run_id, "median")
+        cmin, cmax = comm(run_id, "min")[1], comm(run_id, "max")[1]
+        p1, _ = predict(dtnn, db, one[(model, scaling)], ranks, transport, mode, scaling, batch)
+        po, pe = predict(dtnn, db, run_id, ranks, transport, mode, scaling, batch)
         ps = cmax + pe
         e = [(p - step) / step * 100 for p in (p1, po, ps)]
         for k, v in zip(errors, e):
