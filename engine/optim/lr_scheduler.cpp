@@ -159,6 +159,7 @@ class EarlyStopping final : public LRScheduler {
  private:
   const SchedulerSetup& setup_;
   Watched watched_;
+  bool watches_validation() const override { return watched_.val; }
   int64_t patience_, best_epoch_ = 0;
   double best_;
   std::string filename_;
@@ -205,6 +206,7 @@ class ReduceLROnPlateau final : public LRScheduler {
  private:
   const SchedulerSetup& setup_;
   Watched watched_;
+  bool watches_validation() const override { return watched_.val; }
   double factor_, min_lr_, best_;
   int64_t patience_, best_epoch_ = 0;
 };
@@ -253,6 +255,7 @@ class StopAtLoss final : public LRScheduler {
  private:
   const SchedulerSetup& setup_;
   Watched watched_;
+  bool watches_validation() const override { return watched_.val; }
   double threshold_;
 };
 
@@ -313,6 +316,7 @@ class ModelCheckpoint final : public LRScheduler {
  private:
   const SchedulerSetup& setup_;
   Watched watched_;
+  bool watches_validation() const override { return watched_.val; }
   int64_t save_freq_, best_epoch_ = 0;
   double best_;
   std::string last_file_;
@@ -379,6 +383,12 @@ LRSchedulers::~LRSchedulers() = default;
 
 void LRSchedulers::on_epoch_end(const std::vector<double>& train, const std::vector<double>* val) {
   for (auto& s : list_) s->on_epoch_end(train, val);
+}
+
+bool LRSchedulers::watch_validation() const {
+  for (const auto& s : list_)
+    if (s->watches_validation()) return true;
+  return false;
 }
 
 bool LRSchedulers::stop_training() const {

@@ -128,6 +128,8 @@ class LRScheduler {
   // val is null when there is no validation set.
   virtual void on_epoch_end(const std::vector<double>& train, const std::vector<double>* val) = 0;
   bool stop_training() const { return stop_training_; }
+  // Whether on_epoch_end reads the validation figures (a val_ metric is watched).
+  virtual bool watches_validation() const { return false; }
   // Appends this scheduler's state under keys starting with prefix / reads it back (throws naming the
   // file and key when something is missing or malformed).
   virtual void save_state(const std::string& prefix, std::vector<io::NpyArray>& arrays) const;
@@ -158,6 +160,9 @@ class LRSchedulers {
   }
   void on_epoch_end(const std::vector<double>& train, const std::vector<double>* val);
   bool stop_training() const;
+  // Whether any scheduler reads the validation figures: the asynchronous model-averaging modes then
+  // validate on every rank (each rank's schedulers act on its own figures), else on rank 0 only.
+  bool watch_validation() const;
 
   // Checkpoint state under "dtnn_scheduler_<i>_<name>..." keys.
   void save_state(std::vector<io::NpyArray>& arrays) const;

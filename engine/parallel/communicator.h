@@ -18,12 +18,22 @@ namespace dtnn {
 // with a passive target: no barrier, no matching call on rank 0). Opened and closed collectively.
 class GeneralWindow {
  public:
+  // How one merge changes the general weights: given them as they are (`general`, the window's count
+  // floats) and how many merges every rank has applied before this one, fills delta[0, count).
+  class Rule {
+   public:
+    virtual void delta(const float* general, int64_t merges_before, float* delta) = 0;
+
+   protected:
+    ~Rule() = default;
+  };
   virtual ~GeneralWindow() = default;
-  // Adds delta[0, count) into the general weights, each element atomically with respect to every other
-  // rank's merges (none is lost, whatever the interleaving), and writes to `before` the general weights as
-  // they were just before this merge was applied: the general weights after it are before + delta, element
-  // by element in float (the caller adds). Waits only for the window's lock. Not collective.
-  virtual void merge(const float* delta, float* before) = 0;
+  // One whole merge, atomic with respect to every other rank's (none is lost or interleaved, whatever the
+  // timing): reads the general weights into `general`, asks `rule` for the delta (into `delta`), adds it
+  // and counts the merge. On return `general` holds the general weights right after this merge (read +
+  // delta, element by element in float, as the window adds). Returns merges_before. Waits only for the
+  // window's lock; not collective.
+  virtual int64_t merge(Rule& rule, float* general, float* delta) = 0;
   // Collective, once: after every rank's last merge (the only meeting point), copies the general weights to
   // `out` on every rank and frees the window.
   virtual void close(float* out) = 0;

@@ -24,23 +24,25 @@ namespace {
 
 constexpr int64_t kChunk = INT_MAX;  // MPI counts are int
 
-// The general weights in a window on rank 0 (MPI_Win_allocate; the other ranks expose 0 bytes). A merge is
-// one passive-target access epoch: MPI_Win_lock(EXCLUSIVE, 0), MPI_Get_accumulate(delta, MPI_SUM), which
-// adds the delta and returns the values it found in one operation (a separate MPI_Accumulate and MPI_Get in
-// one epoch are not ordered with respect to each other by MPI, and a Get racing another rank's accumulate
-// is undefined), MPI_Win_unlock. The exclusive lock serialises whole merges, as dislib's COMMUTATIVE tasks
-// on the shared weights run one at a time in any order: a rank reads back a state made of whole merges,
-// never half of another rank's. On one node Open MPI 4.1 uses osc/sm (shared memory): the origin does the
-// atomic update itself and rank 0 takes no part, even while it computes without calling MPI.
+// The general weights in a window on rank 0 (MPI_Win_allocate; the other ranks expose 0 bytes), followed by
+// one float counting the merges applied (exact to 2^24 merges, checked). A merge is one passive-target
+// access epoch under MPI_Win_lock(EXCLUSIVE, 0): MPI_Get of the weights and the count, MPI_Win_flush (the
+// get is complete: a get and a later accumulate in one epoch are otherwise unordered), the rule computes
+// the delta here, MPI_Accumulate(MPI_SUM) of the delta and of 1 to the count, MPI_Win_unlock. The exclusive
+// lock serialises whole merges, as dislib's COMMUTATIVE tasks on the shared weights run one at a time in
+// any order: a merge reads a state made of whole merges, never half of another rank's. On one node Open MPI
+// 4.1 uses osc/sm (shared memory): the origin does the reads and updates itself and rank 0 takes no part,
+// even while it computes without calling MPI.
 class MpiGeneralWindow final : public GeneralWindow {
  public:
   MpiGeneralWindow(Communicator& comm, const float* initial, int64_t count) : comm_(comm), count_(count) {
     const bool root = comm.rank() == 0;
-    const MPI_Aint bytes = root ? static_cast<MPI_Aint>(count) * static_cast<MPI_Aint>(sizeof(float)) : 0;
+    const MPI_Aint bytes = root ? static_cast<MPI_Aint>(count + 1) * static_cast<MPI_Aint>(sizeof(float)) : 0;
     DTNN_MPI_CHECK(MPI_Win_allocate(bytes, sizeof(float), MPI_INFO_NULL, MPI_COMM_WORLD, &general_, &win_));
     if (root) {  // local stores into the window: inside an access epoch on itself (separate memory model)
       DTNN_MPI_CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win_));
       std::copy(initial, initial + count, general_);
+      general_[count] = 0.0f;
       DTNN_MPI_CHECK(MPI_Win_unlock(0, win_));
     }
     DTNN_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));  // no merge before the window holds the initial weights
@@ -48,14 +50,24 @@ class MpiGeneralWindow final : public GeneralWindow {
   ~MpiGeneralWindow() override {
     if (win_ != MPI_WIN_NULL) MPI_Win_free(&win_);
   }
-  void merge(const float* delta, float* before) override {
+  int64_t merge(Rule& rule, float* general, float* delta) override {
     DTNN_MPI_CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win_));
-    for (int64_t done = 0; done < count_; done += kChunk) {
-      const int n = static_cast<int>(std::min<int64_t>(count_ - done, kChunk));
-      DTNN_MPI_CHECK(MPI_Get_accumulate(delta + done, n, MPI_FLOAT, before + done, n, MPI_FLOAT, 0,
-                                        static_cast<MPI_Aint>(done), n, MPI_FLOAT, MPI_SUM, win_));
+    float merges = 0.0f;
+    transfer(general, false);
+    DTNN_MPI_CHECK(MPI_Get(&merges, 1, MPI_FLOAT, 0, static_cast<MPI_Aint>(count_), 1, MPI_FLOAT, win_));
+    DTNN_MPI_CHECK(MPI_Win_flush(0, win_));
+    if (merges >= 16777216.0f) {  // the float count is no longer exact
+      DTNN_MPI_CHECK(MPI_Win_unlock(0, win_));
+      fail("asynchronous averaging: more than 2^24 merges into one window");
     }
-    DTNN_MPI_CHECK(MPI_Win_unlock(0, win_));
+    const int64_t before = static_cast<int64_t>(merges);
+    rule.delta(general, before, delta);
+    transfer(delta, true);
+    const float one = 1.0f;
+    DTNN_MPI_CHECK(MPI_Accumulate(&one, 1, MPI_FLOAT, 0, static_cast<MPI_Aint>(count_), 1, MPI_FLOAT, MPI_SUM, win_));
+    DTNN_MPI_CHECK(MPI_Win_unlock(0, win_));  // completes the accumulates (delta and `one` are read by now)
+    for (int64_t i = 0; i < count_; ++i) general[i] += delta[i];
+    return before;
   }
   void close(float* out) override {
     DTNN_ASSERT(win_ != MPI_WIN_NULL);
@@ -70,9 +82,19 @@ class MpiGeneralWindow final : public GeneralWindow {
   }
 
  private:
+  // The weights [0, count): read into `buf`, or `buf` added to them (MPI counts are int: in chunks).
+  void transfer(float* buf, bool add) {
+    for (int64_t done = 0; done < count_; done += kChunk) {
+      const int n = static_cast<int>(std::min<int64_t>(count_ - done, kChunk));
+      const MPI_Aint at = static_cast<MPI_Aint>(done);
+      if (add) DTNN_MPI_CHECK(MPI_Accumulate(buf + done, n, MPI_FLOAT, 0, at, n, MPI_FLOAT, MPI_SUM, win_));
+      else DTNN_MPI_CHECK(MPI_Get(buf + done, n, MPI_FLOAT, 0, at, n, MPI_FLOAT, win_));
+    }
+  }
+
   Communicator& comm_;
   int64_t count_;
-  float* general_ = nullptr;  // rank 0's window memory
+  float* general_ = nullptr;  // rank 0's window memory: count_ weights, then the merge count
   MPI_Win win_ = MPI_WIN_NULL;
 };
 

@@ -15,12 +15,23 @@ AsyncMerger::AsyncMerger(const TrainOptions& options, Communicator& comm, Model&
   DTNN_CHECK(model.device() == Device::cpu, "model averaging runs on CPU models only");
   DTNN_CHECK(every_epochs_ >= 1, "model averaging: bad period");
   if (comm.size() == 1) return;  // nothing to merge with (see the header)
-  base_.resize(static_cast<size_t>(count_));
+  general_.resize(static_cast<size_t>(count_));
   delta_.resize(static_cast<size_t>(count_));
-  // Every rank starts from rank 0's weights (the trainer broadcast them): they are the first base.
-  std::copy(model.param_slab(), model.param_slab() + params_, base_.begin());
-  if (merge_state_) std::copy(model.state_slab(), model.state_slab() + state_, base_.begin() + params_);
-  window_ = comm.open_general_window(base_.data(), count_);
+  // Every rank starts from rank 0's weights (the trainer broadcast them): the general weights start there.
+  std::copy(model.param_slab(), model.param_slab() + params_, general_.begin());
+  if (merge_state_) std::copy(model.state_slab(), model.state_slab() + state_, general_.begin() + params_);
+  window_ = comm.open_general_window(general_.data(), count_);
+}
+
+void AsyncMerger::delta(const float* general, int64_t merges_before, float* delta) {
+  const int64_t k = std::min<int64_t>(merges_before + 1, comm_.size());
+  const float alpha = 1.0f / static_cast<float>(k);
+  const float* w = model_.param_slab();
+  for (int64_t i = 0; i < params_; ++i) delta[i] = alpha * (w[i] - general[i]);
+  if (merge_state_) {
+    const float* s = model_.state_slab();
+    for (int64_t i = 0; i < state_; ++i) delta[params_ + i] = alpha * (s[i] - general[params_ + i]);
+  }
 }
 
 void AsyncMerger::merge() {
@@ -28,19 +39,12 @@ void AsyncMerger::merge() {
   dirty_ = false;
   ++epoch_.averages;
   if (!window_) return;  // one rank: the general weights are its weights
-  const float scale = 1.0f / static_cast<float>(comm_.size());
-  float* w = model_.param_slab();
-  float* s = model_.state_slab();
-  for (int64_t i = 0; i < params_; ++i) delta_[i] = (w[i] - base_[i]) * scale;
-  if (merge_state_)
-    for (int64_t i = 0; i < state_; ++i) delta_[params_ + i] = (s[i] - base_[params_ + i]) * scale;
   const double t0 = now_s();
-  window_->merge(delta_.data(), base_.data());
+  last_index_ = window_->merge(*this, general_.data(), delta_.data());
   epoch_.wait_s += now_s() - t0;
   epoch_.bytes += 8.0 * static_cast<double>(count_);
-  for (int64_t i = 0; i < count_; ++i) base_[i] += delta_[i];
-  std::copy(base_.begin(), base_.begin() + params_, w);
-  if (merge_state_) std::copy(base_.begin() + params_, base_.end(), s);
+  std::copy(general_.begin(), general_.begin() + params_, model_.param_slab());
+  if (merge_state_) std::copy(general_.begin() + params_, general_.end(), model_.state_slab());
 }
 
 void AsyncMerger::after_step() {
@@ -74,7 +78,7 @@ AveragingStats AsyncMerger::finish() {
   take_epoch();
   AveragingStats all = run_;
   if (window_) {  // the meeting point: every rank's merges are in; everyone takes the general weights
-    std::vector<float>& general = base_;
+    std::vector<float>& general = general_;
     window_->close(general.data());
     window_.reset();
     std::copy(general.begin(), general.begin() + params_, model_.param_slab());

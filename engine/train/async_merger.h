@@ -4,15 +4,25 @@
 // live in an MPI window on rank 0 (parallel/communicator.h, GeneralWindow); a merge is one passive-target
 // access (exclusive lock, MPI_Get_accumulate(MPI_SUM), unlock) that rank 0 takes no part in.
 //
-// A merge, on rank r with local weights w and `base` (the general weights it last took back):
-//   delta   = (w - base) * (1 / ranks)         in float, element by element
-//   before  = the general weights, delta added to them atomically (GeneralWindow::merge)
-//   w = base = before + delta                   the general weights right after this merge
-// The 1/ranks weight makes the merges commutative steps toward the mean: ranks that all merge from the same
-// base produce exactly the synchronous mode's average, whatever their order; ranks out of step each move
-// the general weights by their share of their own progress (a slow rank's stale delta counts 1/ranks, as
-// in downpour/EASGD-style merging). No merge is lost: the general weights end as the initial weights plus
-// the sum of every delta merged (tests/parallel/test_mpi_async.cpp checks it).
+// A merge, on rank r with local weights w (the window's exclusive lock held throughout, GeneralWindow::merge):
+//   G       = the general weights as they are; k = 1 + the merges every rank applied before this one
+//   alpha   = 1 / min(k, ranks)
+//   G      += alpha * (w - G)                   in float, element by element (the delta that is sent)
+//   w       = G                                 this rank continues from the general weights
+// So the general weights are a running mean of the merged models, never an extrapolation: the first merge
+// of the run takes the merging rank's model whole, the first `ranks` merges average their models exactly
+// (ranks that all merge once from the same start produce the synchronous mode's average, whatever their
+// order), and afterwards each merge moves the general weights 1/ranks of the way to the merging rank's
+// model (an exponential moving average that weighs the most recent models of every rank about equally
+// when they take turns). With 2 ranks, every merge after the first is dislib.eddl's own rule,
+// general = (general + worker) / 2.
+// Why not merge deltas against the rank's last take-back (downpour/EASGD-style `G += (w - base)/ranks`,
+// this merger's first rule): the first rank to merge then took back base + (w - base)/ranks, a model
+// pulled toward the initial weights, and later merges added stale progress on top of newer models; with
+// BatchNormalization statistics merged alike, resnet20's asynchronous runs collapsed to 25-31 % test
+// accuracy where synchronous averaging reached 71-74 % (analysis/baselines/averaging_2core.md).
+// No merge is lost: the general weights end as the initial weights plus the sum of every delta merged,
+// and replaying the merges in the window's order reproduces them (tests/parallel/test_mpi_async.cpp).
 //
 // When a rank merges (periods counted on its own, never agreed with the others):
 //   asynchronous            every average_every_epochs epochs (dislib's n_epocs_sync), at the epoch's end;
@@ -28,9 +38,9 @@
 // One rank: nothing to merge with, so no window and no arithmetic (a merge is counted and changes nothing):
 // training is bit-identical to plain training.
 //
-// Nothing is allocated after construction (delta and base are sized once). Figures (rank-local per epoch;
-// finish() gathers every rank's): merges, bytes (delta out + general back = 8 bytes per float per merge),
-// seconds inside the window's lock..unlock (waiting for another rank's merge included).
+// Nothing is allocated after construction (delta and general are sized once). Figures (rank-local per
+// epoch; finish() gathers every rank's): merges, bytes (general read + delta sent = 8 bytes per float per
+// merge), seconds inside the window's lock..unlock (waiting for another rank's merge included).
 #pragma once
 
 #include <memory>
@@ -40,7 +50,7 @@
 
 namespace dtnn {
 
-class AsyncMerger final : public WeightMerger {
+class AsyncMerger final : public WeightMerger, private GeneralWindow::Rule {
  public:
   // partial: partially_asynchronous (by steps), else asynchronous (by epochs). Collective (opens the window).
   AsyncMerger(const TrainOptions& options, Communicator& comm, Model& model, bool partial);
@@ -53,19 +63,22 @@ class AsyncMerger final : public WeightMerger {
   // has not trained since its last merge.
   void merge();
   int64_t merged_floats() const { return count_; }  // per merge: the parameters (+ BN statistics)
+  // The window's index of this rank's latest merge (0 = the run's first merge; -1 before any, or 1 rank).
+  int64_t last_merge_index() const { return last_index_; }
 
  private:
   AveragingStats take_epoch();
+  void delta(const float* general, int64_t merges_before, float* delta) override;  // the rule above
 
   Communicator& comm_;
   Model& model_;
   bool partial_, merge_state_, dynamic_;
   int64_t every_epochs_, every_steps_;
   int64_t params_, state_, count_;
-  int64_t steps_ = 0;
+  int64_t steps_ = 0, last_index_ = -1;
   bool dirty_ = false;
   std::unique_ptr<GeneralWindow> window_;
-  std::vector<float> base_, delta_;
+  std::vector<float> general_, delta_;
   AveragingStats epoch_, run_;
 };
 

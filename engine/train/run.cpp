@@ -334,6 +334,7 @@ int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
   std::unique_ptr<Tracer> tracer = o.tracing || o.profile ? make_tracer(o, *model, trainer, sched_setup) : nullptr;
   trainer.set_tracer(tracer.get());
   if (!schedulers.empty()) trainer.set_batch_begin([&schedulers] { schedulers.on_batch_begin(); });
+  trainer.set_validate_every_rank(schedulers.watch_validation());
 
   CheckpointState progress;
   if (!o.resume_from.empty()) {

@@ -370,7 +370,10 @@ EpochRecord Trainer::run_epoch(int epoch, int num_epochs, const Splits& splits) 
   // Model averaging: every rank ran `total` samples of its own; the last line counts them all.
   const int64_t shown_total = local && !async ? total * comm_.size() : shown;
   if (progress_) progress_(label, done, shown_total, rec.train.time_s, rec.train.values, true);
-  if (!splits.val.empty()) rec.val = evaluate_on(epoch_comm, splits.val_pool, splits.val, "");
+  // Asynchronous: a rank other than 0 would validate alone for figures nobody reports, and a straggler
+  // would spend that time too; so only rank 0 does, unless this rank's schedulers read them.
+  const bool validates = !async || comm_.rank() == 0 || validate_every_rank_;
+  if (!splits.val.empty() && validates) rec.val = evaluate_on(epoch_comm, splits.val_pool, splits.val, "");
   return rec;
 }
 

@@ -116,7 +116,9 @@ class Trainer {
  public:
   Trainer(Model& model, const Dataset& data, Communicator& comm, Optimizer& optimizer, const TrainOptions& options);
 
-  // Trains one epoch over splits.train, then validates on splits.val when it is not empty.
+  // Trains one epoch over splits.train, then validates on splits.val when it is not empty. In the
+  // asynchronous model-averaging modes each rank validates its own weights alone, and only rank 0 does
+  // (its figures are the ones reported; the others' rec.val is empty) unless set_validate_every_rank.
   EpochRecord run_epoch(int epoch, int num_epochs, const Splits& splits);
   // Forward-only pass over the given samples of a pool (sharded across ranks), in evaluation mode.
   PassResult evaluate(Pool pool, const std::vector<int64_t>& indices, const std::string& label);
@@ -127,6 +129,8 @@ class Trainer {
   const std::vector<std::pair<int, int64_t>>& claimed_blocks() const { return claimed_; }
 
   void set_progress(ProgressFn fn) { progress_ = std::move(fn); }
+  // Asynchronous modes: every rank validates after each epoch (its LR schedulers watch a val_ metric).
+  void set_validate_every_rank(bool every) { validate_every_rank_ = every; }
   // Called before every training step (the LR schedulers' on_batch_begin); must not allocate.
   void set_batch_begin(std::function<void()> fn) { batch_begin_ = std::move(fn); }
   const std::vector<LossKind>& losses() const { return loss_; }
@@ -167,6 +171,7 @@ class Trainer {
   // Some layer communicates inside a training step (synchronised BN) and there are several ranks: a
   // final global batch smaller than the rank count is topped up so that every rank runs it.
   bool every_rank_steps_ = false;
+  bool validate_every_rank_ = false;
   int64_t classes_ = 0;
   Rng shuffle_rng_;
   std::vector<int64_t> permutation_, batch_indices_;

@@ -1,19 +1,24 @@
 // Run under `mpirun -np 2`: the asynchronous model-averaging merger (train/async_merger.h) over MPI
 // one-sided communication, driven directly (no trainer): the test itself moves each rank's weights and BN
-// statistics by known amounts between merges, so it knows every delta a merge must send, computed here
-// independently ((new - last general) * 0.5f, summed per rank in double).
-//   - no merge is lost: after finish(), the general weights equal the initial weights plus every rank's sum
-//     of deltas (within float rounding, far below the smallest delta), and finish() counts each rank's merges;
+// statistics by known amounts between merges and records, per merge, the window's merge index, the model
+// the rank merged and the weights it took back. Rank 0 then replays every merge of both ranks in index
+// order, in double, from the initial weights, with the header's rule (G += (w - G) / min(k, ranks)):
+//   - no merge is lost or interleaved: the indices are exactly 0 .. total-1, once each, and the replay ends
+//     at the final general weights (= the initial weights plus the sum of every merge's delta, each
+//     rank's counted by finish());
+//   - each rank took back the general weights right after its own merge (the replay's state there);
 //   - no deadlock with unequal work: one rank merges many times, the other few, with sleeps; each case in
 //     turn gives the early finisher to a different rank (rank 0 hosts the window);
 //   - the final model is the general one, identical on both ranks;
 //   - real asynchrony: while rank 0 "computes" (sleeps, no MPI call) rank 1 keeps merging, and none of its
 //     merges waits for rank 0 (each well under rank 0's sleep).
 // Prints one line per case and "all passed" / "some checks FAILED"; exits 0/1. ctest gives it a TIMEOUT.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <thread>
+#include <vector>
 
 #include "core/clock.h"
 #include "layers/layers.h"
@@ -68,61 +73,96 @@ int run_case(Communicator& comm, const Case& c) {
     std::copy(model->state_slab(), model->state_slab() + ns, v.begin() + np);
   };
   read(initial);
-  std::vector<double> sum(static_cast<size_t>(n), 0.0);  // this rank's deltas, as the merger must send them
+  // One record per merge: [index, the model merged (n), the weights taken back (n)]; padded to the longer
+  // rank's count with index -1.
+  const int most = std::max(c.steps[0], c.steps[1]);
+  const int64_t rec = 1 + 2 * n;
+  std::vector<double> mine(static_cast<size_t>(most * rec), -1.0);
   AsyncMerger merger(o, comm, *model, true);
   const int r = comm.rank();
   double longest_merge = 0.0;
   const double t0 = now_s();
   for (int k = 0; k < c.steps[r]; ++k) {
     if (c.sleep_ms[r] > 0) std::this_thread::sleep_for(std::chrono::milliseconds(c.sleep_ms[r]));
-    read(now);  // the general weights this rank took back at its last merge (its base)
+    read(now);  // the general weights this rank took back at its last merge
     float* w = model->param_slab();
     float* s = model->state_slab();
+    double* out = &mine[static_cast<size_t>(k * rec)];
     for (int64_t i = 0; i < n; ++i) {
       const float moved = now[i] + move(r, k, i);
-      sum[i] += static_cast<double>((moved - now[i]) * 0.5f);
+      out[1 + i] = moved;
       (i < np ? w[i] : s[i - np]) = moved;
     }
     const double m0 = now_s();
     merger.after_step();  // merges (every step)
     longest_merge = std::max(longest_merge, now_s() - m0);
+    out[0] = static_cast<double>(merger.last_merge_index());
+    read(now);
+    for (int64_t i = 0; i < n; ++i) out[1 + n + i] = now[i];
   }
   const double my_time = now_s() - t0;
   const AveragingStats stats = merger.finish();
   std::vector<float> final_w(static_cast<size_t>(n));
   read(final_w);
 
-  // The expectation: initial + both ranks' sums of deltas (gathered here, not by the merger).
-  std::vector<double> all(static_cast<size_t>(2 * n));
-  comm.allgather(sum.data(), static_cast<int>(n), all.data());
-  double worst = 0.0, smallest_delta = 1.0;
-  for (int64_t i = 0; i < n; ++i) {
-    const double expected = static_cast<double>(initial[i]) + all[i] + all[n + i];
-    worst = std::max(worst, std::fabs(final_w[i] - expected));
-  }
+  std::vector<double> all(static_cast<size_t>(2 * most * rec));
+  comm.allgather(mine.data(), static_cast<int>(most * rec), all.data());
+  // The replay (every rank does it; rank 0 prints): records by merge index.
+  const int total = c.steps[0] + c.steps[1];
+  std::vector<const double*> by_index(static_cast<size_t>(total), nullptr);
+  std::vector<int> by_rank(static_cast<size_t>(total), -1);
+  bool indices_ok = true;
   for (int rr = 0; rr < 2; ++rr)
-    for (int k = 0; k < c.steps[rr]; ++k)
-      for (int64_t i = 0; i < n; ++i) smallest_delta = std::min(smallest_delta, 0.5 * std::fabs(move(rr, k, i)));
-  const double tolerance = 2e-5;  // float rounding of ~60 additions to values below ~2
+    for (int k = 0; k < c.steps[rr]; ++k) {
+      const double* x = &all[static_cast<size_t>((rr * most + k) * rec)];
+      const int idx = static_cast<int>(x[0]);
+      if (idx < 0 || idx >= total || by_index[idx] != nullptr) {
+        indices_ok = false;
+        continue;
+      }
+      by_index[idx] = x;
+      by_rank[idx] = rr;
+    }
+  std::vector<double> g(initial.begin(), initial.end());
+  double took_back = 0.0, smallest_step = 1.0;
+  for (int m = 0; m < total && indices_ok; ++m) {
+    const double* x = by_index[m];
+    const double alpha = 1.0 / std::min(m + 1, 2);
+    double biggest = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double d = alpha * (x[1 + i] - g[i]);
+      g[i] += d;
+      biggest = std::max(biggest, std::fabs(d));
+      took_back = std::max(took_back, std::fabs(x[1 + n + i] - g[i]));
+    }
+    smallest_step = std::min(smallest_step, biggest);
+  }
+  double worst = 0.0;
+  for (int64_t i = 0; i < n; ++i) worst = std::max(worst, std::fabs(final_w[i] - g[i]));
+  const double tolerance = 2e-5;  // float rounding of ~60 merges of values below ~2 (the replay is in double)
   // Identical on both ranks: rank 0's final model against this rank's, bit for bit.
   std::vector<float> root(final_w);
   comm.broadcast(root.data(), n, 0);
   const double spread = comm.max(root == final_w ? 0.0 : 1.0);
-  worst = comm.max(worst);
   const double longest1 = comm.max(r == 1 ? longest_merge : 0.0);
   const double rank0_busy = comm.max(r == 0 ? static_cast<double>(c.sleep_ms[0]) / 1000.0 : 0.0);
   const bool counted = stats.merges_per_rank.size() == 2 && stats.merges_per_rank[0] == c.steps[0] &&
                        stats.merges_per_rank[1] == c.steps[1] && stats.bytes == 8.0 * c.steps[r] * n;
   // Asynchrony: rank 1's merges never wait out rank 0's computing (when rank 0 computes at all).
   const bool unblocked = rank0_busy == 0.0 || longest1 < 0.5 * rank0_busy;
-  const bool ok = worst <= tolerance && smallest_delta > 100 * tolerance && spread == 0.0 && counted && unblocked;
+  const bool ok = indices_ok && worst <= tolerance && took_back <= tolerance && smallest_step > 100 * tolerance &&
+                  spread == 0.0 && counted && unblocked;
+  int switches = 0;  // how often consecutive merges came from different ranks (interleaving happened)
+  for (int m = 1; m < total && indices_ok; ++m) switches += by_rank[m] != by_rank[m - 1];
   const double t_other = comm.max(r == 1 ? my_time : 0.0);
   if (r == 0)
-    std::printf("%s: %d + %d merges of %lld floats; general vs initial + sum of deltas: %.3g (tolerance %.1g, "
-                "smallest delta %.3g); ranks differ: %s; merges counted %lld + %lld, bytes %s; rank 1's longest "
-                "merge %.4f s while rank 0 computes %.3f s per step; training time rank 0 %.3f s, rank 1 %.3f s: %s\n",
-                c.name, c.steps[0], c.steps[1], static_cast<long long>(n), worst, tolerance, smallest_delta,
-                spread == 0.0 ? "no" : "YES", stats.merges_per_rank.size() == 2 ? (long long)stats.merges_per_rank[0] : -1LL,
+    std::printf("%s: %d + %d merges of %lld floats, indices %s, %d rank switches; final general vs replay %.3g, "
+                "take-backs vs replay %.3g (tolerance %.1g, smallest merge step %.3g); ranks differ: %s; merges "
+                "counted %lld + %lld, bytes %s; rank 1's longest merge %.4f s while rank 0 computes %.3f s per "
+                "step; training time rank 0 %.3f s, rank 1 %.3f s: %s\n",
+                c.name, c.steps[0], c.steps[1], static_cast<long long>(n), indices_ok ? "0..total-1 once each" : "WRONG",
+                switches, worst, took_back, tolerance, smallest_step, spread == 0.0 ? "no" : "YES",
+                stats.merges_per_rank.size() == 2 ? (long long)stats.merges_per_rank[0] : -1LL,
                 stats.merges_per_rank.size() == 2 ? (long long)stats.merges_per_rank[1] : -1LL,
                 stats.bytes == 8.0 * c.steps[r] * n ? "ok" : "WRONG", longest1, rank0_busy, my_time, t_other,
                 ok ? "ok" : "FAILED");
