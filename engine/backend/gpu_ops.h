@@ -5,9 +5,10 @@
 // backend/stub/gpu_stub.cpp defines every function to throw dtnn::Unsupported ("built without CUDA"),
 // so shared code calls these without #ifdefs and a CPU-only run never reaches them.
 //
-// Execution model: one device per process (init() picks it) and ONE stream; every kernel, cuBLAS and
-// cuDNN call of dtnn is queued on that stream in program order, so no call here synchronises unless its
-// comment says so. Pointers named x, y, w, ... are device pointers; `host` pointers are host memory.
+// Execution model: one device per process (init() picks it) and ONE compute stream; every kernel, cuBLAS
+// and cuDNN call of dtnn is queued on that stream in program order, so no call here synchronises unless its
+// comment says so. Copies of the input pipeline (InputStager) and gradient buckets (SideStream) run on
+// their own streams, ordered against the compute stream by events. Pointers named x, y, w, ... are device pointers; `host` pointers are host memory.
 // Layouts are dtnn's (core/layout.h): NHWC (N, H, W, C), NCHW (N, C, H, W), flat rows (N, F).
 // Every CUDA, cuBLAS and cuDNN status is checked (backend/gpu/gpu_check.h); a failure throws dtnn::Error
 // naming the call, the file and the line.
@@ -125,6 +126,34 @@ class EventPool {
   double seconds(int from, int to) const;
  private:
   std::vector<void*> events_;
+};
+
+// A second stream for work that overlaps the compute stream (the gradient buckets of data parallelism,
+// train/gpu_gradient_reducer.h), ordered against it by events; created at the device's highest priority,
+// so a bucket's reduction is not held back behind queued compute kernels (as DDP's NCCL stream). `slots` numbered timing events each way,
+// all created here (none in the batch loop); recording a slot again replaces its previous point (a wait
+// already queued on it keeps the old point, as CUDA defines).
+class SideStream {
+ public:
+  explicit SideStream(int slots);
+  ~SideStream();  // drains this stream first; never throws
+  SideStream(const SideStream&) = delete;
+  SideStream& operator=(const SideStream&) = delete;
+  void* handle();  // the cudaStream_t (NCCL)
+  // Records compute-stream slot i at the compute stream's current point; this stream waits for it.
+  void wait_compute(int i);
+  void mark(int i);       // records side slot i at this stream's current point
+  bool passed(int i);     // whether this stream has passed side slot i (cudaEventQuery; never waits)
+  void host_wait(int i);  // the host waits until this stream passed side slot i
+  void compute_waits(int i);  // the compute stream waits for side slot i
+  void copy_to_host(void* host, const void* src, size_t bytes);   // async on this stream (pinned host memory)
+  void copy_to_device(void* dst, const void* host, size_t bytes);  // async on this stream
+  // Device seconds from side slot `from` to side slot `to`; both points passed.
+  double seconds(int from, int to) const;
+
+ private:
+  void* stream_ = nullptr;
+  std::vector<void*> compute_, side_;
 };
 
 // The input pipeline's host-to-device copies, overlapped with compute: upload() queues the copy of a

@@ -31,6 +31,10 @@ void Communicator::allgather(const double* mine, int count, double* all) { std::
 
 void Communicator::gather_bytes(const std::string& mine, std::vector<std::string>& all) { all = {mine}; }
 
+void Communicator::allreduce_sum_device_on(float*, int64_t, void*) {
+  fail("device reductions on a stream need NCCL (--enable_nccl); ", library_version(), " reduces host memory");
+}
+
 std::unique_ptr<GeneralWindow> Communicator::open_general_window(const float*, int64_t) {
   fail("one-sided general weights need MPI and more than one rank (", library_version(), ", ", size(), " rank(s))");
 }

@@ -74,6 +74,11 @@ class Communicator {
   virtual void reserve_device_staging(int64_t count);
   // "NCCL 2.28.9" when device reductions use NCCL, else "".
   virtual std::string device_library() const { return ""; }
+  // Device reductions only (device_library() not empty): queues the in-place sum of `count` floats of GPU
+  // memory on `stream` (a cudaStream_t, e.g. gpu::SideStream's) and returns without waiting; every rank
+  // queues its reductions in the same order. The base version throws (MPI reduces host memory: the staged
+  // path of train/gpu_gradient_reducer.h).
+  virtual void allreduce_sum_device_on(float* data, int64_t count, void* stream);
   virtual double max(double value) = 0;  // allreduce MAX of one value (e.g. the slowest rank's time)
   // Every rank's `count` doubles, rank-major, into all[size() * count] on every rank (the per-rank
   // communication figures of an epoch). The base version (one process) copies.

@@ -45,6 +45,13 @@ class NcclCommunicator final : public Communicator {
     DTNN_NCCL_CHECK(ncclAllReduce(data, data, static_cast<size_t>(count), ncclFloat, ncclSum, comm_,
                                   static_cast<cudaStream_t>(gpu::stream_handle())));
   }
+  void allreduce_sum_device_on(float* data, int64_t count, void* stream) override {
+    ncclResult_t earlier = ncclSuccess;  // a peer's failure, reported here rather than as a hang
+    DTNN_NCCL_CHECK(ncclCommGetAsyncError(comm_, &earlier));
+    DTNN_NCCL_CHECK(earlier);
+    DTNN_NCCL_CHECK(ncclAllReduce(data, data, static_cast<size_t>(count), ncclFloat, ncclSum, comm_,
+                                  static_cast<cudaStream_t>(stream)));
+  }
   void reserve_device_staging(int64_t) override {}  // reduces in place on the device
   std::string device_library() const override { return version_; }
   double max(double value) override { return base_.max(value); }

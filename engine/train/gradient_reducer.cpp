@@ -148,13 +148,20 @@ void GradientReducer::finish(Optimizer& optimizer, float* params) {
 }
 
 EpochComm GradientReducer::gather_epoch(Communicator& comm) const {
+  return gather_epoch_comm(comm, times_, steps_, !reduce_ ? "none" : overlapped_ ? "non_blocking" : "blocking",
+                           !reduce_ ? 0 : overlapped_ ? static_cast<int64_t>(buckets_.size()) : 1,
+                           reduce_ ? static_cast<double>(total_floats_) * sizeof(float) : 0.0);
+}
+
+EpochComm gather_epoch_comm(Communicator& comm, const RankTimes& times, int64_t steps, const char* mode,
+                            int64_t buckets_per_step, double bytes_per_step) {
   EpochComm e;
-  e.steps = steps_;
-  e.mode = !reduce_ ? "none" : overlapped_ ? "non_blocking" : "blocking";
-  e.buckets_per_step = !reduce_ ? 0 : overlapped_ ? static_cast<int64_t>(buckets_.size()) : 1;
-  e.bytes_per_step = reduce_ ? static_cast<double>(total_floats_) * sizeof(float) : 0.0;
+  e.steps = steps;
+  e.mode = mode;
+  e.buckets_per_step = buckets_per_step;
+  e.bytes_per_step = bytes_per_step;
   constexpr int kFields = 4;
-  const double mine[kFields] = {times_.step_s, times_.compute_s, times_.comm_s, times_.exposed_s};
+  const double mine[kFields] = {times.step_s, times.compute_s, times.comm_s, times.exposed_s};
   std::vector<double> all(static_cast<size_t>(kFields) * comm.size());
   comm.allgather(mine, kFields, all.data());
   double* fields[4][kFields] = {{&e.rank0.step_s, &e.rank0.compute_s, &e.rank0.comm_s, &e.rank0.exposed_s},

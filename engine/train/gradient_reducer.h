@@ -59,8 +59,8 @@ struct RankTimes {
 
 // An epoch's communication: rank 0's times and each field's minimum, median and maximum over the ranks.
 struct EpochComm {
-  // "blocking", "non_blocking", "none" (one rank: nothing reduced, the step is all compute), or "" when
-  // nothing was measured (GPU models: host clocks around asynchronous calls would not mean anything)
+  // "blocking", "non_blocking", "none" (one rank: nothing reduced, the step is all compute); GPU models
+  // measure on the device timeline (train/gpu_gradient_reducer.h)
   std::string mode;
   int64_t steps = 0;
   int64_t buckets_per_step = 0;
@@ -68,6 +68,10 @@ struct EpochComm {
   RankTimes rank0, min, median, max;
   std::vector<RankTimes> ranks;  // every rank's, in rank order (the run's per-rank phase summary)
 };
+
+// The epoch figures over every rank from each rank's sums (collective: every rank calls it at the same point).
+EpochComm gather_epoch_comm(Communicator& comm, const RankTimes& times, int64_t steps, const char* mode,
+                            int64_t buckets_per_step, double bytes_per_step);
 
 class GradientReducer final : public BackwardHook {
  public:

@@ -72,9 +72,6 @@ void validate(const TrainOptions& o, const Communicator& comm) {
   DTNN_CHECK(straggler.rank < comm.size(), "--straggler_ms=", o.straggler_ms, ": rank ", straggler.rank,
              " does not exist (", comm.size(), " rank", comm.size() == 1 ? "" : "s", ")");
   if (o.enable_gpu) require_gpu();
-  if (o.enable_gpu && o.non_blocking_mpi && comm.size() > 1)
-    unsupported("--non_blocking_mpi with --enable_gpu: GPU gradients are summed in one reduction after the backward "
-                "pass (bucketed reduction on a NCCL stream is not implemented yet); drop --non_blocking_mpi");
 }
 
 }  // namespace

@@ -106,6 +106,9 @@ Trainer::Trainer(Model& model, const Dataset& data, Communicator& comm, Optimize
                                                 sizeof(float) * model.max_batch() * classes_);
     loader_.pin_host_memory();
     comm.reserve_device_staging(model.slab_size() + reduce_tail_floats(options));
+    gpu_reducer_ = std::make_unique<GpuGradientReducer>(comm, model, reduce_tail_floats(options),
+                                                        options.non_blocking_mpi, options.gradient_bucket_mb,
+                                                        every_rank_steps_);
   }
 }
 
@@ -119,6 +122,7 @@ void Trainer::set_tracer(Tracer* tracer) {
   // Marks per step: two per layer forward and backward, loss, gradient sum and update, the step's own two.
   gpu_trace_ = tracer ? std::make_unique<GpuTrace>(*tracer, static_cast<int>(4 * model_.num_layers() + 16)) : nullptr;
   model_.set_gpu_trace(gpu_trace_.get());
+  gpu_reducer_->set_gpu_trace(gpu_trace_.get());
 }
 
 void Trainer::flush_trace() {
@@ -164,25 +168,22 @@ void Trainer::train_step_gpu(const Batch& batch, int64_t global_n) {
     tracer_->set_step(steps_run_);
     trace->begin_step(steps_run_);
   }
+  gpu_reducer_->begin_step();
+  // The tail (loss, metric sums, count) is complete before backward: it rides with the first bucket, which
+  // may be summed while backward still runs.
   if (n > 0) {
     gpu_upload(batch);
     model_.forward(n, Mode::train);
     const int loss_begin = trace ? trace->mark() : -1;
     gpu_loss(n, static_cast<double>(global_n), true, tail, false);
     if (trace) trace->span(TraceKind::loss, -1, loss_begin);
-    model_.backward(n, fused_softmax_ ? last - 1 : last);
+    gpu::set_value(tail + values, static_cast<float>(n));
+    model_.backward(n, fused_softmax_ ? last - 1 : last, gpu_reducer_->hook());
   } else {
     gpu::memset_zero(model_.grad_slab(), (model_.slab_size() + values) * sizeof(float));
+    gpu::set_value(tail + values, 0.0f);
   }
-  gpu::set_value(tail + values, static_cast<float>(n));
-  if (comm_.size() > 1) {
-    const int sum_begin = trace ? trace->mark() : -1;
-    comm_.allreduce_sum_device(model_.grad_slab(), model_.slab_size() + values + 1);
-    if (trace) trace->span(TraceKind::allreduce, 0, sum_begin);
-  }
-  const int update_begin = trace ? trace->mark() : -1;
-  optimizer_.step(model_.param_slab(), model_.grad_slab());
-  if (trace) trace->span(TraceKind::update, 0, update_begin);
+  gpu_reducer_->finish(optimizer_, model_.param_slab());
   gpu::accumulate(sums_dev_.data(), tail, values + 1);
   if (trace) trace->end_step();
 }
@@ -293,6 +294,7 @@ EpochRecord Trainer::run_epoch(int epoch, int num_epochs, const Splits& splits) 
   };
   if (gpu_) gpu::memset_zero(sums_dev_.data(), sums_host_.size() * sizeof(float));
   reducer_.reset_times();
+  if (gpu_reducer_) gpu_reducer_->reset_times();
   const double t0 = now_s();
   // `steps` batches over order[0, count) (cycled), `total` samples: the rank's share, or one claimed block.
   auto walk = [&] {
@@ -362,7 +364,7 @@ EpochRecord Trainer::run_epoch(int epoch, int num_epochs, const Splits& splits) 
     done = static_cast<int64_t>(epoch_sums_[sums.size()]);
   }
   rec.train.time_s = epoch_comm.max(now_s() - t0);
-  if (!gpu_) rec.comm = reducer_.gather_epoch(epoch_comm);
+  rec.comm = gpu_ ? gpu_reducer_->gather_epoch(epoch_comm) : reducer_.gather_epoch(epoch_comm);
   rec.learning_rate = optimizer_.learning_rate();
   rec.train.samples = done;
   rec.train.values.resize(sums.size());

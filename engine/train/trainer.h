@@ -74,6 +74,7 @@
 #include "models/model.h"
 #include "optim/optimizer.h"
 #include "parallel/communicator.h"
+#include "train/gpu_gradient_reducer.h"
 #include "train/gradient_reducer.h"
 #include "train/losses.h"
 #include "train/model_averager.h"
@@ -192,6 +193,7 @@ class Trainer {
   int64_t straggler_ms_ = 0;  // this rank's sleep before every step
   Tracer* tracer_ = nullptr;
   std::unique_ptr<GpuTrace> gpu_trace_;  // GPU models with a tracer
+  std::unique_ptr<GpuGradientReducer> gpu_reducer_;  // GPU models: the gradient sum and update
   // GPU state (empty on the CPU): one-hot labels of the current batch, the loss kernel's scratch, the
   // epoch's running sums (values + count), metric codes, the host copy of the sums, the input-copy event.
   bool gpu_ = false;

@@ -4,8 +4,14 @@
 //     the ranks on GPU rank % devices (both may share one GPU);
 //   - synchronised batch normalization on the GPU (dtnn's kernels, statistics allreduced): 2 ranks x 16
 //     samples normalise like 1 x 32 on rank 0;
+//   - the trainer's gradient buckets on the GPU (--non_blocking_mpi, train/gpu_gradient_reducer.h) against
+//     its blocking reduction: a CNN with BatchNormalization, 12 steps then a short epoch that leaves rank 1
+//     without samples in its last step, buckets of one per layer, 1 KiB (small layers merged) and
+//     25 MiB: the weights and BN statistics bit-identical to blocking (2 ranks: a sum of two floats does not
+//     depend on how the slab is cut), the ranks' weights bit-identical, and the epoch's communication
+//     figures present and consistent (mode, buckets per step, compute + exposed = step, comm > 0);
 //   - with the argument `nccl` instead (its own ctest entry): NCCL (make_nccl_communicator), which needs a
-//     GPU per rank (NCCL refuses two ranks on one GPU).
+//     GPU per rank (NCCL refuses two ranks on one GPU), for the device reduction and the buckets alike.
 // Without a CUDA device (or a CUDA build), or `nccl` with fewer GPUs than ranks, it prints why and exits
 // 77 (tests/skip.h: ctest reports it skipped). Else prints "N passed, M failed" and exits 0/1.
 #include <cmath>
@@ -18,8 +24,11 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "helpers.h"
-#include "skip.h"
+#include "layers/layers.h"
+#include "models/model.h"
 #include "parallel/communicator.h"
+#include "skip.h"
+#include "train/trainer.h"
 
 using namespace dtnn;
 
@@ -98,6 +107,92 @@ void sync_batchnorm(Communicator& mpi) {
   check(test::max_rel_error(running, ref_running) <= 1e-5, "synchronised BN running statistics", test::max_rel_error(running, ref_running));
 }
 
+struct BucketRun {
+  std::vector<float> params, state;
+  EpochComm comm;
+  int64_t samples = 0;
+};
+
+// One epoch on the GPU: `steps` steps of 16 per rank (0: the whole pool of `pool` samples).
+BucketRun gpu_epoch(Communicator& comm, bool non_blocking, double bucket_mb, int64_t steps, int64_t pool) {
+  TrainOptions o;
+  o.batch_size = 16;
+  o.steps_per_epoch = steps;
+  o.optimizer.name = "sgd";
+  o.optimizer.learning_rate = 0.05;
+  o.optimizer.momentum = 0.9;
+  o.seed = 3;
+  o.enable_gpu = true;
+  o.non_blocking_mpi = non_blocking;
+  o.gradient_bucket_mb = bucket_mb;
+  auto m = std::make_unique<Model>("gpu_bucket_cnn");
+  m->add(make_input(28, 28, 1));
+  Conv2DSpec conv;
+  conv.nfilters = 8;
+  conv.padding = 1;
+  m->add(make_conv2d(conv));
+  m->add(make_batchnorm(), "relu");
+  Pool2DSpec pool2;
+  pool2.stride = 2;
+  m->add(make_max_pool2d(pool2));
+  m->add(make_conv2d(conv), "relu");
+  m->add(make_flatten());
+  m->add(make_fc(32), "relu");
+  m->add(make_fc(10), "softmax");
+  BuildContext ctx;
+  ctx.max_batch = o.batch_size;
+  ctx.device = Device::gpu;
+  ctx.conv_algo = "gpu.cudnn.pydtnn_fixed";  // deterministic cuDNN algorithms: runs comparable bit for bit
+  m->build(ctx, o.seed, Trainer::reduce_tail_floats(o));
+  m->seed_layers(o.seed, comm.rank());
+  share_root_weights(*m, comm);
+  DatasetShape shape = dataset_shape("mnist");
+  if (pool > 0) shape.train_count = pool;
+  auto data = make_synthetic(shape, 1);
+  auto opt = make_optimizer(o.optimizer, m->slab_size(), Device::gpu);
+  Trainer trainer(*m, *data, comm, *opt, o);
+  const EpochRecord rec = trainer.run_epoch(1, 1, make_splits(*data, 0.0, false, o.seed));
+  m->download();
+  BucketRun r;
+  r.params.assign(m->host_param_slab(), m->host_param_slab() + m->slab_size());
+  r.state.assign(m->host_state_slab(), m->host_state_slab() + m->state_size());
+  r.comm = rec.comm;
+  r.samples = rec.train.samples;
+  return r;
+}
+
+void buckets(Communicator& comm, Communicator& mpi, const char* path) {
+  for (int64_t pool : {int64_t{0}, int64_t{2 * 16 * 3 + 1}}) {  // 12 steps; 3 full steps and one sample
+    const int64_t steps = pool ? 0 : 12;
+    const BucketRun blocking = gpu_epoch(comm, false, 25.0, steps, pool);
+    const bool ok_b = blocking.comm.mode == "blocking" && blocking.comm.buckets_per_step == 1 &&
+                      blocking.comm.rank0.comm_s > 0 && blocking.comm.rank0.exposed_s > 0;
+    check(ok_b, "blocking GPU run: mode 'blocking', 1 bucket, communication measured", blocking.comm.rank0.comm_s);
+    for (double mb : {0.0, 1.0 / 1024, 25.0}) {
+      const BucketRun nb = gpu_epoch(comm, true, mb, steps, pool);
+      const bool bitwise = nb.params == blocking.params && nb.state == blocking.state;
+      std::vector<float> root = nb.params;
+      mpi.broadcast(root.data(), static_cast<int64_t>(root.size()), 0);
+      const bool ranks_same = mpi.max(root == nb.params ? 0.0 : 1.0) == 0.0;
+      const RankTimes& t = nb.comm.rank0;
+      const bool figures = nb.comm.mode == "non_blocking" && nb.comm.buckets_per_step >= 1 && t.comm_s > 0 &&
+                           t.step_s > 0 && std::fabs(t.compute_s + t.exposed_s - t.step_s) <= 1e-3 * t.step_s &&
+                           nb.samples == blocking.samples;
+      if (mpi.rank() == 0)
+        std::printf("%s buckets of %g MiB (%lld per step), %s: weights %s blocking (max rel %.3g), BN statistics %s; "
+                    "ranks %s; rank 0 per epoch: step %.4f s, compute %.4f s, comm %.4f s, exposed %.4f s "
+                    "(blocking: exposed %.4f s)\n",
+                    path, mb, static_cast<long long>(nb.comm.buckets_per_step), pool ? "short last step" : "12 steps",
+                    nb.params == blocking.params ? "=" : "!=", test::max_rel_error(nb.params, blocking.params),
+                    nb.state == blocking.state ? "=" : "!=", ranks_same ? "identical" : "DIFFER", t.step_s,
+                    t.compute_s, t.comm_s, t.exposed_s, blocking.comm.rank0.exposed_s);
+      check(bitwise, "GPU buckets: weights and BN statistics bit-identical to blocking", test::max_rel_error(nb.params, blocking.params));
+      check(ranks_same, "GPU buckets: the ranks' weights bit-identical", 0.0);
+      check(figures, "GPU buckets: communication figures (mode, buckets, comm > 0, compute + exposed = step)", t.comm_s);
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -119,9 +214,11 @@ int main(int argc, char** argv) {
     if (nccl_part) {
       auto nccl = make_nccl_communicator(*mpi);
       reduction(*nccl, *mpi, "NCCL allreduce = MPI host allreduce");
+      buckets(*nccl, *mpi, "NCCL");
     } else {
       reduction(*mpi, *mpi, "staged device allreduce = MPI host allreduce");
       sync_batchnorm(*mpi);
+      buckets(*mpi, *mpi, "MPI-staged");
     }
     const double total_failed = [&] {
       float f = static_cast<float>(failed);
