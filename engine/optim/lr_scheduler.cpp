@@ -356,7 +356,7 @@ LRSchedulers::LRSchedulers(const LRSchedulerOptions& o, const SchedulerSetup& se
     while (!name.empty() && name.front() == ' ') name.erase(name.begin());
     while (!name.empty() && name.back() == ' ') name.pop_back();
     start = end + 1;
-    if (name.empty()) continue;
+    if (name.empty() || (name == "none" && o.names == "none")) continue;  // "none": the help's spelling of the default
     const auto& known = lr_scheduler_names();
     DTNN_CHECK(std::find(known.begin(), known.end(), name) != known.end(), "--lr_schedulers: unknown scheduler '", name,
                "' (known: ", join(known, ", "), ")");

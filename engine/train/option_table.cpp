@@ -88,6 +88,7 @@ std::string check_loss(const std::string& v) {
 }
 
 std::string check_lr_schedulers(const std::string& v) {
+  if (v == "none") return "";  // how --help shows the default
   size_t start = 0;
   while (start < v.size()) {
     const size_t comma = std::min(v.find(',', start), v.size());

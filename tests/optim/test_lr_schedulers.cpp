@@ -62,6 +62,12 @@ TEST_CASE("lr_schedulers: empty and unknown lists", "[sched]") {
   CHECK(LRSchedulers(o, f.setup).empty());  // PyDTNN crashed here
   o.names = " , ";
   CHECK(LRSchedulers(o, f.setup).empty());
+  o.names = "none";  // how --help shows the default
+  CHECK(LRSchedulers(o, f.setup).empty());
+  o.names = "none,stop_at_loss";  // "none" only alone
+  REQUIRE_THROWS_WITH(LRSchedulers(o, f.setup),
+                      "--lr_schedulers: unknown scheduler 'none' (known: warm_up, early_stopping, reduce_lr_on_plateau, "
+                      "reduce_lr_every_nepochs, stop_at_loss, model_checkpoint)");
   o.names = "reduce_lr_every_nepochs, stop_at_loss";
   LRSchedulers two(o, f.setup);
   REQUIRE(two.size() == 2);
