@@ -49,6 +49,13 @@ int diverged_runs(const ResultStore& store, const std::string& selection) {
   return std::stoi(*q.rows.at(0).at(0));
 }
 
+int dirty_runs(const ResultStore& store, const std::string& selection) {
+  const QueryResult q = store.query(
+      "SELECT count(*) FROM runs r JOIN matrices m ON m.id = r.matrix_id JOIN environments e ON e.id = "
+      "r.environment_id WHERE r.status = 'ok' AND e.git_dirty AND " + selection_sql(selection));
+  return std::stoi(*q.rows.at(0).at(0));
+}
+
 std::string diverged_note(int n) {
   return n ? " (" + std::to_string(n) + " diverged run(s), whose loss became NaN or infinite, are not compared)" : "";
 }
@@ -95,6 +102,8 @@ Comparison compare_runs(const ResultStore& store, const CompareOptions& o) {
   Comparison c;
   c.diverged_baseline = diverged_runs(store, o.baseline);
   c.diverged_candidate = diverged_runs(store, o.candidate);
+  c.dirty_baseline = dirty_runs(store, o.baseline);
+  c.dirty_candidate = dirty_runs(store, o.candidate);
   if (base.empty()) fail("the baseline selection '", o.baseline, "' has no ok runs", diverged_note(c.diverged_baseline));
   if (cand.empty())
     fail("the candidate selection '", o.candidate, "' has no ok runs", diverged_note(c.diverged_candidate));
@@ -152,6 +161,10 @@ void print_comparison(std::ostream& out, const Comparison& c, const CompareOptio
   if (c.diverged_baseline || c.diverged_candidate)
     out << "note: " << c.diverged_baseline << " baseline and " << c.diverged_candidate
         << " candidate run(s) diverged (training loss NaN or infinite) and are not compared (dtnn query runs)\n";
+  if (c.dirty_baseline || c.dirty_candidate)
+    out << "warning: " << c.dirty_baseline << " baseline and " << c.dirty_candidate
+        << " candidate run(s) ran a binary built from a tree with uncommitted changes (commit shown with +dirty): "
+           "their commit does not say what ran\n";
   if (c.too_few_samples)
     out << "warning: some trials have fewer than " << min_repeats_for_significance(o.alpha)
         << " samples on a side; the U test cannot reach p < " << o.alpha << " with so few (raise repeats or epochs)\n";

@@ -39,6 +39,9 @@ struct Comparison {
   int regressions = 0;
   bool too_few_samples = false;         // some trial has fewer samples than the test needs
   int diverged_baseline = 0, diverged_candidate = 0;  // diverged runs in each selection: not compared, noted
+  // ok runs whose binary was built from a tree with changes (environments.git_dirty): compared, with a
+  // warning, since their commit does not say what ran
+  int dirty_baseline = 0, dirty_candidate = 0;
 };
 
 // The SQL condition (on runs r JOIN matrices m JOIN environments e) of a selection; throws dtnn::Error for

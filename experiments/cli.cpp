@@ -19,6 +19,7 @@
 #include "backend/cpu/blas.h"
 #include "backend/gpu.h"
 #include "conv/conv_algorithm.h"
+#include "core/build_info.h"
 #include "core/error.h"
 #include "core/strings.h"
 #include "experiments/conv_command.h"
@@ -418,7 +419,9 @@ int main(int argc, char** argv) {
   std::signal(SIGXFSZ, SIG_IGN);  // past `ulimit -f`, a write fails with EFBIG and is reported, not fatal
   CLI::App app{"dtnn: distributed training of neural networks (a C++ PyDTNN) and its benchmark suite"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "dtnn " DTNN_VERSION);
+  // "dtnn 0.9.0 (commit <sha>[+dirty]; <flags>)": the runner reads another build's commit from this line.
+  app.set_version_flag("--version", std::string("dtnn " DTNN_VERSION " (commit ") + dtnn::build_commit_label() + "; " +
+                                        dtnn::build_info().flags + ")");
   // As with PyDTNN's argparse, an option given twice takes its last value.
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   EngineCommands engine;

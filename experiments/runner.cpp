@@ -120,6 +120,32 @@ std::string capture_command(const std::string& cmd) {
 
 }  // namespace
 
+BuildProvenance parse_version_line(const std::string& text) {
+  BuildProvenance p;
+  std::string line = text.substr(0, text.find('\n'));  // the first line, without its newline
+  while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+  const size_t at = line.find("(commit ");
+  if (at == std::string::npos) return p;
+  const size_t begin = at + 8, semi = line.find("; ", begin);
+  std::string commit = line.substr(begin, semi == std::string::npos ? std::string::npos : semi - begin);
+  if (semi == std::string::npos && !commit.empty() && commit.back() == ')') commit.pop_back();
+  const std::string suffix = "+dirty";
+  if (commit.size() > suffix.size() && commit.compare(commit.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    p.dirty = true;
+    commit.resize(commit.size() - suffix.size());
+  }
+  p.commit = commit.empty() ? "unknown" : commit;
+  if (semi != std::string::npos) {
+    p.flags = line.substr(semi + 2);
+    if (!p.flags.empty() && p.flags.back() == ')') p.flags.pop_back();
+  }
+  return p;
+}
+
+BuildProvenance binary_provenance(const std::string& binary) {
+  return parse_version_line(capture_command("'" + binary + "' --version 2>/dev/null"));
+}
+
 StoredEnvironment current_environment() {
   const Environment& e = environment();
   StoredEnvironment s;
@@ -132,12 +158,13 @@ StoredEnvironment current_environment() {
   s.onednn = e.onednn;
   s.mpi = e.mpi.empty() ? "none" : e.mpi;
   s.cuda = e.cuda;
-  s.build_type = e.build_type;
+  // The build's flags are part of what identifies the environment (a -march or backend change is another build).
+  s.build_type = e.build_type + " [" + e.build_flags + "]";
   s.dtnn_version = e.dtnn_version;
-  const std::string src = DTNN_SOURCE_DIR;
-  s.git_commit = capture_command("git -C '" + src + "' rev-parse HEAD 2>/dev/null");
-  if (!s.git_commit.empty())
-    s.git_dirty = !capture_command("git -C '" + src + "' status --porcelain --untracked-files=no 2>/dev/null").empty();
+  // The commit this binary was built from (core/build_info.h), not the tree it runs in: a binary built
+  // yesterday and run on today's edited tree is still yesterday's commit, marked dirty if its tree was.
+  s.git_commit = e.build_commit;
+  s.git_dirty = e.build_dirty;
   nlohmann::json vars = nlohmann::json::object();
   for (const char* name : {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_PROC_BIND", "OMP_PLACES",
                            "CUDA_VISIBLE_DEVICES", "DNNL_VERBOSE", "NCCL_DEBUG", "NCCL_ALGO", "NCCL_PROTO",
@@ -470,6 +497,12 @@ int run_matrix(const RunnerOptions& options, std::ostream& out) {
   if (!options.git_commit.empty()) {  // the trials run another commit's build (ci/perf-regression.sh)
     environment.git_commit = options.git_commit;
     environment.git_dirty = false;
+  } else if (!options.dtnn_binary.empty()) {  // another build: its own provenance, from its --version line
+    const BuildProvenance other = binary_provenance(options.dtnn_binary);
+    environment.git_commit = other.commit;
+    environment.git_dirty = other.dirty;
+    environment.build_type = environment.build_type.substr(0, environment.build_type.find(" [")) + " [" +
+                             other.flags + "]";
   }
   const int64_t env_id = store.add_environment(environment);
   const fs::path log_dir = db_log_dir / matrix.name;

@@ -47,6 +47,16 @@ struct RunnerOptions {
 // This machine and build as the store records them (host, CPU, libraries, GPU, git commit, env vars).
 StoredEnvironment current_environment();
 
+// Another dtnn build's provenance, as its `--version` line states it ("dtnn V (commit SHA[+dirty]; FLAGS)"):
+// commit "unknown" (and no flags) when the line has none (an older build), never a guess from a source tree.
+struct BuildProvenance {
+  std::string commit = "unknown";
+  bool dirty = false;
+  std::string flags;
+};
+BuildProvenance parse_version_line(const std::string& line);
+BuildProvenance binary_provenance(const std::string& binary);  // runs `binary --version`
+
 // Returns the exit code: 0 when every run is ok or unsupported, 1 when any failed, diverged or timed out, 128 + the
 // signal when stopped by one. Throws dtnn::Error for a bad matrix, filter or database path (empty, under a
 // file, not a regular file).

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "backend/cpu/blas.h"
+#include "core/build_info.h"
 #include "backend/gpu.h"
 #include "conv/cpu/cpu_algorithms.h"
 #include "core/host.h"
@@ -59,6 +60,9 @@ Environment capture() {
   env.onednn = onednn_version();
   env.mpi = mpi_library_version();
   env.cuda = gpu_description();
+  env.build_commit = build_info().commit;
+  env.build_dirty = build_info().dirty;
+  env.build_flags = build_info().flags;
   return env;
 }
 

@@ -20,6 +20,11 @@ struct Environment {
   std::string blas, onednn;  // library versions ("not built" for oneDNN without it)
   std::string mpi;           // the MPI library's version string, "" in a build without MPI
   std::string cuda;          // CUDA/cuDNN/NCCL versions, or why there is no GPU backend
+  // The binary's provenance (core/build_info.h): the commit it was built from ("unknown" outside a
+  // checkout), whether that tree had changes, and its build flags.
+  std::string build_commit;
+  bool build_dirty = false;
+  std::string build_flags;
 };
 
 // Captured on the first call (reads /proc/cpuinfo and asks the libraries), then the same object for the

@@ -119,7 +119,8 @@ void write_report(const std::string& path, const TrainOptions& options, const En
   j["environment"] = {{"host", env.host},       {"cpu_model", env.cpu_model}, {"cores", env.cores},
                       {"compiler", env.compiler}, {"blas", env.blas},         {"onednn", env.onednn},
                       {"mpi", env.mpi},           {"cuda", env.cuda},         {"build_type", env.build_type},
-                      {"dtnn_version", env.dtnn_version}};
+                      {"dtnn_version", env.dtnn_version}, {"build_commit", env.build_commit},
+                      {"build_dirty", env.build_dirty},   {"build_flags", env.build_flags}};
   nlohmann::json layers = nlohmann::json::array();
   for (size_t i = 0; i < model.num_layers(); ++i) {
     const Layer& l = model.layer(i);

@@ -330,6 +330,19 @@ TEST_CASE("compare: a planted regression is found, noise is not", "[compare]") {
   }
   CHECK(c.geomean_ratio == Approx(std::sqrt(0.8 * (502.0 / 500.0))).epsilon(1e-9));
   CHECK_FALSE(c.too_few_samples);
+  CHECK(c.dirty_baseline == 0);
+  CHECK(c.dirty_candidate == 0);
+  {  // a candidate built from a dirty tree is compared, with a warning naming how many runs
+    f.store.exec("UPDATE environments SET git_dirty = 1");
+    const dtnn::Comparison d = dtnn::compare_runs(f.store, o);
+    CHECK(d.dirty_baseline == 2);
+    CHECK(d.dirty_candidate == 2);
+    std::ostringstream text;
+    dtnn::print_comparison(text, d, o);
+    CHECK_THAT(text.str(), Catch::Contains("warning: 2 baseline and 2 candidate run(s) ran a binary built from a tree "
+                                           "with uncommitted changes"));
+    f.store.exec("UPDATE environments SET git_dirty = 0");
+  }
   // The other way round it is an improvement, and a 25 % threshold hides the 20 % change.
   std::swap(o.baseline, o.candidate);
   CHECK(dtnn::compare_runs(f.store, o).regressions == 0);
