@@ -143,7 +143,8 @@ BuildProvenance parse_version_line(const std::string& text) {
 }
 
 BuildProvenance binary_provenance(const std::string& binary) {
-  return parse_version_line(capture_command("'" + binary + "' --version 2>/dev/null"));
+  // Bounded: a stand-in trial program (tests) may not know --version and sleep instead.
+  return parse_version_line(capture_command("timeout 5 '" + binary + "' --version 2>/dev/null"));
 }
 
 StoredEnvironment current_environment() {

@@ -55,7 +55,7 @@ struct BuildProvenance {
   std::string flags;
 };
 BuildProvenance parse_version_line(const std::string& line);
-BuildProvenance binary_provenance(const std::string& binary);  // runs `binary --version`
+BuildProvenance binary_provenance(const std::string& binary);  // runs `binary --version` (5 s at most)
 
 // Returns the exit code: 0 when every run is ok or unsupported, 1 when any failed, diverged or timed out, 128 + the
 // signal when stopped by one. Throws dtnn::Error for a bad matrix, filter or database path (empty, under a
