@@ -105,6 +105,44 @@ UTest mann_whitney_u(const std::vector<double>& a, const std::vector<double>& b)
   return r;
 }
 
+ShiftEstimate hodges_lehmann(const std::vector<double>& a, const std::vector<double>& b, double alpha) {
+  DTNN_CHECK(!a.empty() && !b.empty(), "hodges_lehmann: empty sample (sizes ", a.size(), " and ", b.size(), ")");
+  DTNN_CHECK(alpha > 0.0 && alpha < 1.0, "hodges_lehmann: alpha must be in (0, 1) (got ", alpha, ")");
+  check_no_nan(a, "hodges_lehmann");
+  check_no_nan(b, "hodges_lehmann");
+  const std::size_t m = a.size(), n = b.size(), mn = m * n;
+  std::vector<double> d;
+  d.reserve(mn);
+  for (double x : a)
+    for (double y : b) d.push_back(y - x);
+  std::sort(d.begin(), d.end());
+  ShiftEstimate r;
+  r.estimate = median(d);
+  // k: how many differences to cut from each end.
+  std::size_t k = 0;
+  if (m <= kExactMaxSize && n <= kExactMaxSize) {
+    while (k < mn / 2 && exact_cdf(m, n, k) <= alpha / 2.0) ++k;  // P(U <= k) <= alpha/2 -> k + 1 allowed
+    r.confidence = k ? 1.0 - 2.0 * exact_cdf(m, n, k - 1) : 0.0;
+  } else {
+    // z_{1 - alpha/2} by bisection on erfc (monotone): 2 * (1 - Phi(z)) = erfc(z / sqrt 2) = alpha.
+    double lo = 0.0, hi = 40.0;
+    for (int i = 0; i < 200; ++i) {
+      const double mid = (lo + hi) / 2.0;
+      (std::erfc(mid / std::sqrt(2.0)) > alpha ? lo : hi) = mid;
+    }
+    const double dm = static_cast<double>(m), dn = static_cast<double>(n);
+    const double c = dm * dn / 2.0 - lo * std::sqrt(dm * dn * (dm + dn + 1.0) / 12.0);
+    k = c < 1.0 ? 0 : static_cast<std::size_t>(std::floor(c));
+    r.confidence = k ? 1.0 - alpha : 0.0;
+  }
+  if (k >= 1) {
+    r.bounded = true;
+    r.low = d[k - 1];
+    r.high = d[mn - k];
+  }
+  return r;
+}
+
 int min_repeats_for_significance(double alpha) {
   DTNN_CHECK(alpha > 0.0 && alpha <= 1.0, "min_repeats_for_significance: alpha must be in (0, 1] (got ", alpha, ")");
   // The strongest evidence n repeats can give is complete separation; ask the test itself what p that is,

@@ -5,6 +5,7 @@
 // where M is "exact" or "asymptotic" as noted; statistic and pvalue pasted below as literals.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <utility>
@@ -204,4 +205,65 @@ TEST_CASE("min_repeats_for_significance", "[stats]") {
   CHECK_THROWS_AS(dtnn::min_repeats_for_significance(0.0), dtnn::Error);
   CHECK_THROWS_AS(dtnn::min_repeats_for_significance(-0.05), dtnn::Error);
   CHECK_THROWS_AS(dtnn::min_repeats_for_significance(1.5), dtnn::Error);
+}
+
+TEST_CASE("Hodges-Lehmann: complete separation of 4 and 4, by hand", "[stats]") {
+  // Differences b_j - a_i of {1,2,3,4} and {11,...,14} run 7..13 (16 of them); their median is 10.
+  // P(U <= 0) = 1/70 <= 0.025 < P(U <= 1) = 2/70, so k = 1: the interval is [D(1), D(16)] = [7, 13]
+  // with coverage 1 - 2/70.
+  const dtnn::ShiftEstimate h = dtnn::hodges_lehmann(range(1, 4), range(11, 4), 0.05);
+  CHECK(h.estimate == 10.0);
+  REQUIRE(h.bounded);
+  CHECK(h.low == 7.0);
+  CHECK(h.high == 13.0);
+  CHECK(h.confidence == Approx(1.0 - 2.0 / 70.0));
+  // Three runs a side cannot bound a 95 % interval (P(U <= 0) = 1/20 > 0.025): the same answer as the U test.
+  const dtnn::ShiftEstimate three = dtnn::hodges_lehmann(range(1, 3), range(11, 3), 0.05);
+  CHECK_FALSE(three.bounded);
+  CHECK(three.estimate == 10.0);
+}
+
+TEST_CASE("Hodges-Lehmann: the interval is the set of shifts the U test does not reject", "[stats]") {
+  // Test inversion, checked pointwise: shifting a by delta, the exact two-sided U test keeps H0 (p >= alpha)
+  // exactly for delta inside [low, high]. Sizes 6 and 7: alpha/2 * C(13, 6) = 42.9 is not an integer, so no
+  // boundary case has p == alpha.
+  const std::vector<double> a = {10.3, 11.9, 9.7, 10.8, 12.4, 10.1};
+  const std::vector<double> b = {12.2, 13.5, 11.1, 12.9, 14.6, 12.0, 13.1};
+  const dtnn::ShiftEstimate h = dtnn::hodges_lehmann(a, b, 0.05);
+  REQUIRE(h.bounded);
+  CHECK(h.low <= h.estimate);
+  CHECK(h.estimate <= h.high);
+  CHECK(h.confidence >= 0.95);
+  int inside = 0, outside = 0;
+  for (double delta = -2.0; delta <= 6.0; delta += 0.0137) {
+    if (std::abs(delta - h.low) < 1e-6 || std::abs(delta - h.high) < 1e-6) continue;
+    std::vector<double> shifted(a);
+    for (double& x : shifted) x += delta;
+    const bool kept = dtnn::mann_whitney_u(shifted, b).p_value >= 0.05;
+    const bool in_interval = delta > h.low && delta < h.high;
+    CHECK(kept == in_interval);
+    (in_interval ? inside : outside) += 1;
+  }
+  CHECK(inside > 10);
+  CHECK(outside > 10);
+}
+
+TEST_CASE("Hodges-Lehmann: the normal approximation past 20 values a side", "[stats]") {
+  // m = n = 25: C = mn/2 - z_0.975 sqrt(mn (m + n + 1) / 12) = 312.5 - 1.959964 * 51.5388 = 211.49, so
+  // k = 211: the interval is [D(211), D(415)] of the 625 sorted differences.
+  const std::vector<double> a = range(0, 25);
+  std::vector<double> b;
+  for (int i = 0; i < 25; ++i) b.push_back(100.0 + 1.5 * i);
+  std::vector<double> d;
+  for (double x : a)
+    for (double y : b) d.push_back(y - x);
+  std::sort(d.begin(), d.end());
+  const dtnn::ShiftEstimate h = dtnn::hodges_lehmann(a, b, 0.05);
+  REQUIRE(h.bounded);
+  CHECK(h.low == d[210]);
+  CHECK(h.high == d[414]);
+  CHECK(h.estimate == d[312]);
+  CHECK(h.confidence == Approx(0.95));
+  CHECK_THROWS_AS(dtnn::hodges_lehmann({}, b, 0.05), dtnn::Error);
+  CHECK_THROWS_AS(dtnn::hodges_lehmann(a, {std::nan("")}, 0.05), dtnn::Error);
 }
