@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <ostream>
 
 #include "analysis/stats.h"
@@ -25,19 +26,34 @@ bool all_digits(const std::string& s) {
 
 struct Samples {
   std::string label;
-  std::vector<double> values;
+  std::vector<double> values;   // one per run: its median steady-state epoch
+  std::vector<int64_t> run_ids;
+  int warmup_only_runs = 0;     // ok runs with no epoch past the warm-up
 };
 
-std::map<std::string, Samples> samples_of(const ResultStore& store, const std::string& selection) {
+// One throughput sample per run -- the median of its epochs after the first `warmup` -- since the epochs of
+// one process share its state (page cache, frequency, placement) and are not independent samples.
+std::map<std::string, Samples> samples_of(const ResultStore& store, const std::string& selection, int warmup) {
   const QueryResult q = store.query(
-      "SELECT r.trial_key, r.label, ep.samples_per_s FROM runs r JOIN matrices m ON m.id = r.matrix_id "
-      "JOIN environments e ON e.id = r.environment_id JOIN epochs ep ON ep.run_id = r.id "
+      "SELECT r.trial_key, r.label, r.id, ep.epoch, ep.samples_per_s FROM runs r JOIN matrices m ON m.id = "
+      "r.matrix_id JOIN environments e ON e.id = r.environment_id JOIN epochs ep ON ep.run_id = r.id "
       "WHERE r.status = 'ok' AND " + selection_sql(selection) + " ORDER BY r.id, ep.epoch");
   std::map<std::string, Samples> out;
-  for (const auto& row : q.rows) {
+  std::vector<double> run_epochs;
+  for (size_t i = 0; i < q.rows.size(); ++i) {
+    const auto& row = q.rows[i];
+    if (std::stoi(*row[3]) > warmup) run_epochs.push_back(std::stod(*row[4]));
+    const bool last_of_run = i + 1 == q.rows.size() || *q.rows[i + 1][2] != *row[2];
+    if (!last_of_run) continue;
     Samples& s = out[*row[0]];
     s.label = *row[1];
-    s.values.push_back(std::stod(*row[2]));
+    if (run_epochs.empty()) {
+      ++s.warmup_only_runs;
+    } else {
+      s.values.push_back(median(run_epochs));
+      s.run_ids.push_back(std::stoll(*row[2]));
+    }
+    run_epochs.clear();
   }
   return out;
 }
@@ -56,11 +72,37 @@ int dirty_runs(const ResultStore& store, const std::string& selection) {
   return std::stoi(*q.rows.at(0).at(0));
 }
 
+// The distinct recorded machine keys of a selection's ok runs, and how many ok runs have none ('' = stored
+// before migration 10).
+std::set<std::string> machine_keys(const ResultStore& store, const std::string& selection, int& unrecorded) {
+  const QueryResult q = store.query(
+      "SELECT e.machine_key, count(*) FROM runs r JOIN matrices m ON m.id = r.matrix_id JOIN environments e ON "
+      "e.id = r.environment_id WHERE r.status = 'ok' AND " + selection_sql(selection) + " GROUP BY e.machine_key");
+  std::set<std::string> keys;
+  for (const auto& row : q.rows) {
+    if (row[0]->empty()) unrecorded += std::stoi(*row[1]);
+    else keys.insert(*row[0]);
+  }
+  return keys;
+}
+
 std::string diverged_note(int n) {
   return n ? " (" + std::to_string(n) + " diverged run(s), whose loss became NaN or infinite, are not compared)" : "";
 }
 
 }  // namespace
+
+std::string format_trial_row(const std::string& label, const TrialComparison& t) {
+  char shift[64] = "n/a (too few runs)";
+  if (t.shift.bounded)
+    std::snprintf(shift, sizeof shift, "%.3f [%.3f, %.3f]", std::exp(t.shift.estimate), std::exp(t.shift.low),
+                  std::exp(t.shift.high));
+  char line[512];
+  std::snprintf(line, sizeof line, "%-44s %4zu %4zu %11.1f %11.1f %7.3f  %-21s %8.4f  %s", label.c_str(),
+                t.baseline.size(), t.candidate.size(), median(t.baseline), median(t.candidate), t.ratio, shift,
+                t.p_value, t.verdict.c_str());
+  return line;
+}
 
 std::string selection_sql(const std::string& selection) {
   if (selection.empty()) fail("empty run selection (expected e.g. commit=abc123 or matrix=quickstart,tag=ci)");
@@ -97,8 +139,9 @@ std::string selection_sql(const std::string& selection) {
 
 Comparison compare_runs(const ResultStore& store, const CompareOptions& o) {
   if (!(o.threshold >= 0.0 && o.threshold < 1.0)) fail("--threshold must be in [0%, 100%)");
-  const auto base = samples_of(store, o.baseline);
-  const auto cand = samples_of(store, o.candidate);
+  if (o.warmup_epochs < 0) fail("--warmup-epochs must be >= 0");
+  const auto base = samples_of(store, o.baseline, o.warmup_epochs);
+  const auto cand = samples_of(store, o.candidate, o.warmup_epochs);
   Comparison c;
   c.diverged_baseline = diverged_runs(store, o.baseline);
   c.diverged_candidate = diverged_runs(store, o.candidate);
@@ -107,6 +150,18 @@ Comparison compare_runs(const ResultStore& store, const CompareOptions& o) {
   if (base.empty()) fail("the baseline selection '", o.baseline, "' has no ok runs", diverged_note(c.diverged_baseline));
   if (cand.empty())
     fail("the candidate selection '", o.candidate, "' has no ok runs", diverged_note(c.diverged_candidate));
+  {  // one machine on both sides, unless asked: a ratio across machines measures the machines
+    std::set<std::string> keys = machine_keys(store, o.baseline, c.unrecorded_machine_runs);
+    const std::set<std::string> cand_keys = machine_keys(store, o.candidate, c.unrecorded_machine_runs);
+    keys.insert(cand_keys.begin(), cand_keys.end());
+    c.machines.assign(keys.begin(), keys.end());
+    if (keys.size() > 1 && !o.cross_machine) {
+      std::string list;
+      for (const std::string& k : keys) list += "\n  " + k;
+      fail("the selections ran on ", keys.size(), " different machines; a ratio across machines measures the machines "
+           "(--cross-machine compares anyway, flagged):", list);
+    }
+  }
   const int need = min_repeats_for_significance(o.alpha);
   std::vector<double> ratios;
   for (const auto& [key, b] : base) {
@@ -120,13 +175,27 @@ Comparison compare_runs(const ResultStore& store, const CompareOptions& o) {
     t.label = it->second.label;
     t.baseline = b.values;
     t.candidate = it->second.values;
+    c.warmup_only_runs += b.warmup_only_runs + it->second.warmup_only_runs;
+    if (t.baseline.empty() || t.candidate.empty()) {
+      t.verdict = "no steady-state epoch";
+      c.too_few_samples = true;
+      c.trials.push_back(std::move(t));
+      continue;
+    }
     t.ratio = median(t.candidate) / median(t.baseline);
     t.p_value = mann_whitney_u(t.baseline, t.candidate).p_value;
+    // The shift in log throughput: exp() of it is a ratio, and of its interval a ratio interval.
+    std::vector<double> lb, lc;
+    for (double v : t.baseline) lb.push_back(std::log(v));
+    for (double v : t.candidate) lc.push_back(std::log(v));
+    t.shift = hodges_lehmann(lb, lc, o.alpha);
     const bool enough = static_cast<int>(std::min(t.baseline.size(), t.candidate.size())) >= need;
     if (!enough) c.too_few_samples = true;
-    if (t.ratio < 1.0 - o.threshold && t.p_value < o.alpha) t.verdict = "regression";
+    // Fewer runs than an exact test needs get no verdict, whatever p says: with ties (equal medians) the
+    // normal approximation can give p < 0.05 for 3 runs a side, where no ordering of 3 and 3 is significant.
+    if (!enough) t.verdict = "too few runs";
+    else if (t.ratio < 1.0 - o.threshold && t.p_value < o.alpha) t.verdict = "regression";
     else if (t.ratio > 1.0 + o.threshold && t.p_value < o.alpha) t.verdict = "improvement";
-    else if (!enough) t.verdict = "too few samples";
     else t.verdict = "same";
     if (t.verdict == "regression") ++c.regressions;
     ratios.push_back(t.ratio);
@@ -135,22 +204,28 @@ Comparison compare_runs(const ResultStore& store, const CompareOptions& o) {
   for (const auto& kv : cand)
     if (!base.count(kv.first)) ++c.only_candidate;
   if (c.trials.empty()) fail("the baseline and candidate selections have no trial in common");
+  if (ratios.empty())
+    fail("no trial has a run with an epoch past the warm-up (--warmup-epochs ", o.warmup_epochs,
+         "): nothing to compare");
   c.geomean_ratio = geometric_mean(ratios);
   return c;
 }
 
 void print_comparison(std::ostream& out, const Comparison& c, const CompareOptions& o) {
-  char line[512];
-  std::snprintf(line, sizeof line, "%-48s %5s %5s %12s %12s %8s %8s  %s\n", "trial (axis values)", "n_b", "n_c",
-                "base samp/s", "cand samp/s", "ratio", "p", "verdict");
+  char line[640];
+  std::snprintf(line, sizeof line, "%-44s %4s %4s %11s %11s %7s  %-21s %8s  %s\n", "trial (axis values)", "n_b",
+                "n_c", "base samp/s", "cand samp/s", "ratio", "shift [CI]", "p", "verdict");
   out << line;
   for (const TrialComparison& t : c.trials) {
     std::string label = t.label.empty() ? t.trial_key : t.label;
-    if (label.size() > 48) label = label.substr(0, 45) + "...";
-    std::snprintf(line, sizeof line, "%-48s %5zu %5zu %12.1f %12.1f %8.3f %8.4f  %s\n", label.c_str(),
-                  t.baseline.size(), t.candidate.size(), median(t.baseline), median(t.candidate), t.ratio,
-                  t.p_value, t.verdict.c_str());
-    out << line;
+    if (label.size() > 44) label = label.substr(0, 41) + "...";
+    if (t.baseline.empty() || t.candidate.empty()) {
+      std::snprintf(line, sizeof line, "%-44s %4zu %4zu %11s %11s %7s  %-21s %8s  %s\n", label.c_str(),
+                    t.baseline.size(), t.candidate.size(), "-", "-", "-", "-", "-", t.verdict.c_str());
+      out << line;
+      continue;
+    }
+    out << format_trial_row(label, t) << "\n";
   }
   std::snprintf(line, sizeof line, "geometric mean of the ratios: %.3f over %zu trial(s)", c.geomean_ratio,
                 c.trials.size());
@@ -165,9 +240,21 @@ void print_comparison(std::ostream& out, const Comparison& c, const CompareOptio
     out << "warning: " << c.dirty_baseline << " baseline and " << c.dirty_candidate
         << " candidate run(s) ran a binary built from a tree with uncommitted changes (commit shown with +dirty): "
            "their commit does not say what ran\n";
+  if (c.machines.size() > 1)
+    out << "warning: compared across " << c.machines.size() << " machines (--cross-machine): the ratios include "
+           "the difference between the machines\n";
+  if (c.unrecorded_machine_runs)
+    out << "note: " << c.unrecorded_machine_runs << " run(s) were stored without the machine's identity "
+           "(before schema version 10): not checked for a machine change\n";
+  out << "samples: one per run, the median of its epochs after the first " << o.warmup_epochs
+      << " (warm-up); shift: Hodges-Lehmann ratio cand/base with its " << 100.0 * (1.0 - o.alpha)
+      << " % interval\n";
+  if (c.warmup_only_runs)
+    out << "note: " << c.warmup_only_runs << " ok run(s) have no epoch past the warm-up and give no sample\n";
   if (c.too_few_samples)
     out << "warning: some trials have fewer than " << min_repeats_for_significance(o.alpha)
-        << " samples on a side; the U test cannot reach p < " << o.alpha << " with so few (raise repeats or epochs)\n";
+        << " runs on a side; the U test cannot reach p < " << o.alpha
+        << " with so few (a verdict needs at least that many; Google Benchmark's compare recommends 9 or more)\n";
   std::snprintf(line, sizeof line, "%d regression(s) (slower by more than %.1f%% with p < %.2f)\n", c.regressions,
                 100.0 * o.threshold, o.alpha);
   out << line;

@@ -6,15 +6,19 @@
 //   tag=<tag>         the matrix carried that tag
 //   runs=<a>-<b>      run ids a..b (or runs=<id>)
 // Only runs with status ok count (diverged runs are counted and noted, never compared). Runs are matched
-// by trial key (every parameter of the trial). Each training epoch of each run is one throughput sample (samples/s); a trial's ratio is
-// median(candidate) / median(baseline), so above 1 is faster. A trial regresses when the ratio is below
-// 1 - threshold and the two-sided Mann-Whitney U test gives p < alpha (0.05).
+// by trial key (every parameter of the trial). Each run is one throughput sample: the median samples/s of its
+// epochs after the first `warmup_epochs` (epochs of one process are not independent samples; the first pays for
+// page faults, caches and the conv-algorithm search). A trial's ratio is median(candidate) / median(baseline),
+// so above 1 is faster, with the Hodges-Lehmann estimate of the ratio and its confidence interval (the shift of
+// log throughput). A trial regresses when the ratio is below 1 - threshold and the two-sided Mann-Whitney U
+// test gives p < alpha (0.05); that needs at least min_repeats_for_significance(alpha) runs a side (4).
 #pragma once
 
 #include <iosfwd>
 #include <string>
 #include <vector>
 
+#include "analysis/stats.h"
 #include "results/store.h"
 
 namespace dtnn {
@@ -23,13 +27,16 @@ struct CompareOptions {
   std::string baseline, candidate;  // selections
   double threshold = 0.05;          // fraction
   double alpha = 0.05;
+  int warmup_epochs = 1;            // leading epochs of every run left out of its sample
+  bool cross_machine = false;       // compare runs of different machines (machine_key) instead of refusing
 };
 
 struct TrialComparison {
   std::string trial_key, label;
-  std::vector<double> baseline, candidate;  // samples/s samples
+  std::vector<double> baseline, candidate;  // samples/s, one per run (empty: no run with a steady-state epoch)
   double ratio = 0.0, p_value = 1.0;
-  std::string verdict;  // regression | improvement | same | too few samples
+  ShiftEstimate shift;  // Hodges-Lehmann shift of log(samples/s), candidate minus baseline: exp() is a ratio
+  std::string verdict;  // regression | improvement | same | too few runs | no steady-state epoch
 };
 
 struct Comparison {
@@ -37,18 +44,26 @@ struct Comparison {
   int only_baseline = 0, only_candidate = 0;
   double geomean_ratio = 0.0;           // over matched trials
   int regressions = 0;
-  bool too_few_samples = false;         // some trial has fewer samples than the test needs
+  bool too_few_samples = false;         // some trial has fewer runs than the test needs
+  int warmup_only_runs = 0;             // ok runs of matched trials without an epoch past the warm-up
   int diverged_baseline = 0, diverged_candidate = 0;  // diverged runs in each selection: not compared, noted
   // ok runs whose binary was built from a tree with changes (environments.git_dirty): compared, with a
   // warning, since their commit does not say what ran
   int dirty_baseline = 0, dirty_candidate = 0;
+  std::vector<std::string> machines;  // distinct recorded machine keys over both selections
+  int unrecorded_machine_runs = 0;    // ok runs stored without a machine identity (schema < 10)
 };
 
 // The SQL condition (on runs r JOIN matrices m JOIN environments e) of a selection; throws dtnn::Error for
 // a malformed selection.
 std::string selection_sql(const std::string& selection);
 
+// Throws dtnn::Error when the selections ran on more than one machine (recorded machine_key) unless
+// options.cross_machine, and for empty or trial-disjoint selections.
 Comparison compare_runs(const ResultStore& store, const CompareOptions& options);
+
+// One table row: label, runs a side, medians, ratio, shift with interval, p, verdict (no newline).
+std::string format_trial_row(const std::string& label, const TrialComparison& t);
 
 // Prints the table, the geometric mean and the verdict.
 void print_comparison(std::ostream& out, const Comparison& c, const CompareOptions& options);

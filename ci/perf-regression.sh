@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Performance regression check: runs experiments/perf_smoke.toml on a baseline commit's build and on the
 # current tree, alternating (so drift of a noisy machine hits both sides alike), into one fresh database,
-# then `dtnn compare` (median ratio per trial, Mann-Whitney U, geometric mean). Exit 1 on a regression.
+# then `dtnn compare` (one sample per run: its median epoch after the warm-up; median ratio per trial with the
+# Hodges-Lehmann interval, Mann-Whitney U, geometric mean). Exit 1 on a regression.
 #   ci/perf-regression.sh [BASELINE]     BASELINE: a commit or ref (default HEAD~1)
-#   ROUNDS=3        alternations (each gives 3 epoch samples per trial and side)
+#   ROUNDS=5        alternations, each one run (one sample) per trial and side; a verdict needs at least 4
+#                   (the exact U test cannot reach p < 0.05 with 3 a side); Google Benchmark recommends 9+
 #   THRESHOLD=5%    slowdown that counts as a regression (with p < 0.05)
 #   DTNN_PERF_DIR   work directory (default build-perf/): baseline worktrees, builds and databases
 set -euo pipefail
 cd "$(dirname "$0")/.."
 base_ref="${1:-HEAD~1}"
-rounds="${ROUNDS:-3}"
+rounds="${ROUNDS:-5}"
 threshold="${THRESHOLD:-5%}"
 work="${DTNN_PERF_DIR:-build-perf}"
 

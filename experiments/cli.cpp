@@ -273,6 +273,11 @@ void add_harness_commands(CLI::App& app, HarnessCommands& h) {
   compare->add_option("--baseline", compare_options.baseline, "Baseline runs (commit=, matrix=, tag=, runs=)")->required();
   compare->add_option("--candidate", compare_options.candidate, "Candidate runs")->required();
   compare->add_option("--threshold", threshold, "Slowdown that counts as a regression (5% or 0.05)")->capture_default_str();
+  compare->add_option("--warmup-epochs", compare_options.warmup_epochs,
+                      "Leading epochs of each run left out of its sample (its median steady-state epoch)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  compare->add_flag("--cross-machine", compare_options.cross_machine,
+                    "Compare runs of different machines (refused by default), flagged in the output");
   compare->add_option("--db", db, "Results database")->capture_default_str();
 
   CLI::App* ingest = h.ingest = app.add_subcommand("ingest", "Store benchmarks (bench_conv, dtnn layers or bench_allreduce JSON)");

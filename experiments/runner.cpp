@@ -153,6 +153,7 @@ StoredEnvironment current_environment() {
   s.host = e.host;
   s.cpu_model = e.cpu_model;
   s.cores = e.cores;
+  s.machine = e.machine;
   s.gpu = gpu_device_count() > 0 ? std::to_string(gpu_device_count()) + " CUDA device(s)" : "none";
   s.compiler = e.compiler;
   s.blas = e.blas;

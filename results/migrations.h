@@ -3,6 +3,8 @@
 // migrates a database of the previous version).
 #pragma once
 
+#include "results/migrations_10.h"
+
 namespace dtnn::schema {
 
 struct Migration {
@@ -560,6 +562,8 @@ CREATE VIEW v_averaging AS
   WHERE v.epoch = (SELECT max(epoch) FROM epochs e WHERE e.run_id = r.id)
   ORDER BY r.model, v.mode, a.every_epochs, a.every_steps, v.straggler, r.ranks, r.id;
 )SQL"},
+    {10, "the machine's identity in environments: CPU vendor, family/model/stepping, ISA, cores, caches, kernel, "
+         "hypervisor, and machine_key (compare refuses to mix machines)", kMigration10Sql},
 };
 
 }  // namespace dtnn::schema

@@ -283,24 +283,33 @@ int64_t ResultStore::add_matrix(const std::string& name, const std::string& file
 int64_t ResultStore::add_environment(const StoredEnvironment& e) {
   static const char* kColumns =
       "host, cpu_model, cores, gpu, compiler, blas, onednn, mpi, cuda, build_type, dtnn_version, git_commit, "
-      "git_dirty, env_vars";
+      "git_dirty, env_vars, machine_key, cpu_vendor, cpu_family, cpu_model_number, cpu_stepping, isa, "
+      "logical_cpus, physical_cores, sockets, l1d_kib, l2_kib, l3_kib, kernel, hypervisor";
+  const MachineIdentity& m = e.machine;
+  // A machine nobody described (vendor unknown) stores '' as its key: "not recorded", as rows before migration 10.
+  const std::string key = m.vendor.empty() && m.model_name.empty() ? std::string() : m.key();
   auto bind_all = [&](Statement& st) {
     st.bind(1, e.host).bind(2, e.cpu_model).bind(3, e.cores).bind(4, e.gpu).bind(5, e.compiler).bind(6, e.blas);
     st.bind(7, e.onednn).bind(8, e.mpi).bind(9, e.cuda).bind(10, e.build_type).bind(11, e.dtnn_version);
-    st.bind(12, e.git_commit).bind(13, e.git_dirty ? 1 : 0).bind(14, e.env_vars);
+    st.bind(12, e.git_commit).bind(13, e.git_dirty ? 1 : 0).bind(14, e.env_vars).bind(15, key).bind(16, m.vendor);
+    st.bind(17, m.family).bind(18, m.model).bind(19, m.stepping).bind(20, m.isa).bind(21, m.logical_cpus);
+    st.bind(22, m.physical_cores).bind(23, m.sockets).bind(24, m.l1d_kib).bind(25, m.l2_kib).bind(26, m.l3_kib);
+    st.bind(27, m.kernel).bind(28, m.hypervisor);
   };
   Transaction tx(db_, path_);
   Statement ins(db_, path_,
                 std::string("INSERT OR IGNORE INTO environments (") + kColumns +
-                    ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+                    ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   bind_all(ins);
   ins.run();
   int64_t id = 0;
   {
+    // The UNIQUE columns (and hypervisor, part of machine_key anyway); positions 16-26 go unused here.
     Statement sel(db_, path_,
-                  "SELECT id FROM environments WHERE host = ? AND cpu_model = ? AND cores = ? AND gpu = ? AND "
-                  "compiler = ? AND blas = ? AND onednn = ? AND mpi = ? AND cuda = ? AND build_type = ? AND "
-                  "dtnn_version = ? AND git_commit = ? AND git_dirty = ? AND env_vars = ?");
+                  "SELECT id FROM environments WHERE host = ?1 AND cpu_model = ?2 AND cores = ?3 AND gpu = ?4 AND "
+                  "compiler = ?5 AND blas = ?6 AND onednn = ?7 AND mpi = ?8 AND cuda = ?9 AND build_type = ?10 AND "
+                  "dtnn_version = ?11 AND git_commit = ?12 AND git_dirty = ?13 AND env_vars = ?14 AND "
+                  "machine_key = ?15 AND kernel = ?27 AND hypervisor = ?28");
     bind_all(sel);
     DTNN_ASSERT(sel.step());
     id = sel.int_column(0);

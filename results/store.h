@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include "core/machine.h"
+
 struct sqlite3;
 
 namespace dtnn {
@@ -35,6 +37,7 @@ struct StoredEnvironment {
   std::string git_commit;          // "" when not built from a git checkout
   bool git_dirty = false;
   std::string env_vars;            // JSON object of the relevant environment variables
+  MachineIdentity machine;         // default (vendor "") in tests that do not care: machine_key ''
 };
 
 // What the runner knows before a run starts.

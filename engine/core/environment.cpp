@@ -45,6 +45,7 @@ Environment capture() {
   env.host = host_name();
   read_cpuinfo(env);
   env.cores = static_cast<int>(std::thread::hardware_concurrency());
+  env.machine = machine_identity();
 #if defined(__clang__)
   env.compiler = std::string("clang ") + __clang_version__;
 #else

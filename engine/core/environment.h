@@ -7,6 +7,8 @@
 
 #include <string>
 
+#include "core/machine.h"
+
 namespace dtnn {
 
 struct Environment {
@@ -14,6 +16,7 @@ struct Environment {
   std::string cpu_model;     // /proc/cpuinfo "model name" of the first processor, "" if unreadable
   std::string cpu_id;        // cpu_model plus "(family F model M stepping S)": tells CPU revisions apart
   int cores = 0;             // std::thread::hardware_concurrency()
+  MachineIdentity machine;   // vendor, family/model/stepping, ISA, core/cache counts, kernel, hypervisor
   std::string compiler;      // "g++ 12.2.0" / "clang ..."
   std::string build_type;    // "Release" (NDEBUG) or "Debug"
   std::string dtnn_version;  // the CMake project version

@@ -121,6 +121,13 @@ void write_report(const std::string& path, const TrainOptions& options, const En
                       {"mpi", env.mpi},           {"cuda", env.cuda},         {"build_type", env.build_type},
                       {"dtnn_version", env.dtnn_version}, {"build_commit", env.build_commit},
                       {"build_dirty", env.build_dirty},   {"build_flags", env.build_flags}};
+  const MachineIdentity& m = env.machine;
+  j["environment"]["machine"] = {
+      {"vendor", m.vendor},         {"family", m.family},         {"model", m.model},
+      {"stepping", m.stepping},     {"model_name", m.model_name}, {"isa", m.isa},
+      {"logical_cpus", m.logical_cpus}, {"physical_cores", m.physical_cores}, {"sockets", m.sockets},
+      {"l1d_kib", m.l1d_kib},       {"l2_kib", m.l2_kib},         {"l3_kib", m.l3_kib},
+      {"kernel", m.kernel},         {"hypervisor", m.hypervisor}, {"key", m.key()}};
   nlohmann::json layers = nlohmann::json::array();
   for (size_t i = 0; i < model.num_layers(); ++i) {
     const Layer& l = model.layer(i);

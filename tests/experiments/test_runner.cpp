@@ -213,19 +213,19 @@ TEST_CASE("runner: SIGTERM stops the trial, marks it interrupted and exits 128 +
 
 TEST_CASE("cli: query is read-only, check and compare exit 1 on failures", "[runner]") {
   Workspace ws("cli");
-  const std::string matrix = ws.file("m.toml", std::string("name = \"m\"\nrepeats = 2\n") + kQuickBase +
+  const std::string matrix = ws.file("m.toml", std::string("name = \"m\"\nrepeats = 4\n") + kQuickBase +
                                                    "[axes]\nmodel = [\"simplemlp\"]\n");
   REQUIRE(dtnn_cli("run " + matrix + " --db " + ws.db()) == 0);
   const std::string log = (ws.dir / "q.log").string();
   CHECK(dtnn_cli("query throughput --db " + ws.db(), log) == 0);
-  CHECK_THAT(read_text(log), Contains("(2 rows)"));
+  CHECK_THAT(read_text(log), Contains("(4 rows)"));
   CHECK(dtnn_cli("query throughput --format csv --db " + ws.db(), log) == 0);
   CHECK_THAT(read_text(log), Contains("run_id,matrix,git_commit,framework"));
   CHECK(dtnn_cli("query \"DELETE FROM runs\" --db " + ws.db(), log) == 1);
   CHECK_THAT(read_text(log), Contains("read-only"));
   CHECK(dtnn_cli("query no_such_view --db " + ws.db(), log) == 1);
   CHECK_THAT(read_text(log), Contains("unknown view 'no_such_view'"));
-  CHECK(one(ws.db(), "SELECT count(*) FROM runs") == "2");
+  CHECK(one(ws.db(), "SELECT count(*) FROM runs") == "4");
 
   // Targets: synthetic data cannot reach 99 %, so the check fails; a 1 % target passes.
   const std::string hard = ws.file("hard.toml", R"([[target]]
@@ -236,39 +236,43 @@ target = 99.0
 source = "planted"
 )");
   CHECK(dtnn_cli("check --db " + ws.db() + " --targets " + hard, log) == 1);
-  CHECK_THAT(read_text(log), Contains("0 pass, 2 fail"));
+  CHECK_THAT(read_text(log), Contains("0 pass, 4 fail"));
   const std::string easy = ws.file("easy.toml", "[[target]]\nmodel = \"simplemlp\"\ndataset = \"synthetic-mnist\"\n"
                                                 "metric = \"test_accuracy\"\ntarget = 1.0\ntolerance = 1.0\nsource = \"x\"\n");
   CHECK(one(ws.db(), "SELECT count(*) FROM targets") != "0");  // `dtnn run` stored analysis/targets.toml's
   const auto stamp = fs::last_write_time(ws.db());
   CHECK(dtnn_cli("check --db " + ws.db() + " --targets " + easy, log) == 0);
-  CHECK_THAT(read_text(log), Contains("2 pass, 0 fail"));
+  CHECK_THAT(read_text(log), Contains("4 pass, 0 fail"));
   CHECK(one(ws.db(), "SELECT count(*) FROM targets WHERE source = 'x'") == "0");  // check reads, never writes
   CHECK(fs::last_write_time(ws.db()) == stamp);
   const std::string bad = ws.file("bad.toml", "[[target]]\nmodel = \"simplemlp\"\nmetrik = 1\n");
   CHECK(dtnn_cli("check --db " + ws.db() + " --targets " + bad, log) == 1);
   CHECK_THAT(read_text(log), Contains("bad.toml:3: unknown key 'metrik'"));
 
-  // compare: the same runs on both sides are no regression (exit 0; 4 epoch samples a side, enough for the
-  // U test to reach p < 0.05, so the verdict is not forced by the sample size); a planted 30 % slowdown is
-  // (exit 1).
-  CHECK(dtnn_cli("compare --baseline runs=1-2 --candidate runs=1-2 --db " + ws.db(), log) == 0);
+  // compare: one sample per run (its epochs after the first), and a verdict needs 4 runs a side. The same runs on
+  // both sides are no regression (exit 0); four planted runs 30 % slower are (exit 1).
+  CHECK(dtnn_cli("compare --baseline runs=1-4 --candidate runs=1-4 --db " + ws.db(), log) == 0);
+  CHECK_THAT(read_text(log), Contains("same"));
   {
     dtnn::ResultStore store = dtnn::ResultStore::open(ws.db());
-    store.exec("INSERT INTO runs (matrix_id, environment_id, trial_key, config_key, label, repeat, framework, model, "
-               "dataset, conv_algo, ranks, threads, device, batch_size, num_epochs, optimizer, params, status, command, "
-               "log_path, runner_pid, runner_host, tags) SELECT matrix_id, environment_id, trial_key, config_key, label, "
-               "9, framework, model, dataset, conv_algo, ranks, threads, device, batch_size, num_epochs, optimizer, "
-               "params, 'ok', command, log_path, runner_pid, runner_host, 'slow' FROM runs WHERE id = 1");
-    for (int e = 1; e <= 6; ++e)
-      store.exec("INSERT INTO epochs (run_id, epoch, samples, time_s, samples_per_s, metrics) SELECT 3, " +
-                 std::to_string(e) + ", samples, time_s, 0.7 * (SELECT min(samples_per_s) FROM epochs WHERE run_id < 3)"
-                 " - " + std::to_string(e) + ", '{}' FROM epochs WHERE run_id = 1 AND epoch = 1");
+    for (int run = 5; run <= 8; ++run) {
+      store.exec("INSERT INTO runs (matrix_id, environment_id, trial_key, config_key, label, repeat, framework, model, "
+                 "dataset, conv_algo, ranks, threads, device, batch_size, num_epochs, optimizer, params, status, "
+                 "command, log_path, runner_pid, runner_host, tags) SELECT matrix_id, environment_id, trial_key, "
+                 "config_key, label, 9, framework, model, dataset, conv_algo, ranks, threads, device, batch_size, "
+                 "num_epochs, optimizer, params, 'ok', command, log_path, runner_pid, runner_host, 'slow' FROM runs "
+                 "WHERE id = 1");
+      for (int e = 1; e <= 2; ++e)
+        store.exec("INSERT INTO epochs (run_id, epoch, samples, time_s, samples_per_s, metrics) SELECT " +
+                   std::to_string(run) + ", " + std::to_string(e) + ", samples, time_s, 0.7 * (SELECT "
+                   "min(samples_per_s) FROM epochs WHERE run_id < 5) - " + std::to_string(run + e) + ", '{}' FROM "
+                   "epochs WHERE run_id = 1 AND epoch = 1");
+    }
   }
-  CHECK(dtnn_cli("compare --baseline runs=1-2 --candidate tag=slow --db " + ws.db(), log) == 1);
+  CHECK(dtnn_cli("compare --baseline runs=1-4 --candidate tag=slow --db " + ws.db(), log) == 1);
   CHECK_THAT(read_text(log), Contains("regression"));
-  CHECK(dtnn_cli("compare --baseline runs=1-2 --candidate tag=slow --threshold 99% --db " + ws.db(), log) == 0);
-  CHECK(dtnn_cli("compare --baseline runs=1-2 --candidate tag=slow --threshold lots --db " + ws.db(), log) == 1);
+  CHECK(dtnn_cli("compare --baseline runs=1-4 --candidate tag=slow --threshold 99% --db " + ws.db(), log) == 0);
+  CHECK(dtnn_cli("compare --baseline runs=1-4 --candidate tag=slow --threshold lots --db " + ws.db(), log) == 1);
   CHECK_THAT(read_text(log), Contains("--threshold"));
 }
 

@@ -308,24 +308,41 @@ void planted_run(Fixture& f, const std::string& key, const std::vector<double>& 
 
 TEST_CASE("compare: a planted regression is found, noise is not", "[compare]") {
   Fixture f("compare");
-  // Baseline: runs 1-2; candidate: runs 3-4. Trial "slow" lost 20 %, trial "same" only moved within noise.
-  planted_run(f, "slow", {1000, 1010, 990, 1005, 995});
-  planted_run(f, "same", {500, 510, 490, 505, 495});
-  planted_run(f, "slow", {800, 810, 790, 805, 795});
-  planted_run(f, "same", {502, 492, 508, 497, 503});
+  // Five runs a side and trial. Each run's first epoch is a slow warm-up, left out; its sample is the median of
+  // the other two. Trial "slow" lost 20 %, trial "same" only moved within noise.
+  const std::vector<double> slow_base = {1000, 1010, 990, 1005, 995}, same_base = {500, 510, 490, 505, 495};
+  const std::vector<double> slow_cand = {800, 810, 790, 805, 795}, same_cand = {502, 492, 508, 497, 503};
+  for (int i = 0; i < 5; ++i) {  // baseline: runs 1-10; candidate: runs 11-20
+    planted_run(f, "slow", {100, slow_base[i] - 1, slow_base[i] + 1});
+    planted_run(f, "same", {50, same_base[i] - 1, same_base[i] + 1});
+  }
+  for (int i = 0; i < 5; ++i) {
+    planted_run(f, "slow", {100, slow_cand[i] - 1, slow_cand[i] + 1});
+    planted_run(f, "same", {50, same_cand[i] - 1, same_cand[i] + 1});
+  }
   dtnn::CompareOptions o;
-  o.baseline = "runs=1-2";
-  o.candidate = "runs=3-4";
+  o.baseline = "runs=1-10";
+  o.candidate = "runs=11-20";
   const dtnn::Comparison c = dtnn::compare_runs(f.store, o);
   REQUIRE(c.trials.size() == 2);
   CHECK(c.regressions == 1);
   for (const dtnn::TrialComparison& t : c.trials) {
+    CHECK(t.baseline.size() == 5);  // one sample per run, not one per epoch
+    CHECK(t.candidate.size() == 5);
     if (t.trial_key == "slow") {
       CHECK(t.verdict == "regression");
       CHECK(t.ratio == Approx(0.8).epsilon(1e-9));
       CHECK(t.p_value == Approx(2.0 / 252.0).epsilon(1e-9));  // exact U test, complete separation, 5 vs 5
+      // Hodges-Lehmann of log ratios: the median of the 25 log(c_j / b_i); every one is below log 0.82.
+      REQUIRE(t.shift.bounded);
+      CHECK(std::exp(t.shift.estimate) == Approx(0.8).epsilon(0.002));
+      CHECK(std::exp(t.shift.high) < 0.82);
+      CHECK(std::exp(t.shift.low) > 0.77);
     } else {
       CHECK(t.verdict == "same");
+      REQUIRE(t.shift.bounded);
+      CHECK(std::exp(t.shift.low) < 1.0);  // the interval holds "no change"
+      CHECK(std::exp(t.shift.high) > 1.0);
     }
   }
   CHECK(c.geomean_ratio == Approx(std::sqrt(0.8 * (502.0 / 500.0))).epsilon(1e-9));
@@ -335,13 +352,21 @@ TEST_CASE("compare: a planted regression is found, noise is not", "[compare]") {
   {  // a candidate built from a dirty tree is compared, with a warning naming how many runs
     f.store.exec("UPDATE environments SET git_dirty = 1");
     const dtnn::Comparison d = dtnn::compare_runs(f.store, o);
-    CHECK(d.dirty_baseline == 2);
-    CHECK(d.dirty_candidate == 2);
+    CHECK(d.dirty_baseline == 10);
+    CHECK(d.dirty_candidate == 10);
     std::ostringstream text;
     dtnn::print_comparison(text, d, o);
-    CHECK_THAT(text.str(), Catch::Contains("warning: 2 baseline and 2 candidate run(s) ran a binary built from a tree "
-                                           "with uncommitted changes"));
+    CHECK_THAT(text.str(), Catch::Contains("warning: 10 baseline and 10 candidate run(s) ran a binary built from a "
+                                           "tree with uncommitted changes"));
     f.store.exec("UPDATE environments SET git_dirty = 0");
+  }
+  {  // with no warm-up dropped, the slow first epochs pull every sample down alike: still one sample per run
+    dtnn::CompareOptions w = o;
+    w.warmup_epochs = 0;
+    const dtnn::Comparison d = dtnn::compare_runs(f.store, w);
+    for (const dtnn::TrialComparison& t : d.trials) CHECK(t.baseline.size() == 5);
+    w.warmup_epochs = 3;  // every epoch is warm-up: no samples, said so
+    CHECK_THROWS_WITH(dtnn::compare_runs(f.store, w), Contains("epoch past the warm-up"));
   }
   // The other way round it is an improvement, and a 25 % threshold hides the 20 % change.
   std::swap(o.baseline, o.candidate);
@@ -353,19 +378,24 @@ TEST_CASE("compare: a planted regression is found, noise is not", "[compare]") {
 
 TEST_CASE("compare: too few samples are flagged, bad selections refused", "[compare]") {
   Fixture f("compare_few");
-  planted_run(f, "t", {1000, 1001});
-  planted_run(f, "t", {500, 501});
+  // Three runs a side, eight epochs each: 24 epochs a side would have passed the old per-epoch test, but
+  // three runs can never give p < 0.05.
+  for (int i = 0; i < 3; ++i) planted_run(f, "t", {900, 1000, 1001, 1002, 999, 1000, 1003, 998});
+  for (int i = 0; i < 3; ++i) planted_run(f, "t", {400, 500, 501, 502, 499, 500, 503, 498});
   dtnn::CompareOptions o;
-  o.baseline = "runs=1";
-  o.candidate = "runs=2";
+  o.baseline = "runs=1-3";
+  o.candidate = "runs=4-6";
   const dtnn::Comparison c = dtnn::compare_runs(f.store, o);
   CHECK(c.too_few_samples);
-  CHECK(c.regressions == 0);  // 2 vs 2 samples can never give p < 0.05
-  CHECK(c.trials[0].verdict == "too few samples");
+  CHECK(c.regressions == 0);
+  CHECK(c.trials[0].verdict == "too few runs");
+  CHECK(c.trials[0].ratio == Approx(0.5).epsilon(0.01));
+  CHECK_FALSE(c.trials[0].shift.bounded);
   std::ostringstream out;
   dtnn::print_comparison(out, c, o);
-  CHECK_THAT(out.str(), Contains("warning: some trials have fewer than 4 samples"));
-  o.candidate = "commit=abc";  // both runs: the same trial key on both sides
+  CHECK_THAT(out.str(), Contains("warning: some trials have fewer than 4 runs on a side"));
+  CHECK_THAT(out.str(), Contains("n/a (too few runs)"));
+  o.candidate = "commit=abc";  // all runs: the same trial key on both sides
   CHECK(dtnn::compare_runs(f.store, o).trials.size() == 1);
   o.candidate = "colour=blue";
   CHECK_THROWS_WITH(dtnn::compare_runs(f.store, o), Contains("unknown key 'colour'"));

@@ -1,0 +1,64 @@
+// Migration 10 of the results store (results/migrations.h lists them all): the machine's identity in
+// environments. Kept in its own header so migrations.h stays readable; released text is never edited.
+#pragma once
+
+namespace dtnn::schema {
+
+// environments gains the CPU's identity (core/machine.h) and the kernel. They must be part of the row's
+// UNIQUE identity -- two machines that differ only there are two environments -- and SQLite cannot change a
+// UNIQUE constraint in place, so the table is rebuilt (as migration 4 rebuilt runs; foreign keys are off during
+// migrations and checked before the commit). v_throughput, the one view over environments, is dropped and
+// recreated as migration 4 defined it, since renaming a table re-parses every view. Rows stored before this
+// migration keep '' / -1 / 0: "not recorded", which compare and history treat as an unknown machine.
+inline constexpr const char* kMigration10Sql = R"SQL(
+DROP VIEW v_throughput;
+CREATE TABLE environments_new (
+  id           INTEGER PRIMARY KEY,
+  host         TEXT NOT NULL,
+  cpu_model    TEXT NOT NULL,
+  cores        INTEGER NOT NULL,
+  gpu          TEXT NOT NULL,
+  compiler     TEXT NOT NULL,
+  blas         TEXT NOT NULL,
+  onednn       TEXT NOT NULL,
+  mpi          TEXT NOT NULL,
+  cuda         TEXT NOT NULL,           -- CUDA runtime, cuDNN and NCCL versions, device count
+  build_type   TEXT NOT NULL,           -- "Release [the binary's build flags]"
+  dtnn_version TEXT NOT NULL,
+  git_commit   TEXT NOT NULL,           -- the commit the binary was built from
+  git_dirty    INTEGER NOT NULL,        -- its tree had uncommitted changes (untracked files count)
+  env_vars     TEXT NOT NULL,           -- JSON object
+  created_at   TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now')),
+  machine_key  TEXT NOT NULL DEFAULT '',  -- MachineIdentity::key(): what compare/history tell machines apart by
+  cpu_vendor   TEXT NOT NULL DEFAULT '',
+  cpu_family   INTEGER NOT NULL DEFAULT -1,
+  cpu_model_number INTEGER NOT NULL DEFAULT -1,
+  cpu_stepping INTEGER NOT NULL DEFAULT -1,
+  isa          TEXT NOT NULL DEFAULT '',  -- recorded ISA extensions present, space-separated
+  logical_cpus INTEGER NOT NULL DEFAULT 0,
+  physical_cores INTEGER NOT NULL DEFAULT 0,
+  sockets      INTEGER NOT NULL DEFAULT 0,
+  l1d_kib      INTEGER NOT NULL DEFAULT 0,
+  l2_kib       INTEGER NOT NULL DEFAULT 0,
+  l3_kib       INTEGER NOT NULL DEFAULT 0,
+  kernel       TEXT NOT NULL DEFAULT '',
+  hypervisor   TEXT NOT NULL DEFAULT '',
+  UNIQUE (host, cpu_model, cores, gpu, compiler, blas, onednn, mpi, cuda, build_type, dtnn_version, git_commit,
+          git_dirty, env_vars, machine_key, kernel)
+);
+INSERT INTO environments_new (id, host, cpu_model, cores, gpu, compiler, blas, onednn, mpi, cuda, build_type,
+  dtnn_version, git_commit, git_dirty, env_vars, created_at)
+  SELECT id, host, cpu_model, cores, gpu, compiler, blas, onednn, mpi, cuda, build_type,
+  dtnn_version, git_commit, git_dirty, env_vars, created_at FROM environments;
+DROP TABLE environments;
+ALTER TABLE environments_new RENAME TO environments;
+CREATE VIEW v_throughput AS
+  SELECT r.id AS run_id, m.name AS matrix,
+         e.git_commit || CASE WHEN e.git_dirty THEN '+dirty' ELSE '' END AS git_commit,
+         r.framework, r.model, r.dataset, r.conv_algo, r.ranks, r.threads, r.device, r.batch_size, r.repeat,
+         round(r.samples_per_s, 1) AS samples_per_s, round(r.test_accuracy, 2) AS test_accuracy, r.started_at
+  FROM runs r JOIN matrices m ON m.id = r.matrix_id JOIN environments e ON e.id = r.environment_id
+  WHERE r.status = 'ok';
+)SQL";
+
+}  // namespace dtnn::schema
