@@ -2,11 +2,9 @@
 #include "analysis/check.h"
 
 #include <cstdio>
-#include <optional>
 #include <ostream>
-#include <set>
-#include <toml++/toml.h>
 
+#include "analysis/ci_output.h"
 #include "analysis/compare.h"
 #include "core/error.h"
 
@@ -14,84 +12,35 @@ namespace dtnn {
 
 namespace {
 
-std::string where(const std::string& path, const toml::node& node) {
-  return path + ":" + std::to_string(node.source().begin.line);
+std::string fixed2(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", v);
+  return buf;
 }
 
-}  // namespace
-
-std::vector<ResultStore::Target> load_targets(const std::string& path) {
-  toml::table doc;
-  try {
-    doc = toml::parse_file(path);
-  } catch (const toml::parse_error& e) {
-    if (e.source().begin.line == 0) fail(path, ": cannot read the targets file");
-    fail(path, ":", e.source().begin.line, ": ", e.description());
-  }
-  for (const auto& [key, node] : doc)
-    if (key.str() != "target") fail(where(path, node), ": unknown key '", key.str(), "' (expected [[target]] tables)");
-  std::vector<ResultStore::Target> out;
-  const toml::array* list = doc["target"].as_array();
-  if (!list) fail(path, ": no [[target]] tables");
-  static const std::set<std::string> kKeys = {"model",      "dataset",   "metric", "target", "tolerance",
-                                              "num_epochs", "optimizer", "recipe", "source"};
-  for (const toml::node& n : *list) {
-    const toml::table* t = n.as_table();
-    if (!t) fail(where(path, n), ": 'target' must be an array of tables ([[target]])");
-    for (const auto& [key, value] : *t)
-      if (!kKeys.count(std::string(key.str()))) fail(where(path, value), ": unknown key '", key.str(), "'");
-    auto text = [&](const char* key, bool required) -> std::string {
-      const toml::node* v = t->get(key);
-      if (!v) {
-        if (required) fail(where(path, n), ": target without '", key, "'");
-        return "";
-      }
-      if (!v->is_string()) fail(where(path, *v), ": '", key, "' must be a string");
-      return **v->as_string();
-    };
-    auto number = [&](const char* key, bool required) -> double {
-      const toml::node* v = t->get(key);
-      if (!v) {
-        if (required) fail(where(path, n), ": target without '", key, "'");
-        return 0.0;
-      }
-      if (v->is_integer()) return static_cast<double>(**v->as_integer());
-      if (v->is_floating_point()) return **v->as_floating_point();
-      fail(where(path, *v), ": '", key, "' must be a number");
-    };
-    ResultStore::Target target;
-    target.model = text("model", true);
-    target.dataset = text("dataset", true);
-    target.metric = text("metric", true);
-    if (target.metric != "test_accuracy" && target.metric != "val_accuracy")
-      fail(where(path, *t->get("metric")), ": metric must be test_accuracy or val_accuracy (got '", target.metric, "')");
-    target.target = number("target", true);
-    if (!(target.target > 0.0 && target.target <= 100.0)) fail(where(path, n), ": target must be a percentage in (0, 100]");
-    target.tolerance = number("tolerance", false);
-    if (target.tolerance < 0.0) fail(where(path, n), ": tolerance must be >= 0");
-    const double epochs = number("num_epochs", false);
-    if (epochs < 0 || epochs != static_cast<int>(epochs)) fail(where(path, n), ": num_epochs must be an integer >= 0");
-    target.num_epochs = static_cast<int>(epochs);
-    target.optimizer = text("optimizer", false);
-    target.recipe = text("recipe", false);
-    target.source = text("source", true);
-    out.push_back(target);
-  }
-  return out;
+std::string join(const std::vector<std::string>& v, const char* sep) {
+  std::string s;
+  for (const std::string& x : v) s += (s.empty() ? "" : sep) + x;
+  return s;
 }
 
-namespace {
-
-// The targets a run matches, in file order: model and dataset, and the recipe fields the target sets.
-std::vector<const ResultStore::Target*> matching(const std::vector<ResultStore::Target>& targets,
-                                                 const std::vector<std::optional<std::string>>& run) {
-  auto s = [&](int i) { return run[i] ? *run[i] : std::string(); };
-  std::vector<const ResultStore::Target*> out;
-  for (const ResultStore::Target& t : targets)
-    if (t.model == s(2) && t.dataset == s(3) && (t.num_epochs == 0 || std::to_string(t.num_epochs) == s(4)) &&
-        (t.optimizer.empty() || t.optimizer == s(5)))
-      out.push_back(&t);
-  return out;
+// Why no target judged the run: the differences from the nearest target of its model and dataset (fewest).
+std::string why_no_target(const std::vector<ResultStore::Target>& targets, const RunRecipe& run) {
+  const std::vector<std::string>* best = nullptr;
+  std::vector<std::vector<std::string>> diffs;
+  diffs.reserve(targets.size());
+  for (const ResultStore::Target& t : targets) diffs.push_back(recipe_differences(t, run));
+  size_t best_index = 0;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    if (targets[i].model != run.model || targets[i].dataset != run.dataset) continue;
+    if (!best || diffs[i].size() < best->size()) {
+      best = &diffs[i];
+      best_index = i;
+    }
+  }
+  if (!best) return "no target for " + run.model + " on " + run.dataset;
+  const std::string name = targets[best_index].recipe.empty() ? "the nearest target's" : "'" + targets[best_index].recipe + "':";
+  return "recipe differs from " + name + " " + join(*best, "; ");
 }
 
 }  // namespace
@@ -109,66 +58,100 @@ CheckCounts check_targets(const ResultStore& store, const std::string& targets_p
   const std::string diverged_note =
       std::to_string(counts.diverged) + " diverged run(s) not checked (their training loss became NaN or infinite; "
       "dtnn query runs lists them)";
-  const QueryResult runs = store.query(
-      "SELECT r.id, r.framework, r.model, r.dataset, r.num_epochs, r.optimizer, r.test_accuracy, r.val_accuracy" +
-      runs_sql + "WHERE r.status = 'ok'" + where_sql + " ORDER BY r.id");
-  // One row per (run, matching target), or one without a target: run columns 0-5, then metric, value,
-  // target, tolerance.
-  QueryResult q;
-  for (const auto& run : runs.rows) {
-    const std::vector<const ResultStore::Target*> found = matching(targets, run);
-    if (found.empty()) q.rows.push_back({run[0], run[1], run[2], run[3], run[4], run[5], {}, {}, {}, {}});
-    for (const ResultStore::Target* t : found)
-      q.rows.push_back({run[0], run[1], run[2], run[3], run[4], run[5], t->metric,
-                        t->metric == "test_accuracy" ? run[6] : run[7], std::to_string(t->target),
-                        std::to_string(t->tolerance)});
-  }
-  if (q.rows.empty()) {
+  const QueryResult runs = store.query("SELECT r.id, r.framework, r.label, r.test_accuracy, r.val_accuracy, " +
+                                       std::string(kRunRecipeColumns) + runs_sql + "WHERE r.status = 'ok'" +
+                                       where_sql + " ORDER BY r.id");
+  if (runs.rows.empty()) {
     const std::string also = counts.diverged ? " (" + diverged_note + ")" : "";
     if (selection.empty()) fail(store.path(), ": no ok runs to check", also);
     fail(store.path(), ": no ok run matches --select ", selection, also);
   }
-  char line[512];
+  for (const auto& run : runs.rows) {
+    CheckRow base;
+    base.run_id = *run[0];
+    base.framework = *run[1];
+    base.label = *run[2];
+    base.recipe = run_recipe(run, 5);
+    bool judged = false;
+    for (const ResultStore::Target& t : targets) {
+      if (!recipe_differences(t, base.recipe).empty()) continue;
+      judged = true;
+      CheckRow row = base;
+      row.metric = t.metric;
+      row.target = fixed2(t.target);
+      row.why = t.source;
+      const auto& value = t.metric == "test_accuracy" ? run[3] : run[4];
+      if (!value) {
+        row.value = "-";
+        row.verdict = "FAIL (no value)";
+        ++counts.fail;
+      } else {
+        const double v = std::stod(*value);
+        row.value = fixed2(v);
+        row.verdict = v >= t.target - t.tolerance ? "pass" : "FAIL";
+        ++(row.verdict == "pass" ? counts.pass : counts.fail);
+      }
+      counts.rows.push_back(row);
+    }
+    if (!judged) {
+      CheckRow row = base;
+      row.value = row.target = "-";
+      row.verdict = "no target";
+      row.why = why_no_target(targets, base.recipe);
+      ++counts.no_target;
+      counts.rows.push_back(row);
+    }
+  }
+  char line[768];
   std::snprintf(line, sizeof line, "%6s %-8s %-10s %-14s %6s %-5s %-14s %8s %8s  %s\n", "run", "framework", "model",
                 "dataset", "epochs", "opt", "metric", "value", "target", "verdict");
   out << line;
-  for (const auto& row : q.rows) {
-    auto s = [&](int i) { return row[i] ? *row[i] : std::string(); };
-    std::string verdict, metric = s(6), value = "-", target = "-";
-    if (!row[6]) {
-      verdict = "no target";
-      ++counts.no_target;
-    } else {
-      target = s(8);
-      const double t = std::stod(s(8)), tol = std::stod(s(9));
-      if (!row[7]) {
-        verdict = "FAIL (no value)";
-        ++counts.fail;
-      } else {
-        const double v = std::stod(s(7));
-        char buf[32];
-        std::snprintf(buf, sizeof buf, "%.2f", v);
-        value = buf;
-        std::snprintf(buf, sizeof buf, "%.2f", t);
-        target = buf;
-        if (v >= t - tol) {
-          verdict = "pass";
-          ++counts.pass;
-        } else {
-          verdict = "FAIL";
-          ++counts.fail;
-        }
-      }
-    }
-    std::snprintf(line, sizeof line, "%6s %-8s %-10s %-14s %6s %-5s %-14s %8s %8s  %s\n", s(0).c_str(), s(1).c_str(),
-                  s(2).c_str(), s(3).c_str(), s(4).c_str(), s(5).c_str(), metric.empty() ? "-" : metric.c_str(),
-                  value.c_str(), target.c_str(), verdict.c_str());
+  for (const CheckRow& r : counts.rows) {
+    std::snprintf(line, sizeof line, "%6s %-8s %-10s %-14s %6d %-5s %-14s %8s %8s  %s%s\n", r.run_id.c_str(),
+                  r.framework.c_str(), r.recipe.model.c_str(), r.recipe.dataset.c_str(), r.recipe.num_epochs,
+                  r.recipe.optimizer.c_str(), r.metric.empty() ? "-" : r.metric.c_str(), r.value.c_str(),
+                  r.target.c_str(), r.verdict.c_str(), r.verdict == "no target" ? (" (" + r.why + ")").c_str() : "");
     out << line;
   }
-  out << counts.pass << " pass, " << counts.fail << " fail, " << counts.no_target << " without a target (targets and "
-      << "their sources: " << targets_path << ")\n";
+  out << counts.pass << " pass, " << counts.fail << " fail, " << counts.no_target << " without a target (targets, "
+      << "their recipes and sources: " << targets_path << ")\n";
   if (counts.diverged) out << diverged_note << "\n";
   return counts;
+}
+
+std::string check_junit(const CheckCounts& c) {
+  std::vector<JUnitCase> cases;
+  for (const CheckRow& r : c.rows) {
+    JUnitCase k;
+    k.classname = "dtnn.check." + r.recipe.model + "." + r.recipe.dataset;
+    k.name = "run " + r.run_id + " " + r.framework + " " + r.label + (r.metric.empty() ? "" : " " + r.metric);
+    k.system_out = "value " + r.value + ", target " + r.target + "; " + r.why;
+    if (r.verdict == "no target") {
+      k.skipped_message = "no target: " + r.why;
+    } else if (r.verdict != "pass") {
+      k.failure_type = "accuracy";
+      k.failure_message = r.metric + " " + r.value + " % below the target " + r.target + " %";
+      k.failure_text = k.system_out;
+    }
+    cases.push_back(k);
+  }
+  return junit_xml("dtnn check", cases);
+}
+
+std::string check_markdown(const CheckCounts& c, const std::string& targets_path) {
+  std::vector<std::vector<std::string>> rows;
+  for (const CheckRow& r : c.rows)
+    rows.push_back({r.run_id, r.framework, r.recipe.model, r.recipe.dataset, std::to_string(r.recipe.num_epochs),
+                    r.metric.empty() ? "-" : r.metric, r.value, r.target,
+                    r.verdict == "pass" ? "pass" : r.verdict == "no target" ? "no target" : "**" + r.verdict + "**",
+                    r.verdict == "no target" ? r.why : ""});
+  std::string md = "## dtnn check: " + std::to_string(c.pass) + " pass, " + std::to_string(c.fail) + " fail, " +
+                   std::to_string(c.no_target) + " without a target\n\n";
+  md += markdown_table({"run", "framework", "model", "dataset", "epochs", "metric", "value", "target", "verdict", "why not judged"},
+                       rows);
+  md += "\nTargets, their recipes and sources: `" + targets_path + "`.";
+  if (c.diverged) md += " " + std::to_string(c.diverged) + " diverged run(s) not checked.";
+  return md + "\n";
 }
 
 }  // namespace dtnn

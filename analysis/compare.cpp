@@ -7,6 +7,7 @@
 #include <set>
 #include <ostream>
 
+#include "analysis/ci_output.h"
 #include "analysis/stats.h"
 #include "core/error.h"
 
@@ -258,6 +259,71 @@ void print_comparison(std::ostream& out, const Comparison& c, const CompareOptio
   std::snprintf(line, sizeof line, "%d regression(s) (slower by more than %.1f%% with p < %.2f)\n", c.regressions,
                 100.0 * o.threshold, o.alpha);
   out << line;
+}
+
+namespace {
+
+std::string ratio_text(const TrialComparison& t) {
+  if (t.baseline.empty() || t.candidate.empty()) return "-";
+  char buf[128];
+  if (t.shift.bounded)
+    std::snprintf(buf, sizeof buf, "%.3f (HL %.3f, %.0f %% CI %.3f-%.3f), p %.4f", t.ratio, std::exp(t.shift.estimate),
+                  100.0 * t.shift.confidence, std::exp(t.shift.low), std::exp(t.shift.high), t.p_value);
+  else
+    std::snprintf(buf, sizeof buf, "%.3f (too few runs for an interval), p %.4f", t.ratio, t.p_value);
+  return buf;
+}
+
+}  // namespace
+
+std::string comparison_junit(const Comparison& c, const CompareOptions& o) {
+  std::vector<JUnitCase> cases;
+  for (const TrialComparison& t : c.trials) {
+    JUnitCase k;
+    k.classname = "dtnn.compare";
+    k.name = t.label.empty() ? t.trial_key : t.label;
+    char numbers[256];
+    std::snprintf(numbers, sizeof numbers, "%zu baseline and %zu candidate runs; medians %.1f and %.1f samples/s; ",
+                  t.baseline.size(), t.candidate.size(), t.baseline.empty() ? 0.0 : median(t.baseline),
+                  t.candidate.empty() ? 0.0 : median(t.candidate));
+    k.system_out = numbers + ratio_text(t);
+    if (t.verdict == "regression") {
+      k.failure_type = "regression";
+      k.failure_message = "slower by " + std::to_string(static_cast<int>(std::lround(100.0 * (1.0 - t.ratio)))) +
+                          " % (threshold " + std::to_string(static_cast<int>(std::lround(100.0 * o.threshold))) + " %)";
+      k.failure_text = k.system_out;
+    } else if (t.verdict == "too few runs" || t.verdict == "no steady-state epoch") {
+      k.skipped_message = t.verdict + ": a verdict needs " + std::to_string(min_repeats_for_significance(o.alpha)) +
+                          " runs a side";
+    }
+    cases.push_back(k);
+  }
+  return junit_xml("dtnn compare", cases);
+}
+
+std::string comparison_markdown(const Comparison& c, const CompareOptions& o) {
+  std::vector<std::vector<std::string>> rows;
+  for (const TrialComparison& t : c.trials) {
+    char med[64] = "-";
+    if (!t.baseline.empty() && !t.candidate.empty())
+      std::snprintf(med, sizeof med, "%.1f / %.1f", median(t.baseline), median(t.candidate));
+    rows.push_back({t.label.empty() ? t.trial_key : t.label,
+                    std::to_string(t.baseline.size()) + " / " + std::to_string(t.candidate.size()), med, ratio_text(t),
+                    t.verdict == "regression" ? "**regression**" : t.verdict});
+  }
+  char head[256];
+  std::snprintf(head, sizeof head, "## dtnn compare: %d regression(s), geometric mean of the ratios %.3f over %zu trial(s)\n\n",
+                c.regressions, c.geomean_ratio, c.trials.size());
+  std::string md = head;
+  md += markdown_table({"trial", "runs (base / cand)", "samples/s (base / cand)", "ratio cand/base", "verdict"}, rows);
+  md += "\nOne sample per run (its median epoch after the first " + std::to_string(o.warmup_epochs) +
+        "); a regression is slower by more than " + std::to_string(static_cast<int>(std::lround(100.0 * o.threshold))) +
+        " % with p < " + std::to_string(o.alpha).substr(0, 4) + " (Mann-Whitney U); a verdict needs " +
+        std::to_string(min_repeats_for_significance(o.alpha)) + " runs a side.";
+  if (c.dirty_baseline || c.dirty_candidate) md += " Runs of dirty builds: " + std::to_string(c.dirty_baseline) + " / " +
+                                                   std::to_string(c.dirty_candidate) + ".";
+  if (c.machines.size() > 1) md += " **Compared across " + std::to_string(c.machines.size()) + " machines.**";
+  return md + "\n";
 }
 
 }  // namespace dtnn

@@ -68,4 +68,8 @@ std::string format_trial_row(const std::string& label, const TrialComparison& t)
 // Prints the table, the geometric mean and the verdict.
 void print_comparison(std::ostream& out, const Comparison& c, const CompareOptions& options);
 
+// JUnit XML (one test case per trial: a regression fails, too few runs is skipped) and a Markdown summary.
+std::string comparison_junit(const Comparison& c, const CompareOptions& options);
+std::string comparison_markdown(const Comparison& c, const CompareOptions& options);
+
 }  // namespace dtnn

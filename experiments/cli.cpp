@@ -12,7 +12,9 @@
 #include <iostream>
 
 #include "analysis/check.h"
+#include "analysis/ci_output.h"
 #include "analysis/compare.h"
+#include "analysis/history.h"
 #include "analysis/perfmodel/predict_command.h"
 #include "analysis/perfmodel/predict_store.h"
 #include "analysis/query.h"
@@ -232,11 +234,20 @@ struct HarnessCommands {
   dtnn::RunnerOptions run_options;
   std::string db = kDefaultDb, query_what, format = "table", targets = kDefaultTargets, select, threshold = "5%";
   dtnn::CompareOptions compare_options;
+  dtnn::HistoryOptions history_options;
+  std::string history_threshold = "5%", history_format = "table";
+  bool fail_on_regression = false;
+  std::string junit, markdown;  // check, compare, history: CI outputs
   std::string out_dir, report_matrix;
   dtnn::IngestOptions ingest_options;
   CLI::App *run = nullptr, *query = nullptr, *check = nullptr, *compare = nullptr, *ingest = nullptr,
-           *report = nullptr;
+           *report = nullptr, *history = nullptr;
 };
+
+void add_ci_outputs(CLI::App* app, HarnessCommands& h) {
+  app->add_option("--junit", h.junit, "Also write JUnit XML (one test case per trial) to this file");
+  app->add_option("--markdown", h.markdown, "Also write a Markdown summary (a CI job summary) to this file");
+}
 
 void add_harness_commands(CLI::App& app, HarnessCommands& h) {
   dtnn::RunnerOptions& run_options = h.run_options;
@@ -268,6 +279,7 @@ void add_harness_commands(CLI::App& app, HarnessCommands& h) {
   check->add_option("--db", db, "Results database")->capture_default_str();
   check->add_option("--targets", targets, "Targets file")->capture_default_str();
   check->add_option("--select", select, "Only runs of this selection (commit=, matrix=, tag=, runs=)");
+  add_ci_outputs(check, h);
 
   CLI::App* compare = h.compare = app.add_subcommand("compare", "Compare throughput of two run selections; exit 1 on a regression");
   compare->add_option("--baseline", compare_options.baseline, "Baseline runs (commit=, matrix=, tag=, runs=)")->required();
@@ -279,6 +291,25 @@ void add_harness_commands(CLI::App& app, HarnessCommands& h) {
   compare->add_flag("--cross-machine", compare_options.cross_machine,
                     "Compare runs of different machines (refused by default), flagged in the output");
   compare->add_option("--db", db, "Results database")->capture_default_str();
+  add_ci_outputs(compare, h);
+
+  CLI::App* history = h.history = app.add_subcommand(
+      "history", "Each trial's values over commits with the steps in them (change points); exit 1 with "
+                 "--fail-on-regression when a newest segment regressed");
+  dtnn::HistoryOptions& ho = h.history_options;
+  history->add_option("--db", db, "Results database")->capture_default_str();
+  history->add_option("--select", ho.selection, "Only runs of this selection (commit=, matrix=, tag=, runs=)");
+  history->add_option("--metric", ho.metric, "samples_per_s or test_accuracy")->capture_default_str();
+  history->add_option("--repo", ho.repo, "Git repository giving the commit order (else: time of each commit's runs)")
+      ->capture_default_str();
+  history->add_option("--threshold", h.history_threshold, "A step down by more than this is a regression (5% or 0.05)")
+      ->capture_default_str();
+  history->add_option("--warmup-epochs", ho.warmup_epochs, "Leading epochs of each run left out (samples_per_s)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  history->add_flag("--fail-on-regression", h.fail_on_regression, "Exit 1 when a series' newest segment regressed");
+  history->add_option("--format", h.history_format, "table or json")->capture_default_str()
+      ->check(CLI::IsMember({"table", "json"}));
+  add_ci_outputs(history, h);
 
   CLI::App* ingest = h.ingest = app.add_subcommand("ingest", "Store benchmarks (bench_conv, dtnn layers or bench_allreduce JSON)");
   ingest->add_option("files", ingest_options.files, "JSON files")->required();
@@ -305,14 +336,29 @@ int run_harness_command(HarnessCommands& h) {
   if (h.query->parsed()) return cmd_query(h.db, h.query_what, h.format);
   if (h.check->parsed()) {
     const dtnn::ResultStore store = dtnn::ResultStore::open_read_only(h.db);
-    return dtnn::check_targets(store, h.targets, h.select, std::cout).fail > 0 ? 1 : 0;
+    const dtnn::CheckCounts c = dtnn::check_targets(store, h.targets, h.select, std::cout);
+    dtnn::write_ci_file(h.junit, dtnn::check_junit(c));
+    dtnn::write_ci_file(h.markdown, dtnn::check_markdown(c, h.targets));
+    return c.fail > 0 ? 1 : 0;
   }
   if (h.compare->parsed()) {
     h.compare_options.threshold = parse_fraction(h.threshold);
     const dtnn::ResultStore store = dtnn::ResultStore::open_read_only(h.db);
     const dtnn::Comparison c = dtnn::compare_runs(store, h.compare_options);
     dtnn::print_comparison(std::cout, c, h.compare_options);
+    dtnn::write_ci_file(h.junit, dtnn::comparison_junit(c, h.compare_options));
+    dtnn::write_ci_file(h.markdown, dtnn::comparison_markdown(c, h.compare_options));
     return c.regressions > 0 ? 1 : 0;
+  }
+  if (h.history->parsed()) {
+    h.history_options.threshold = parse_fraction(h.history_threshold);
+    const dtnn::ResultStore store = dtnn::ResultStore::open_read_only(h.db);
+    const dtnn::History hist = dtnn::load_history(store, h.history_options);
+    if (h.history_format == "json") std::cout << dtnn::history_json(hist, h.history_options) << "\n";
+    else dtnn::print_history(std::cout, hist, h.history_options);
+    dtnn::write_ci_file(h.junit, dtnn::history_junit(hist, h.history_options));
+    dtnn::write_ci_file(h.markdown, dtnn::history_markdown(hist, h.history_options));
+    return h.fail_on_regression && hist.regressed_series > 0 ? 1 : 0;
   }
   if (h.report->parsed()) return cmd_report(h.db, h.out_dir, h.report_matrix);
   if (h.ingest->parsed()) return dtnn::run_ingest(h.ingest_options, std::cout);

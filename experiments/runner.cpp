@@ -25,6 +25,7 @@
 #include <thread>
 
 #include "backend/gpu.h"
+#include "core/host.h"
 #include "core/environment.h"
 #include "core/error.h"
 #include "core/file_io.h"
@@ -105,17 +106,6 @@ std::string signal_reason(const std::string& log_path) {
   if (!is_error_line(line)) return "";
   if (line.size() > 500) line = line.substr(0, 500) + "...";
   return line;
-}
-
-std::string capture_command(const std::string& cmd) {
-  std::string out;
-  if (FILE* p = ::popen(cmd.c_str(), "r")) {
-    char buf[256];
-    while (std::fgets(buf, sizeof buf, p)) out += buf;
-    ::pclose(p);
-  }
-  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
-  return out;
 }
 
 }  // namespace

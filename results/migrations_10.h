@@ -1,5 +1,6 @@
 // Migration 10 of the results store (results/migrations.h lists them all): the machine's identity in
-// environments. Kept in its own header so migrations.h stays readable; released text is never edited.
+// environments, and the recipe of each accuracy target. Kept in its own header so migrations.h stays
+// readable; released text is never edited.
 #pragma once
 
 namespace dtnn::schema {
@@ -59,6 +60,37 @@ CREATE VIEW v_throughput AS
          round(r.samples_per_s, 1) AS samples_per_s, round(r.test_accuracy, 2) AS test_accuracy, r.started_at
   FROM runs r JOIN matrices m ON m.id = r.matrix_id JOIN environments e ON e.id = r.environment_id
   WHERE r.status = 'ok';
+-- A target states its recipe (analysis/targets.h): learning rate, batch size per rank with the rank counts or
+-- the global batch, steps per epoch (0: whole epochs). Rows stored before this migration keep 0 / '': not
+-- stated, matching any run, as before. The view matches as `dtnn check` does, reading a run's learning rate
+-- and steps per epoch from its report's options (every option, defaults included), else its parameters.
+ALTER TABLE targets ADD COLUMN learning_rate REAL NOT NULL DEFAULT 0;
+ALTER TABLE targets ADD COLUMN batch_size INTEGER NOT NULL DEFAULT 0;         -- per rank
+ALTER TABLE targets ADD COLUMN global_batch_size INTEGER NOT NULL DEFAULT 0;  -- batch_size x ranks
+ALTER TABLE targets ADD COLUMN ranks TEXT NOT NULL DEFAULT '';                -- "1,2": rank counts, with batch_size
+ALTER TABLE targets ADD COLUMN steps_per_epoch INTEGER NOT NULL DEFAULT 0;
+DROP VIEW v_accuracy_vs_target;
+CREATE VIEW v_accuracy_vs_target AS
+  SELECT run_id, framework, model, dataset, num_epochs, optimizer, metric, round(value, 2) AS value, target,
+         tolerance,
+         CASE WHEN value IS NULL THEN 'no value' WHEN value >= target - tolerance THEN 'pass' ELSE 'fail' END
+           AS verdict,
+         source
+  FROM (SELECT r.id AS run_id, r.framework, r.model, r.dataset, r.num_epochs, r.optimizer, t.metric,
+               CASE t.metric WHEN 'test_accuracy' THEN r.test_accuracy ELSE r.val_accuracy END AS value,
+               t.target, t.tolerance, t.source
+        FROM runs r JOIN targets t
+          ON t.model = r.model AND t.dataset = r.dataset
+         AND (t.num_epochs = 0 OR t.num_epochs = r.num_epochs) AND (t.optimizer = '' OR t.optimizer = r.optimizer)
+         AND (t.learning_rate = 0 OR abs(CAST(coalesce(json_extract(r.report, '$.options.learning_rate'),
+                                                       json_extract(r.params, '$.learning_rate')) AS REAL)
+                                         - t.learning_rate) <= 1e-6 * t.learning_rate)
+         AND CAST(coalesce(json_extract(r.report, '$.options.steps_per_epoch'),
+                           json_extract(r.params, '$.steps_per_epoch'), 0) AS INTEGER) = t.steps_per_epoch
+         AND (t.batch_size = 0 OR (t.batch_size = r.batch_size
+                                   AND (t.ranks = '' OR (',' || t.ranks || ',') LIKE ('%,' || r.ranks || ',%'))))
+         AND (t.global_batch_size = 0 OR t.global_batch_size = r.batch_size * r.ranks)
+        WHERE r.status = 'ok');
 )SQL";
 
 }  // namespace dtnn::schema

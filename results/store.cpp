@@ -424,11 +424,15 @@ void ResultStore::replace_targets(const std::vector<Target>& targets) {
   Transaction tx(db_, path_);
   exec_sql(db_, path_, "DELETE FROM targets");
   for (const Target& t : targets) {
+    std::string ranks;
+    for (int r : t.ranks) ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
     Statement st(db_, path_,
-                 "INSERT INTO targets (model, dataset, metric, target, tolerance, num_epochs, optimizer, recipe, source)"
-                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+                 "INSERT INTO targets (model, dataset, metric, target, tolerance, num_epochs, optimizer, recipe, source, "
+                 "learning_rate, batch_size, global_batch_size, ranks, steps_per_epoch)"
+                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     st.bind(1, t.model).bind(2, t.dataset).bind(3, t.metric).bind(4, t.target).bind(5, t.tolerance);
-    st.bind(6, t.num_epochs).bind(7, t.optimizer).bind(8, t.recipe).bind(9, t.source).run();
+    st.bind(6, t.num_epochs).bind(7, t.optimizer).bind(8, t.recipe).bind(9, t.source).bind(10, t.learning_rate);
+    st.bind(11, t.batch_size).bind(12, t.global_batch_size).bind(13, ranks).bind(14, t.steps_per_epoch).run();
   }
   tx.commit();
 }

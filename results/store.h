@@ -184,11 +184,17 @@ class ResultStore {
   int count_predictions(int64_t matrix_id, int64_t environment_id, const std::string& trial_key);
 
   // Replaces the targets table (the runner stores the targets file it was given; check reads the file).
+  // An accuracy target and the recipe it holds for (analysis/targets.h says how a run matches it).
   struct Target {
     std::string model, dataset, metric;  // metric: test_accuracy | val_accuracy (percent)
     double target = 0.0, tolerance = 0.0;
-    int num_epochs = 0;                  // 0: any recipe
+    int num_epochs = 0;                  // 0: any epoch count (run to the target)
     std::string optimizer, recipe, source;
+    double learning_rate = 0.0;          // the initial rate
+    int batch_size = 0;                  // per rank; 0: stated as global_batch_size instead
+    int global_batch_size = 0;           // batch_size x ranks; 0: stated per rank with `ranks`
+    std::vector<int> ranks;              // rank counts the recipe holds for (with batch_size)
+    int steps_per_epoch = 0;             // 0: whole epochs (a run truncating its epochs is another recipe)
   };
   void replace_targets(const std::vector<Target>& targets);
 

@@ -65,7 +65,9 @@ TEST_CASE("runner: a diverged trial is stored 'diverged' and query, check and co
 
   const std::string targets = (dir / "t.toml").string();
   std::ofstream(targets) << "[[target]]\nmodel = \"simplemlp\"\ndataset = \"synthetic-mnist\"\n"
-                            "metric = \"test_accuracy\"\ntarget = 1.0\ntolerance = 1.0\nsource = \"x\"\n";
+                            "metric = \"test_accuracy\"\ntarget = 1.0\ntolerance = 1.0\nsource = \"x\"\n"
+                            "num_epochs = 2\noptimizer = \"sgd\"\nlearning_rate = 0.01\nbatch_size = 64\n"
+                            "ranks = [1]\nsteps_per_epoch = 3\n";
   CHECK(dtnn_cli("check --db " + db + " --targets " + targets, log) == 0);
   CHECK_THAT(read_text(log), Contains("2 pass, 0 fail"));
   CHECK_THAT(read_text(log), Contains("2 diverged run(s) not checked"));

@@ -227,18 +227,33 @@ TEST_CASE("cli: query is read-only, check and compare exit 1 on failures", "[run
   CHECK_THAT(read_text(log), Contains("unknown view 'no_such_view'"));
   CHECK(one(ws.db(), "SELECT count(*) FROM runs") == "4");
 
-  // Targets: synthetic data cannot reach 99 %, so the check fails; a 1 % target passes.
+  // Targets: synthetic data cannot reach 99 %, so the check fails; a 1 % target passes. Both state the recipe the
+  // runs followed (2 epochs of 3 steps, sgd 0.01, batch 64, 1 rank).
+  const std::string recipe = "num_epochs = 2\noptimizer = \"sgd\"\nlearning_rate = 0.01\nbatch_size = 64\nranks = [1]\n";
   const std::string hard = ws.file("hard.toml", R"([[target]]
 model = "simplemlp"
 dataset = "synthetic-mnist"
 metric = "test_accuracy"
 target = 99.0
 source = "planted"
-)");
-  CHECK(dtnn_cli("check --db " + ws.db() + " --targets " + hard, log) == 1);
+steps_per_epoch = 3
+)" + recipe);
+  CHECK(dtnn_cli("check --db " + ws.db() + " --targets " + hard + " --junit " + ws.file("j.xml", "old") +
+                     " --markdown " + ws.file("s.md", "old"), log) == 1);
   CHECK_THAT(read_text(log), Contains("0 pass, 4 fail"));
+  CHECK_THAT(read_text((ws.dir / "j.xml").string()), Contains("failures=\"4\"") && Contains("<failure message=\"test_accuracy"));
+  CHECK_THAT(read_text((ws.dir / "s.md").string()), Contains("## dtnn check: 0 pass, 4 fail, 0 without a target"));
+  // The same target for whole epochs: these 3-step runs followed another recipe -- not judged, not a failure,
+  // and the difference is named.
+  const std::string whole = ws.file("whole.toml", "[[target]]\nmodel = \"simplemlp\"\ndataset = \"synthetic-mnist\"\n"
+                                                  "metric = \"test_accuracy\"\ntarget = 99.0\nsource = \"x\"\n"
+                                                  "recipe = \"whole\"\n" + recipe);
+  CHECK(dtnn_cli("check --db " + ws.db() + " --targets " + whole, log) == 0);
+  CHECK_THAT(read_text(log), Contains("0 pass, 0 fail, 4 without a target") &&
+                                 Contains("no target (recipe differs from 'whole': epochs capped at 3 steps, target's are whole)"));
   const std::string easy = ws.file("easy.toml", "[[target]]\nmodel = \"simplemlp\"\ndataset = \"synthetic-mnist\"\n"
-                                                "metric = \"test_accuracy\"\ntarget = 1.0\ntolerance = 1.0\nsource = \"x\"\n");
+                                                "metric = \"test_accuracy\"\ntarget = 1.0\ntolerance = 1.0\nsource = \"x\"\n"
+                                                "steps_per_epoch = 3\n" + recipe);
   CHECK(one(ws.db(), "SELECT count(*) FROM targets") != "0");  // `dtnn run` stored analysis/targets.toml's
   const auto stamp = fs::last_write_time(ws.db());
   CHECK(dtnn_cli("check --db " + ws.db() + " --targets " + easy, log) == 0);
@@ -248,6 +263,10 @@ source = "planted"
   const std::string bad = ws.file("bad.toml", "[[target]]\nmodel = \"simplemlp\"\nmetrik = 1\n");
   CHECK(dtnn_cli("check --db " + ws.db() + " --targets " + bad, log) == 1);
   CHECK_THAT(read_text(log), Contains("bad.toml:3: unknown key 'metrik'"));
+  const std::string vague = ws.file("vague.toml", "[[target]]\nmodel = \"m\"\ndataset = \"d\"\nmetric = \"test_accuracy\"\n"
+                                                  "target = 50\nsource = \"s\"\nnum_epochs = 2\noptimizer = \"sgd\"\n");
+  CHECK(dtnn_cli("check --db " + ws.db() + " --targets " + vague, log) == 1);
+  CHECK_THAT(read_text(log), Contains("vague.toml:1: target without 'learning_rate' (a target states its recipe)"));
 
   // compare: one sample per run (its epochs after the first), and a verdict needs 4 runs a side. The same runs on
   // both sides are no regression (exit 0); four planted runs 30 % slower are (exit 1).

@@ -1,0 +1,164 @@
+// See targets.h.
+#include "analysis/targets.h"
+
+#include <cmath>
+#include <set>
+#include <toml++/toml.h>
+
+#include "core/error.h"
+
+namespace dtnn {
+
+namespace {
+
+std::string where(const std::string& path, const toml::node& node) {
+  return path + ":" + std::to_string(node.source().begin.line);
+}
+
+std::string number_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+}  // namespace
+
+std::vector<ResultStore::Target> load_targets(const std::string& path) {
+  toml::table doc;
+  try {
+    doc = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    if (e.source().begin.line == 0) fail(path, ": cannot read the targets file");
+    fail(path, ":", e.source().begin.line, ": ", e.description());
+  }
+  for (const auto& [key, node] : doc)
+    if (key.str() != "target") fail(where(path, node), ": unknown key '", key.str(), "' (expected [[target]] tables)");
+  std::vector<ResultStore::Target> out;
+  const toml::array* list = doc["target"].as_array();
+  if (!list) fail(path, ": no [[target]] tables");
+  static const std::set<std::string> kKeys = {
+      "model",  "dataset",       "metric",     "target",            "tolerance", "num_epochs",     "optimizer",
+      "recipe", "source",        "learning_rate", "batch_size",     "global_batch_size", "ranks", "steps_per_epoch"};
+  for (const toml::node& n : *list) {
+    const toml::table* t = n.as_table();
+    if (!t) fail(where(path, n), ": 'target' must be an array of tables ([[target]])");
+    for (const auto& [key, value] : *t)
+      if (!kKeys.count(std::string(key.str()))) fail(where(path, value), ": unknown key '", key.str(), "'");
+    auto text = [&](const char* key, bool required) -> std::string {
+      const toml::node* v = t->get(key);
+      if (!v) {
+        if (required) fail(where(path, n), ": target without '", key, "'");
+        return "";
+      }
+      if (!v->is_string()) fail(where(path, *v), ": '", key, "' must be a string");
+      return **v->as_string();
+    };
+    auto number = [&](const char* key, bool required) -> double {
+      const toml::node* v = t->get(key);
+      if (!v) {
+        if (required) fail(where(path, n), ": target without '", key, "' (a target states its recipe)");
+        return 0.0;
+      }
+      if (v->is_integer()) return static_cast<double>(**v->as_integer());
+      if (v->is_floating_point()) return **v->as_floating_point();
+      fail(where(path, *v), ": '", key, "' must be a number");
+    };
+    auto count = [&](const char* key, bool required) -> int {
+      const double v = number(key, required);
+      if (v < 0 || v != static_cast<int>(v)) fail(where(path, n), ": ", key, " must be an integer >= 0");
+      return static_cast<int>(v);
+    };
+    ResultStore::Target target;
+    target.model = text("model", true);
+    target.dataset = text("dataset", true);
+    target.metric = text("metric", true);
+    if (target.metric != "test_accuracy" && target.metric != "val_accuracy")
+      fail(where(path, *t->get("metric")), ": metric must be test_accuracy or val_accuracy (got '", target.metric, "')");
+    target.target = number("target", true);
+    if (!(target.target > 0.0 && target.target <= 100.0)) fail(where(path, n), ": target must be a percentage in (0, 100]");
+    target.tolerance = number("tolerance", false);
+    if (target.tolerance < 0.0) fail(where(path, n), ": tolerance must be >= 0");
+    target.num_epochs = count("num_epochs", true);
+    target.optimizer = text("optimizer", true);
+    target.learning_rate = number("learning_rate", true);
+    if (!(target.learning_rate > 0.0)) fail(where(path, n), ": learning_rate must be > 0");
+    target.batch_size = count("batch_size", false);
+    target.global_batch_size = count("global_batch_size", false);
+    if ((target.batch_size > 0) == (target.global_batch_size > 0))
+      fail(where(path, n), ": a target states either batch_size (per rank, with ranks) or global_batch_size");
+    if (const toml::node* r = t->get("ranks")) {
+      const toml::array* a = r->as_array();
+      if (!a || a->empty()) fail(where(path, *r), ": ranks must be a non-empty array of rank counts");
+      for (const toml::node& x : *a) {
+        if (!x.is_integer() || **x.as_integer() < 1) fail(where(path, x), ": ranks must hold integers >= 1");
+        target.ranks.push_back(static_cast<int>(**x.as_integer()));
+      }
+      if (target.batch_size == 0) fail(where(path, *r), ": ranks goes with batch_size (per rank)");
+    } else if (target.batch_size > 0) {
+      fail(where(path, n), ": a per-rank batch_size needs the rank counts it holds for (ranks = [1, 2])");
+    }
+    target.steps_per_epoch = count("steps_per_epoch", false);
+    target.recipe = text("recipe", false);
+    target.source = text("source", true);
+    out.push_back(target);
+  }
+  return out;
+}
+
+const char* const kRunRecipeColumns =
+    "r.model, r.dataset, r.optimizer, r.num_epochs, r.batch_size, r.ranks, "
+    "CAST(coalesce(json_extract(r.report, '$.options.steps_per_epoch'), json_extract(r.params, '$.steps_per_epoch'), "
+    "0) AS INTEGER), CAST(coalesce(json_extract(r.report, '$.options.learning_rate'), "
+    "json_extract(r.params, '$.learning_rate'), 0) AS REAL)";
+
+RunRecipe run_recipe(const std::vector<std::optional<std::string>>& row, size_t c) {
+  auto s = [&](size_t i) { return row.at(c + i) ? *row.at(c + i) : std::string(); };
+  auto i = [&](size_t k) { return row.at(c + k) ? std::stoi(*row.at(c + k)) : 0; };
+  RunRecipe r;
+  r.model = s(0);
+  r.dataset = s(1);
+  r.optimizer = s(2);
+  r.num_epochs = i(3);
+  r.batch_size = i(4);
+  r.ranks = i(5);
+  r.steps_per_epoch = i(6);
+  r.learning_rate = row.at(c + 7) ? std::stod(*row.at(c + 7)) : 0.0;
+  return r;
+}
+
+std::vector<std::string> recipe_differences(const ResultStore::Target& t, const RunRecipe& r) {
+  std::vector<std::string> d;
+  if (t.model != r.model || t.dataset != r.dataset) {
+    d.push_back("model/dataset " + r.model + "/" + r.dataset + ", target's " + t.model + "/" + t.dataset);
+    return d;
+  }
+  // 0 / "" in a target are "not stated": only rows stored before the recipes (the loader requires them).
+  if (t.num_epochs != 0 && t.num_epochs != r.num_epochs)
+    d.push_back("epochs " + std::to_string(r.num_epochs) + ", target's " + std::to_string(t.num_epochs));
+  if (!t.optimizer.empty() && t.optimizer != r.optimizer)
+    d.push_back("optimizer " + r.optimizer + ", target's " + t.optimizer);
+  if (t.learning_rate > 0 && !(std::fabs(r.learning_rate - t.learning_rate) <= 1e-6 * t.learning_rate))
+    d.push_back("learning rate " + number_text(r.learning_rate) + ", target's " + number_text(t.learning_rate));
+  if (t.steps_per_epoch != r.steps_per_epoch)
+    d.push_back(r.steps_per_epoch ? "epochs capped at " + std::to_string(r.steps_per_epoch) + " steps" +
+                                        (t.steps_per_epoch ? ", target's " + std::to_string(t.steps_per_epoch)
+                                                           : std::string(", target's are whole"))
+                                  : "whole epochs, target's capped at " + std::to_string(t.steps_per_epoch) + " steps");
+  if (t.batch_size > 0) {
+    if (t.batch_size != r.batch_size)
+      d.push_back("batch " + std::to_string(r.batch_size) + " per rank, target's " + std::to_string(t.batch_size));
+    bool rank_ok = t.ranks.empty();
+    std::string list;
+    for (int k : t.ranks) {
+      rank_ok = rank_ok || k == r.ranks;
+      list += (list.empty() ? "" : ",") + std::to_string(k);
+    }
+    if (!rank_ok) d.push_back(std::to_string(r.ranks) + " ranks, target's " + list);
+  }
+  if (t.global_batch_size > 0 && t.global_batch_size != r.batch_size * r.ranks)
+    d.push_back("global batch " + std::to_string(r.batch_size * r.ranks) + ", target's " +
+                std::to_string(t.global_batch_size));
+  return d;
+}
+
+}  // namespace dtnn
