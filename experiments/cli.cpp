@@ -8,6 +8,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -149,6 +150,10 @@ int cmd_report(const std::string& db, const std::string& out_dir, const std::str
   std::string cmd = "/usr/bin/python3 " + shell_quote(std::string(DTNN_SOURCE_DIR) + "/analysis/plots/report.py") +
                     " --db " + shell_quote(db) + " --out " + shell_quote(out_dir);
   if (!matrix.empty()) cmd += " --matrix " + shell_quote(matrix);
+  // The history page asks this binary for `dtnn history --format json` (the change points live in C++).
+  std::error_code ec;
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  if (!ec) cmd += " --dtnn " + shell_quote(self);
   const int rc = std::system(cmd.c_str());
   if (rc != 0) return 1;  // report.py printed its one-line error
   std::printf("report: %s/report.md\n", out_dir.c_str());

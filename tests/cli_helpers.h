@@ -42,6 +42,15 @@ inline bool numpy_holds(const std::string& npz, const std::string& asserts) {
   return std::system(py.c_str()) == 0;
 }
 
+// True when `xml` is well-formed JUnit XML with these counts, by tests/analysis/junit_check.py: a checker written
+// from the format's description (Ant's JUnit schema, Jenkins' reading of it), not from dtnn's writer.
+inline bool junit_holds(const std::string& xml, int tests, int failures, int skipped) {
+  const std::string cmd = std::string("/usr/bin/python3 ") + DTNN_SOURCE_DIR + "/tests/analysis/junit_check.py '" +
+                          xml + "' --tests " + std::to_string(tests) + " --failures " + std::to_string(failures) +
+                          " --skipped " + std::to_string(skipped);
+  return std::system(cmd.c_str()) == 0;
+}
+
 inline bool one_line_error(const Command& c) {
   return c.status != 0 && c.err.rfind("dtnn: ", 0) == 0 && std::count(c.err.begin(), c.err.end(), '\n') == 1;
 }

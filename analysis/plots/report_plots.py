@@ -222,3 +222,36 @@ def averaging_curves(path, title, series):
     ax1.set_title(title)
     ax2.legend(*ax1.get_legend_handles_labels(), loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=7)
     _save(fig, path)
+
+
+STEP_COLOURS = {"regression": "tab:red", "improvement": "tab:green", "step": "tab:gray"}
+
+
+def history_chart(path, title, ylabel, xlabel, commits, values, medians, levels, steps):
+    """One series of `dtnn history` over its commits (x: the commit's index): every run's value as a dot, the
+    per-commit median as a line, each segment's level as a horizontal line over its commits; steps: list of
+    (point, short commit, verdict), a dashed vertical line before the step's first commit, labelled with the
+    commit (a regression in red). levels: list of (first point, last point, level)."""
+    n = len(commits)
+    fig, ax = plt.subplots(figsize=(min(12.0, 5.0 + 0.25 * n), 3.8))
+    xs = [i for i, vs in enumerate(values) for _ in vs]
+    ax.scatter(xs, [v for vs in values for v in vs], s=12, color="tab:blue", alpha=0.45, label="runs")
+    ax.plot(range(n), medians, color="tab:blue", linewidth=1.2, marker="o", markersize=3, label="median per commit")
+    for k, (first, last, level) in enumerate(levels):
+        ax.hlines(level, first - 0.4, last + 0.4, color="black", linewidth=2, alpha=0.7,
+                  label="segment level" if k == 0 else None)
+    for point, commit, verdict in steps:
+        colour = STEP_COLOURS.get(verdict, "tab:gray")
+        ax.axvline(point - 0.5, color=colour, linestyle="--", linewidth=1.2)
+        ax.text(point - 0.5, 0.98, f" {commit} ({verdict})", transform=ax.get_xaxis_transform(), rotation=90,
+                va="top", ha="right", fontsize=7, color=colour)
+    if n <= 40:
+        ax.set_xticks(range(n))
+        ax.set_xticklabels(commits, rotation=90, fontsize=6)
+    ax.set_xlim(-0.7, n - 0.3)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7)
+    _save(fig, path)

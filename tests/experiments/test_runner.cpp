@@ -241,14 +241,16 @@ steps_per_epoch = 3
   CHECK(dtnn_cli("check --db " + ws.db() + " --targets " + hard + " --junit " + ws.file("j.xml", "old") +
                      " --markdown " + ws.file("s.md", "old"), log) == 1);
   CHECK_THAT(read_text(log), Contains("0 pass, 4 fail"));
-  CHECK_THAT(read_text((ws.dir / "j.xml").string()), Contains("failures=\"4\"") && Contains("<failure message=\"test_accuracy"));
+  CHECK(dtnn::test::junit_holds((ws.dir / "j.xml").string(), 4, 4, 0));
+  CHECK_THAT(read_text((ws.dir / "j.xml").string()), Contains("<failure message=\"test_accuracy"));
   CHECK_THAT(read_text((ws.dir / "s.md").string()), Contains("## dtnn check: 0 pass, 4 fail, 0 without a target"));
   // The same target for whole epochs: these 3-step runs followed another recipe -- not judged, not a failure,
   // and the difference is named.
   const std::string whole = ws.file("whole.toml", "[[target]]\nmodel = \"simplemlp\"\ndataset = \"synthetic-mnist\"\n"
                                                   "metric = \"test_accuracy\"\ntarget = 99.0\nsource = \"x\"\n"
                                                   "recipe = \"whole\"\n" + recipe);
-  CHECK(dtnn_cli("check --db " + ws.db() + " --targets " + whole, log) == 0);
+  CHECK(dtnn_cli("check --db " + ws.db() + " --targets " + whole + " --junit " + ws.file("w.xml", ""), log) == 0);
+  CHECK(dtnn::test::junit_holds((ws.dir / "w.xml").string(), 4, 0, 4));  // not judged: skipped, with the reason
   CHECK_THAT(read_text(log), Contains("0 pass, 0 fail, 4 without a target") &&
                                  Contains("no target (recipe differs from 'whole': epochs capped at 3 steps, target's are whole)"));
   const std::string easy = ws.file("easy.toml", "[[target]]\nmodel = \"simplemlp\"\ndataset = \"synthetic-mnist\"\n"
@@ -288,8 +290,12 @@ steps_per_epoch = 3
                    "epochs WHERE run_id = 1 AND epoch = 1");
     }
   }
-  CHECK(dtnn_cli("compare --baseline runs=1-4 --candidate tag=slow --db " + ws.db(), log) == 1);
+  const std::string cj = ws.file("c.xml", ""), cm = ws.file("c.md", "");
+  CHECK(dtnn_cli("compare --baseline runs=1-4 --candidate tag=slow --db " + ws.db() + " --junit " + cj +
+                     " --markdown " + cm, log) == 1);
   CHECK_THAT(read_text(log), Contains("regression"));
+  CHECK(dtnn::test::junit_holds(cj, 1, 1, 0));
+  CHECK_THAT(read_text(cm), Contains("## dtnn compare: 1 regression(s)") && Contains("| **regression** |"));
   CHECK(dtnn_cli("compare --baseline runs=1-4 --candidate tag=slow --threshold 99% --db " + ws.db(), log) == 0);
   CHECK(dtnn_cli("compare --baseline runs=1-4 --candidate tag=slow --threshold lots --db " + ws.db(), log) == 1);
   CHECK_THAT(read_text(log), Contains("--threshold"));
