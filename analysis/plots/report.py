@@ -4,9 +4,11 @@
 Usage (Debian's Python, which has python3-matplotlib and numpy):
 
     /usr/bin/python3 analysis/plots/report.py --out DIR [--db results/dtnn.db] [--matrix NAME]
+        [--dtnn PATH] [--repo DIR]
 
 Writes DIR/report.md and, next to it, throughput.png, scaling.png, communication.png, timeline_run<id>.png,
-averaging_<model>_<dataset>_<ranks>r.png and accuracy_<model>_<dataset>.png (each only when there is something to plot). Sections:
+averaging_<model>_<dataset>_<ranks>r.png, accuracy_<model>_<dataset>.png and history_<sps|acc>_<trial>.png (each only
+when there is something to plot). Sections:
 
   header       database, generation time, environments, matrices, runs per status, runs that failed
   Throughput   per configuration: median/min/max training samples/s of the ok runs (+ bar chart)
@@ -20,6 +22,12 @@ averaging_<model>_<dataset>_<ranks>r.png and accuracy_<model>_<dataset>.png (eac
                (averaging_<model>_<dataset>_<ranks>r.png; analysis/plots/report_averaging.py)
   Accuracy     per-epoch validation (else training) accuracy curves per configuration, with the
                matching targets as dashed lines; final accuracies; test accuracy vs target (v_accuracy_vs_target)
+  History      `--dtnn PATH history --format json` for samples_per_s and test_accuracy (ok runs of clean builds;
+               commits in the git order of --repo, default the checkout report.py is in): per metric a table of
+               each trial's (and machine's) commits, newest value, steps (short commit, ratio) and verdict; per
+               series (test accuracy: with a step) a chart of the runs' values, the median per commit, the segment levels and the steps
+               (regressions in red; history_<sps|acc>_<trial>.png, at most 24; analysis/plots/report_history.py).
+               Without --dtnn, or when `dtnn history` fails (e.g. only runs of dirty builds), one sentence why
   Per-layer    per model and conv_algo: median forward/backward ms of each Conv2D and FC layer
   Conv algos   from `dtnn ingest`ed benchmarks (conv_benchmarks): per model (dtnn layers) or bench_conv file,
                device, threads and math mode, every problem x algorithm (fwd + bwd_data + bwd_filter ms,
@@ -45,6 +53,7 @@ from report_data import STATUSES, ReportError, Store  # noqa: E402
 from report_format import (SHORT, distinguishing, file_part, labels_for, median, num,  # noqa: E402
                            numeric, short_error, table, varying)
 from report_averaging import AveragingSections  # noqa: E402
+from report_history import HistorySections  # noqa: E402
 from report_scaling import ScalingSections  # noqa: E402
 
 PREFIX = "dtnn report: "
@@ -53,7 +62,7 @@ MAX_FAILED_LISTED = 100
 # ---- the report --------------------------------------------------------------------------------------------
 
 
-class Report(ScalingSections, AveragingSections):
+class Report(ScalingSections, AveragingSections, HistorySections):
     """Collects the Markdown lines and writes the plots into the output directory."""
 
     def __init__(self, store, out_dir, plots):
@@ -413,6 +422,10 @@ def main(argv=None):
     parser.add_argument("--db", default="results/dtnn.db", help="results database (default: results/dtnn.db)")
     parser.add_argument("--out", required=True, help="output directory for report.md and the PNGs")
     parser.add_argument("--matrix", help="only the runs of the matrix with this name")
+    parser.add_argument("--dtnn", help="the dtnn binary whose `dtnn history` gives the History section "
+                        "(`dtnn report` passes its own; without it the section says so)")
+    parser.add_argument("--repo", help="git repository giving the History section's commit order (default: the "
+                        "checkout report.py is in, when it is one)")
     args = parser.parse_args(argv)
     store = None
     try:
@@ -425,6 +438,7 @@ def main(argv=None):
         report.timelines()
         report.averaging()
         report.accuracy()
+        report.history(args.dtnn, args.repo)
         report.layers()
         report.conv_algorithms()
         report.write()

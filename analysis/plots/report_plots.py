@@ -244,7 +244,8 @@ def history_chart(path, title, ylabel, xlabel, commits, values, medians, levels,
         colour = STEP_COLOURS.get(verdict, "tab:gray")
         ax.axvline(point - 0.5, color=colour, linestyle="--", linewidth=1.2)
         ax.text(point - 0.5, 0.98, f" {commit} ({verdict})", transform=ax.get_xaxis_transform(), rotation=90,
-                va="top", ha="right", fontsize=7, color=colour)
+                va="top", ha="right", fontsize=7, color=colour,
+                bbox=dict(facecolor="white", edgecolor="none", alpha=0.7, pad=1))
     if n <= 40:
         ax.set_xticks(range(n))
         ax.set_xticklabels(commits, rotation=90, fontsize=6)
