@@ -94,6 +94,12 @@ const View kViews[] = {
      "round(time_min_s * 1e6, 3) AS min_us, round(time_max_s * 1e6, 3) AS max_us, "
      "round(time_stddev_s * 1e6, 3) AS stddev_us, round(bytes_per_s * 1e-9, 4) AS gb_per_s, "
      "round(bus_bytes_per_s * 1e-9, 4) AS bus_gb_per_s FROM collective_benchmarks ORDER BY id"},
+    {"benchmarks", "every ingested named Google Benchmark row (bench_gemm, bench_layers, other suites): ms, "
+     "GFLOP/s where the suite counts FLOP/s",
+     "SELECT id, environment_id, source, name, threads, repetitions, round(real_time_ms, 4) AS real_ms, "
+     "round(cpu_time_ms, 4) AS cpu_ms, round(real_min_ms, 4) AS min_ms, round(real_max_ms, 4) AS max_ms, "
+     "round(json_extract(counters, '$.\"FLOP/s\"') * 1e-9, 2) AS gflops, counters, error "
+     "FROM named_benchmarks ORDER BY id"},
     {"targets", "the accuracy targets stored by the last `dtnn run`", "SELECT * FROM targets ORDER BY id"},
     {"environments", "machines and builds runs were made with", "SELECT * FROM environments ORDER BY id"},
     {"matrices", "matrix files runs came from", "SELECT id, name, file, hash, created_at FROM matrices ORDER BY id"},

@@ -19,6 +19,7 @@
 #include "core/file_io.h"
 #include "core/median.h"
 #include "experiments/ingest_collectives.h"
+#include "experiments/ingest_named.h"
 #include "experiments/runner.h"
 
 namespace dtnn {
@@ -227,6 +228,24 @@ std::vector<ConvBenchmarkRow> from_layers(const json& j, const std::string& path
   return rows;
 }
 
+// bench_conv's JSON: its executable says so, or every case is named <algorithm>/<dir>/<problem>. (A file of
+// another suite whose names do not have that form is stored by name instead, ingest_named.h.)
+bool is_conv_benchmark_json(const json& j) {
+  if (j.contains("context") && j["context"].is_object() && j["context"].contains("executable") &&
+      j["context"]["executable"].is_string() &&
+      std::filesystem::path(j["context"]["executable"].get<std::string>()).filename() == "bench_conv")
+    return true;
+  const json& list = j["benchmarks"];
+  if (list.empty()) return true;  // an empty file: nothing to store either way (said as such)
+  for (const json& b : list) {
+    if (!b.is_object() || !b.contains("name") || !b["name"].is_string()) return false;
+    const std::string name = b.value("run_name", b["name"].get<std::string>());
+    const size_t first = name.find('/'), second = first == std::string::npos ? first : name.find('/', first + 1);
+    if (second == std::string::npos || !is_direction(name.substr(first + 1, second - first - 1))) return false;
+  }
+  return true;
+}
+
 // The whole file, or an error naming it; a directory is most likely a mistyped argument: say what was expected.
 std::string read_text(const std::string& path) {
   std::error_code ec;
@@ -250,9 +269,12 @@ IngestFile read_benchmark_file(const std::string& path) {
       if (is_collective_benchmark_json(j)) {
         f.format = "bench_allreduce";
         f.collectives = read_collective_benchmarks(j, path);
-      } else {
+      } else if (is_conv_benchmark_json(j)) {
         f.format = "bench_conv";
         f.conv = from_google_benchmark(j, path);
+      } else {
+        f.format = named_benchmark_source(j);
+        f.named = read_named_benchmarks(j, path);
       }
       return f;
     }
@@ -264,7 +286,7 @@ IngestFile read_benchmark_file(const std::string& path) {
   } catch (const json::exception& e) {
     fail(path, ": missing or mistyped field (", e.what(), ")");
   }
-  fail(path, ": neither Google Benchmark JSON (bench_conv, bench_allreduce) nor `dtnn layers --json` output");
+  fail(path, ": neither Google Benchmark JSON (an object with a \"benchmarks\" array) nor `dtnn layers --json` output");
 }
 
 int run_ingest(const IngestOptions& o, std::ostream& out) {
@@ -275,24 +297,33 @@ int run_ingest(const IngestOptions& o, std::ostream& out) {
   const int64_t env = store.add_environment(current_environment());
   std::vector<ConvBenchmarkRow> conv;
   std::vector<CollectiveBenchmarkRow> collectives;
+  std::vector<NamedBenchmarkRow> named;
   for (const auto& [file, f] : all) {
     conv.insert(conv.end(), f.conv.begin(), f.conv.end());
     collectives.insert(collectives.end(), f.collectives.begin(), f.collectives.end());
+    named.insert(named.end(), f.named.begin(), f.named.end());
   }
-  const ResultStore::StoredRows stored = store.add_benchmarks(env, conv, collectives);
-  size_t at_conv = 0, at_coll = 0;
+  const ResultStore::StoredRows stored = store.add_benchmarks(env, conv, collectives, named);
+  size_t at_conv = 0, at_coll = 0, at_named = 0;
   for (const auto& [file, f] : all) {
     const auto& r = f.conv;
     const size_t declined = std::count_if(r.begin(), r.end(), [](const ConvBenchmarkRow& x) { return !x.declined.empty(); });
+    const size_t errored =
+        std::count_if(f.named.begin(), f.named.end(), [](const NamedBenchmarkRow& x) { return !x.error.empty(); });
     const auto from_conv = stored.conv.begin() + at_conv;
     const auto from_coll = stored.collectives.begin() + at_coll;
+    const auto from_named = stored.named.begin() + at_named;
     const size_t skipped = std::count(from_conv, from_conv + r.size(), false) +
-                           std::count(from_coll, from_coll + f.collectives.size(), false);
+                           std::count(from_coll, from_coll + f.collectives.size(), false) +
+                           std::count(from_named, from_named + f.named.size(), false);
     at_conv += r.size();
     at_coll += f.collectives.size();
-    out << file << ": " << r.size() + f.collectives.size() << " row(s)";
-    if (f.collectives.empty()) out << " (" << declined << " declined)";
-    out << " from " << (r.empty() && f.collectives.empty() ? "an empty file" : f.format) << " into " << o.db_path;
+    at_named += f.named.size();
+    const size_t rows = r.size() + f.collectives.size() + f.named.size();
+    out << file << ": " << rows << " row(s)";
+    if (!r.empty() || (f.collectives.empty() && f.named.empty())) out << " (" << declined << " declined)";
+    if (!f.named.empty()) out << " (" << errored << " skipped with an error)";
+    out << " from " << (rows == 0 ? "an empty file" : f.format) << " into " << o.db_path;
     if (skipped > 0) out << ", " << skipped << " of them already stored (skipped)";
     out << "\n";
   }

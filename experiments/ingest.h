@@ -1,14 +1,18 @@
 // `dtnn ingest FILE...`: convolution benchmark results into the results store (table conv_benchmarks,
-// view v_best_conv), so `dtnn query` compares algorithms per problem across runs, machines and commits, and
-// MPI collective benchmarks into collective_benchmarks (for a latency/bandwidth model of the reduction).
+// view v_best_conv), so `dtnn query` compares algorithms per problem across runs, machines and commits, MPI
+// collective benchmarks into collective_benchmarks (for a latency/bandwidth model of the reduction), and every
+// other Google Benchmark result by name into named_benchmarks.
 //
-// Three formats, recognised by their content:
+// Four formats, recognised by their content:
 //   - Google Benchmark JSON of suites/bench_allreduce (its context or its case names say so; the reader is
 //     experiments/ingest_collectives.h);
 //   - Google Benchmark JSON of suites/bench_conv (`bench_conv --benchmark_format=json` or
 //     `--benchmark_out=F`): cases "<algorithm>/<dir>/<problem>[/threads:T]"; with repetitions, the median
 //     aggregate is the time and the repetitions give min and max; cases skipped with an error (a declined
 //     problem, no GPU) are stored with their reason;
+//   - any other Google Benchmark JSON -- suites/bench_gemm and suites/bench_layers (named by the executable in
+//     the file's context) and other projects' suites -- stored by benchmark name in named_benchmarks
+//     (experiments/ingest_named.h);
 //   - `dtnn layers --json` output, CPU (per algorithm: fwd/bwd_data/bwd_filter medians, min and max) or
 //     GPU (per algorithm and direction).
 // Every row of one call goes in one transaction with this machine's environment (ingest where the
@@ -34,9 +38,10 @@ struct IngestOptions {
 
 // The rows one file holds, of one table (throws dtnn::Error naming the file when it cannot be read or understood).
 struct IngestFile {
-  std::string format;  // bench_conv | dtnn layers | bench_allreduce
+  std::string format;  // bench_conv | dtnn layers | bench_allreduce | bench_gemm | bench_layers | google_benchmark
   std::vector<ConvBenchmarkRow> conv;
   std::vector<CollectiveBenchmarkRow> collectives;
+  std::vector<NamedBenchmarkRow> named;
 };
 IngestFile read_benchmark_file(const std::string& path);
 

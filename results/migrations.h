@@ -563,7 +563,8 @@ CREATE VIEW v_averaging AS
   ORDER BY r.model, v.mode, a.every_epochs, a.every_steps, v.straggler, r.ranks, r.id;
 )SQL"},
     {10, "the machine's identity in environments: CPU vendor, family/model/stepping, ISA, cores, caches, kernel, "
-         "hypervisor, and machine_key (compare refuses to mix machines)", kMigration10Sql},
+         "hypervisor, and machine_key (compare refuses to mix machines); targets' recipes; named_benchmarks "
+         "(bench_gemm, bench_layers and other Google Benchmark JSON)", kMigration10Sql},
 };
 
 }  // namespace dtnn::schema

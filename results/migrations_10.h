@@ -1,5 +1,5 @@
 // Migration 10 of the results store (results/migrations.h lists them all): the machine's identity in
-// environments, and the recipe of each accuracy target. Kept in its own header so migrations.h stays
+// environments, the recipe of each accuracy target, and benchmarks known by name only (named_benchmarks). Kept in its own header so migrations.h stays
 // readable; released text is never edited.
 #pragma once
 
@@ -91,6 +91,32 @@ CREATE VIEW v_accuracy_vs_target AS
                                    AND (t.ranks = '' OR (',' || t.ranks || ',') LIKE ('%,' || r.ranks || ',%'))))
          AND (t.global_batch_size = 0 OR t.global_batch_size = r.batch_size * r.ranks)
         WHERE r.status = 'ok');
+-- Google Benchmark results that are not convolutions or collectives: suites/bench_gemm, suites/bench_layers, and
+-- other projects' suites (`dtnn ingest`, experiments/ingest_named.h). Times in ms, NULL for a case skipped
+-- with an error; user counters (FLOP/s, bytes/s, ...) as a JSON object of their medians.
+CREATE TABLE named_benchmarks (
+  id             INTEGER PRIMARY KEY,
+  environment_id INTEGER NOT NULL REFERENCES environments(id),
+  source         TEXT NOT NULL CHECK (source IN ('bench_gemm', 'bench_layers', 'google_benchmark')),
+  file           TEXT NOT NULL,           -- the ingested file
+  executable     TEXT NOT NULL,           -- the file's context.executable ('' if unsaid)
+  name           TEXT NOT NULL,           -- Google Benchmark's run_name
+  threads        INTEGER NOT NULL,
+  repetitions    INTEGER NOT NULL,
+  iterations     INTEGER,                 -- of a single run; NULL with repetitions
+  real_time_ms   REAL,                    -- the median over repetitions (the only run without)
+  cpu_time_ms    REAL,
+  real_min_ms    REAL,                    -- over repetitions; NULL with a single run or aggregates only
+  real_max_ms    REAL,
+  real_stddev_ms REAL,                    -- Google Benchmark's stddev aggregate
+  items_per_s    REAL,
+  bytes_per_s    REAL,
+  counters       TEXT NOT NULL,           -- JSON object, e.g. {"FLOP/s": 1.5e10}
+  label          TEXT NOT NULL,
+  error          TEXT,                    -- error_message of a case skipped with an error
+  ingested_at    TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))
+);
+CREATE INDEX named_benchmarks_by_name ON named_benchmarks (source, name);
 )SQL";
 
 }  // namespace dtnn::schema

@@ -79,6 +79,20 @@ struct CollectiveBenchmarkRow {
   double bus_bytes_per_s = 0;  // × 2(ranks-1)/ranks (allreduce bus bandwidth, as nccl-tests)
 };
 
+// A benchmark known by its name only (migration 10): suites/bench_gemm, suites/bench_layers and any other
+// project's Google Benchmark JSON. Times in milliseconds; NULL (nullopt) for a case skipped with an error.
+struct NamedBenchmarkRow {
+  std::string source;      // bench_gemm | bench_layers | google_benchmark
+  std::string file, executable, name;  // name: Google Benchmark's run_name
+  int threads = 1, repetitions = 1;
+  std::optional<int64_t> iterations;
+  std::optional<double> real_time_ms, cpu_time_ms, real_min_ms, real_max_ms, real_stddev_ms;
+  std::optional<double> items_per_s, bytes_per_s;
+  std::string counters = "{}";  // JSON object: user counters (medians over repetitions)
+  std::string label;
+  std::string error;            // the case's error_message; "" = it ran
+};
+
 // A predicted row (migration 8): one rank count of a curve of `dtnn predict` or the SimGrid replay. Never a
 // measurement: it goes to the predictions table, never to runs.
 struct PredictionRow {
@@ -171,11 +185,13 @@ class ResultStore {
   std::vector<bool> add_conv_benchmarks(int64_t environment_id, const std::vector<ConvBenchmarkRow>& rows);
   // As add_conv_benchmarks for both tables in one transaction (`dtnn ingest` of files of either kind); an
   // equal collective row (every field but the file) is skipped the same way.
+  // Named rows too: an equal row (every field but the file) is skipped likewise.
   struct StoredRows {
-    std::vector<bool> conv, collectives;
+    std::vector<bool> conv, collectives, named;
   };
   StoredRows add_benchmarks(int64_t environment_id, const std::vector<ConvBenchmarkRow>& conv,
-                            const std::vector<CollectiveBenchmarkRow>& collectives);
+                            const std::vector<CollectiveBenchmarkRow>& collectives,
+                            const std::vector<NamedBenchmarkRow>& named = {});
 
   // Inserts predicted rows and their calibration runs in one transaction (all or none); returns their ids.
   // Throws dtnn::Error naming the field for a value the schema refuses (a bad mode, source, rank count).
@@ -207,6 +223,7 @@ class ResultStore {
   ResultStore(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
   void migrate(int up_to);
   bool insert_conv_benchmark(int64_t environment_id, const ConvBenchmarkRow& row);  // no transaction of its own
+  bool insert_named_benchmark(int64_t environment_id, const NamedBenchmarkRow& row);
   bool insert_collective_benchmark(int64_t environment_id, const CollectiveBenchmarkRow& row);
   void finish_run_with_report(int64_t run_id, const std::string& report_json, double duration_s,
                               const std::string& status, const std::string& error);

@@ -1,4 +1,4 @@
-// `dtnn ingest`'s writes: convolution and MPI collective benchmark rows, both tables in one transaction.
+// `dtnn ingest`'s writes: convolution, MPI collective and named benchmark rows, all in one transaction.
 // See store.h.
 #include <sqlite3.h>
 
@@ -10,12 +10,14 @@ namespace dtnn {
 using namespace store_detail;
 
 ResultStore::StoredRows ResultStore::add_benchmarks(int64_t environment_id, const std::vector<ConvBenchmarkRow>& conv,
-                                                    const std::vector<CollectiveBenchmarkRow>& collectives) {
+                                                    const std::vector<CollectiveBenchmarkRow>& collectives,
+                                                    const std::vector<NamedBenchmarkRow>& named) {
   StoredRows stored;
   Transaction tx(db_, path_);
   for (const ConvBenchmarkRow& r : conv) stored.conv.push_back(insert_conv_benchmark(environment_id, r));
   for (const CollectiveBenchmarkRow& r : collectives)
     stored.collectives.push_back(insert_collective_benchmark(environment_id, r));
+  for (const NamedBenchmarkRow& r : named) stored.named.push_back(insert_named_benchmark(environment_id, r));
   tx.commit();
   return stored;
 }
@@ -33,6 +35,24 @@ bool ResultStore::insert_collective_benchmark(int64_t environment_id, const Coll
   st.bind(6, r.transport).bind(7, r.mpi_library).bind(8, r.repetitions).bind(9, r.time_s);
   st.bind(10, r.time_min_s).bind(11, r.time_max_s).bind(12, r.time_stddev_s);
   st.bind(13, r.bytes_per_s).bind(14, r.bus_bytes_per_s);
+  st.run();
+  return sqlite3_changes(db_) == 1;
+}
+
+bool ResultStore::insert_named_benchmark(int64_t environment_id, const NamedBenchmarkRow& r) {
+  Statement st(db_, path_,
+               "INSERT INTO named_benchmarks (environment_id, source, file, executable, name, threads, repetitions, "
+               "iterations, real_time_ms, cpu_time_ms, real_min_ms, real_max_ms, real_stddev_ms, items_per_s, "
+               "bytes_per_s, counters, label, error) SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
+               "?15, ?16, ?17, ?18 WHERE NOT EXISTS (SELECT 1 FROM named_benchmarks WHERE environment_id = ?1 AND "
+               "source = ?2 AND executable = ?4 AND name = ?5 AND threads = ?6 AND repetitions = ?7 AND iterations IS ?8 "
+               "AND real_time_ms IS ?9 AND cpu_time_ms IS ?10 AND real_min_ms IS ?11 AND real_max_ms IS ?12 AND "
+               "real_stddev_ms IS ?13 AND counters = ?16 AND error IS ?18)");
+  st.bind(1, environment_id).bind(2, r.source).bind(3, r.file).bind(4, r.executable).bind(5, r.name);
+  st.bind(6, r.threads).bind(7, r.repetitions).bind(8, r.iterations).bind(9, r.real_time_ms).bind(10, r.cpu_time_ms);
+  st.bind(11, r.real_min_ms).bind(12, r.real_max_ms).bind(13, r.real_stddev_ms).bind(14, r.items_per_s);
+  st.bind(15, r.bytes_per_s).bind(16, r.counters).bind(17, r.label);
+  st.bind(18, r.error.empty() ? std::optional<std::string>() : std::optional<std::string>(r.error));
   st.run();
   return sqlite3_changes(db_) == 1;
 }

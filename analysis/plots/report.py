@@ -25,9 +25,10 @@ when there is something to plot). Sections:
   History      `--dtnn PATH history --format json` for samples_per_s and test_accuracy (ok runs of clean builds;
                commits in the git order of --repo, default the checkout report.py is in): per metric a table of
                each trial's (and machine's) commits, newest value, steps (short commit, ratio) and verdict; per
-               series (test accuracy: with a step) a chart of the runs' values, the median per commit, the segment levels and the steps
-               (regressions in red; history_<sps|acc>_<trial>.png, at most 24; analysis/plots/report_history.py).
-               Without --dtnn, or when `dtnn history` fails (e.g. only runs of dirty builds), one sentence why
+               series (test accuracy: with a step) a chart of the runs' values, the median per commit, the
+               segment levels and the steps (regressions in red; history_<sps|acc>_<trial>.png, at most 24;
+               analysis/plots/report_history.py). Without --dtnn, or when `dtnn history` fails (e.g. only runs
+               of dirty builds), one sentence why
   Per-layer    per model and conv_algo: median forward/backward ms of each Conv2D and FC layer
   Conv algos   from `dtnn ingest`ed benchmarks (conv_benchmarks): per model (dtnn layers) or bench_conv file,
                device, threads and math mode, every problem x algorithm (fwd + bwd_data + bwd_filter ms,

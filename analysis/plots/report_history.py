@@ -98,11 +98,16 @@ class HistorySections:
                  "when its newest step is down by more than the threshold. Charts: every run's value (dots), the "
                  "median per commit (line), each segment's level (bars) and the steps (dashed; red: regression).",
                  "")
-        self.history_charts_left = MAX_CHARTS
+        answers = [run_history(dtnn, os.path.abspath(self.store.path), self.store.matrix, repo, m[0]) for m in METRICS]
+        # The charts, at most MAX_CHARTS: regressed series first, then those with a step, samples/s before accuracy.
+        # A flat accuracy is the usual case and its chart says nothing the table does not: none.
+        candidates = [(i, s) for i, (doc, _) in enumerate(answers) if doc for s in doc.get("series") or []
+                      if s["points"] and (METRICS[i][0] == "samples_per_s" or s["steps"])]
+        candidates.sort(key=lambda c: (not c[1]["newest_regressed"], not c[1]["steps"], c[0]))
+        self.history_charted = {id(s) for _, s in candidates[:MAX_CHARTS]}
         self.history_files = set()
-        for metric, title, ylabel, digits, short in METRICS:
+        for (metric, title, ylabel, digits, short), (doc, why) in zip(METRICS, answers):
             self.add(f"### {title}", "")
-            doc, why = run_history(dtnn, os.path.abspath(self.store.path), self.store.matrix, repo, metric)
             if doc is None:
                 self.add(f"No {metric} history: {why}.", "")
                 continue
@@ -122,23 +127,26 @@ class HistorySections:
         self.add(f"{len(series)} series, {doc.get('regressed_series', 0)} regressed at the newest step (threshold "
                  f"{100 * doc.get('threshold', 0):g} %)" + (f"; left out: {' and '.join(left)}" if left else "") + ".",
                  "")
-        name = lambda s: (s["label"] or s["trial_key"]) + \
-            (f" (machine {machines.index(s['machine_key']) + 1})" if several else "")
-        rows = [(name(s), s["order"], len(s["points"]), num(s["points"][-1]["value"] if s["points"] else None, digits),
+        names = []  # the label (a counter where trials share it), and the machine where there are several
+        for s in series:
+            base = s["label"] or s["trial_key"]
+            same = sum(1 for t in series[:len(names)] if (t["label"] or t["trial_key"]) == base and
+                       t["machine_key"] == s["machine_key"])
+            names.append(base + (f" #{same + 1}" if same else "") +
+                         (f" (machine {machines.index(s['machine_key']) + 1})" if several else ""))
+        rows = [(name, s["order"], len(s["points"]), num(s["points"][-1]["value"] if s["points"] else None, digits),
                  steps_text(s, digits), VERDICT.get(s["steps"][-1]["verdict"], "ok") if s["steps"] else "steady")
-                for s in series]
+                for s, name in zip(series, names)]
         self.add(*table(["trial", "order", "commits", "newest", "steps", "verdict"], rows, right=(2, 3)))
         if several:
             self.add("Machines: " + "; ".join(f"{i + 1} = `{m or 'not recorded'}`" for i, m in enumerate(machines)) +
                      ".", "")
         if self.no_plots():
             return
-        # A flat accuracy is the usual case and its chart says nothing the table does not.
         candidates = [s for s in series if s["points"] and (metric == "samples_per_s" or s["steps"])]
-        drawn = candidates[:max(0, self.history_charts_left)]
-        self.history_charts_left -= len(drawn)
-        for s in drawn:
-            self.history_chart(s, name(s), ylabel, short)
+        drawn = [(s, name) for s, name in zip(series, names) if id(s) in self.history_charted]
+        for s, name in drawn:
+            self.history_chart(s, name, ylabel, short)
         if len(candidates) > len(drawn):
             self.add(f"{len(candidates) - len(drawn)} {metric} series have no chart (at most {MAX_CHARTS} history "
                      "charts per report; regressed series and series with a step come first).", "")

@@ -3,7 +3,8 @@
 #   tests/analysis/test_report.sh DB OUT_DIR
 # DB must hold at least one ok run (so that a plot is drawn). Passes when the report is written with every
 # section heading and at least one PNG, and when a missing database and a file that is not SQLite each
-# give exit 1 with a one-line "dtnn report: ..." error.
+# give exit 1 with a one-line "dtnn report: ..." error. report.py runs without --dtnn here, so the History
+# section must say that it needs one (tests/analysis/test_analysis_scripts.py checks it with dtnn history).
 set -euo pipefail
 
 if [ $# -ne 2 ]; then
@@ -24,9 +25,11 @@ fail() {
 "$py" "$report_py" --db "$db" --out "$out" || fail "report.py exited $? on $db"
 [ -s "$out/report.md" ] || fail "$out/report.md missing or empty"
 for heading in "# dtnn results report" "## Environments" "## Matrices" "## Run status" "## Throughput" \
-  "## Scaling" "## Model averaging" "## Accuracy" "## Per-layer timings" "## Convolution algorithms per layer"; do
+  "## Scaling" "## Model averaging" "## Accuracy" "## History" "## Per-layer timings" \
+  "## Convolution algorithms per layer"; do
   grep -qxF "$heading" "$out/report.md" || fail "report.md lacks the heading '$heading'"
 done
+grep -qF 'No history: report.py ran without `--dtnn PATH`' "$out/report.md" || fail "History does not say it needs --dtnn"
 compgen -G "$out/*.png" > /dev/null || fail "no PNG in $out"
 # The numbers, not only the layout: every ok configuration's median samples/s, computed here from the
 # runs table (statistics.median), must be in its Throughput row (found by its label) as the report formats

@@ -67,7 +67,8 @@ TEST_CASE("ingest: unreadable, malformed or foreign files store nothing and fail
   Dir d;
   std::ofstream(d / "bad.json") << "{\"benchmarks\": [";
   std::ofstream(d / "other.json") << "{\"schema\": \"dtnn.run_report/1\"}";
-  std::ofstream(d / "badname.json") << R"({"benchmarks": [{"name": "not_a_conv_case", "real_time": 1}]})";
+  std::ofstream(d / "badname.json")  // bench_conv's own file: its cases must be conv cases
+      << R"({"context": {"executable": "/x/bench_conv"}, "benchmarks": [{"name": "not_a_conv_case", "real_time": 1}]})";
   std::ofstream(d / "badproblem.json")
       << R"({"benchmarks": [{"name": "cpu.im2row_gemm/fwd/n4_c8_broken", "real_time": 1, "time_unit": "ms"}]})";
   std::ofstream(d / "good.json")
