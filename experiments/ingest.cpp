@@ -27,14 +27,7 @@ namespace {
 
 using json = nlohmann::json;
 
-// Google Benchmark's time units; anything else is an error (a guessed unit would store wrong times).
-double to_ms(double value, const std::string& unit, const std::string& where) {
-  if (unit == "ns") return value * 1e-6;
-  if (unit == "us") return value * 1e-3;
-  if (unit == "ms") return value;
-  if (unit == "s") return value * 1e3;
-  fail(where, ": unknown time_unit '", unit, "' (ns, us, ms or s)");
-}
+double to_ms(double value, const std::string& unit, const std::string& where) { return benchmark_ms(value, unit, where); }
 
 bool is_direction(const std::string& d) { return d == "fwd" || d == "bwd_data" || d == "bwd_filter"; }
 

@@ -24,14 +24,6 @@ const std::set<std::string> kStandardFields = {
     "bytes_per_second", "label", "error_occurred", "error_message", "aggregate_name", "aggregate_unit",
     "skipped", "skip_message"};
 
-double to_ms(double value, const std::string& unit, const std::string& where) {
-  if (unit == "ns") return value * 1e-6;
-  if (unit == "us") return value * 1e-3;
-  if (unit == "ms") return value;
-  if (unit == "s") return value * 1e3;
-  fail(where, ": unknown time_unit '", unit, "' (ns, us, ms or s)");
-}
-
 double number(const json& b, const char* key, const std::string& where) {
   const json& v = b.at(key);
   if (!v.is_number()) fail(where, ": '", key, "' is not a number");
@@ -50,7 +42,17 @@ struct Acc {
   std::optional<double> median_items, median_bytes;
 };
 
+double to_ms(double value, const std::string& unit, const std::string& where) { return benchmark_ms(value, unit, where); }
+
 }  // namespace
+
+double benchmark_ms(double value, const std::string& unit, const std::string& where) {
+  if (unit == "ns") return value * 1e-6;
+  if (unit == "us") return value * 1e-3;
+  if (unit == "ms") return value;
+  if (unit == "s") return value * 1e3;
+  fail(where, ": unknown time_unit '", unit, "' (ns, us, ms or s)");
+}
 
 std::string named_benchmark_source(const json& j) {
   std::string exe;

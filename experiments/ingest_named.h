@@ -17,6 +17,10 @@
 
 namespace dtnn {
 
+// A Google Benchmark time in milliseconds; an unknown time_unit is an error naming `where` (a guessed unit would
+// store wrong times).
+double benchmark_ms(double value, const std::string& unit, const std::string& where);
+
 // bench_gemm | bench_layers (by the executable's name in the file's context) | google_benchmark.
 std::string named_benchmark_source(const nlohmann::json& j);
 

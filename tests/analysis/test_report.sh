@@ -71,10 +71,21 @@ groups = {}
 for model, ranks, _, exposed, steps in rows:
     groups.setdefault((model, ranks), []).append(1e3 * exposed / steps)
 bad = 0
+def cells(line):
+    out = []
+    for c in line.split("|"):
+        try:
+            out.append(float(c.strip().replace(",", "")))
+        except ValueError:
+            pass
+    return out
 for (model, ranks), values in groups.items():
-    want = f"| {statistics.mean(values):,.2f} |"
+    # The report averages v_comm's per-run figures, which the view rounds to microseconds first: the two-decimal
+    # cell may differ from this raw mean's rounding by one unit in the last place (1.82 vs 1.83), no more.
+    mean = statistics.mean(values)
+    want = f"| {mean:,.2f} |"
     lines = [l for l in section.splitlines() if model in l and (f"| {ranks} | blocking |" in l or f"| {ranks} | none |" in l)]
-    if not any(want in l for l in lines):
+    if not any(abs(x - mean) <= 0.0100001 for l in lines for x in cells(l)):
         print(f"test_report: {model} ranks {ranks}: exposed {want} not in {lines}", file=sys.stderr)
         bad += 1
 sys.exit(1 if bad else 0)
