@@ -32,6 +32,13 @@ double number(const json& b, const char* key, const std::string& where) {
   return x;
 }
 
+// A count: a whole number up to `max` (threads and repetitions: an int; iterations: 2^53, exact in a double).
+int64_t count(const json& b, const char* key, const std::string& where, double max = 2147483647.0) {
+  const double x = number(b, key, where);
+  if (x != std::floor(x) || x > max) fail(where, ": ", key, " (", x, ") is not a count");
+  return static_cast<int64_t>(x);
+}
+
 struct Acc {
   NamedBenchmarkRow row;
   std::vector<double> real, cpu;  // ms, one per repetition
@@ -86,8 +93,8 @@ std::vector<NamedBenchmarkRow> read_named_benchmarks(const json& j, const std::s
       a.row.executable = executable;
       a.row.name = run_name;
     }
-    if (b.contains("threads")) a.row.threads = static_cast<int>(number(b, "threads", where));
-    if (b.contains("repetitions")) a.row.repetitions = std::max(1, static_cast<int>(number(b, "repetitions", where)));
+    if (b.contains("threads")) a.row.threads = static_cast<int>(count(b, "threads", where));
+    if (b.contains("repetitions")) a.row.repetitions = std::max(1, static_cast<int>(count(b, "repetitions", where)));
     if (b.contains("label") && b["label"].is_string()) a.row.label = b["label"].get<std::string>();
     const bool errored = b.value("error_occurred", false) || b.value("skipped", false) == true;
     if (errored) {
@@ -114,7 +121,7 @@ std::vector<NamedBenchmarkRow> read_named_benchmarks(const json& j, const std::s
     }
     a.real.push_back(to_ms(number(b, "real_time", where), unit, where));
     if (b.contains("cpu_time")) a.cpu.push_back(to_ms(number(b, "cpu_time", where), unit, where));
-    if (b.contains("iterations")) a.row.iterations = static_cast<int64_t>(number(b, "iterations", where));
+    if (b.contains("iterations")) a.row.iterations = count(b, "iterations", where, 9007199254740992.0);
     if (b.contains("items_per_second")) a.items.push_back(number(b, "items_per_second", where));
     if (b.contains("bytes_per_second")) a.bytes.push_back(number(b, "bytes_per_second", where));
     for (const auto& [key, value] : b.items())

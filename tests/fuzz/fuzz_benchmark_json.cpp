@@ -1,5 +1,5 @@
-// Benchmark files for `dtnn ingest` (experiments/ingest.h): Google Benchmark JSON of suites/bench_conv and
-// suites/bench_allreduce and `dtnn layers --json` output, recognised by content.
+// Benchmark files for `dtnn ingest` (experiments/ingest.h): Google Benchmark JSON of suites/bench_conv,
+// suites/bench_allreduce and any other suite (named rows), and `dtnn layers --json` output, recognised by content.
 #include <cmath>
 
 #include "experiments/ingest.h"
@@ -15,5 +15,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const CollectiveBenchmarkRow& r : file.collectives)
     fuzz::require(r.bytes > 0 && r.ranks > 0 && std::isfinite(r.time_s) && r.time_s > 0 && std::isfinite(r.bytes_per_s),
                   "collective rows have positive sizes, ranks and finite positive times");
+  for (const NamedBenchmarkRow& r : file.named)
+    fuzz::require(!r.name.empty() && r.threads >= 0 && r.repetitions >= 1 &&
+                      (!r.real_time_ms || (std::isfinite(*r.real_time_ms) && *r.real_time_ms >= 0)) &&
+                      (r.error.empty() || !r.real_time_ms),
+                  "named rows have a name, non-negative finite times, and no time when skipped with an error");
   return 0;
 }
