@@ -8,15 +8,9 @@
 
 #include "helpers.h"
 #include "results/store.h"
+#include "store_value.h"
 
 namespace dtnn::test {
-
-// The single value `sql` returns ("NULL" for SQL NULL); fails the test unless there is exactly one row.
-inline std::string one(const ResultStore& s, const std::string& sql) {
-  const QueryResult r = s.query(sql);
-  REQUIRE(r.rows.size() == 1);
-  return r.rows[0][0].value_or("NULL");
-}
 
 // An empty directory under /tmp, removed with its contents at the end of the test; d / "name" is a path in it.
 struct Dir {

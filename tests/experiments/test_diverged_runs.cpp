@@ -9,8 +9,11 @@
 
 #include "helpers.h"
 #include "results/store.h"
+#include "store_value.h"
 
 using Catch::Contains;
+
+using dtnn::test::one;
 
 namespace {
 
@@ -25,13 +28,6 @@ int dtnn_cli(const std::string& args, const std::string& log) {
 std::string read_text(const std::string& path) {
   std::ifstream f(path);
   return std::string(std::istreambuf_iterator<char>(f), {});
-}
-
-std::string one(const std::string& db, const std::string& sql) {
-  const dtnn::ResultStore store = dtnn::ResultStore::open_read_only(db);
-  const dtnn::QueryResult r = store.query(sql);
-  REQUIRE(r.rows.size() == 1);
-  return r.rows[0][0].value_or("NULL");
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <regex>
 
+#include "store_value.h"
 #include "core/build_info.h"
 #include "experiments/runner.h"
 #include "experiments/runner_helpers.h"
@@ -14,14 +15,9 @@
 using namespace dtnn::test::runner;
 namespace fs = std::filesystem;
 
-namespace {
+using dtnn::test::one;
 
-std::string one_value(const std::string& db, const std::string& sql) {
-  const dtnn::ResultStore store = dtnn::ResultStore::open_read_only(db);
-  const dtnn::QueryResult r = store.query(sql);
-  REQUIRE(r.rows.size() == 1);
-  return r.rows[0][0].value_or("NULL");
-}
+namespace {
 
 }  // namespace
 
@@ -75,14 +71,14 @@ TEST_CASE("provenance: the runner stores another build's own commit, dirty state
   fs::permissions(wrapper, fs::perms::owner_all);
   const std::string m = ws.file("m.toml", std::string("name = \"prov\"\n") + kQuickBase + "[axes]\nmodel = [\"simplecnn\"]\n");
   REQUIRE(dtnn_cli("run '" + m + "' --db '" + ws.db() + "' --dtnn '" + wrapper + "'", (ws.dir / "run.log").string()) == 0);
-  CHECK(one_value(ws.db(), "SELECT e.git_commit FROM runs r JOIN environments e ON e.id = r.environment_id") == sha);
-  CHECK(one_value(ws.db(), "SELECT e.git_dirty FROM runs r JOIN environments e ON e.id = r.environment_id") == "1");
-  CHECK_THAT(one_value(ws.db(), "SELECT e.build_type FROM runs r JOIN environments e ON e.id = r.environment_id"),
+  CHECK(one(ws.db(), "SELECT e.git_commit FROM runs r JOIN environments e ON e.id = r.environment_id") == sha);
+  CHECK(one(ws.db(), "SELECT e.git_dirty FROM runs r JOIN environments e ON e.id = r.environment_id") == "1");
+  CHECK_THAT(one(ws.db(), "SELECT e.build_type FROM runs r JOIN environments e ON e.id = r.environment_id"),
              Catch::Contains("planted flags -march=znver4"));
   // This binary's own runs: its compiled-in commit, not the tree's (which may have moved on since the build).
   Workspace own("provenance_own");
   const std::string m2 = own.file("m.toml", std::string("name = \"prov\"\n") + kQuickBase + "[axes]\nmodel = [\"simplecnn\"]\n");
   REQUIRE(dtnn_cli("run '" + m2 + "' --db '" + own.db() + "'", (own.dir / "run.log").string()) == 0);
-  CHECK(one_value(own.db(), "SELECT e.git_commit FROM runs r JOIN environments e ON e.id = r.environment_id") ==
+  CHECK(one(own.db(), "SELECT e.git_commit FROM runs r JOIN environments e ON e.id = r.environment_id") ==
         dtnn::build_info().commit);
 }

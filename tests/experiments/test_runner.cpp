@@ -17,12 +17,15 @@
 #include "cli_helpers.h"
 #include "helpers.h"
 #include "results/store.h"
+#include "store_value.h"
 #include "experiments/runner_helpers.h"
 #include "skip.h"
 
 extern char** environ;
 
 using Catch::Contains;
+
+using dtnn::test::one;
 
 namespace {
 
@@ -49,13 +52,6 @@ int wait_exit(pid_t pid) {
   int status = 0;
   ::waitpid(pid, &status, 0);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-std::string one(const std::string& db, const std::string& sql) {
-  const dtnn::ResultStore store = dtnn::ResultStore::open_read_only(db);
-  const dtnn::QueryResult r = store.query(sql);
-  REQUIRE(r.rows.size() == 1);
-  return r.rows[0][0].value_or("NULL");
 }
 
 // An executable shell script in the workspace, for `dtnn run --dtnn SCRIPT` (a stand-in trial process). It

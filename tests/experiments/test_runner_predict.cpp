@@ -10,19 +10,16 @@
 #include "core/error.h"
 #include "experiments/matrix.h"
 #include "results/store.h"
+#include "store_value.h"
 #include "runner_helpers.h"
 #include "skip.h"
 
 using namespace dtnn::test::runner;
 using Catch::Matchers::Contains;
 
-namespace {
+using dtnn::test::one;
 
-std::string one(const dtnn::ResultStore& s, const std::string& sql) {
-  const dtnn::QueryResult r = s.query(sql);
-  REQUIRE(r.rows.size() == 1);
-  return r.rows[0][0].value_or("NULL");
-}
+namespace {
 
 const std::string kPredictMatrix = std::string("name = \"predict\"\nrepeats = 2\n") + kQuickBase + R"(model = "simplecnn"
 [axes]

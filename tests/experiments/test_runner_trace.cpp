@@ -8,6 +8,7 @@
 
 #include "experiments/runner_helpers.h"
 #include "results/store.h"
+#include "store_value.h"
 #include "skip.h"
 
 using Catch::Contains;
@@ -15,16 +16,12 @@ using Catch::StartsWith;
 using namespace dtnn::test::runner;
 namespace fs = std::filesystem;
 
+using dtnn::test::one;
+
 namespace {
 
 dtnn::QueryResult rows(const std::string& db, const std::string& sql) {
   return dtnn::ResultStore::open_read_only(db).query(sql);
-}
-
-std::string one(const std::string& db, const std::string& sql) {
-  const dtnn::QueryResult r = rows(db, sql);
-  REQUIRE(r.rows.size() == 1);
-  return r.rows[0][0].value_or("NULL");
 }
 
 }  // namespace

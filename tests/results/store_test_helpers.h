@@ -9,15 +9,9 @@
 
 #include "helpers.h"
 #include "results/store.h"
+#include "store_value.h"
 
 namespace dtnn::test {
-
-// The one value of a one-row query, "NULL" for SQL NULL.
-inline std::string one(const ResultStore& store, const std::string& sql) {
-  const QueryResult r = store.query(sql);
-  REQUIRE(r.rows.size() == 1);
-  return r.rows[0][0].value_or("NULL");
-}
 
 // A database path in the test's temporary directory, with no file (nor -wal, -shm) there.
 inline std::string fresh_db(const std::string& name) {

@@ -13,8 +13,11 @@
 #include "core/error.h"
 #include "helpers.h"
 #include "results/store.h"
+#include "store_value.h"
 
 using Catch::Contains;
+
+using dtnn::test::one;
 
 namespace {
 
@@ -25,13 +28,6 @@ std::string fresh_db(const std::string& name) {
   const std::string path = dtnn::test::temp_path(name + ".db");
   for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path + suffix);
   return path;
-}
-
-std::string one(const dtnn::ResultStore& store, const std::string& sql) {
-  const dtnn::QueryResult r = store.query(sql);
-  REQUIRE(r.rows.size() == 1);
-  REQUIRE(r.rows[0][0].has_value());
-  return *r.rows[0][0];
 }
 
 std::string read_text(const std::string& path) {

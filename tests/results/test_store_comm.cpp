@@ -11,17 +11,13 @@
 
 #include "helpers.h"
 #include "results/store.h"
+#include "store_value.h"
+
+using dtnn::test::one;
 
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string one(const dtnn::ResultStore& store, const std::string& sql) {
-  const dtnn::QueryResult r = store.query(sql);
-  REQUIRE(r.rows.size() == 1);
-  REQUIRE(r.rows[0][0].has_value());
-  return *r.rows[0][0];
-}
 
 nlohmann::json train_report(const std::string& extra) {
   const std::string path = dtnn::test::temp_path("comm_report.json");
