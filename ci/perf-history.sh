@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Performance history in CI: appends ROUNDS runs of a throughput matrix, made by this tree's build, to a
+# database kept from one CI run to the next (a cache or artifact), then `dtnn history` over every commit stored
+# there: the steps (change points) per trial and machine, exit 1 when a newest segment regressed.
+#   ci/perf-history.sh [DB]        DB: the history database (default results/perf-history.db)
+#   ROUNDS=5       runs per trial for this commit (a step needs 2 runs on its new level to be seen)
+#   MATRIX=experiments/perf_smoke.toml   THRESHOLD=5%   (a step down by more is a regression)
+#   JUNIT=FILE, MARKDOWN=FILE      also write history's JUnit XML / Markdown summary there
+#   DTNN_BIN       a prebuilt dtnn for the runs (tests; a CI job that built already): ci/setup.sh is not run
+# Runs record the commit compiled into the binary (dtnn --version); runs of a dirty build are stored but left
+# out of the history. Commits are ordered by this checkout's git history (parents first), else by time.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+db="${1:-results/perf-history.db}"
+rounds="${ROUNDS:-5}"
+threshold="${THRESHOLD:-5%}"
+matrix="${MATRIX:-experiments/perf_smoke.toml}"
+
+if [ -n "${DTNN_BIN:-}" ]; then
+  run_bin="$DTNN_BIN"
+  dtnn="${DTNN_HARNESS_BIN:-build/experiments/dtnn}"   # the harness (run, history); trials run DTNN_BIN
+else
+  bash ci/setup.sh >/dev/null
+  dtnn="${DTNN_BUILD_DIR:-build}/experiments/dtnn"
+  run_bin="$dtnn"
+fi
+[ -x "$run_bin" ] || { echo "perf-history: no dtnn binary at $run_bin" >&2; exit 2; }
+mkdir -p "$(dirname "$db")"
+for round in $(seq "$rounds"); do
+  echo "perf-history: round $round/$rounds"
+  "$dtnn" run "$matrix" --db "$db" --dtnn "$run_bin" --tag perf-history >/dev/null
+done
+echo "perf-history: $("$run_bin" --version) into $db"
+extra=()
+[ -n "${JUNIT:-}" ] && extra+=(--junit "$JUNIT")
+[ -n "${MARKDOWN:-}" ] && extra+=(--markdown "$MARKDOWN")
+"$dtnn" history --db "$db" --select tag=perf-history --repo . --threshold "$threshold" --fail-on-regression \
+  "${extra[@]}"
