@@ -12,12 +12,12 @@ namespace dtnn {
 
 namespace {
 
-// L1 distance of v to its median.
-double l1_cost(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  const double m = median(v);
+// L1 distance of sorted values to their median (any point between the two middle ones gives the same sum).
+double l1_cost_sorted(const std::vector<double>& sorted) {
+  if (sorted.empty()) return 0.0;
+  const double m = sorted[sorted.size() / 2];
   double c = 0.0;
-  for (double x : v) c += std::fabs(x - m);
+  for (double x : sorted) c += std::fabs(x - m);
   return c;
 }
 
@@ -56,14 +56,23 @@ ChangePointFit detect_change_points(const std::vector<std::vector<double>>& grou
   std::vector<int> prev(n + 1, 0);
   best[0] = 0.0;
   const int need = std::min(o.min_runs, total);
+  // The last segment [i, j) grows as i moves left: its runs are kept sorted by insertion, so each candidate
+  // costs O(runs) and nothing is allocated per candidate.
+  std::vector<double> segment;
+  segment.reserve(flat.size());
   for (int j = 1; j <= n; ++j) {
-    for (int i = 0; i < j; ++i) {
+    segment.clear();
+    int best_i = -1;
+    for (int i = j - 1; i >= 0; --i) {
+      for (int r = start[i]; r < start[i + 1]; ++r)
+        segment.insert(std::upper_bound(segment.begin(), segment.end(), flat[r]), flat[r]);
       if (best[i] == inf || start[j] - start[i] < need) continue;
-      const double c = best[i] + fit.gamma +
-                       l1_cost(std::vector<double>(flat.begin() + start[i], flat.begin() + start[j]));
-      if (c < best[j]) {  // strict: of equal fits the one with the longest last segment (fewest steps)
+      const double c = best[i] + fit.gamma + l1_cost_sorted(segment);
+      // Of equal fits the one with the longest last segment (fewest steps): the smallest i wins ties.
+      if (c < best[j] || (c == best[j] && i < best_i)) {
         best[j] = c;
         prev[j] = i;
+        best_i = i;
       }
     }
   }

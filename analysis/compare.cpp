@@ -118,12 +118,13 @@ std::string selection_sql(const std::string& selection) {
       fail("run selection '", selection, "': '", part, "' is not key=value (keys: commit, matrix, tag, runs)");
     const std::string key = part.substr(0, eq), value = part.substr(eq + 1);
     std::string cond;
+    // Literal, case-sensitive matches: LIKE would read % and _ in a value as wildcards and ignore case.
     if (key == "commit") {
-      cond = "e.git_commit LIKE " + sql_quote(value + "%");
+      cond = "substr(e.git_commit, 1, " + std::to_string(value.size()) + ") = " + sql_quote(value);
     } else if (key == "matrix") {
       cond = "m.name = " + sql_quote(value);
     } else if (key == "tag") {
-      cond = "(',' || r.tags || ',') LIKE " + sql_quote("%," + value + ",%");
+      cond = "instr(',' || r.tags || ',', " + sql_quote("," + value + ",") + ") > 0";
     } else if (key == "runs") {
       const size_t dash = value.find('-');
       const std::string a = value.substr(0, dash), b = dash == std::string::npos ? a : value.substr(dash + 1);

@@ -49,10 +49,14 @@ std::vector<RunValue> run_values(const ResultStore& store, const HistoryOptions&
   h.unknown_commit_runs = std::stoi(*excluded.rows.at(0).at(1));
   const std::string keep = " AND e.git_dirty = 0 AND e.git_commit NOT IN ('', 'unknown')";
   std::vector<RunValue> out;
+  // Clean runs that give no value are counted, not dropped in silence: no test accuracy (or 0 %: steps are
+  // fitted to log values), or no epoch past the warm-up.
+  const int clean = std::stoi(*store.query("SELECT count(*)" + from + keep).rows.at(0).at(0));
   if (o.metric == "test_accuracy") {
     const QueryResult q = store.query("SELECT r.trial_key, r.label, e.machine_key, e.git_commit, r.started_at, "
                                       "r.test_accuracy" + from + keep + " AND r.test_accuracy > 0 ORDER BY r.id");
     for (const auto& row : q.rows) out.push_back({*row[0], *row[1], *row[2], *row[3], *row[4], std::stod(*row[5])});
+    h.no_value_runs = clean - static_cast<int>(out.size());
     return out;
   }
   // samples_per_s: compare's sample -- the median epoch after the warm-up.
@@ -66,9 +70,11 @@ std::vector<RunValue> run_values(const ResultStore& store, const HistoryOptions&
     const auto& row = epochs.rows[i];
     run.push_back(std::stod(*row[6]));
     if (i + 1 < epochs.rows.size() && *epochs.rows[i + 1][5] == *row[5]) continue;
-    out.push_back({*row[0], *row[1], *row[2], *row[3], *row[4], median(run)});
+    const double v = median(run);
     run.clear();
+    if (v > 0.0) out.push_back({*row[0], *row[1], *row[2], *row[3], *row[4], v});
   }
+  h.no_value_runs = clean - static_cast<int>(out.size());
   return out;
 }
 
@@ -110,14 +116,16 @@ History load_history(const ResultStore& store, const HistoryOptions& o) {
     std::stable_sort(s.points.begin(), s.points.end(), [&](const HistoryPoint& a, const HistoryPoint& b) {
       return all_known ? git.at(a.commit) < git.at(b.commit) : a.first_run_at < b.first_run_at;
     });
+    // The fit is quadratic in commits: keep the newest max_commits (the steps CI asks about are recent).
+    if (o.max_commits > 0 && static_cast<int>(s.points.size()) > o.max_commits) {
+      s.older_commits_left_out = static_cast<int>(s.points.size()) - o.max_commits;
+      s.points.erase(s.points.begin(), s.points.begin() + s.older_commits_left_out);
+    }
     std::vector<std::vector<double>> groups;
     for (HistoryPoint& p : s.points) {
       p.value = median(p.values);
       std::vector<double> logs;
-      for (double v : p.values) {
-        if (!(v > 0.0)) fail("history: a non-positive ", o.metric, " value (", v, ") at commit ", p.commit);
-        logs.push_back(std::log(v));
-      }
+      for (double v : p.values) logs.push_back(std::log(v));  // positive: run_values keeps no other
       groups.push_back(logs);
     }
     const ChangePointFit fit = detect_change_points(groups, o.change_points);
@@ -136,13 +144,22 @@ History load_history(const ResultStore& store, const HistoryOptions& o) {
     if (s.newest_regressed) ++h.regressed_series;
     h.series.push_back(std::move(s));
   }
+  // Machines numbered in key order, so that series of one trial on two machines have distinct names.
+  std::map<std::string, int> machines;
+  for (const HistorySeries& s : h.series) machines.emplace(s.machine_key, 0);
+  int number = 0;
+  for (auto& [key, index] : machines) index = ++number;
+  for (HistorySeries& s : h.series) {
+    s.name = s.label.empty() ? s.trial_key : s.label;
+    if (machines.size() > 1) s.name += " [machine " + std::to_string(machines.at(s.machine_key)) + "]";
+  }
   return h;
 }
 
 void print_history(std::ostream& out, const History& h, const HistoryOptions& o) {
   char line[512];
   for (const HistorySeries& s : h.series) {
-    out << (s.label.empty() ? s.trial_key : s.label) << "  [machine: "
+    out << s.name << "  [machine: "
         << (s.machine_key.empty() ? "not recorded" : s.machine_key) << "; commit order: " << s.order << "]\n";
     std::snprintf(line, sizeof line, "  %-12s %4s %14s  %s\n", "commit", "runs", h.metric.c_str(), "");
     out << line;
@@ -160,13 +177,15 @@ void print_history(std::ostream& out, const History& h, const HistoryOptions& o)
                     p.value, mark.c_str());
       out << line;
     }
+    if (s.older_commits_left_out)
+      out << "  (" << s.older_commits_left_out << " older commit(s) left out: --max-commits " << o.max_commits << ")\n";
     if (s.newest_regressed) out << "  REGRESSED: the newest segment is below the one before\n";
   }
   out << h.series.size() << " series; " << h.regressed_series << " whose newest segment regressed (below the one "
       << "before by more than " << 100.0 * o.threshold << " %)";
-  if (h.dirty_runs || h.unknown_commit_runs)
+  if (h.dirty_runs || h.unknown_commit_runs || h.no_value_runs)
     out << "; left out: " << h.dirty_runs << " run(s) of dirty builds, " << h.unknown_commit_runs
-        << " without a commit";
+        << " without a commit, " << h.no_value_runs << " without a value (no epoch past the warm-up, or none)";
   out << "\n";
 }
 
@@ -177,10 +196,12 @@ std::string history_json(const History& h, const HistoryOptions& o) {
   j["threshold"] = o.threshold;
   j["dirty_runs"] = h.dirty_runs;
   j["unknown_commit_runs"] = h.unknown_commit_runs;
+  j["no_value_runs"] = h.no_value_runs;
   j["regressed_series"] = h.regressed_series;
   nlohmann::json list = nlohmann::json::array();
   for (const HistorySeries& s : h.series) {
-    nlohmann::json sj = {{"trial_key", s.trial_key}, {"label", s.label}, {"machine_key", s.machine_key},
+    nlohmann::json sj = {{"trial_key", s.trial_key}, {"label", s.label}, {"name", s.name},
+                         {"machine_key", s.machine_key}, {"older_commits_left_out", s.older_commits_left_out},
                          {"order", s.order}, {"newest_regressed", s.newest_regressed}};
     nlohmann::json points = nlohmann::json::array();
     for (const HistoryPoint& p : s.points)
@@ -217,7 +238,7 @@ std::string history_junit(const History& h, const HistoryOptions& o) {
   for (const HistorySeries& s : h.series) {
     JUnitCase k;
     k.classname = "dtnn.history." + h.metric;
-    k.name = s.label.empty() ? s.trial_key : s.label;
+    k.name = s.name;
     k.system_out = std::to_string(s.points.size()) + " commits (" + s.order + " order); " + steps_text(s);
     if (s.newest_regressed) {
       const HistoryStep& st = s.steps.back();
@@ -238,7 +259,7 @@ std::string history_markdown(const History& h, const HistoryOptions& o) {
   for (const HistorySeries& s : h.series) {
     char newest[64];
     std::snprintf(newest, sizeof newest, "%.4g", s.points.back().value);
-    rows.push_back({s.label.empty() ? s.trial_key : s.label, std::to_string(s.points.size()), newest, steps_text(s),
+    rows.push_back({s.name, std::to_string(s.points.size()), newest, steps_text(s),
                     s.newest_regressed ? "**regressed**" : "ok"});
   }
   std::string md = "## dtnn history (" + h.metric + "): " + std::to_string(h.regressed_series) + " of " +

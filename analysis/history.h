@@ -9,7 +9,9 @@
 // Commit order is git's when `repo` is a repository holding every commit of the series (`git rev-list
 // --topo-order --reverse --all`: parents before children), else the time of each commit's first run. Steps
 // come from detect_change_points (analysis/change_points.h) on the log of the values, so a step's size is a
-// ratio. A step is a regression when after/before < 1 - threshold (both metrics: higher is better).
+// ratio. A step is a regression when after/before < 1 - threshold (both metrics: higher is better). A series
+// "regressed" when its last step is a regression: the newest level is below the one before it. (So a series
+// stays regressed until a later step; and a creep of steps each within the threshold is not flagged.)
 #pragma once
 
 #include <iosfwd>
@@ -27,6 +29,7 @@ struct HistoryOptions {
   std::string repo = ".";               // where to ask git for the commit order ("" = do not ask)
   double threshold = 0.05;
   int warmup_epochs = 1;
+  int max_commits = 250;                // per series, the newest; 0 = all (the fit is quadratic in commits)
   ChangePointOptions change_points;
 };
 
@@ -45,7 +48,9 @@ struct HistoryStep {
 
 struct HistorySeries {
   std::string trial_key, label, machine_key;
+  std::string name;                  // label (else trial key), " [machine k]" when the history has several
   std::string order;                 // git | time
+  int older_commits_left_out = 0;    // past max_commits
   std::vector<HistoryPoint> points;  // in commit order
   std::vector<HistoryStep> steps;
   bool newest_regressed = false;     // the newest segment is below the one before by more than the threshold
@@ -55,6 +60,7 @@ struct History {
   std::string metric;
   std::vector<HistorySeries> series;
   int dirty_runs = 0, unknown_commit_runs = 0;  // left out
+  int no_value_runs = 0;  // clean ok runs without a value: no epoch past the warm-up, or no (or 0 %) accuracy
   int regressed_series = 0;                     // series whose newest segment regressed
 };
 

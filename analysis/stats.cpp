@@ -17,10 +17,10 @@ void check_no_nan(const std::vector<double>& v, const char* what) {
   for (double x : v) DTNN_CHECK(!std::isnan(x), what, ": sample contains NaN");
 }
 
-// P(U <= k) under H0 for sample sizes (m, n), by the recurrence on the number of orderings with statistic u:
-// f(u; m, n) = f(u - n; m - 1, n) + f(u; m, n - 1), f(u; 0, n) = f(u; m, 0) = [u == 0].
+// P(U <= u) under H0 for sample sizes (m, n), u = 0..mn, by the recurrence on the number of orderings with
+// statistic u: f(u; m, n) = f(u - n; m - 1, n) + f(u; m, n - 1), f(u; 0, n) = f(u; m, 0) = [u == 0].
 // The counts are at most C(40, 20) ~ 1.4e11 < 2^53, so doubles hold them exactly.
-double exact_cdf(std::size_t m, std::size_t n, std::size_t k) {
+std::vector<double> exact_cdf_table(std::size_t m, std::size_t n) {
   const std::size_t umax = m * n;
   // f[i][j] is the distribution for sizes (i, j), j = 0..n; built up one i at a time.
   std::vector<std::vector<double>> prev(n + 1, std::vector<double>(umax + 1, 0.0));
@@ -37,12 +37,24 @@ double exact_cdf(std::size_t m, std::size_t n, std::size_t k) {
     prev.swap(cur);
   }
   const std::vector<double>& f = prev[n];
-  double below = 0.0, total = 0.0;
-  for (std::size_t u = 0; u <= umax; ++u) {
-    total += f[u];
-    if (u <= k) below += f[u];
+  double total = 0.0;
+  for (double x : f) total += x;
+  std::vector<double> cdf(umax + 1);
+  double below = 0.0;
+  for (std::size_t u = 0; u <= umax; ++u) cdf[u] = (below += f[u]) / total;
+  return cdf;
+}
+
+double exact_cdf(std::size_t m, std::size_t n, std::size_t k) { return exact_cdf_table(m, n).at(k); }
+
+// z_{1 - alpha/2}, by bisection on erfc (monotone): 2 * (1 - Phi(z)) = erfc(z / sqrt 2) = alpha.
+double two_sided_z(double alpha) {
+  double lo = 0.0, hi = 40.0;
+  for (int i = 0; i < 200; ++i) {
+    const double mid = (lo + hi) / 2.0;
+    (std::erfc(mid / std::sqrt(2.0)) > alpha ? lo : hi) = mid;
   }
-  return below / total;
+  return lo;
 }
 
 }  // namespace
@@ -118,22 +130,20 @@ ShiftEstimate hodges_lehmann(const std::vector<double>& a, const std::vector<dou
   std::sort(d.begin(), d.end());
   ShiftEstimate r;
   r.estimate = median(d);
-  // k: how many differences to cut from each end.
+  // k: how many differences to cut from each end. For a shift delta inside (D(k), D(k + 1)), U of (a + delta, b)
+  // is k; the interval keeps the k for which mann_whitney_u keeps H0, by the same branch it takes (exact up to
+  // 20 a side, else normal with its continuity correction), so interval and test agree.
   std::size_t k = 0;
   if (m <= kExactMaxSize && n <= kExactMaxSize) {
-    while (k < mn / 2 && exact_cdf(m, n, k) <= alpha / 2.0) ++k;  // P(U <= k) <= alpha/2 -> k + 1 allowed
-    r.confidence = k ? 1.0 - 2.0 * exact_cdf(m, n, k - 1) : 0.0;
+    const std::vector<double> cdf = exact_cdf_table(m, n);
+    while (k < mn / 2 && cdf[k] <= alpha / 2.0) ++k;  // P(U <= k) <= alpha/2 -> k + 1 allowed
+    r.confidence = k ? 1.0 - 2.0 * cdf[k - 1] : 0.0;
   } else {
-    // z_{1 - alpha/2} by bisection on erfc (monotone): 2 * (1 - Phi(z)) = erfc(z / sqrt 2) = alpha.
-    double lo = 0.0, hi = 40.0;
-    for (int i = 0; i < 200; ++i) {
-      const double mid = (lo + hi) / 2.0;
-      (std::erfc(mid / std::sqrt(2.0)) > alpha ? lo : hi) = mid;
-    }
+    // The test keeps H0 when |U - mn/2| - 0.5 <= z sd, i.e. U >= C - 0.5 with C = mn/2 - z sd.
     const double dm = static_cast<double>(m), dn = static_cast<double>(n);
-    const double c = dm * dn / 2.0 - lo * std::sqrt(dm * dn * (dm + dn + 1.0) / 12.0);
-    k = c < 1.0 ? 0 : static_cast<std::size_t>(std::floor(c));
-    r.confidence = k ? 1.0 - alpha : 0.0;
+    const double c = dm * dn / 2.0 - two_sided_z(alpha) * std::sqrt(dm * dn * (dm + dn + 1.0) / 12.0) - 0.5;
+    k = c <= 0.0 ? 0 : static_cast<std::size_t>(std::ceil(c));
+    r.confidence = k ? 1.0 - alpha : 0.0;  // approximately, as the test's p
   }
   if (k >= 1) {
     r.bounded = true;

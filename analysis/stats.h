@@ -24,15 +24,15 @@ UTest mann_whitney_u(const std::vector<double>& a, const std::vector<double>& b)
 
 // Hodges-Lehmann estimate of the shift of `b` relative to `a` (the median of all m*n differences b_j - a_i)
 // with its distribution-free confidence interval (Lehmann 1963; Hollander & Wolfe, Nonparametric Statistical
-// Methods, 4.3): with the differences sorted D(1) <= ... <= D(mn), the interval is [D(k), D(mn + 1 - k)], k the
-// largest integer with P(U <= k - 1) <= alpha / 2 under H0 -- the same U distribution as mann_whitney_u, exact
-// for sizes up to 20 and normal otherwise, so the interval excludes 0 exactly when the exact test rejects at
-// alpha. The interval is the set of shifts the U test would not reject.
+// Methods, 4.3): with the differences sorted D(1) <= ... <= D(mn), the interval is [D(k), D(mn + 1 - k)]. The
+// interval is the set of shifts mann_whitney_u would not reject (p >= alpha), by the same branch: exact up to
+// 20 a side (k the largest integer with P(U <= k - 1) <= alpha / 2), else the normal approximation with the
+// test's continuity correction (k = ceil(mn/2 - z sd - 1/2)). Ties are not corrected for here.
 struct ShiftEstimate {
   double estimate = 0.0;
   double low = 0.0, high = 0.0;  // meaningful only when bounded
   bool bounded = false;          // false: too few samples for any interval at this alpha (k = 0)
-  double confidence = 0.0;       // the interval's exact coverage, >= 1 - alpha (exact case), else 1 - alpha
+  double confidence = 0.0;       // the exact coverage (>= 1 - alpha) up to 20 a side, else 1 - alpha (approx.)
 };
 ShiftEstimate hodges_lehmann(const std::vector<double>& a, const std::vector<double>& b, double alpha);
 

@@ -10,8 +10,14 @@
 # Runs record the commit compiled into the binary (dtnn --version); runs of a dirty build are stored but left
 # out of the history. Commits are ordered by this checkout's git history (parents first), else by time.
 set -euo pipefail
+# Paths given relative to the caller's directory stay so after the cd to the repository root.
+abs() { case "$1" in /*|"") printf '%s' "$1" ;; *) printf '%s/%s' "$PWD" "$1" ;; esac; }
+for var in MATRIX JUNIT MARKDOWN DTNN_BIN DTNN_HARNESS_BIN DTNN_BASELINE_BIN DTNN_CANDIDATE_BIN DTNN_PERF_DIR; do
+  [ -n "${!var:-}" ] && export "$var=$(abs "${!var}")"
+done
+db_arg="$(abs "${1:-}")"
 cd "$(dirname "$0")/.."
-db="${1:-results/perf-history.db}"
+db="${db_arg:-results/perf-history.db}"
 rounds="${ROUNDS:-5}"
 threshold="${THRESHOLD:-5%}"
 matrix="${MATRIX:-experiments/perf_smoke.toml}"
@@ -25,6 +31,7 @@ else
   run_bin="$dtnn"
 fi
 [ -x "$run_bin" ] || { echo "perf-history: no dtnn binary at $run_bin" >&2; exit 2; }
+[ -x "$dtnn" ] || { echo "perf-history: no harness binary at $dtnn (set DTNN_HARNESS_BIN)" >&2; exit 2; }
 mkdir -p "$(dirname "$db")"
 for round in $(seq "$rounds"); do
   echo "perf-history: round $round/$rounds"

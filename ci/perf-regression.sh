@@ -14,6 +14,11 @@
 #                   built both already): the baseline is then not built from BASELINE, and with a candidate
 #                   binary ci/setup.sh is not run
 set -euo pipefail
+# Paths given relative to the caller's directory stay so after the cd to the repository root.
+abs() { case "$1" in /*|"") printf '%s' "$1" ;; *) printf '%s/%s' "$PWD" "$1" ;; esac; }
+for var in MATRIX JUNIT MARKDOWN DTNN_BIN DTNN_HARNESS_BIN DTNN_BASELINE_BIN DTNN_CANDIDATE_BIN DTNN_PERF_DIR; do
+  [ -n "${!var:-}" ] && export "$var=$(abs "${!var}")"
+done
 cd "$(dirname "$0")/.."
 base_ref="${1:-HEAD~1}"
 rounds="${ROUNDS:-5}"

@@ -311,6 +311,8 @@ void add_harness_commands(CLI::App& app, HarnessCommands& h) {
       ->capture_default_str();
   history->add_option("--warmup-epochs", ho.warmup_epochs, "Leading epochs of each run left out (samples_per_s)")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
+  history->add_option("--max-commits", ho.max_commits, "Newest commits per series to fit (0 = all)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
   history->add_flag("--fail-on-regression", h.fail_on_regression, "Exit 1 when a series' newest segment regressed");
   history->add_option("--format", h.history_format, "table or json")->capture_default_str()
       ->check(CLI::IsMember({"table", "json"}));

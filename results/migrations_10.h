@@ -61,8 +61,9 @@ CREATE VIEW v_throughput AS
   FROM runs r JOIN matrices m ON m.id = r.matrix_id JOIN environments e ON e.id = r.environment_id
   WHERE r.status = 'ok';
 -- A target states its recipe (analysis/targets.h): learning rate, batch size per rank with the rank counts or
--- the global batch, steps per epoch (0: whole epochs). Rows stored before this migration keep 0 / '': not
--- stated, matching any run, as before. The view matches as `dtnn check` does, reading a run's learning rate
+-- the global batch, steps per epoch (0: whole epochs). Rows stored before this migration keep 0 / '' for the
+-- learning rate, batches and ranks: not stated, matching any run; their steps_per_epoch 0 matches whole-epoch
+-- runs only (a run capping its epochs never followed a published recipe). The view matches as `dtnn check` does, reading a run's learning rate
 -- and steps per epoch from its report's options (every option, defaults included), else its parameters.
 ALTER TABLE targets ADD COLUMN learning_rate REAL NOT NULL DEFAULT 0;
 ALTER TABLE targets ADD COLUMN batch_size INTEGER NOT NULL DEFAULT 0;         -- per rank

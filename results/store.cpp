@@ -286,8 +286,7 @@ int64_t ResultStore::add_environment(const StoredEnvironment& e) {
       "git_dirty, env_vars, machine_key, cpu_vendor, cpu_family, cpu_model_number, cpu_stepping, isa, "
       "logical_cpus, physical_cores, sockets, l1d_kib, l2_kib, l3_kib, kernel, hypervisor";
   const MachineIdentity& m = e.machine;
-  // A machine nobody described (vendor unknown) stores '' as its key: "not recorded", as rows before migration 10.
-  const std::string key = m.vendor.empty() && m.model_name.empty() ? std::string() : m.key();
+  const std::string key = m.key();  // '' for a machine nobody described: "not recorded", as before migration 10
   auto bind_all = [&](Statement& st) {
     st.bind(1, e.host).bind(2, e.cpu_model).bind(3, e.cores).bind(4, e.gpu).bind(5, e.compiler).bind(6, e.blas);
     st.bind(7, e.onednn).bind(8, e.mpi).bind(9, e.cuda).bind(10, e.build_type).bind(11, e.dtnn_version);

@@ -1,6 +1,7 @@
 // See machine.h.
 #include "core/machine.h"
 
+#include <cstdlib>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -95,10 +96,11 @@ MachineIdentity parse_cpuinfo(const std::string& cpuinfo) {
   std::string physical_id;
   bool first = true;
   std::string flags;
+  int arm_variant = -1, arm_revision = -1;
   for (std::string line; std::getline(in, line);) {
     const auto colon = line.find(':');
     if (colon == std::string::npos) {
-      if (trim(line).empty() && !m.vendor.empty()) first = false;  // blocks after the first: only the ids
+      if (trim(line).empty() && (!m.vendor.empty() || m.model >= 0)) first = false;  // later blocks: only the ids
       continue;
     }
     const std::string key = trim(line.substr(0, colon)), value = trim(line.substr(colon + 1));
@@ -114,7 +116,15 @@ MachineIdentity parse_cpuinfo(const std::string& cpuinfo) {
     if (key == "model name") m.model_name = value;
     if (key == "stepping") m.stepping = to_int(value);
     if (key == "flags" || key == "Features") flags = " " + value + " ";
+    // Arm (aarch64) says who designed the core and which one: implementer 0x41 (Arm), 0x61 (Apple), 0xc0
+    // (Ampere), ... and part 0xd0c (Neoverse N1), 0xd40 (V1), ...; variant and revision are the stepping.
+    if (key == "CPU implementer") m.vendor = "arm-implementer-" + value;
+    if (key == "CPU architecture") m.family = to_int(value);
+    if (key == "CPU part") m.model = static_cast<int>(std::strtol(value.c_str(), nullptr, 0));
+    if (key == "CPU variant") arm_variant = static_cast<int>(std::strtol(value.c_str(), nullptr, 0));
+    if (key == "CPU revision") arm_revision = to_int(value);
   }
+  if (arm_variant >= 0 && arm_revision >= 0) m.stepping = arm_variant * 16 + arm_revision;
   for (int i = 0; kRecordedIsa[i]; ++i)
     if (flags.find(std::string(" ") + kRecordedIsa[i] + " ") != std::string::npos)
       m.isa += (m.isa.empty() ? "" : " ") + std::string(kRecordedIsa[i]);
@@ -123,7 +133,10 @@ MachineIdentity parse_cpuinfo(const std::string& cpuinfo) {
   return m;
 }
 
+bool MachineIdentity::known() const { return !vendor.empty() || !model_name.empty() || family >= 0 || model >= 0; }
+
 std::string MachineIdentity::key() const {
+  if (!known()) return "";
   std::ostringstream k;
   k << (vendor.empty() ? "unknown-vendor" : vendor) << ' ' << family << '/' << model << '/' << stepping << " '"
     << model_name << "' isa=" << (isa.empty() ? "-" : isa) << ' ' << physical_cores << "c/" << logical_cpus << "t/"

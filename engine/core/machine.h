@@ -25,7 +25,13 @@ struct MachineIdentity {
   std::string hypervisor;         // CPUID leaf 0x40000000 vendor (KVMKVMKVM, Microsoft Hv, ...), "none" on bare
                                   // metal, "unknown" where it cannot be asked
 
-  // "vendor family/model/stepping 'name' isa=... 2c/2t/1s L1d 48K L2 2048K L3 266240K hv=KVMKVMKVM"
+  // On Arm, vendor is "arm-implementer-0x41" (the CPU implementer), family the CPU architecture, model the CPU
+  // part and stepping variant * 16 + revision.
+
+  // Something of the CPU was read (a machine nobody described has no key).
+  bool known() const;
+  // "vendor family/model/stepping 'name' isa=... 2c/2t/1s L1d 48K L2 2048K L3 266240K hv=KVMKVMKVM"; "" when
+  // !known() -- "not recorded", as rows stored before the identity existed.
   std::string key() const;
 };
 

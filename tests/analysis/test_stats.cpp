@@ -249,8 +249,9 @@ TEST_CASE("Hodges-Lehmann: the interval is the set of shifts the U test does not
 }
 
 TEST_CASE("Hodges-Lehmann: the normal approximation past 20 values a side", "[stats]") {
-  // m = n = 25: C = mn/2 - z_0.975 sqrt(mn (m + n + 1) / 12) = 312.5 - 1.959964 * 51.5388 = 211.49, so
-  // k = 211: the interval is [D(211), D(415)] of the 625 sorted differences.
+  // m = n = 25: C = mn/2 - z_0.975 sqrt(mn (m + n + 1) / 12) = 312.5 - 1.959964 * 51.5388 = 211.49, and with
+  // the test's continuity correction k = ceil(C - 0.5) = 211: the interval is [D(211), D(415)] of the 625 sorted
+  // differences. For 21 and 21: C = 220.5 - 1.959964 * 39.7524 = 142.59, k = ceil(142.09) = 143.
   const std::vector<double> a = range(0, 25);
   std::vector<double> b;
   for (int i = 0; i < 25; ++i) b.push_back(100.0 + 1.5 * i);
@@ -264,6 +265,42 @@ TEST_CASE("Hodges-Lehmann: the normal approximation past 20 values a side", "[st
   CHECK(h.high == d[414]);
   CHECK(h.estimate == d[312]);
   CHECK(h.confidence == Approx(0.95));
+  {
+    std::vector<double> a21, b21, d21;
+    for (int i = 0; i < 21; ++i) {
+      a21.push_back(i);
+      b21.push_back(50.0 + 1.25 * i);
+    }
+    for (double x : a21)
+      for (double y : b21) d21.push_back(y - x);
+    std::sort(d21.begin(), d21.end());
+    const dtnn::ShiftEstimate h21 = dtnn::hodges_lehmann(a21, b21, 0.05);
+    REQUIRE(h21.bounded);
+    CHECK(h21.low == d21[142]);
+    CHECK(h21.high == d21[441 - 143]);
+  }
   CHECK_THROWS_AS(dtnn::hodges_lehmann({}, b, 0.05), dtnn::Error);
   CHECK_THROWS_AS(dtnn::hodges_lehmann(a, {std::nan("")}, 0.05), dtnn::Error);
+}
+
+TEST_CASE("Hodges-Lehmann: past 20 a side the interval is still the set the (normal) U test keeps", "[stats]") {
+  // 23 and 21 values without ties: mann_whitney_u takes its normal approximation with continuity correction,
+  // and the interval must invert exactly that test, as in the exact case.
+  std::vector<double> a, b;
+  for (int i = 0; i < 23; ++i) a.push_back(1000.0 + 7.3 * i + 0.01 * i * i);
+  for (int i = 0; i < 21; ++i) b.push_back(1040.0 + 6.1 * i + 0.013 * i * i);
+  const dtnn::ShiftEstimate h = dtnn::hodges_lehmann(a, b, 0.05);
+  REQUIRE(h.bounded);
+  int inside = 0, outside = 0;
+  for (double delta = h.low - 60.0; delta <= h.high + 60.0; delta += 0.731) {
+    if (std::abs(delta - h.low) < 1e-6 || std::abs(delta - h.high) < 1e-6) continue;
+    std::vector<double> shifted(a);
+    for (double& x : shifted) x += delta;
+    const dtnn::UTest t = dtnn::mann_whitney_u(shifted, b);
+    REQUIRE_FALSE(t.exact);
+    CHECK((t.p_value >= 0.05) == (delta > h.low && delta < h.high));
+    (delta > h.low && delta < h.high ? inside : outside) += 1;
+  }
+  CHECK(inside > 10);
+  CHECK(outside > 10);
 }

@@ -393,6 +393,14 @@ TEST_CASE("compare: too few samples are flagged, bad selections refused", "[comp
   CHECK_THAT(out.str(), Contains("n/a (too few runs)"));
   o.candidate = "commit=abc";  // all runs: the same trial key on both sides
   CHECK(dtnn::compare_runs(f.store, o).trials.size() == 1);
+  // Values are literal: % and _ are not wildcards, and case counts.
+  f.store.exec("UPDATE runs SET tags = 'perf,ci_x' WHERE id > 3");
+  o.candidate = "tag=ci_x";
+  CHECK(dtnn::compare_runs(f.store, o).trials.size() == 1);
+  for (const char* literal : {"commit=%", "tag=%", "commit=_bc", "commit=ABC", "tag=ci-x", "tag=CI_X", "tag=ci"}) {
+    o.candidate = literal;
+    CHECK_THROWS_WITH(dtnn::compare_runs(f.store, o), Contains("has no ok runs"));
+  }
   o.candidate = "colour=blue";
   CHECK_THROWS_WITH(dtnn::compare_runs(f.store, o), Contains("unknown key 'colour'"));
   o.candidate = "runs=a-b";

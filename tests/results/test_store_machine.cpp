@@ -56,6 +56,20 @@ TEST_CASE("machine: /proc/cpuinfo gives vendor, family/model/stepping, ISA, core
   dtnn::MachineIdentity zen4 = z;  // same name, another generation: another machine
   zen4.model = 17;
   CHECK(zen4.key() != z.key());
+  // Arm: the implementer and part name the core (here a Neoverse N1, implementer 0x41 part 0xd0c, r3p1).
+  const dtnn::MachineIdentity arm = dtnn::parse_cpuinfo(
+      "processor\t: 0\nBogoMIPS\t: 50.00\nFeatures\t: fp asimd evtstrm aes crc32 atomics\nCPU implementer\t: 0x41\n"
+      "CPU architecture: 8\nCPU variant\t: 0x3\nCPU part\t: 0xd0c\nCPU revision\t: 1\n\n");
+  CHECK(arm.vendor == "arm-implementer-0x41");
+  CHECK(arm.family == 8);
+  CHECK(arm.model == 0xd0c);
+  CHECK(arm.stepping == 3 * 16 + 1);
+  CHECK(arm.isa == "asimd");
+  CHECK(arm.known());
+  dtnn::MachineIdentity graviton3 = arm;
+  graviton3.model = 0xd40;
+  CHECK(graviton3.key() != arm.key());
+  CHECK(dtnn::MachineIdentity().key().empty());  // nothing read: no key, as in the store
   // This machine: something was read.
   const dtnn::MachineIdentity& here = dtnn::machine_identity();
   CHECK(here.logical_cpus > 0);
