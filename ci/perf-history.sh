@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Performance history in CI: appends ROUNDS runs of a throughput matrix, made by this tree's build, to a
 # database kept from one CI run to the next (a cache or artifact), then `dtnn history` over every commit stored
-# there: the steps (change points) per trial and machine, exit 1 when a newest segment regressed.
+# there: the steps (change points) per trial and machine, exit 1 when a newest segment regressed (2 when history
+# could not judge, e.g. no run of a clean build).
 #   ci/perf-history.sh [DB]        DB: the history database (default results/perf-history.db)
 #   ROUNDS=5       runs per trial for this commit (a step needs 2 runs on its new level to be seen)
 #   MATRIX=experiments/perf_smoke.toml   THRESHOLD=5%   (a step down by more is a regression)

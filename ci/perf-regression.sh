@@ -2,7 +2,8 @@
 # Performance regression check: runs a throughput matrix (experiments/perf_smoke.toml) on a baseline commit's
 # build and on the current tree, alternating (so drift of a noisy machine hits both sides alike), into one
 # fresh database, then `dtnn compare` (one sample per run: its median epoch after the warm-up; median ratio
-# per trial with the Hodges-Lehmann interval, Mann-Whitney U, geometric mean). Exit 1 on a regression.
+# per trial with the Hodges-Lehmann interval, Mann-Whitney U, geometric mean). Exit 1 on a regression, 2 when compare
+# could not judge (e.g. the two sides ran on different machines).
 #   ci/perf-regression.sh [BASELINE]     BASELINE: a commit or ref (default HEAD~1)
 #   ROUNDS=5        alternations, each one run (one sample) per trial and side; a verdict needs at least 4
 #                   (the exact U test cannot reach p < 0.05 with 3 a side); Google Benchmark recommends 9+

@@ -31,8 +31,11 @@ if [ "$run_rc" -ne 0 ]; then
   echo "quickstart: FAILED: some runs did not finish ok (dtnn run exited $run_rc; dtnn query runs --db $db says which and why)"
   status=1
 fi
-if [ "$check_rc" -ne 0 ]; then
-  echo "quickstart: FAILED: accuracy targets not met (dtnn check exited $check_rc)"
+if [ "$check_rc" -eq 1 ]; then
+  echo "quickstart: FAILED: accuracy targets not met (dtnn check exited 1)"
+  status=1
+elif [ "$check_rc" -ne 0 ]; then
+  echo "quickstart: FAILED: the accuracy check could not judge the runs (dtnn check exited $check_rc)"
   status=1
 fi
 if [ "$report_rc" -ne 0 ]; then

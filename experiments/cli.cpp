@@ -2,7 +2,9 @@
 // `compare`, `report` (the harness) and `predict` (the performance model, analysis/perfmodel). The only translation unit that includes CLI11 (it is heavy to
 // compile). Bad input prints one line, "dtnn: <what>", and exits non-zero: 2 for a malformed command line,
 // 3 (kUnsupportedExit) for a valid request this build or machine cannot run, 4 (kDivergedExit) for a `dtnn train`
-// whose loss became NaN or infinite, 1 for everything else.
+// whose loss became NaN or infinite, 1 for everything else. The judging commands (check, compare, history)
+// exit 1 only for their verdict (a failed target, a regression) and 2 (kNoVerdictExit) when they could not
+// judge (a bad file, an empty selection, mixed machines), so that CI tells a regression from a broken job.
 #include <CLI/CLI.hpp>
 #include <cerrno>
 #include <csignal>
@@ -234,7 +236,9 @@ int cmd_train(EngineCommands& e, std::unique_ptr<dtnn::Communicator>& comm) {
   return dtnn::run_training(options, *comm, std::cout);
 }
 
-// The harness's commands: run, query, check, compare, ingest, report.
+constexpr int kNoVerdictExit = 2;
+
+// The harness's commands: run, query, check, compare, ingest, report, history.
 struct HarnessCommands {
   dtnn::RunnerOptions run_options;
   std::string db = kDefaultDb, query_what, format = "table", targets = kDefaultTargets, select, threshold = "5%";
@@ -247,6 +251,7 @@ struct HarnessCommands {
   dtnn::IngestOptions ingest_options;
   CLI::App *run = nullptr, *query = nullptr, *check = nullptr, *compare = nullptr, *ingest = nullptr,
            *report = nullptr, *history = nullptr;
+  bool judging() const { return check->parsed() || compare->parsed() || history->parsed(); }
 };
 
 void add_ci_outputs(CLI::App* app, HarnessCommands& h) {
@@ -523,6 +528,6 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     print_error(e.what());
     if (comm && comm->size() > 1) comm->abort(1);
-    return 1;
+    return harness.judging() ? kNoVerdictExit : 1;
   }
 }

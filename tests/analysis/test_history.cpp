@@ -203,5 +203,6 @@ TEST_CASE("history: git order, the step's commit, --fail-on-regression and the C
   CHECK(c.status == 0);
   c = dtnn::test::run_dtnn(base + " --metric latency");
   CHECK(dtnn::test::one_line_error(c));
+  CHECK(c.status == 2);  // no verdict, not a regression
   CHECK_THAT(c.err, Contains("--metric must be samples_per_s or test_accuracy"));
 }

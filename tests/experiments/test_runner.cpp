@@ -259,11 +259,11 @@ steps_per_epoch = 3
   CHECK(one(ws.db(), "SELECT count(*) FROM targets WHERE source = 'x'") == "0");  // check reads, never writes
   CHECK(fs::last_write_time(ws.db()) == stamp);
   const std::string bad = ws.file("bad.toml", "[[target]]\nmodel = \"simplemlp\"\nmetrik = 1\n");
-  CHECK(dtnn_cli("check --db " + ws.db() + " --targets " + bad, log) == 1);
+  CHECK(dtnn_cli("check --db " + ws.db() + " --targets " + bad, log) == 2);  // no verdict: 2, not a failure's 1
   CHECK_THAT(read_text(log), Contains("bad.toml:3: unknown key 'metrik'"));
   const std::string vague = ws.file("vague.toml", "[[target]]\nmodel = \"m\"\ndataset = \"d\"\nmetric = \"test_accuracy\"\n"
                                                   "target = 50\nsource = \"s\"\nnum_epochs = 2\noptimizer = \"sgd\"\n");
-  CHECK(dtnn_cli("check --db " + ws.db() + " --targets " + vague, log) == 1);
+  CHECK(dtnn_cli("check --db " + ws.db() + " --targets " + vague, log) == 2);
   CHECK_THAT(read_text(log), Contains("vague.toml:1: target without 'learning_rate' (a target states its recipe)"));
 
   // compare: one sample per run (its epochs after the first), and a verdict needs 4 runs a side. The same runs on
@@ -293,7 +293,7 @@ steps_per_epoch = 3
   CHECK(dtnn::test::junit_holds(cj, 1, 1, 0));
   CHECK_THAT(read_text(cm), Contains("## dtnn compare: 1 regression(s)") && Contains("| **regression** |"));
   CHECK(dtnn_cli("compare --baseline runs=1-4 --candidate tag=slow --threshold 99% --db " + ws.db(), log) == 0);
-  CHECK(dtnn_cli("compare --baseline runs=1-4 --candidate tag=slow --threshold lots --db " + ws.db(), log) == 1);
+  CHECK(dtnn_cli("compare --baseline runs=1-4 --candidate tag=slow --threshold lots --db " + ws.db(), log) == 2);
   CHECK_THAT(read_text(log), Contains("--threshold"));
 }
 
@@ -389,6 +389,7 @@ TEST_CASE("cli: check of a missing database or of no runs fails", "[runner]") {
   Workspace ws("check_empty");
   const dtnn::test::Command missing = dtnn::test::run_dtnn("check --db " + (ws.dir / "none.db").string());
   CHECK(dtnn::test::one_line_error(missing));
+  CHECK(missing.status == 2);  // could not judge
   CHECK_THAT(missing.err, Contains("none.db: no such results database"));
 
   // An empty file or a text file is refused and left as it was (not turned into a database).
