@@ -574,7 +574,7 @@ def report_history(dtnn, source, work):
     con.close()
     run(report + ["--dtnn", dtnn])
     check("history of dirty builds only: the command's error line", "No samples_per_s history: `dtnn history` exited "
-          "1: dtnn: no ok run in the database has a samples_per_s value from a clean build" in md(), True)
+          "2: dtnn: no ok run in the database has a samples_per_s value from a clean build" in md(), True)  # exit 2: no verdict
 
 
 def main():
