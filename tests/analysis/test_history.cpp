@@ -18,6 +18,7 @@
 #include "core/file_io.h"
 #include "core/host.h"
 #include "results/store.h"
+#include "skip.h"
 
 using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
@@ -98,10 +99,7 @@ std::vector<std::string> make_repo(const fs::path& dir, int n) {
 }  // namespace
 
 TEST_CASE("history: git order, the step's commit, --fail-on-regression and the CI files", "[history]") {
-  if (std::system("git --version > /dev/null 2>&1") != 0) {
-    WARN("SKIPPED: git is not installed");
-    return;
-  }
+  if (std::system("git --version > /dev/null 2>&1") != 0) DTNN_SKIP("git is not installed (the test makes a repository)");
   const fs::path dir = dtnn::test::temp_path("history");
   const std::vector<std::string> shas = make_repo(dir / "repo", 24);
   const std::string db = (dir / "h.db").string();
