@@ -4,6 +4,7 @@
 #pragma once
 
 #include "results/migrations_10.h"
+#include "results/migrations_11.h"
 
 namespace dtnn::schema {
 
@@ -565,6 +566,8 @@ CREATE VIEW v_averaging AS
     {10, "the machine's identity in environments: CPU vendor, family/model/stepping, ISA, cores, caches, kernel, "
          "hypervisor, and machine_key (compare refuses to mix machines); targets' recipes; named_benchmarks "
          "(bench_gemm, bench_layers and other Google Benchmark JSON)", kMigration10Sql},
+    {11, "where each run's ranks ran: scheduler, cluster, Slurm job and step, node list, tasks per node, "
+         "launcher and its version; the runner's own Slurm job", kMigration11Sql},
 };
 
 }  // namespace dtnn::schema

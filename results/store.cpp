@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -324,8 +325,8 @@ int64_t ResultStore::begin_run(const RunStart& s) {
   Statement st(db_, path_,
                "INSERT INTO runs (matrix_id, environment_id, trial_key, config_key, label, repeat, framework, model, "
                "dataset, conv_algo, ranks, threads, device, batch_size, num_epochs, optimizer, params, status, "
-               "command, log_path, runner_pid, runner_host, tags) "
-               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?)");
+               "command, log_path, runner_pid, runner_host, tags, runner_job_id) "
+               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?)");
   st.bind(1, s.matrix_id).bind(2, s.environment_id).bind(3, s.trial_key).bind(4, s.config_key).bind(5, s.label);
   st.bind(6, s.repeat).bind(7, param(p, "framework", "dtnn")).bind(8, param(p, "model", "simplecnn"));
   st.bind(9, dataset_label(p)).bind(10, param(p, "conv_algo", "auto"));
@@ -333,7 +334,8 @@ int64_t ResultStore::begin_run(const RunStart& s) {
   st.bind(13, param(p, "device", "cpu")).bind(14, int64_t{std::stoll(param(p, "batch_size", "64"))});
   st.bind(15, int64_t{std::stoll(param(p, "num_epochs", "1"))}).bind(16, param(p, "optimizer", "sgd"));
   st.bind(17, params.dump()).bind(18, s.command).bind(19, s.log_path).bind(20, static_cast<int64_t>(::getpid()));
-  st.bind(21, host_name()).bind(22, s.tags);
+  const char* job = std::getenv("SLURM_JOB_ID");  // a runner inside a Slurm job (dtnn run --submit)
+  st.bind(21, host_name()).bind(22, s.tags).bind(23, std::string(job ? job : ""));
   st.run();
   const int64_t id = sqlite3_last_insert_rowid(db_);
   tx.commit();

@@ -118,6 +118,17 @@ void ResultStore::finish_run_with_report(int64_t run_id, const std::string& repo
         row.run();
       }
     }
+    if (j.contains("placement")) {  // reports from before it have none: the columns stay ''
+      const nlohmann::json& pl = j["placement"];
+      Statement row(db_, path_,
+                    "UPDATE runs SET scheduler = ?, cluster = ?, job_id = ?, step_id = ?, node_list = ?, "
+                    "tasks_per_node = ?, launcher = ?, launcher_version = ? WHERE id = ?");
+      int col = 1;
+      for (const char* key : {"scheduler", "cluster", "job_id", "step_id", "node_list", "tasks_per_node", "launcher",
+                              "launcher_version"})
+        row.bind(col++, pl.at(key).get<std::string>());
+      row.bind(col, run_id).run();
+    }
     store_run_trace(db_, path_, run_id, j);
     store_run_averaging(db_, path_, run_id, j);
     tx.commit();

@@ -10,6 +10,7 @@
 #include "core/environment.h"
 #include "io/npz.h"
 #include "models/model.h"
+#include "parallel/placement.h"
 #include "train/options.h"
 #include "train/trainer.h"
 #include "trace/trace_summary.h"
@@ -49,6 +50,8 @@ struct RunSummary {
   std::vector<std::string> trace_files;
   // --model_averaging: the run's averages (Trainer::finish_training).
   std::optional<AveragingStats> averaging;
+  // Where the ranks ran and what started them (rank 0's copy; parallel/placement.h).
+  Placement placement;
 };
 
 // The dtnn.run_report/1 JSON, written atomically. It carries "run_nonce" copied from $DTNN_RUN_NONCE when

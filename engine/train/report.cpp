@@ -150,6 +150,11 @@ void write_report(const std::string& path, const TrainOptions& options, const En
                 {"layers", layers}, {"conv_layers", convs}};
   j["parallel"] = {{"ranks", run.ranks}, {"threads", run.threads}, {"mode", options.parallel},
                    {"model_averaging", options.model_averaging}};
+  const Placement& pl = run.placement;
+  j["placement"] = {{"scheduler", pl.scheduler},       {"cluster", pl.cluster},
+                    {"job_id", pl.job_id},             {"step_id", pl.step_id},
+                    {"node_list", pl.node_list},       {"tasks_per_node", pl.tasks_per_node},
+                    {"launcher", pl.launcher},         {"launcher_version", pl.launcher_version}};
   // The run's averages (the final one included): communication rounds, bytes and time waited in them.
   if (run.averaging) {
     nlohmann::json a = averaging_json(*run.averaging);

@@ -1,5 +1,6 @@
 #include "train/run.h"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -19,6 +20,7 @@
 #include "core/file_io.h"
 #include "core/host.h"
 #include "optim/lr_scheduler.h"
+#include "parallel/placement.h"
 #include "train/checkpoint.h"
 #include "train/option_table.h"
 #include "train/output.h"
@@ -33,7 +35,18 @@ int default_threads(int ranks_on_node) {
     const int t = std::atoi(env);
     if (t > 0) return t;
   }
-  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / std::max(1, ranks_on_node));
+  if (const char* env = std::getenv("SLURM_CPUS_PER_TASK")) {  // srun -c N: Slurm gave this task N cores
+    const int t = std::atoi(env);
+    if (t > 0) return t;
+  }
+  const int online = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  const int allowed = ::sched_getaffinity(0, sizeof mask, &mask) == 0 ? CPU_COUNT(&mask) : online;
+  // A rank its launcher bound to some cores (mpirun binds to a core per rank for -np <= 2, srun with
+  // task/affinity or -c) owns those; an unbound rank shares the machine with the node's other ranks.
+  if (allowed > 0 && allowed < online) return allowed;
+  return std::max(1, online / std::max(1, ranks_on_node));
 }
 
 namespace {
@@ -350,6 +363,11 @@ int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
   RunSummary run;
   run.ranks = comm.size();
   run.threads = o.threads;
+  {  // where the ranks run, as they see it (each rank's host name, gathered to rank 0)
+    std::vector<std::string> hosts;
+    mpi_comm.gather_bytes(host_name(), hosts);
+    if (root) run.placement = detect_placement(hosts);
+  }
   run.epochs = progress.epochs;  // a resumed run's history and report list every epoch
 
   if (o.evaluate || o.evaluate_only) {

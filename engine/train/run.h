@@ -44,8 +44,9 @@ TrainerSetup build_trainer(const TrainOptions& options, Model& model, const Data
 // ImageNet models 224x224) when it differs from the dataset's nominal one.
 std::unique_ptr<Dataset> open_dataset(const TrainOptions& options, const Model& model);
 
-// The thread count --threads=0 resolves to: OMP_NUM_THREADS, else cores / ranks on this node
-// (Communicator::node_size()).
+// The thread count --threads=0 resolves to, the cores this rank gets: OMP_NUM_THREADS, else
+// SLURM_CPUS_PER_TASK (srun -c), else the cores the launcher bound the rank to when that is fewer than the
+// machine's, else the machine's cores / the ranks on this node (Communicator::node_size()).
 int default_threads(int ranks_on_node);
 
 }  // namespace dtnn

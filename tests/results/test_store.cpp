@@ -7,10 +7,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "analysis/compare.h"
 #include "core/error.h"
+#include "core/host.h"
 #include "helpers.h"
 #include "results/store.h"
 #include "store_value.h"
@@ -231,6 +233,31 @@ TEST_CASE("store: a good report is ingested with its epochs and layers", "[store
   CHECK(one(f.store, "SELECT count(*) FROM layer_timings WHERE forward_ms > 0") != "0");
   // A run cannot be finished twice.
   CHECK_THROWS_WITH(f.store.finish_run_ok(id, real_report(), 1.0), Contains("not a running run"));
+  // Where it ran (migration 11): a sequential run started by hand, on this host.
+  CHECK(one(f.store, "SELECT scheduler || '|' || launcher || '|' || tasks_per_node || '|' || job_id FROM runs") ==
+        "none|none|1|");
+  CHECK(one(f.store, "SELECT node_list FROM runs") == dtnn::host_name());
+}
+
+TEST_CASE("store: a report's placement fills the run's Slurm columns; an older report leaves them empty", "[store]") {
+  Fixture f("placement");
+  nlohmann::json j = nlohmann::json::parse(real_report());
+  j["placement"] = {{"scheduler", "slurm"}, {"cluster", "c"}, {"job_id", "12"}, {"step_id", "3"},
+                    {"node_list", "n1,n2"}, {"tasks_per_node", "2,2"}, {"launcher", "srun"},
+                    {"launcher_version", "slurm 22.05.8"}};
+  const int64_t a = f.begin("a");
+  f.store.finish_run_ok(a, j.dump(), 1.0);
+  CHECK(one(f.store, "SELECT scheduler || cluster || job_id || '.' || step_id || node_list || tasks_per_node || launcher "
+                     "|| launcher_version FROM runs WHERE id = " + std::to_string(a)) ==
+        "slurmc12.3n1,n22,2srunslurm 22.05.8");
+  j.erase("placement");
+  const int64_t b = f.begin("b");
+  f.store.finish_run_ok(b, j.dump(), 1.0);
+  CHECK(one(f.store, "SELECT scheduler || job_id || node_list || launcher FROM runs WHERE id = " + std::to_string(b)) == "");
+  j["placement"] = {{"scheduler", "slurm"}};  // mistyped: the whole report is refused
+  const int64_t c = f.begin("c");
+  CHECK_THROWS_WITH(f.store.finish_run_ok(c, j.dump(), 1.0), Contains("missing or mistyped"));
+  CHECK(one(f.store, "SELECT status FROM runs WHERE id = " + std::to_string(c)) == "running");
 }
 
 TEST_CASE("store: a malformed or truncated report changes nothing", "[store]") {
