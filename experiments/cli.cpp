@@ -21,6 +21,7 @@
 #include "analysis/perfmodel/predict_command.h"
 #include "analysis/perfmodel/predict_store.h"
 #include "analysis/query.h"
+#include "experiments/submit.h"
 #include "backend/cpu/blas.h"
 #include "backend/gpu.h"
 #include "conv/conv_algorithm.h"
@@ -245,7 +246,8 @@ struct HarnessCommands {
   dtnn::CompareOptions compare_options;
   dtnn::HistoryOptions history_options;
   std::string history_threshold = "5%", history_format = "table";
-  bool fail_on_regression = false;
+  bool fail_on_regression = false, submit = false;
+  std::string sbatch_args;  // run --submit
   std::string junit, markdown;  // check, compare, history: CI outputs
   std::string out_dir, report_matrix;
   dtnn::IngestOptions ingest_options;
@@ -279,6 +281,9 @@ void add_harness_commands(CLI::App& app, HarnessCommands& h) {
   run->add_option("--dtnn", run_options.dtnn_binary, "The dtnn binary trials run (default: this one)");
   run->add_option("--commit", run_options.git_commit, "Git commit to record for the runs (with --dtnn of another build)");
   run->add_option("--targets", targets, "Accuracy targets to store with the runs")->capture_default_str();
+  run->add_flag("--submit", h.submit, "Submit the matrix as one Slurm batch job whose runner runs it (sbatch)")
+      ->disable_flag_override();
+  run->add_option("--sbatch-args", h.sbatch_args, "With --submit: sbatch options, split at spaces (e.g. \"--partition=p --time=60\")");
 
   CLI::App* query = h.query = app.add_subcommand("query", "Named views or one read-only SQL statement over the results");
   query->add_option("view_or_sql", query_what, "A view name (list them with no argument) or an SQL statement");
@@ -344,6 +349,9 @@ int cmd_run(const dtnn::RunnerOptions& options, const std::string& targets_path)
 }
 
 int run_harness_command(HarnessCommands& h) {
+  if (h.run->parsed() && h.submit && !h.run_options.dry_run)
+    return dtnn::submit_matrix(h.run_options, h.targets, h.sbatch_args, std::cout);
+  if (h.run->parsed() && !h.sbatch_args.empty()) dtnn::fail("--sbatch-args needs --submit");
   if (h.run->parsed()) return cmd_run(h.run_options, h.targets);
   if (h.query->parsed()) return cmd_query(h.db, h.query_what, h.format);
   if (h.check->parsed()) {

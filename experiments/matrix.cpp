@@ -16,6 +16,7 @@
 #include "core/strings.h"
 #include "data/dataset.h"
 #include "models/model.h"
+#include "experiments/launcher.h"
 #include "experiments/matrix_params.h"
 #include "train/option_table.h"
 
@@ -263,7 +264,10 @@ void read_launcher(const Parser& p, const toml::node& n, Matrix& m) {
 
 int Trial::ranks() const {
   const auto it = params.find("ranks");
-  return it == params.end() ? 1 : std::stoi(it->second);
+  if (it != params.end()) return std::stoi(it->second);
+  // nodes x ranks_per_node (each 1 when absent)
+  const auto n = params.find("nodes"), r = params.find("ranks_per_node");
+  return (n == params.end() ? 1 : std::stoi(n->second)) * (r == params.end() ? 1 : std::stoi(r->second));
 }
 
 const std::string& Trial::framework() const {
@@ -451,6 +455,34 @@ void expand(const Parser& p, const Base& b, const std::vector<Axis>& axes, const
 
 }
 
+// A trial's nodes / ranks_per_node / ranks agree, and its launcher can place them (launcher.h).
+void check_layout(const std::string& path, const Matrix& m, const Trial& t) {
+  const bool has_nodes = t.params.count("nodes"), has_rpn = t.params.count("ranks_per_node");
+  if (!has_nodes && !has_rpn) return;
+  const std::string name = t.label.empty() ? t.key : t.label;
+  const int ranks = t.ranks();
+  const int nodes = has_nodes ? std::stoi(t.params.at("nodes")) : 0;
+  const int rpn = has_rpn ? std::stoi(t.params.at("ranks_per_node")) : 0;
+  if (t.params.count("ranks")) {
+    if (has_nodes && has_rpn && ranks != nodes * rpn)
+      fail(path, ": trial ", name, ": ranks = ", ranks, " but nodes x ranks_per_node = ", nodes, " x ", rpn, " = ",
+           nodes * rpn);
+    if (has_nodes && ranks < nodes)
+      fail(path, ": trial ", name, ": ranks = ", ranks, " cannot fill nodes = ", nodes, " (one rank per node at least)");
+  }
+  if (m.launcher.kind == "none" && (nodes > 1 || ranks > 1))
+    fail(path, ": launcher kind 'none' cannot start ", ranks, " ranks on ", std::max(nodes, 1),
+         " node(s) (trial ", name, "): use mpirun or srun");
+  if (m.launcher.kind == "mpirun" && ranks > 1) {
+    const int need = layout_of(t).nodes;
+    const size_t have = m.launcher.hostfile.empty() ? 1 : hostfile_hosts(m.launcher.hostfile).size();
+    if (static_cast<size_t>(need) > have)
+      fail(path, ": trial ", name, ": ", need, " nodes need a [launcher] hostfile listing at least ", need,
+           " hosts (", m.launcher.hostfile.empty() ? std::string("none is given")
+                                                    : m.launcher.hostfile + " lists " + std::to_string(have), ")");
+  }
+}
+
 // What the whole matrix must satisfy once expanded.
 void check_trials(const Parser& p, const std::vector<Axis>& axes, const Matrix& m) {
   const std::string& path = p.path;
@@ -460,6 +492,7 @@ void check_trials(const Parser& p, const std::vector<Axis>& axes, const Matrix& 
         fail(path, ": launcher kind 'none' cannot start ", t.ranks(), " ranks (trial ", t.label.empty() ? t.key : t.label,
              "): use mpirun or srun, or ranks = 1");
 
+  for (const Trial& t : m.trials) check_layout(path, m, t);
   for (const Trial& t : m.trials)
     if (t.get("transport", "default") != "default" && m.launcher.kind != "mpirun")
       fail(path, ": trial ", t.label.empty() ? t.key : t.label, ": transport is Open MPI's (mpirun --mca btl); launcher kind \"",

@@ -8,8 +8,8 @@
 //   repeats = 1                         # runs per trial (>= 1); samples are kept for statistics
 //   timeout_s = 600                     # per run (> 0)
 //   tags = ["ci"]                       # optional, stored with every run (compare can select by tag)
-//   [launcher]                          # how ranks > 1 are started (ranks == 1 runs without a launcher)
-//   kind = "mpirun"                     # mpirun (default) | srun | none
+//   [launcher]                          # how ranks are started (experiments/launcher.h): mpirun for
+//   kind = "mpirun"                     # ranks > 1, srun for every trial; mpirun (default) | srun | none
 //   hostfile = "hosts.txt"              # mpirun only; relative to the matrix file, like every path value
 //   args = ["--bind-to", "core"]        # extra launcher arguments
 //   [base]                              # `dtnn train` options (PyDTNN names) for every trial
@@ -33,6 +33,9 @@
 // Limits, checked before anything is expanded: at most 100,000 trials (axes product plus includes), a file of
 // at most 4 MiB, tables/arrays/dotted keys nested at most 32 levels (the TOML parser recurses per level).
 // A `none` launcher with a trial of ranks > 1 is refused at load, not when that trial's turn comes.
+// Layout: nodes and ranks_per_node (positive integers; ranks = their product when not given, else they must
+// agree: ranks = nodes x ranks_per_node, or ranks >= nodes), refused at load when the launcher cannot place
+// them (kind none; mpirun with fewer hosts in its hostfile than nodes, or without one for nodes > 1).
 // Parameters besides the `dtnn train` options: ranks (positive integer), device ("cpu" | "gpu", which maps
 // to --enable_gpu), framework ("dtnn" | "pytorch": the PyTorch reference runner in analysis/reference),
 // and the others of matrix_params.cpp's table (scaling, transport, tracing, mode, platform, predictor).
@@ -65,7 +68,7 @@ struct Trial {
   std::string key;
   // Only the axis parameters ("model=simplecnn;ranks=2"), for progress lines and tables.
   std::string label;
-  int ranks() const;                       // params["ranks"], 1 when absent
+  int ranks() const;                       // params["ranks"], else nodes x ranks_per_node (each 1 when absent)
   const std::string& framework() const;    // params["framework"], "dtnn" when absent
   std::string get(const std::string& name, const std::string& fallback = "") const;
 };

@@ -63,6 +63,10 @@ const std::vector<Spec>& option_specs() {
 const std::vector<Spec>& matrix_specs() {
   static const std::vector<Spec> specs = {
       {"ranks", Kind::integer, 1, INT_MAX},
+      // the layout on a cluster (experiments/launcher.h): srun -N nodes --ntasks-per-node ranks_per_node, or an
+      // mpirun hostfile of `nodes` hosts with `ranks_per_node` slots each; ranks is their product when not given
+      {"nodes", Kind::integer, 1, INT_MAX},
+      {"ranks_per_node", Kind::integer, 1, INT_MAX},
       {"device", Kind::choice, 0, 0, check_device},
       {"framework", Kind::choice, 0, 0, check_framework},
       // weak: batch_size per rank (PyDTNN's default); strong: batch_size is the global batch, split over the

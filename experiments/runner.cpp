@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -31,9 +32,11 @@
 #include "core/file_io.h"
 #include "core/sha256.h"
 #include "core/strings.h"
+#include "experiments/launcher.h"
 #include "experiments/matrix.h"
 #include "experiments/run_files.h"
 #include "experiments/runner_predict.h"
+#include "experiments/slurm.h"
 #include "results/store.h"
 #include "train/option_table.h"
 
@@ -49,29 +52,6 @@ constexpr std::array<int, 4> kStopSignals = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 volatile std::sig_atomic_t g_stop_signal = 0;
 extern "C" void on_stop_signal(int sig) { g_stop_signal = sig; }
 
-// Parameters that are not `dtnn train` options.
-constexpr const char* kTracingFlag = "--tracing=True";
-
-bool is_harness_param(const std::string& name) {
-  return name == "ranks" || name == "device" || name == "framework" || name == "scaling" || name == "transport" ||
-         name == "tracing" || is_prediction_param(name);
-}
-
-// Whether the PyTorch reference (analysis/reference/torch_train.py, whose parser is built from the same
-// option table) takes this option.
-bool torch_takes(const std::string& name) {
-  const OptionSpec* o = find_option(name);
-  return o && (o->flags & kOptTorch);
-}
-
-// The command as a POSIX shell reads it back: every argument that is not plainly safe is single-quoted,
-// an embedded ' as '\'' (a value like "y' ; touch /tmp/x ; '" stays one argument when the stored line is pasted).
-std::string command_string(const std::vector<std::string>& argv) {
-  std::string s;
-  for (const std::string& a : argv) s += (s.empty() ? "" : " ") + shell_quote(a);
-  return s;
-}
-
 bool is_error_line(const std::string& line) {
   return line.rfind("dtnn: ", 0) == 0 || line.rfind("torch_train: ", 0) == 0;
 }
@@ -80,6 +60,9 @@ bool is_error_line(const std::string& line) {
 // meaningful line. Rules made only of '-', '=', '*' and blanks (mpirun frames its messages in them) say
 // nothing: they are skipped.
 std::string error_line(const std::string& log_path) {
+  // Open MPI's long box for ranks srun started without a PMI it speaks, said in one line.
+  if (read_file(log_path).find("have been direct launched using \"srun\"") != std::string::npos)
+    return "Open MPI could not join ranks that srun started without PMIx (give srun --mpi=pmix, the runner's default)";
   std::ifstream f(log_path);
   std::string line, last, last_tagged;
   while (std::getline(f, line)) {
@@ -141,6 +124,12 @@ StoredEnvironment current_environment() {
   const Environment& e = environment();
   StoredEnvironment s;
   s.host = e.host;
+  // A runner inside a Slurm job (dtnn run --submit) runs on whichever node the job got, and its trials on
+  // the nodes of their steps (runs.node_list): the environment is the cluster, so a matrix resumed by a later
+  // job on another node is still the same environment (--resume finds its runs).
+  const char* job = std::getenv("SLURM_JOB_ID");
+  const char* cluster = std::getenv("SLURM_CLUSTER_NAME");
+  if (job && *job && cluster && *cluster) s.host = std::string("slurm:") + cluster;
   s.cpu_model = e.cpu_model;
   s.cores = e.cores;
   s.machine = e.machine;
@@ -160,7 +149,7 @@ StoredEnvironment current_environment() {
   nlohmann::json vars = nlohmann::json::object();
   for (const char* name : {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_PROC_BIND", "OMP_PLACES",
                            "CUDA_VISIBLE_DEVICES", "DNNL_VERBOSE", "NCCL_DEBUG", "NCCL_ALGO", "NCCL_PROTO",
-                           "OMPI_MCA_btl", "OMPI_MCA_pml", "SLURM_JOB_ID"})
+                           "OMPI_MCA_btl", "OMPI_MCA_pml"})  // not SLURM_JOB_ID: runs.runner_job_id
     if (const char* v = std::getenv(name)) vars[name] = v;
   s.env_vars = vars.dump();
   return s;
@@ -176,12 +165,13 @@ struct Planned {
 struct ChildResult {
   enum Kind { kExited, kSignalled, kTimeout, kInterrupted } kind = kExited;
   int code = 0;
+  std::string timeout_note;  // on_timeout's answer, asked before the kill
 };
 
 // Runs argv in its own process group with stdout/stderr appended to log_path and $DTNN_RUN_NONCE set to
 // `nonce`. Kills the whole group on timeout or on a stop signal (SIGTERM, then SIGKILL after 5 s).
 ChildResult run_child(const std::vector<std::string>& argv, const std::string& log_path, const std::string& nonce,
-                      double timeout_s) {
+                      double timeout_s, const std::function<std::string()>& on_timeout) {
   const int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (log_fd < 0) fail(log_path, ": cannot create the log file (", std::strerror(errno), ")");
   std::vector<char*> cargv;
@@ -235,8 +225,8 @@ ChildResult run_child(const std::vector<std::string>& argv, const std::string& l
     const pid_t r = ::waitpid(pid, &status, WNOHANG);
     if (r == pid) {
       if (!killing) {
-        if (WIFEXITED(status)) result = {ChildResult::kExited, WEXITSTATUS(status)};
-        else result = {ChildResult::kSignalled, WTERMSIG(status)};
+        if (WIFEXITED(status)) result.kind = ChildResult::kExited, result.code = WEXITSTATUS(status);
+        else result.kind = ChildResult::kSignalled, result.code = WTERMSIG(status);
       }
       ::kill(-pid, SIGKILL);  // stragglers of the group (ranks of a dead mpirun)
       return result;
@@ -244,6 +234,7 @@ ChildResult run_child(const std::vector<std::string>& argv, const std::string& l
     const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
     if (!killing && (g_stop_signal || elapsed > timeout_s)) {
       result.kind = g_stop_signal ? ChildResult::kInterrupted : ChildResult::kTimeout;
+      if (!g_stop_signal && on_timeout) result.timeout_note = on_timeout();  // while the child still waits
       ::kill(-pid, SIGTERM);
       killing = true;
       term_sent = Clock::now();
@@ -262,63 +253,6 @@ std::string format_duration(double s) {
   return buf;
 }
 
-std::string self_executable() {
-  std::error_code ec;
-  const fs::path p = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? "dtnn" : p.string();
-}
-
-// The command line of one trial (launcher included). `unsupported_why` is set when the runner knows the
-// trial cannot run here (e.g. the PyTorch reference with 2 ranks).
-std::vector<std::string> trial_argv(const Matrix& matrix, const Trial& trial, const std::string& dtnn_binary,
-                                    std::string& unsupported_why) {
-  const std::string framework = trial.framework();
-  const int ranks = trial.ranks();
-  std::vector<std::string> argv;
-  if (framework == "pytorch") {
-    if (ranks != 1) unsupported_why = "the PyTorch reference runs on 1 rank";
-    if (trial.get("conv_algo", "auto") != "auto")
-      unsupported_why = "the PyTorch reference has no --conv_algo (exclude it in the matrix)";
-    // $DTNN_PYTHON: the interpreter with PyTorch (Debian's /usr/bin/python3 here; plain python3 on the GPU machines)
-    const char* python = std::getenv("DTNN_PYTHON");
-    argv = {python && *python ? python : "/usr/bin/python3",
-            std::string(DTNN_SOURCE_DIR) + "/analysis/reference/torch_train.py"};
-    if (trial.get("device", "cpu") == "gpu") argv.push_back("--enable_gpu=True");
-    if (trial.get("tracing", "False") == "True") unsupported_why = "the PyTorch reference has no --tracing";
-    for (const auto& [name, value] : trial.params) {
-      if (is_harness_param(name) || name == "conv_algo") continue;
-      if (!torch_takes(name)) {
-        unsupported_why = "the PyTorch reference has no --" + name;
-        continue;
-      }
-      argv.push_back("--" + name + "=" + (is_path_parameter(name) ? resolve_against(matrix.dir, value) : value));
-    }
-    return argv;
-  }
-  if (ranks > 1) {
-    if (matrix.launcher.kind == "none") fail(matrix.path, ": launcher kind 'none' cannot start ", ranks, " ranks");
-    if (matrix.launcher.kind == "srun") {
-      argv = {"srun", "-n", std::to_string(ranks)};
-    } else {
-      argv = {"mpirun", "-np", std::to_string(ranks)};
-      if (!matrix.launcher.hostfile.empty()) argv.insert(argv.end(), {"--hostfile", matrix.launcher.hostfile});
-      const std::string transport = trial.get("transport", "default");
-      if (transport != "default") argv.insert(argv.end(), {"--mca", "btl", transport == "tcp" ? "self,tcp" : "self,vader"});
-    }
-    argv.insert(argv.end(), matrix.launcher.args.begin(), matrix.launcher.args.end());
-  }
-  argv.insert(argv.end(), {dtnn_binary, "train"});
-  const bool strong = trial.get("scaling", "weak") == "strong";
-  for (const auto& [name, value] : trial.params)
-    if (!is_harness_param(name) && !(strong && name == "batch_size"))
-      argv.push_back("--" + name + "=" + (is_path_parameter(name) ? resolve_against(matrix.dir, value) : value));
-  if (strong) argv.push_back("--global_batch_size=" + trial.get("batch_size", "64"));
-  argv.push_back(std::string("--parallel=") + (ranks > 1 ? "data" : "sequential"));
-  if (trial.get("device", "cpu") == "gpu") argv.push_back("--enable_gpu=True");
-  if (trial.get("tracing", "False") == "True") argv.push_back(kTracingFlag);  // run_trial adds the files
-  argv.push_back("--progress=False");
-  return argv;
-}
 
 // The stop signals (kStopSignals) stop the running trial, which is marked interrupted; the runner then exits
 // 128 + the signal. The previous handlers come back on every way out of the runner (an exception included).
@@ -361,8 +295,12 @@ RunStart run_start(int64_t matrix_id, int64_t env_id, const Planned& planned, co
   rs.repeat = planned.repeat;
   rs.params = planned.trial.params;
   rs.tags = tags;
+  if (!rs.params.count("ranks")) rs.params["ranks"] = std::to_string(planned.trial.ranks());  // nodes x ranks_per_node
   std::map<std::string, std::string> config = planned.trial.params;
+  // The scaling group: the same configuration at another rank count, or on another number of nodes (a study
+  // over nodes keeps ranks_per_node).
   config.erase("ranks");
+  config.erase("nodes");
   for (const auto& [name, value] : config) rs.config_key += (rs.config_key.empty() ? "" : ";") + name + "=" + value;
   rs.command = command;
   rs.log_path = "(pending)";
@@ -373,16 +311,34 @@ struct Outcome {
   std::string status, error;  // status "ok" or "diverged": stored with the report already
 };
 
+// "" when the report's rank count is the trial's; else why not (a launcher that started `ranks` separate
+// worlds of one rank, e.g. srun without PMIx, gives reports of 1 rank each).
+std::string world_mismatch(const std::string& report_path, int ranks) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(read_file(report_path));
+  } catch (const std::exception&) {
+    return "";  // the store says what is wrong with it
+  }
+  if (!j.is_object() || !j.contains("parallel") || !j["parallel"].contains("ranks")) return "";
+  const nlohmann::json& r = j["parallel"]["ranks"];
+  if (!r.is_number_integer() || r.get<int>() == ranks) return "";
+  return "the run reports " + std::to_string(r.get<int>()) + " rank(s) in its MPI world, the trial asked for " +
+         std::to_string(ranks) + ": the launcher did not join them (srun without --mpi=pmix?)";
+}
+
 // Runs one begun run to its outcome: the child, its exit, its report ingested when ok and this attempt's
 // (refused_report_reason). Throws when the runner itself cannot go on with it (no log file, no fork); the
 // caller marks the run failed then.
-Outcome run_trial(ResultStore& store, int64_t run_id, std::vector<std::string> argv, const std::string& unsupported_why,
-                  const fs::path& log_dir, double timeout_s, double& duration) {
+Outcome run_trial(ResultStore& store, int64_t run_id, const Launch& launch, int ranks, const fs::path& log_dir,
+                  double timeout_s, double& duration) {
   const std::string nonce = attempt_nonce();
   const std::string log_path = (log_dir / (std::to_string(run_id) + "-" + nonce + ".log")).string();
   const std::string report_path = report_path_for(log_path);
   store.set_log_path(run_id, log_path);
-  if (!unsupported_why.empty()) return {"unsupported", unsupported_why};
+  if (!launch.unsupported_why.empty()) return {"unsupported", launch.unsupported_why};
+  write_hostfile(launch);
+  std::vector<std::string> argv = launch.argv;
   argv.push_back("--report=" + report_path);
   clear_report_path(report_path);
   // A matrix's tracing = true: the Chrome trace (Perfetto), PyDTNN's CSV and Paraver's files beside the log.
@@ -398,8 +354,24 @@ Outcome run_trial(ResultStore& store, int64_t run_id, std::vector<std::string> a
     fail(log_path, ": cannot create the log file (", std::strerror(errno), ")");
   const timespec began = log_stat.st_mtim;  // the file system's clock, as the report's time will be
   const auto t0 = Clock::now();
-  const ChildResult child = run_child(argv, log_path, nonce, timeout_s);
+  // A trial that times out still queued in Slurm (a drained node, a full partition) says so, with squeue's reason.
+  const auto queued_note = [&log_path]() -> std::string {
+    const std::string job = slurm_queued_job(read_file(log_path));
+    if (job.empty()) return "";
+    const std::string state = slurm_job_state(job);
+    return "still queued in Slurm: job " + job + (state.empty() ? "" : " " + state);
+  };
+  const ChildResult child = run_child(argv, log_path, nonce, timeout_s, queued_note);
   duration = std::chrono::duration<double>(Clock::now() - t0).count();
+  // Slurm cancelled the step or its job (scancel, its time limit, preemption): its words, whatever the exit.
+  if (child.kind != ChildResult::kInterrupted && (child.kind != ChildResult::kExited || child.code != 0)) {
+    const SlurmEnd end = slurm_cancellation(read_file(log_path));
+    if (!end.status.empty()) {
+      std::error_code ec;
+      fs::remove(report_path, ec);
+      return {end.status, end.reason};
+    }
+  }
   // Only a report this attempt wrote is a result (exit 0, and a diverged run's report too).
   if (child.kind == ChildResult::kExited && (child.code == 0 || (child.code == kDivergedExit && fs::exists(report_path)))) {
     const std::string why = refused_report_reason(report_path, nonce, began);
@@ -416,7 +388,8 @@ Outcome run_trial(ResultStore& store, int64_t run_id, std::vector<std::string> a
       break;
     case ChildResult::kTimeout: {
       const std::string after = timeout_s < 60 ? format_double(timeout_s) + " s" : format_duration(timeout_s);
-      o = {"timeout", "no result after " + after + " (timeout_s = " + format_double(timeout_s) + ")"};
+      o = {"timeout", "no result after " + after + " (timeout_s = " + format_double(timeout_s) + ")" +
+                          (child.timeout_note.empty() ? "" : "; " + child.timeout_note)};
       break;
     }
     case ChildResult::kSignalled: {
@@ -440,6 +413,8 @@ Outcome run_trial(ResultStore& store, int64_t run_id, std::vector<std::string> a
         o = {"failed", "exit " + std::to_string(child.code) + ": " + error_line(log_path)};
       } else if (!fs::exists(report_path)) {
         o = {"failed", "exit 0 but no report was written"};
+      } else if (const std::string why = world_mismatch(report_path, ranks); !why.empty()) {
+        o = {"failed", why};
       } else {
         try {
           store.finish_run_ok(run_id, read_file(report_path), duration);
@@ -468,16 +443,24 @@ int run_matrix(const RunnerOptions& options, std::ostream& out) {
   if (options.dry_run) {
     out << "matrix " << matrix.name << " (" << matrix.path << "): " << trials.size() << " trial(s) x "
         << matrix.repeats << " repeat(s) = " << trials.size() * matrix.repeats << " run(s)\n";
+    const std::string work_dir = (database_log_dir(fs::absolute(options.db_path)) / matrix.name).string();
     for (size_t i = 0; i < trials.size(); ++i) {
-      std::string why;
-      const std::vector<std::string> argv = trial_argv(matrix, trials[i], dtnn_binary, why);
+      const Launch launch = trial_launch(matrix, trials[i], dtnn_binary, work_dir);
+      const std::string& why = launch.unsupported_why;
       out << "  " << i + 1 << "  " << trials[i].label << "\n     "
           << (is_predicted(trials[i]) ? predicted_description(trials[i])
-                                      : why.empty() ? command_string(argv) : "unsupported: " + why) << "\n";
+                                      : why.empty() ? command_string(launch.argv) : "unsupported: " + why) << "\n";
+      if (!launch.hostfile_path.empty() && why.empty()) {
+        std::string hosts = launch.hostfile_text.substr(0, launch.hostfile_text.size() - 1);  // one line
+        for (size_t at; (at = hosts.find('\n')) != std::string::npos;) hosts.replace(at, 1, "; ");
+        out << "     hostfile " << launch.hostfile_path << ": " << hosts << "\n";
+      }
     }
     return 0;
   }
 
+  // Every trial's ranks read it into their report's placement (mpirun passes it on with -x).
+  ::setenv("DTNN_LAUNCHER_VERSION", launcher_version(matrix.launcher.kind).c_str(), 1);
   const fs::path db_path = prepare_db_path(options.db_path);
   ResultStore store = ResultStore::open(db_path.string());
   const fs::path db_log_dir = database_log_dir(db_path);
@@ -553,15 +536,15 @@ int run_matrix(const RunnerOptions& options, std::ostream& out) {
       out << (tty ? "\r\033[K" : "") << "  run " << run_id << " " << p.status << ": " << p.error << "\n" << std::flush;
       continue;
     }
-    std::string unsupported_why;
-    const std::vector<std::string> argv = trial_argv(matrix, trial, dtnn_binary, unsupported_why);
-    const int64_t run_id = store.begin_run(run_start(matrix_id, env_id, plan[i], tags, command_string(argv)));
+    const Launch launch = trial_launch(matrix, trial, dtnn_binary, log_dir.string());
+    const std::string& unsupported_why = launch.unsupported_why;
+    const int64_t run_id = store.begin_run(run_start(matrix_id, env_id, plan[i], tags, command_string(launch.argv)));
     // From here on the run is 'running': whatever goes wrong, it gets a final status before the next trial
     // (a store that cannot even record that ends the runner; the next runner reaps the row).
     double duration = 0.0;
     Outcome o;
     try {
-      o = run_trial(store, run_id, argv, unsupported_why, log_dir, matrix.timeout_s, duration);
+      o = run_trial(store, run_id, launch, trial.ranks(), log_dir, matrix.timeout_s, duration);
     } catch (const std::exception& e) {
       o = {"failed", std::string("runner: ") + e.what()};
     }

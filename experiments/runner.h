@@ -21,7 +21,10 @@
 // file: "runner: <why>", and the runner goes on with the next trial); timeout; unsupported (the child exits
 // with kUnsupportedExit, or the runner knows beforehand, e.g. a PyTorch trial with 2 ranks); interrupted
 // (SIGINT, SIGTERM, SIGHUP or SIGQUIT: the child's process group is stopped, the run is marked, the runner
-// exits 128 + the signal). A runner killed outright leaves a 'running' row; the next runner on this host
+// exits 128 + the signal). Slurm's verdicts (experiments/slurm.h): a step or job Slurm cancelled is interrupted,
+// one it stopped at its time limit timeout, each with Slurm's line, and the runner goes on; a trial still
+// queued when timeout_s ends is timeout with squeue's state and reason. An exit 0 whose report counts another
+// number of ranks than the trial's (separate MPI worlds) is failed. A runner killed outright leaves a 'running' row; the next runner on this host
 // marks it interrupted, and `dtnn query runs` shows it as 'running (runner gone)' meanwhile.
 #pragma once
 

@@ -22,7 +22,8 @@ args = ["--bind-to", "core"]
   REQUIRE(dtnn_cli("run " + mpi + " --dry-run --db " + ws.db(), log) == 0);
   const std::string out = read_text(log);
   CHECK_THAT(out, Contains("3 trial(s) x 1 repeat(s) = 3 run(s)"));
-  CHECK_THAT(out, Contains("mpirun -np 2 --hostfile " + (ws.dir / "hosts").string() + " --bind-to core "));
+  CHECK_THAT(out, Contains("mpirun -np 2 --hostfile " + (ws.dir / "hosts").string() +
+                           " -x DTNN_RUN_NONCE -x DTNN_LAUNCHER_VERSION --bind-to core "));
   CHECK_THAT(out, Contains("--parallel=data"));
   CHECK_THAT(out, Contains("train --dataset=mnist --num_epochs=2"));
   CHECK_THAT(out, Contains("unsupported: the PyTorch reference runs on 1 rank"));
@@ -32,7 +33,9 @@ args = ["--bind-to", "core"]
                                                               "args = [\"--mpi=pmix\"]\n") +
                                                       kQuickBase + "[axes]\nranks = [4]\n");
   REQUIRE(dtnn_cli("run " + slurm + " --dry-run", log) == 0);
-  CHECK_THAT(read_text(log), Contains("srun -n 4 --mpi=pmix "));
+  // The matrix's --mpi replaces the runner's default; its args come last.
+  CHECK_THAT(read_text(log), Contains("srun -n 4 --cpus-per-task=1 --job-name=dtnn-slurm --kill-on-bad-exit=1 --mpi=pmix "));
+  CHECK_THAT(read_text(log), !Contains("--mpi=pmix --mpi=pmix"));
   // An --only that matches nothing fails the dry run as it fails a real one.
   CHECK(dtnn_cli("run " + slurm + " --dry-run --only ranks=3", log) == 1);
   CHECK_THAT(read_text(log), Contains("matches the --only filters"));
@@ -68,3 +71,53 @@ args = ["--bind-to", "core"]
   CHECK_THAT(read_text(log), Contains("expected one of weak, strong"));
 }
 
+
+TEST_CASE("runner: --dry-run places nodes x ranks_per_node with srun and with an mpirun hostfile", "[runner]") {
+  Workspace ws("layout");
+  const std::string log = (ws.dir / "dry.log").string();
+  const std::string srun = ws.file("srun.toml", std::string("name = \"lay\"\n[launcher]\nkind = \"srun\"\n") + kQuickBase +
+                                                    "[axes]\nnodes = [1, 2]\nranks_per_node = [2]\n"
+                                                    "[[include]]\nranks = 1\n");
+  REQUIRE(dtnn_cli("run " + srun + " --dry-run", log) == 0);
+  std::string out = read_text(log);
+  CHECK_THAT(out, Contains("srun -n 2 --nodes=1 --ntasks-per-node=2 --cpus-per-task=1 --job-name=dtnn-lay "
+                           "--kill-on-bad-exit=1 --mpi=pmix "));
+  CHECK_THAT(out, Contains("srun -n 4 --nodes=2 --ntasks-per-node=2 "));  // ranks = nodes x ranks_per_node
+  CHECK_THAT(out, Contains("srun -n 1 --cpus-per-task=1 "));              // 1 rank is a step too
+  CHECK_THAT(out, Contains("--parallel=sequential"));
+
+  std::ofstream(ws.dir / "hosts") << "# the cluster\nn1 slots=8\nn2\n\nn3 slots=8 max_slots=8\nn1\n";
+  const std::string mpi2 = ws.file("mpi2.toml", std::string("name = \"lay\"\n[launcher]\nhostfile = \"hosts\"\n") +
+                                                    kQuickBase + "ranks_per_node = 2\n[axes]\nnodes = [2, 3]\n"
+                                                    "[[include]]\nnodes = 1\n");
+  REQUIRE(dtnn_cli("run " + mpi2 + " --dry-run --db " + ws.db(), log) == 0);
+  out = read_text(log);
+  CHECK_THAT(out, Contains("mpirun -np 4 --hostfile ") && Contains("hosts-2x2.txt: n1 slots=2; n2 slots=2\n"));
+  CHECK_THAT(out, Contains("mpirun -np 6 --hostfile ") && Contains("hosts-3x2.txt: n1 slots=2; n2 slots=2; n3 slots=2\n"));
+  CHECK_THAT(out, Contains("mpirun -np 2 --hostfile ") && Contains("hosts-1x2.txt: n1 slots=2\n"));
+  CHECK_FALSE(fs::exists(ws.db()));
+
+  struct Bad {
+    std::string matrix, error;
+  };
+  const std::vector<Bad> bad = {
+      {"[launcher]\nhostfile = \"hosts\"\n[axes]\nnodes = [4]\n",
+       "4 nodes need a [launcher] hostfile listing at least 4 hosts (" + (ws.dir / "hosts").string() + " lists 3)"},
+      {"[axes]\nnodes = [2]\n", "2 nodes need a [launcher] hostfile listing at least 2 hosts (none is given)"},
+      {"ranks = 3\n[axes]\nnodes = [2]\nranks_per_node = [2]\n", "ranks = 3 but nodes x ranks_per_node = 2 x 2 = 4"},
+      {"ranks = 2\n[launcher]\nkind = \"srun\"\n[axes]\nnodes = [3]\n", "ranks = 2 cannot fill nodes = 3"},
+      {"[launcher]\nkind = \"none\"\n[axes]\nranks_per_node = [2]\n", "launcher kind 'none' cannot start 2 ranks"},
+      {"[launcher]\nhostfile = \"nosuch\"\n[axes]\nnodes = [2]\n", "nosuch: cannot read the hostfile"},
+  };
+  for (const Bad& b : bad) {
+    INFO(b.matrix);
+    // [launcher] after [base] keys would put them in the launcher table: the base goes last.
+    const size_t axes = b.matrix.find("[axes]");
+    const std::string head = b.matrix.substr(0, axes), tail = b.matrix.substr(axes);
+    const std::string base_keys = head.rfind("ranks = ", 0) == 0 ? head.substr(0, head.find('\n') + 1) : "";
+    const std::string launcher = head.substr(base_keys.size());
+    const std::string path = ws.file("bad.toml", "name = \"bad\"\n" + launcher + kQuickBase + base_keys + tail);
+    CHECK(dtnn_cli("run " + path + " --dry-run", log) == 1);
+    CHECK_THAT(read_text(log), Contains(b.error));
+  }
+}

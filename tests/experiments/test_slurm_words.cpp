@@ -1,0 +1,95 @@
+// What the runner reads from Slurm (experiments/slurm.h) and where ranks ran (parallel/placement.h), against
+// the lines Slurm 22.05's srun and slurmstepd print and the variables its and Open MPI's launchers set
+// (copied from real runs on the local cluster of ci/slurm_local.sh; tests/experiments/test_slurm.sh runs them).
+#include <catch2/catch.hpp>
+#include <map>
+
+#include "experiments/slurm.h"
+#include "parallel/placement.h"
+
+using dtnn::slurm_cancellation;
+using dtnn::slurm_queued_job;
+
+TEST_CASE("slurm: a cancelled step or job in a trial's log", "[runner]") {
+  const std::string scancel =
+      "# srun -n 1 ...\nslurmstepd-vm: error: *** STEP 6.0 ON vm CANCELLED AT 2026-11-24T19:24:47 ***\n"
+      "srun: Job step aborted: Waiting up to 7 seconds for job step to finish.\nsrun: error: vm: task 0: Terminated\n";
+  const dtnn::SlurmEnd c = slurm_cancellation(scancel);
+  CHECK(c.status == "interrupted");
+  CHECK(c.reason == "Slurm: STEP 6.0 ON vm CANCELLED AT 2026-11-24T19:24:47");
+
+  const dtnn::SlurmEnd t = slurm_cancellation(
+      "srun: Job step aborted: Waiting up to 7 seconds for job step to finish.\n"
+      "slurmstepd-vm: error: *** STEP 8.0 ON vm CANCELLED AT 2026-11-24T19:36:28 DUE TO TIME LIMIT ***\n");
+  CHECK(t.status == "timeout");
+  CHECK(t.reason == "Slurm: STEP 8.0 ON vm CANCELLED AT 2026-11-24T19:36:28 DUE TO TIME LIMIT");
+
+  // A batch job cancelled after its step: the job's line, the last, is the reason.
+  const dtnn::SlurmEnd j = slurm_cancellation(
+      "slurmstepd-n1: error: *** STEP 12.3 ON n1 CANCELLED AT 2026-01-01T00:00:00 ***\n"
+      "slurmstepd-n1: error: *** JOB 12 ON n1 CANCELLED AT 2026-01-01T00:00:00 DUE TO PREEMPTION ***\n");
+  CHECK(j.status == "interrupted");
+  CHECK(j.reason == "Slurm: JOB 12 ON n1 CANCELLED AT 2026-01-01T00:00:00 DUE TO PREEMPTION");
+
+  // Not Slurm's: a training log that mentions stars or cancellation in other words.
+  CHECK(slurm_cancellation("*** An error occurred in MPI_Init_thread\n*** on a NULL communicator\n").status.empty());
+  CHECK(slurm_cancellation("dtnn: loss CANCELLED AT epoch 3 ***\n").status.empty());
+  CHECK(slurm_cancellation("").status.empty());
+}
+
+TEST_CASE("slurm: a job still queued, from srun's lines", "[runner]") {
+  CHECK(slurm_queued_job("srun: Required node not available (down, drained or reserved)\n"
+                         "srun: job 14 queued and waiting for resources\n") == "14");
+  CHECK(slurm_queued_job("srun: job 14 queued and waiting for resources\nsrun: job 14 has been allocated resources\n")
+            .empty());
+  CHECK(slurm_queued_job("srun: job 3 queued and waiting for resources\nsrun: job 3 has been allocated resources\n"
+                         "srun: job 4 queued and waiting for resources\n") == "4");
+  CHECK(slurm_queued_job("nothing from srun\n").empty());
+  CHECK(dtnn::slurm_job_state("12; rm -rf /").empty());  // only digits reach squeue's command line
+}
+
+namespace {
+std::map<std::string, std::string> g_env;
+const char* lookup(const char* name) {
+  const auto it = g_env.find(name);
+  return it == g_env.end() ? nullptr : it->second.c_str();
+}
+}  // namespace
+
+TEST_CASE("placement: nodes in rank order, launcher and Slurm job from the environment", "[runner]") {
+  std::string nodes, tasks;
+  dtnn::nodes_and_tasks({"n2", "n2", "n1", "n2", "n1"}, nodes, tasks);
+  CHECK(nodes == "n2,n1");
+  CHECK(tasks == "3,2");
+
+  g_env = {};
+  dtnn::Placement p = dtnn::detect_placement({"vm"}, lookup);
+  CHECK(p.scheduler == "none");
+  CHECK(p.launcher == "none");
+  CHECK(p.job_id.empty());
+  CHECK(p.node_list == "vm");
+  CHECK(p.tasks_per_node == "1");
+
+  g_env = {{"SLURM_JOB_ID", "4"}, {"SLURM_STEP_ID", "0"}, {"SLURM_CLUSTER_NAME", "dtnn-local"},
+           {"SLURM_MPI_TYPE", "pmix"}, {"DTNN_LAUNCHER_VERSION", "slurm-wlm 22.05.8"}};
+  p = dtnn::detect_placement({"vm", "vm"}, lookup);
+  CHECK(p.scheduler == "slurm");
+  CHECK(p.cluster == "dtnn-local");
+  CHECK(p.job_id == "4");
+  CHECK(p.step_id == "0");
+  CHECK(p.launcher == "srun");
+  CHECK(p.launcher_version == "slurm-wlm 22.05.8");
+  CHECK(p.tasks_per_node == "2");
+
+  // mpirun inside an allocation: its daemons are a Slurm step, its ranks are mpirun's.
+  g_env = {{"SLURM_JOB_ID", "9"}, {"SLURM_STEP_ID", "1"}, {"OMPI_MCA_orte_launch", "1"}};
+  p = dtnn::detect_placement({"a", "b"}, lookup);
+  CHECK(p.scheduler == "slurm");
+  CHECK(p.launcher == "mpirun");
+  CHECK(p.node_list == "a,b");
+
+  g_env = {{"OMPI_MCA_orte_hnp_uri", "1282867200.0;tcp://192.0.2.2:52919"}};
+  p = dtnn::detect_placement({"vm", "vm"}, lookup);
+  CHECK(p.scheduler == "none");
+  CHECK(p.launcher == "mpirun");
+}
