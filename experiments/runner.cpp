@@ -365,7 +365,11 @@ Outcome run_trial(ResultStore& store, int64_t run_id, const Launch& launch, int 
   duration = std::chrono::duration<double>(Clock::now() - t0).count();
   // Slurm cancelled the step or its job (scancel, its time limit, preemption): its words, whatever the exit.
   if (child.kind != ChildResult::kInterrupted && (child.kind != ChildResult::kExited || child.code != 0)) {
-    const SlurmEnd end = slurm_cancellation(read_file(log_path));
+    const std::string log_text = read_file(log_path);
+    SlurmEnd end = slurm_cancellation(log_text);
+    // No slurmstepd line (a step cancelled before its tasks started, or srun gone first): ask scontrol. Not
+    // after the runner's own timeout: the runner stopped srun, and the job it cancelled is no news.
+    if (end.status.empty() && child.kind != ChildResult::kTimeout) end = slurm_job_end(slurm_job_in_log(log_text));
     if (!end.status.empty()) {
       std::error_code ec;
       fs::remove(report_path, ec);

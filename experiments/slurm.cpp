@@ -2,12 +2,37 @@
 #include "experiments/slurm.h"
 
 #include <cctype>
+#include <chrono>
 #include <sstream>
+#include <thread>
 
 #include "core/host.h"
 #include "core/strings.h"
 
 namespace dtnn {
+
+namespace {
+// The value of `key=` in one line of `scontrol -o` output (fields are separated by spaces).
+std::string field_of(const std::string& line, const std::string& key) {
+  const std::string want = key + "=";
+  size_t at = 0;
+  while ((at = line.find(want, at)) != std::string::npos) {
+    if (at == 0 || line[at - 1] == ' ') {
+      const size_t begin = at + want.size();
+      const size_t end = line.find(' ', begin);
+      return line.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+    }
+    at += want.size();
+  }
+  return "";
+}
+bool all_digits(const std::string& s) {
+  if (s.empty()) return false;
+  for (const char c : s)
+    if (!std::isdigit(static_cast<unsigned char>(c))) return false;
+  return true;
+}
+}  // namespace
 
 SlurmEnd slurm_cancellation(const std::string& log_text) {
   std::istringstream lines(log_text);
@@ -42,12 +67,58 @@ std::string slurm_queued_job(const std::string& log_text) {
 }
 
 std::string slurm_job_state(const std::string& job_id) {
-  for (const char c : job_id)
-    if (!std::isdigit(static_cast<unsigned char>(c))) return "";
-  if (job_id.empty()) return "";
+  if (!all_digits(job_id)) return "";
   std::string out = capture_command("timeout 5 squeue -h -j " + job_id + " -o '%T (%r)' 2>/dev/null");
   while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
   return out;
+}
+
+std::string slurm_job_in_log(const std::string& log_text) {
+  std::istringstream lines(log_text);
+  std::string line, job;
+  const auto digits_at = [](const std::string& s, size_t at) {
+    size_t end = at;
+    while (end < s.size() && std::isdigit(static_cast<unsigned char>(s[end]))) ++end;
+    return s.substr(at, end - at);
+  };
+  while (std::getline(lines, line)) {
+    if (line.rfind("srun: ", 0) != 0) continue;  // srun's own lines only, never the training's output
+    const std::string queued = "srun: job ";
+    if (line.rfind(queued, 0) == 0) {
+      const std::string id = digits_at(line, queued.size());
+      if (!id.empty()) job = id;
+    }
+    const size_t step = line.find("StepId=");
+    if (step != std::string::npos) {
+      const std::string id = digits_at(line, step + 7);
+      if (!id.empty()) job = id;
+    }
+  }
+  return job;
+}
+
+SlurmEnd slurm_end_of_job_line(const std::string& job_id, const std::string& scontrol_line) {
+  if (field_of(scontrol_line, "JobId") != job_id) return {};
+  const std::string state = field_of(scontrol_line, "JobState");
+  std::string status;
+  if (state == "CANCELLED" || state == "PREEMPTED" || state == "NODE_FAIL") status = "interrupted";
+  else if (state == "TIMEOUT" || state == "DEADLINE") status = "timeout";
+  else return {};
+  return {status, "Slurm: JOB " + job_id + " " + state + " (scontrol: JobState=" + state +
+                      " Reason=" + field_of(scontrol_line, "Reason") + ")"};
+}
+
+SlurmEnd slurm_job_end(const std::string& job_id) {
+  if (!all_digits(job_id)) return {};  // only digits reach scontrol's command line
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  for (;;) {
+    std::string line = capture_command("timeout 5 scontrol show job -o " + job_id + " 2>/dev/null");
+    while (!line.empty() && (line.back() == '\n' || line.back() == ' ')) line.pop_back();
+    // COMPLETING: Slurm is still taking the step down; the job's final state follows within seconds.
+    if (field_of(line, "JobState") != "COMPLETING" || std::chrono::steady_clock::now() > deadline)
+      return slurm_end_of_job_line(job_id, line);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
 }
 
 }  // namespace dtnn

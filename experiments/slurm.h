@@ -16,6 +16,22 @@ struct SlurmEnd {
 };
 SlurmEnd slurm_cancellation(const std::string& log_text);
 
+// The job srun named in its own lines ("srun: job 12 queued ...", "... allocated resources", "StepId=12.0"),
+// the last one; "" when it named none. srun names it when it queues or signals a step, not in a plain run.
+std::string slurm_job_in_log(const std::string& log_text);
+
+// Slurm's word on how a job ended, for a trial whose log lacks slurmstepd's line: the step was cancelled
+// before its tasks had started (slurmstepd prints nothing then) or srun exited before the line reached it.
+// Reads `scontrol show job -o <job>` (waiting up to 5 s while the job is COMPLETING):
+//   CANCELLED, PREEMPTED, NODE_FAIL -> interrupted; TIMEOUT, DEADLINE -> timeout; anything else -> {}.
+// The reason names the job, its state and scontrol as the source:
+//   "Slurm: JOB 5 CANCELLED (scontrol: JobState=CANCELLED Reason=None)".
+// A job Slurm no longer knows (past MinJobAge), a job still running (a step cancelled inside an allocation)
+// or no answer within 5 s gives {}: the trial then keeps its exit status.
+SlurmEnd slurm_job_end(const std::string& job_id);
+// The part of slurm_job_end that reads one line of `scontrol show job -o` (tested on Slurm's own lines).
+SlurmEnd slurm_end_of_job_line(const std::string& job_id, const std::string& scontrol_line);
+
 // The job srun said it queued ("srun: job 7 queued and waiting for resources") and has not yet said it was
 // allocated; "" otherwise.
 std::string slurm_queued_job(const std::string& log_text);

@@ -4,7 +4,8 @@
 #   matrix     1- and 2-rank trials and a nodes x ranks_per_node layout run as srun steps; the 2 ranks form one
 #              MPI world (the report's rank count), the store has the job, step, node and launcher; srun
 #              without PMIx is refused with one clear line; 2 nodes on a 1-node cluster fail with Slurm's reason
-#   scancel    a trial whose step is cancelled is stored interrupted with Slurm's line; the next trial runs
+#   scancel    a trial whose step is cancelled is stored interrupted with Slurm's line; the next trial runs; a
+#              trial cancelled while still queued is stored interrupted with scontrol's state of its job
 #   drain      the node drained after the first trial: the next trial waits in the queue until timeout_s and is
 #              stored timeout with squeue's reason; resumed, --resume finishes the matrix
 #   submit     dtnn run --submit runs the matrix as a batch job; the job cancelled mid-trial, --resume --submit
@@ -41,12 +42,13 @@ node="$(hostname -s)"
 q() { "$dtnn" query "$1" --db "$2" --format csv | tail -n +2; }
 
 # A dtnn that sleeps instead of training when its options contain $SLEEP_WHEN (and, with $ONCE, only the
-# first time), and that drains the node after a run when $DRAIN_AFTER is in its options.
+# first time; touching $ASLEEP as it falls asleep), and that drains the node after a run when $DRAIN_AFTER is in its options.
 cat > "$work/stand-in" <<WRAP
 #!/usr/bin/env bash
 if [ "\${1:-}" = train ]; then
   if [ -n "\${SLEEP_WHEN:-}" ] && [[ " \$* " == *" \$SLEEP_WHEN "* ]] && { [ -z "\${ONCE:-}" ] || [ ! -e "\$ONCE" ]; }; then
     [ -n "\${ONCE:-}" ] && touch "\$ONCE"
+    [ -n "\${ASLEEP:-}" ] && touch "\$ASLEEP"
     sleep 300
   fi
   '$dtnn' "\$@"; rc=\$?
@@ -106,9 +108,10 @@ $want"
     ;;
   scancel)
     matrix srun_cancel 120 "" '[axes]' 'seed = [1, 2]'
-    SLEEP_WHEN=--seed=1 "$dtnn" run "$work/srun_cancel.toml" --db "$work/c.db" --dtnn "$work/stand-in" > "$work/cancel.out" 2>&1 &
+    # Cancelled once its task runs (not merely once the job is RUNNING): slurmstepd's own line is the reason.
+    SLEEP_WHEN=--seed=1 ASLEEP="$work/asleep" "$dtnn" run "$work/srun_cancel.toml" --db "$work/c.db" --dtnn "$work/stand-in" > "$work/cancel.out" 2>&1 &
     runner=$!
-    wait_for 30 "the first trial's step running" bash -c "squeue -h -n dtnn-srun_cancel -t R -o %i | grep -q ."
+    wait_for 30 "the first trial's task running" test -e "$work/asleep"
     scancel -n dtnn-srun_cancel
     set +e
     wait "$runner"
@@ -116,8 +119,27 @@ $want"
     set -e
     [ "$rc" = 0 ] || { cat "$work/cancel.out"; fail "runner exit $rc (an interrupted trial is not a failure)"; }
     got="$(q "SELECT label, status, error FROM runs ORDER BY id" "$work/c.db")"
-    echo "$got" | head -n 1 | grep -Eq '^seed=1,interrupted,Slurm: STEP [0-9]+\.0 ON [^ ]+ CANCELLED AT ' || fail "cancelled trial: $got"
+    # slurmstepd's line, or (should srun exit before that line reaches it) scontrol's state of the job.
+    echo "$got" | head -n 1 | grep -Eq '^seed=1,interrupted,"?Slurm: (STEP [0-9]+\.0 ON [^ ]+ CANCELLED AT |JOB [0-9]+ CANCELLED \(scontrol)' ||
+      fail "cancelled trial: $got"
     echo "$got" | sed -n 2p | grep -q '^seed=2,ok,' || fail "the trial after the cancelled one: $got"
+    # Cancelled before any task started (here: while queued on a drained node), slurmstepd says nothing: the
+    # reason is scontrol's state of the job srun named.
+    matrix srun_cancel_queued 120 "" '[axes]' 'seed = [1]'
+    scontrol update nodename="$node" state=drain reason="test_slurm: cancel while queued"
+    "$dtnn" run "$work/srun_cancel_queued.toml" --db "$work/c.db" > "$work/cancel_queued.out" 2>&1 &
+    runner=$!
+    wait_for 30 "the trial queued" bash -c "squeue -h -n dtnn-srun_cancel_queued -t PD -o %i | grep -q ."
+    scancel -n dtnn-srun_cancel_queued
+    set +e
+    wait "$runner"
+    rc=$?
+    set -e
+    scontrol update nodename="$node" state=resume
+    [ "$rc" = 0 ] || { cat "$work/cancel_queued.out"; fail "runner exit $rc after a cancellation while queued"; }
+    got="$(q "SELECT status, error FROM runs WHERE id = 3" "$work/c.db")"
+    echo "$got" | grep -Eq '^interrupted,"?Slurm: JOB [0-9]+ CANCELLED \(scontrol: JobState=CANCELLED Reason=[^ ]+\)' ||
+      fail "the trial cancelled while queued: $got"
     echo "scancel: ok"
     ;;
   drain)

@@ -48,6 +48,36 @@ TEST_CASE("slurm: a job still queued, from srun's lines", "[runner]") {
   CHECK(dtnn::slurm_job_state("12; rm -rf /").empty());  // only digits reach squeue's command line
 }
 
+TEST_CASE("slurm: the job srun named, and how scontrol says it ended", "[runner]") {
+  // A step cancelled before its task had started: srun's lines only, no slurmstepd line.
+  const std::string early =
+      "# srun -n 1 ...\nsrun: launch/slurm: launch_p_step_launch: StepId=1.0 aborted before step completely launched.\n"
+      "srun: Job step aborted: Waiting up to 7 seconds for job step to finish.\nsrun: error: vm: task 0: Terminated\n"
+      "srun: launch/slurm: _step_signal: Terminating StepId=1.0\n";
+  CHECK(slurm_cancellation(early).status.empty());
+  CHECK(dtnn::slurm_job_in_log(early) == "1");
+  CHECK(dtnn::slurm_job_in_log("srun: job 2 queued and waiting for resources\nsrun: Job has been cancelled\n") == "2");
+  CHECK(dtnn::slurm_job_in_log("srun: job 3 queued and waiting for resources\nsrun: job 3 has been allocated "
+                               "resources\nsrun: error: vm: task 0: Exited with exit code 1\n") == "3");
+  CHECK(dtnn::slurm_job_in_log("srun: error: vm: task 0: Exited with exit code 1\n").empty());
+  CHECK(dtnn::slurm_job_in_log("training: StepId=9.0 in its own words\n").empty());  // not srun's line
+
+  // scontrol show job -o, as Slurm 22.05 prints it (cut).
+  const std::string cancelled = "JobId=2 JobName=t2 UserId=root(0) Priority=1 JobState=CANCELLED "
+                                "Reason=Nodes_required_for_job_are_DOWN,_DRAINED Dependency=(null) Requeue=1";
+  const dtnn::SlurmEnd c = dtnn::slurm_end_of_job_line("2", cancelled);
+  CHECK(c.status == "interrupted");
+  CHECK(c.reason == "Slurm: JOB 2 CANCELLED (scontrol: JobState=CANCELLED Reason=Nodes_required_for_job_are_DOWN,_DRAINED)");
+  CHECK(dtnn::slurm_end_of_job_line("3", "JobId=3 JobName=x JobState=TIMEOUT Reason=TimeLimit").status == "timeout");
+  CHECK(dtnn::slurm_end_of_job_line("4", "JobId=4 JobName=x JobState=PREEMPTED Reason=None").status == "interrupted");
+  CHECK(dtnn::slurm_end_of_job_line("3", "JobId=3 JobName=x JobState=FAILED Reason=NonZeroExitCode").status.empty());
+  CHECK(dtnn::slurm_end_of_job_line("3", "JobId=3 JobName=x JobState=RUNNING Reason=None").status.empty());
+  CHECK(dtnn::slurm_end_of_job_line("3", "JobId=33 JobState=CANCELLED Reason=None").status.empty());  // another job
+  CHECK(dtnn::slurm_end_of_job_line("3", "JobId=3 JobName=JobState=CANCELLED Reason=None").status.empty());
+  CHECK(dtnn::slurm_end_of_job_line("3", "slurm_load_jobs error: Invalid job id specified").status.empty());
+  CHECK(dtnn::slurm_job_end("1; rm -rf /").status.empty());  // only digits reach scontrol's command line
+}
+
 namespace {
 std::map<std::string, std::string> g_env;
 const char* lookup(const char* name) {
