@@ -13,15 +13,16 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 MODELS = ("simplecnn", "simplemlp", "resnet20_cifar10", "resnet50_imagenet", "vgg11bn_cifar10", "vgg16_cifar10",
-          "vgg3dobn")
+          "vgg3dobn", "resnet18_d2l")
 # The per-sample input shape (C, H, W) each model expects.
 MODEL_INPUT = {"simplecnn": (1, 28, 28), "simplemlp": (1, 28, 28),
                "resnet20_cifar10": (3, 32, 32), "resnet50_imagenet": (3, 224, 224),
-               "vgg11bn_cifar10": (3, 32, 32), "vgg16_cifar10": (3, 32, 32), "vgg3dobn": (3, 32, 32)}
+               "vgg11bn_cifar10": (3, 32, 32), "vgg16_cifar10": (3, 32, 32), "vgg3dobn": (3, 32, 32),
+               "resnet18_d2l": (1, 28, 28)}
 # Trainable parameters as `dtnn models` counts them (BN gamma and beta count, running statistics do not).
 EXPECTED_PARAMS = {"simplecnn": 202458, "simplemlp": 932362, "resnet20_cifar10": 272474,
                    "resnet50_imagenet": 25557032, "vgg11bn_cifar10": 9758474, "vgg16_cifar10": 15245130,
-                   "vgg3dobn": 1343146}
+                   "vgg3dobn": 1343146, "resnet18_d2l": 11175818}
 
 
 def he_uniform_(weight):
@@ -166,7 +167,46 @@ def vgg3dobn():
     return init_he(nn.Sequential(*layers))
 
 
+class D2lResidual(nn.Module):
+    """d2l's Residual: conv3x3/s (bias) - BN - ReLU - conv3x3 (bias) - BN, plus the input or, where the
+    block downsamples, a 1x1 strided conv of it (bias, no BN); then ReLU."""
+
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride=stride, padding=1)
+        self.bn1 = batchnorm(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, padding=1)
+        self.bn2 = batchnorm(cout)
+        self.conv3 = nn.Conv2d(cin, cout, 1, stride=stride) if stride != 1 else None
+
+    def forward(self, x):
+        y = self.bn2(self.conv2(F.relu(self.bn1(self.conv1(x)))))
+        return F.relu(y + (self.conv3(x) if self.conv3 is not None else x))
+
+
+def resnet18_d2l():
+    """d2l's "slightly modified ResNet-18" for Fashion-MNIST (concise multi-GPU chapter), as dtnn's
+    resnet18_d2l builds it: conv3x3 p1 64 - BN - ReLU, stages of two D2lResidual blocks (64, 128, 256, 512;
+    the first block of stages 2-4 at stride 2), GAP, FC10. Weights N(0, 0.01^2) as d2l's init_weights sets
+    them; biases zero (DJL's default; d2l's PyTorch edition keeps nn's default uniform biases)."""
+    layers = [nn.Conv2d(1, 64, 3, padding=1), batchnorm(64), nn.ReLU()]
+    cin = 64
+    for s, cout in enumerate((64, 128, 256, 512)):
+        for b in range(2):
+            layers.append(D2lResidual(cin, cout, 2 if s > 0 and b == 0 else 1))
+            cin = cout
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(512, 10)]
+    model = nn.Sequential(*layers)
+    for m in model.modules():
+        if isinstance(m, (nn.Conv2d, nn.Linear)):
+            nn.init.normal_(m.weight, std=0.01)
+            nn.init.zeros_(m.bias)
+    return model
+
+
 def build_model(name):
+    if name == "resnet18_d2l":
+        return resnet18_d2l()
     if name == "vgg3dobn":
         return vgg3dobn()
     if name == "resnet20_cifar10":

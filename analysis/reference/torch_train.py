@@ -23,6 +23,10 @@ Models (torch_models.py; built layer for layer like dtnn's builders in engine/mo
   vgg16_cifar10          PyDTNN's vgg16_cifar10 (zoo_vgg.cpp): VGG-16 stages of conv3x3 (bias) - ReLU, maxpool
                          2/2 after each, FC512 - ReLU - Drop .5 - FC512 - ReLU - Drop .5 - FC10; he_uniform
                          everywhere (15,245,130 params)
+  resnet18_d2l           d2l's ResNet-18 for Fashion-MNIST as dtnn builds it (zoo_resnet.cpp): 28x28x1, conv3x3
+                         64 (bias) - BN - ReLU, 4 stages x 2 residual blocks (64/128/256/512; conv3x3 - BN -
+                         ReLU - conv3x3 - BN, a 1x1 strided conv (bias, no BN) as the downsampling blocks'
+                         shortcut), GAP, FC10; weights N(0, 0.01^2), zero biases (11,175,818 params)
 Initialisation follows dtnn: glorot_uniform by default, he_uniform where the builder says so, zero
 biases, BN gamma 1 / beta 0 / running mean 0 / running var 1, BN momentum 0.1 (PyTorch's convention:
 1 - PyDTNN's 0.9), epsilon 1e-5.

@@ -17,7 +17,7 @@ Init parse_init(const std::string& name) {
   static const std::pair<const char*, Init> table[] = {
       {"zeros", Init::zeros}, {"ones", Init::ones}, {"glorot_uniform", Init::glorot_uniform},
       {"glorot_normal", Init::glorot_normal}, {"he_uniform", Init::he_uniform}, {"he_normal", Init::he_normal},
-      {"lecun_uniform", Init::lecun_uniform}, {"lecun_normal", Init::lecun_normal}};
+      {"lecun_uniform", Init::lecun_uniform}, {"lecun_normal", Init::lecun_normal}, {"normal_0.01", Init::normal_0_01}};
   for (const auto& [n, init] : table)
     if (name == n) return init;
   fail("unknown initializer '", name, "'");
@@ -33,6 +33,7 @@ const char* init_name(Init init) {
     case Init::he_normal: return "he_normal";
     case Init::lecun_uniform: return "lecun_uniform";
     case Init::lecun_normal: return "lecun_normal";
+    case Init::normal_0_01: return "normal_0.01";
   }
   return "?";
 }
@@ -40,6 +41,10 @@ const char* init_name(Init init) {
 void init_fill(Init init, int64_t fan_in, int64_t fan_out, Rng& rng, float* dst, int64_t n) {
   if (init == Init::zeros || init == Init::ones) {
     for (int64_t i = 0; i < n; ++i) dst[i] = init == Init::ones ? 1.0f : 0.0f;
+    return;
+  }
+  if (init == Init::normal_0_01) {
+    for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(0.01 * rng.normal());
     return;
   }
   double scale = 1.0, fan = static_cast<double>(fan_in);

@@ -64,7 +64,9 @@ struct BuildContext {
   bool gpu() const { return device == Device::gpu; }
 };
 
-enum class Init { zeros, ones, glorot_uniform, glorot_normal, he_uniform, he_normal, lecun_uniform, lecun_normal };
+// normal_0_01: N(0, 0.01^2), not truncated, whatever the fans: d2l's init_weights (PyTorch edition) and
+// NormalInitializer(0.01) (DJL edition), the initialisation of its ResNet-18 on Fashion-MNIST.
+enum class Init { zeros, ones, glorot_uniform, glorot_normal, he_uniform, he_normal, lecun_uniform, lecun_normal, normal_0_01 };
 Init parse_init(const std::string& name);  // PyDTNN initializer names; throws dtnn::Error otherwise
 const char* init_name(Init init);
 // Fills dst[0..n) with draws of the initializer for the given fans (Keras definitions; the normal

@@ -90,6 +90,7 @@ const std::vector<ModelInfo>& model_zoo() {
       {"resnet101_cifar10", "cifar10", build_resnet101_cifar10},
       {"resnet152_cifar10", "cifar10", build_resnet152_cifar10},
       {"resnet20_cifar10", "cifar10", build_resnet20_cifar10},
+      {"resnet18_d2l", "mnist", build_resnet18_d2l},  // d2l's, for Fashion-MNIST as it is (28x28x1)
       {"resnet32_cifar10", "cifar10", build_resnet32_cifar10},
       {"resnet44_cifar10", "cifar10", build_resnet44_cifar10},
       {"resnet56_cifar10", "cifar10", build_resnet56_cifar10},

@@ -106,6 +106,7 @@ void build_resnet34_cifar10(Model& m);
 void build_resnet50_cifar10(Model& m);
 void build_resnet101_cifar10(Model& m);
 void build_resnet152_cifar10(Model& m);
+void build_resnet18_d2l(Model& m);
 void build_resnet20_cifar10(Model& m);
 void build_resnet32_cifar10(Model& m);
 void build_resnet44_cifar10(Model& m);

@@ -1,6 +1,6 @@
 // ResNets: the ImageNet ResNet-18/34/50/101/152 (torchvision's), PyDTNN's CIFAR-10 ResNet-18..152
-// (kuangliu-style: ImageNet widths on a 32x32 stride-1 stem), and He et al.'s CIFAR ResNet-6n+2
-// (20, 32, 44, 56, 110, 1202).
+// (kuangliu-style: ImageNet widths on a 32x32 stride-1 stem), He et al.'s CIFAR ResNet-6n+2
+// (20, 32, 44, 56, 110, 1202), and d2l's ResNet-18 for Fashion-MNIST.
 //
 // A residual block is AdditionBlock([residual path], [shortcut]) followed by ReLU; the shortcut is the
 // identity (empty path) or a projection (1x1 conv with the block's stride + BN).
@@ -119,6 +119,38 @@ void resnet_cifar10_6n2(Model& m, int n) {
   m.add(make_fc(10), "softmax");
 }
 
+// d2l's "slightly modified ResNet-18" (Dive into Deep Learning, concise multi-GPU training; the PyTorch and
+// DJL editions agree): Fashion-MNIST as it is, 28x28x1; conv3x3/1 p1 64 (bias) - BN - ReLU, no max pooling;
+// four stages of two residual blocks, 64/128/256/512 channels, the first block of stages 2-4 at stride 2
+// with a 1x1 strided convolution (bias, no BN: d2l's Residual(use_1x1conv=True)) as its shortcut; global
+// average pooling, FC10. Every conv has a bias (d2l's nn.Conv2d default), even before BN. Weights are
+// N(0, 0.01^2) as d2l's init_weights sets them, biases zero (DJL's default; PyTorch's edition keeps its
+// default uniform biases). 11,175,818 trainable parameters: stem 768, stages 148,224 + 525,952 +
+// 2,100,480 + 8,395,264, FC 5,130 (BN gamma and beta count, running statistics do not).
+void resnet18_d2l(Model& m) {
+  const Init w = Init::normal_0_01;
+  m.add(make_input(28, 28, 1));
+  m.add(conv(64, 3, 1, 1, true, w));
+  m.add(bn(), "relu");
+  const int64_t filters[] = {64, 128, 256, 512};
+  for (int s = 0; s < 4; ++s) {
+    for (int b = 0; b < 2; ++b) {
+      const int64_t stride = (s > 0 && b == 0) ? 2 : 1;
+      Path residual = path(conv(filters[s], 3, stride, 1, true, w), bn(), relu(),
+                           conv(filters[s], 3, 1, 1, true, w), bn());
+      Path shortcut;
+      if (stride != 1) shortcut = path(conv(filters[s], 1, stride, 0, true, w));
+      std::vector<Path> paths;
+      paths.push_back(std::move(residual));
+      paths.push_back(std::move(shortcut));
+      m.add(make_addition_block(std::move(paths)), "relu");
+    }
+  }
+  m.add(global_avg_pool());
+  m.add(make_flatten());
+  m.add(make_fc(10, true, w), "softmax");
+}
+
 const int kBlocks18[4] = {2, 2, 2, 2};
 const int kBlocks34[4] = {3, 4, 6, 3};
 const int kBlocks50[4] = {3, 4, 6, 3};
@@ -142,6 +174,8 @@ void build_resnet34_cifar10(Model& m) { resnet_cifar10_wide(m, kBlocks34, false)
 void build_resnet50_cifar10(Model& m) { resnet_cifar10_wide(m, kBlocks50, true); }
 void build_resnet101_cifar10(Model& m) { resnet_cifar10_wide(m, kBlocks101, true); }
 void build_resnet152_cifar10(Model& m) { resnet_cifar10_wide(m, kBlocks152, true); }
+
+void build_resnet18_d2l(Model& m) { resnet18_d2l(m); }
 
 void build_resnet20_cifar10(Model& m) { resnet_cifar10_6n2(m, 3); }
 void build_resnet32_cifar10(Model& m) { resnet_cifar10_6n2(m, 5); }

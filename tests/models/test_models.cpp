@@ -15,6 +15,8 @@
 //     PyTorch build in analysis/reference/torch_models.py also prints (option A, without the projection
 //     convs and BNs, would be 269,722).
 //   - vgg16_cifar10: 15,245,130 (PyDTNN's README); vgg11bn_cifar10: 9,758,474 (torch_models.py's build).
+//   - resnet18_d2l: 11,175,818, summed by hand layer by layer (zoo_resnet.cpp) and printed by the PyTorch
+//     build of d2l's network in torch_models.py.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -103,6 +105,7 @@ const std::map<std::string, int64_t>& canonical_counts() {
       {"resnet101_imagenet", 44549160},
       {"resnet152_imagenet", 60192808},
       {"resnet20_cifar10", 272474},
+      {"resnet18_d2l", 11175818},
       {"resnet32_cifar10", resnet_6n2_params(5)},
       {"resnet44_cifar10", resnet_6n2_params(7)},
       {"resnet56_cifar10", resnet_6n2_params(9)},
