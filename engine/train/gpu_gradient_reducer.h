@@ -66,6 +66,9 @@ class GpuGradientReducer final : public BackwardHook {
   // Sums what is still unsummed and queues the optimizer's step on `params` (device memory).
   void finish(Optimizer& optimizer, float* params);
   void reset_times();
+  // The sums of the steps read so far: a step's events are read when the step after the next begins, so
+  // these lag the host by up to two steps (--rank_batch_shares=auto averages over several).
+  const RankTimes& times() const { return times_; }
   // GPU timelines: spans for the reduction (blocking) or the wait for the buckets, and the update (null: none).
   void set_gpu_trace(GpuTrace* trace) { trace_ = trace; }
   // Reads every step's events still unread (waits for the device), then the figures over every rank

@@ -17,6 +17,7 @@
 #include "core/strings.h"
 #include "data/dataset.h"
 #include "models/model.h"
+#include "train/batch_shares.h"
 #include "train/losses.h"
 
 namespace dtnn {
@@ -49,6 +50,16 @@ std::string check_trace_steps(const std::string& v) {
 
 std::string check_straggler(const std::string& v) {
   parse_straggler(v);
+  return v;
+}
+
+std::string check_slow_rank(const std::string& v) {
+  parse_slow_rank(v);
+  return v;
+}
+
+std::string check_batch_shares(const std::string& v) {
+  parse_batch_shares(v);
   return v;
 }
 
@@ -337,6 +348,15 @@ std::vector<OptionSpec> make_table() {
       text("straggler_ms", DTNN_FIELD(straggler_ms), M,
            "R:MS: rank R sleeps MS milliseconds before every training step (a deliberate straggler); empty: none",
            check_straggler),
+      text("straggler_factor", DTNN_FIELD(straggler_factor), M,
+           "R:F: rank R's steps take F times their compute: after each step it sleeps F-1 times that step's busy "
+           "time (a device F times slower, whose delay grows with its share of the batch); empty: none",
+           check_slow_rank),
+      text("rank_batch_shares", DTNN_FIELD(rank_batch_shares), M,
+           "--parallel=data: each rank's share of the global batch: empty: even; W0,W1,...: one weight per rank "
+           "(3,1: rank 0 takes 3/4); auto: measured from each rank's busy time per sample over the first steps, "
+           "then fixed. The update is the whole global batch's (gradients are scaled by 1/global batch)",
+           check_batch_shares),
       boolean("tracing", DTNN_FIELD(tracing), P,
               "Per-rank event timelines of training (needs --tracer_output; CPU models)"),
       path("tracer_output", DTNN_FIELD(tracer_output), P,

@@ -139,6 +139,7 @@ void validate_averaging(const TrainOptions& o) {
   const char* conflict = o.sync_batchnorm            ? "--sync_batchnorm (BatchNormalization communicating every step)"
                          : o.non_blocking_mpi         ? "--non_blocking_mpi (it overlaps per-step gradient sums)"
                          : o.global_batch_size > 0    ? "--global_batch_size (every worker trains on --batch_size)"
+                         : !o.rank_batch_shares.empty() ? "--rank_batch_shares (every worker trains on --batch_size)"
                          : !o.checkpoint_file.empty() ? "--checkpoint_file (the ranks' weights differ between averages)"
                          : !o.resume_from.empty()     ? "--resume_from"
                                                       : nullptr;

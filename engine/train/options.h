@@ -124,6 +124,11 @@ struct TrainOptions {
   bool dynamic_blocks = false;  // 0: the largest worker's samples / batch_size (or --steps_per_epoch)
   // "R:MS": rank R sleeps MS milliseconds before every training step (straggler experiments); "": none.
   std::string straggler_ms;
+  // "R:F": rank R's steps take F times their compute (it sleeps F - 1 times its last step's busy time): a
+  // device F times slower, whose delay grows with its share of the batch (train/batch_shares.h).
+  std::string straggler_factor;
+  // Each rank's share of the global batch (train/batch_shares.h): "" even, "3,1" weights, "auto" measured.
+  std::string rank_batch_shares;
   // Tracing (trace/tracer.h, trace/trace_output.h): PyDTNN's --tracing and --tracer_output.
   bool tracing = false;
   std::string tracer_output;

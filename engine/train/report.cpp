@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/file_io.h"
+#include "train/batch_shares.h"
 #include "train/output.h"
 
 namespace dtnn {
@@ -150,6 +151,11 @@ void write_report(const std::string& path, const TrainOptions& options, const En
                 {"layers", layers}, {"conv_layers", convs}};
   j["parallel"] = {{"ranks", run.ranks}, {"threads", run.threads}, {"mode", options.parallel},
                    {"model_averaging", options.model_averaging}};
+  // --rank_batch_shares: how a full global batch was split (auto: as measured after the first steps).
+  const RankShares& shares = trainer.shares();
+  j["parallel"]["rank_batch_shares"] = {
+      {"option", options.rank_batch_shares}, {"mode", shares.mode()},
+      {"split", format_split(global_batch(options, run.ranks), shares.weights(), run.ranks)}};
   const Placement& pl = run.placement;
   j["placement"] = {{"scheduler", pl.scheduler},       {"cluster", pl.cluster},
                     {"job_id", pl.job_id},             {"step_id", pl.step_id},

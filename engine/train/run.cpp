@@ -21,6 +21,7 @@
 #include "core/host.h"
 #include "optim/lr_scheduler.h"
 #include "parallel/placement.h"
+#include "train/batch_shares.h"
 #include "train/checkpoint.h"
 #include "train/option_table.h"
 #include "train/output.h"
@@ -81,6 +82,17 @@ void validate(const TrainOptions& o, const Communicator& comm) {
         const std::string why = output_path_problem(path);
         DTNN_CHECK(why.empty(), "--tracer_output=", output, ": ", path == output ? "" : path + " ", why);
       }
+  const SlowRank slow = parse_slow_rank(o.straggler_factor);
+  DTNN_CHECK(slow.rank < comm.size(), "--straggler_factor=", o.straggler_factor, ": rank ", slow.rank,
+             " does not exist (", comm.size(), " rank", comm.size() == 1 ? "" : "s", ")");
+  if (!o.rank_batch_shares.empty()) {
+    const BatchShares shares = parse_batch_shares(o.rank_batch_shares);
+    DTNN_CHECK(shares.automatic || static_cast<int>(shares.weights.size()) == comm.size(), "--rank_batch_shares=",
+               o.rank_batch_shares, ": ", shares.weights.size(), " weight", shares.weights.size() == 1 ? "" : "s",
+               " for ", comm.size(), " rank", comm.size() == 1 ? "" : "s", " (one per rank)");
+    DTNN_CHECK(global_batch(o, comm.size()) >= comm.size(), "--rank_batch_shares: a global batch of ",
+               global_batch(o, comm.size()), " cannot give each of ", comm.size(), " ranks a sample");
+  }
   const Straggler straggler = parse_straggler(o.straggler_ms);
   DTNN_CHECK(straggler.rank < comm.size(), "--straggler_ms=", o.straggler_ms, ": rank ", straggler.rank,
              " does not exist (", comm.size(), " rank", comm.size() == 1 ? "" : "s", ")");
@@ -100,7 +112,12 @@ std::unique_ptr<Model> build_training_model(const TrainOptions& o, Communicator&
   model->fuse(fusion);
   BuildContext ctx;
   ctx.layout = parse_layout(resolved_tensor_format(o));
-  ctx.max_batch = o.batch_size;
+  // Uneven shares (--rank_batch_shares): buffers for the most this rank takes (auto: the whole global batch).
+  ctx.max_batch = o.rank_batch_shares.empty() || o.model_averaging != "none"
+                      ? o.batch_size
+                      : std::max(o.batch_size, largest_rank_batch(global_batch(o, comm.size()),
+                                                                  parse_batch_shares(o.rank_batch_shares),
+                                                                  comm.size(), comm.rank()));
   ctx.conv_algo = o.conv_algo;
   if (o.enable_gpu && o.conv_algo == "auto" && !o.enable_cudnn_auto_conv_alg) ctx.conv_algo = "gpu.cudnn.pydtnn_fixed";
   ctx.comm = &comm;
@@ -393,6 +410,10 @@ int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
   run.wall_time_s = now_s() - t0;
   if (root && run.averaging) print_averaging(out, "**** Model averaging", *run.averaging);
   if (root) print_done(out, run, epochs_run);
+  if (root && trainer.shares().uneven())
+    out << "Rank batch shares (" << trainer.shares().mode() << "): "
+        << format_split(dtnn::global_batch(o, comm.size()), trainer.shares().weights(), comm.size())
+        << " samples of each global batch of " << dtnn::global_batch(o, comm.size()) << "\n";
   if (root && epochs_run > 0 && (!o.enable_gpu || o.gpu_layer_times)) print_layer_times(out, *model);
   if (root) print_communication(out, run.epochs);
   trainer.flush_trace();  // GPU: the device events still pending

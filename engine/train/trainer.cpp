@@ -60,6 +60,7 @@ Trainer::Trainer(Model& model, const Dataset& data, Communicator& comm, Optimize
       local_comm_(options.model_averaging != "none" ? make_local_communicator() : nullptr),
       reducer_(local_comm_ ? *local_comm_ : comm, model, reduce_tail_floats(options), options.non_blocking_mpi,
                options.gradient_bucket_mb),
+      shares_(options.model_averaging != "none" ? "" : options.rank_batch_shares, comm.size(), comm.rank()),
       loader_(data, model.layout(), model.max_batch(), augmentation_of(options), options.prefetch) {
   const Shape out = model.output_shape();
   DTNN_CHECK(out.rank() == 1, "model ", model.name(), " must end in a flat output, not ", out.str());
@@ -72,9 +73,12 @@ Trainer::Trainer(Model& model, const Dataset& data, Communicator& comm, Optimize
              data.shape().w, "x", data.shape().c);
   fused_softmax_ = loss_[0] == LossKind::categorical_cross_entropy &&
                    model.layer(model.num_layers() - 1).type() == "Softmax" && model.num_layers() >= 3;
-  DTNN_CHECK((global_batch_ + comm.size() - 1) / comm.size() <= model.max_batch(), "a global batch of ", global_batch_,
-             " over ", comm.size(), " ranks needs per-rank buffers of ", (global_batch_ + comm.size() - 1) / comm.size(),
-             " samples; the model was built for ", model.max_batch());
+  const int64_t rank_batch = options.model_averaging != "none"
+                                 ? global_batch_
+                                 : largest_rank_batch(global_batch_, parse_batch_shares(options.rank_batch_shares),
+                                                      comm.size(), comm.rank());
+  DTNN_CHECK(rank_batch <= model.max_batch(), "a global batch of ", global_batch_, " over ", comm.size(),
+             " ranks needs per-rank buffers of ", rank_batch, " samples here; the model was built for ", model.max_batch());
   batch_indices_.resize(model.max_batch());
   eval_sums_.resize(2 + metrics_.size());
   for (size_t i = 0; i < model.num_layers(); ++i) every_rank_steps_ |= communicates_in_step(model.layer(i));
@@ -83,6 +87,7 @@ Trainer::Trainer(Model& model, const Dataset& data, Communicator& comm, Optimize
   merger_ = make_weight_merger(options, comm, model, optimizer);
   epoch_sums_.resize(2 + metrics_.size());
   if (const Straggler s = parse_straggler(options.straggler_ms); s.rank == comm.rank()) straggler_ms_ = s.ms;
+  if (const SlowRank s = parse_slow_rank(options.straggler_factor); s.rank == comm.rank()) slow_factor_ = s.factor;
   gpu_ = model.device() == Device::gpu;
   if (gpu_) {
     static_assert(static_cast<int>(MetricKind::categorical_accuracy) == 0 &&
@@ -135,12 +140,12 @@ std::vector<std::string> Trainer::value_names() const {
   return names;
 }
 
-void Trainer::local_share(const Communicator& comm, int64_t global, int64_t* offset, int64_t* count) {
-  const int64_t p = comm.size(), r = comm.rank();
-  const int64_t base = global / p, extra = global % p;
-  *count = base + (r < extra ? 1 : 0);
-  *offset = r * base + std::min(r, extra);
+void Trainer::local_share(const Communicator& comm, int64_t global, int64_t* offset, int64_t* count) const {
+  if (&comm == &comm_) shares_.split(global, offset, count);
+  else split_batch(global, {}, comm.size(), comm.rank(), offset, count);
 }
+
+double Trainer::compute_so_far() const { return gpu_ ? gpu_reducer_->times().compute_s : reducer_.times().compute_s; }
 
 void Trainer::gpu_upload(const Batch& batch) {
   const int64_t n = batch.count;
@@ -315,8 +320,17 @@ EpochRecord Trainer::run_epoch(int epoch, int num_epochs, const Splits& splits) 
       if (batch_begin_) batch_begin_();
       const bool profiled = gpu_ && steps_run_ == profile_step_;
       if (profiled) gpu::profiler_start();
+      // Deliberate slowness: a fixed sleep (--straggler_ms), or F - 1 times the last step's compute
+      // (--straggler_factor: a slower device, whose delay follows its share of the batch).
+      const double sleep_t0 = shares_.measuring() ? now_s() : 0.0;
       if (straggler_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(straggler_ms_));
+      if (slow_factor_ > 1.0 && last_compute_s_ > 0.0)
+        std::this_thread::sleep_for(std::chrono::duration<double>((slow_factor_ - 1.0) * last_compute_s_));
+      const double slept = shares_.measuring() ? now_s() - sleep_t0 : 0.0;
+      const double compute_t0 = compute_so_far();
       train_step(batch, global_n);
+      last_compute_s_ = compute_so_far() - compute_t0;
+      shares_.after_step(comm_, last_compute_s_ + slept, batch.count);
       if (merger_) merger_->after_step();
       if (profiled) gpu::profiler_stop();
       ++steps_run_;

@@ -75,6 +75,7 @@
 #include "optim/optimizer.h"
 #include "parallel/communicator.h"
 #include "train/gpu_gradient_reducer.h"
+#include "train/batch_shares.h"
 #include "train/gradient_reducer.h"
 #include "train/losses.h"
 #include "train/model_averager.h"
@@ -140,6 +141,8 @@ class Trainer {
   std::vector<std::string> value_names() const;
   static int64_t reduce_tail_floats(const TrainOptions& options);
   const GradientReducer& reducer() const { return reducer_; }
+  // --rank_batch_shares: the split in use (auto: measured after the first steps).
+  const RankShares& shares() const { return shares_; }
   // Records steps, data waits, losses, evaluation passes, and (through the model and the reducer) layers
   // and communication into `tracer` (trace/tracer.h; null: none). GPU models: layers, the loss, the gradient
   // sum and the update timed by CUDA events on the stream (trace/gpu_trace.h), the data wait on lane 1.
@@ -148,8 +151,11 @@ class Trainer {
   void flush_trace();
 
  private:
-  // This rank's share [offset, offset + count) of a global batch of `global` samples over `comm`'s ranks.
-  static void local_share(const Communicator& comm, int64_t global, int64_t* offset, int64_t* count);
+  // This rank's share [offset, offset + count) of a global batch of `global` samples over `comm`'s ranks:
+  // comm_'s by --rank_batch_shares, another communicator's evenly.
+  void local_share(const Communicator& comm, int64_t global, int64_t* offset, int64_t* count) const;
+  // The seconds this rank's reducer has counted as compute so far (GPU: the device timeline, a step late).
+  double compute_so_far() const;
   // evaluate() over `comm`: comm_, or (asynchronous model averaging, between epochs) the one-process
   // communicator, each rank then evaluating all the samples on its own model without meeting the others.
   PassResult evaluate_on(Communicator& comm, Pool pool, const std::vector<int64_t>& indices, const std::string& label);
@@ -191,6 +197,9 @@ class Trainer {
   std::vector<std::pair<int, int64_t>> claimed_;
   std::vector<float> epoch_sums_;
   int64_t straggler_ms_ = 0;  // this rank's sleep before every step
+  double slow_factor_ = 1.0;  // --straggler_factor: this rank's steps take this many times their compute
+  double last_compute_s_ = 0.0;
+  RankShares shares_;  // --rank_batch_shares
   Tracer* tracer_ = nullptr;
   std::unique_ptr<GpuTrace> gpu_trace_;  // GPU models with a tracer
   std::unique_ptr<GpuGradientReducer> gpu_reducer_;  // GPU models: the gradient sum and update

@@ -8,17 +8,22 @@
 // global batch (1 sample) is smaller than the rank count: it must finish (rank 1 runs the step too, on a
 // wrapped-around sample). In every case the ranks must end with the same weights and statistics. First
 // of all, both ranks must see themselves as one node of 2 (Communicator::node_rank/node_size).
+// Uneven shares (--rank_batch_shares, train/batch_shares.h): 3:1 (48 + 16 of every 64, the epoch of 165 as
+// 124 + 41) must give the same weights as 1 x 64 within 1e-5 too, for both models; and "auto" with rank 1
+// made 4 times slower (--straggler_factor=1:4) must give rank 1 the smaller share and still the same weights.
 // Prints "N passed, M failed" and exits 0/1.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #include "core/error.h"
 #include "helpers.h"
 #include "layers/layers.h"
 #include "models/model.h"
 #include "parallel/communicator.h"
+#include "train/batch_shares.h"
 #include "train/trainer.h"
 
 using namespace dtnn;
@@ -29,7 +34,12 @@ namespace {
 // and pooling (tanh, average): with ReLU/max-pool a pre-activation within rounding distance of a kink
 // flips between the two summation orders now and then (seen here after ~13 steps on noise data), and
 // that discrete jump, not the data-parallel machinery, would dominate the difference.
-std::unique_ptr<Model> small_cnn(const TrainOptions& o) {
+int64_t buffers(const TrainOptions& o, int ranks, int rank) {
+  return std::max(o.batch_size, largest_rank_batch(o.batch_size * ranks, parse_batch_shares(o.rank_batch_shares),
+                                                   ranks, rank));
+}
+
+std::unique_ptr<Model> small_cnn(const TrainOptions& o, Communicator& comm) {
   auto m = std::make_unique<Model>("mpi_cnn");
   m->add(make_input(28, 28, 1));
   Conv2DSpec conv;
@@ -43,7 +53,7 @@ std::unique_ptr<Model> small_cnn(const TrainOptions& o) {
   m->add(make_fc(32), "tanh");
   m->add(make_fc(10), "softmax");
   BuildContext ctx;
-  ctx.max_batch = o.batch_size;
+  ctx.max_batch = buffers(o, comm.size(), comm.rank());
   m->build(ctx, o.seed, Trainer::reduce_tail_floats(o));
   m->seed_layers(o.seed, 0);
   return m;
@@ -69,7 +79,7 @@ std::unique_ptr<Model> small_resnet(const TrainOptions& o, Communicator& comm) {
   m->add(make_flatten());
   m->add(make_fc(10), "softmax");
   BuildContext ctx;
-  ctx.max_batch = o.batch_size;
+  ctx.max_batch = buffers(o, comm.size(), comm.rank());
   ctx.comm = &comm;
   ctx.sync_batchnorm = true;
   m->build(ctx, o.seed, Trainer::reduce_tail_floats(o));
@@ -82,6 +92,7 @@ struct Result {
   double loss = 0.0;
   int64_t samples = 0;
   double rank_spread = 0.0;  // how far any rank's weights or statistics are from rank 0's (relative)
+  std::string split;         // how the trainer split a batch of 64 in the end ("48,16")
 };
 
 double spread_from_root(Communicator& comm, const std::vector<float>& mine) {
@@ -91,14 +102,17 @@ double spread_from_root(Communicator& comm, const std::vector<float>& mine) {
 }
 
 // One epoch: 20 steps of the synthetic MNIST pool (train_count 0), or all of a pool of train_count samples.
-Result train(Communicator& comm, int64_t batch, bool resnet, int64_t train_count = 0) {
+Result train(Communicator& comm, int64_t batch, bool resnet, int64_t train_count = 0, const std::string& shares = "",
+             const std::string& slow = "") {
   TrainOptions o;
+  o.rank_batch_shares = shares;
+  o.straggler_factor = slow;
   o.batch_size = batch;
   o.steps_per_epoch = train_count > 0 ? 0 : 20;
   o.optimizer.name = "sgd";
   o.optimizer.learning_rate = 0.05;
   o.seed = 3;
-  auto model = resnet ? small_resnet(o, comm) : small_cnn(o);
+  auto model = resnet ? small_resnet(o, comm) : small_cnn(o, comm);
   if (comm.rank() != 0) {  // different local weights and statistics: share_root_weights must replace them
     std::fill(model->param_slab(), model->param_slab() + model->slab_size(), 0.5f);
     std::fill(model->state_slab(), model->state_slab() + model->state_size(), 0.5f);
@@ -116,6 +130,7 @@ Result train(Communicator& comm, int64_t batch, bool resnet, int64_t train_count
   r.samples = rec.train.samples;
   r.params.assign(model->param_slab(), model->param_slab() + model->slab_size());
   r.state.assign(model->state_slab(), model->state_slab() + model->state_size());
+  r.split = format_split(64, trainer.shares().weights(), comm.size());
   r.rank_spread = std::max(spread_from_root(comm, r.params), r.state.empty() ? 0.0 : spread_from_root(comm, r.state));
   return r;
 }
@@ -140,25 +155,39 @@ int main() {
         (world->node_rank() == 0 && world->node_size() == 2 && sum[0] == 1.0f && sum[1] == 4.0f ? passed : failed) += 1;
       }
     }
+    struct Case {
+      const char* shares;
+      const char* slow;
+    };
+    for (const Case c : {Case{"", ""}, Case{"3,1", ""}, Case{"auto", "1:4"}})
     for (bool resnet : {false, true}) {
       for (int64_t train_count : {0, 165}) {
-        const Result parallel = train(*world, 32, resnet, train_count);
+        if (*c.slow && (resnet || train_count)) continue;  // auto: the plain CNN's 20 steps are enough
+        const Result parallel = train(*world, 32, resnet, train_count, c.shares, c.slow);
         if (world->rank() != 0) continue;
         auto local = make_local_communicator();
         const Result sequential = train(*local, 64, resnet, train_count);
         const double dw = test::max_rel_error(parallel.params, sequential.params);
         const double ds = test::max_rel_error(parallel.state, sequential.state);
         const bool same_loss = std::fabs(parallel.loss - sequential.loss) <= 1e-5 * std::fabs(sequential.loss);
-        std::printf("%s, %s: 2 ranks x 32 vs 1 x 64: weights differ by %.3g relative, running statistics by "
+        std::printf("%s, %s, shares '%s'%s%s (64 split %s): 2 ranks vs 1 x 64: weights differ by %.3g relative, running statistics by "
                     "%.3g (%zu values), epoch loss %.7f vs %.7f, samples %lld vs %lld; ranks' weights and "
                     "statistics differ by %.3g\n",
                     resnet ? "residual CNN with synchronised BN" : "plain CNN",
-                    train_count ? "an epoch of 165 samples" : "20 steps", dw, ds, sequential.state.size(),
+                    train_count ? "an epoch of 165 samples" : "20 steps", c.shares, *c.slow ? ", slowdown " : "",
+                    c.slow, parallel.split.c_str(), dw, ds, sequential.state.size(),
                     parallel.loss, sequential.loss, static_cast<long long>(parallel.samples),
                     static_cast<long long>(sequential.samples), parallel.rank_spread);
-        const bool ok = dw <= 1e-5 && ds <= 1e-5 && same_loss && parallel.samples == sequential.samples &&
+        bool ok = dw <= 1e-5 && ds <= 1e-5 && same_loss && parallel.samples == sequential.samples &&
                         parallel.rank_spread <= 1e-6 &&
                         sequential.samples == (train_count ? train_count : 20 * 64);
+        int64_t mine = 0, theirs = 0;
+        if (std::string(c.shares) == "3,1") ok = ok && parallel.split == "48,16";
+        if (std::string(c.shares) == "auto") {  // rank 1, 4x slower, must take less than rank 0
+          mine = std::stoll(parallel.split.substr(0, parallel.split.find(',')));
+          theirs = std::stoll(parallel.split.substr(parallel.split.find(',') + 1));
+          ok = ok && mine > theirs && mine + theirs == 64;
+        }
         (ok ? passed : failed) += 1;
       }
     }

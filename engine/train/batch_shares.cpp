@@ -1,0 +1,164 @@
+// Per-rank shares of the global batch. See batch_shares.h.
+#include "train/batch_shares.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <numeric>
+
+#include "core/error.h"
+#include "parallel/communicator.h"
+
+namespace dtnn {
+
+namespace {
+
+// Every rank's count of n samples: floor of the proportional share, the remainder to the largest fractional
+// parts (ties to the lower rank); then, when n >= ranks, a rank left with none takes one from the largest.
+std::vector<int64_t> counts_of(int64_t n, const std::vector<double>& weights) {
+  const size_t p = weights.size();
+  const double total = std::accumulate(weights.begin(), weights.end(), 0.0);
+  std::vector<int64_t> counts(p);
+  std::vector<std::pair<double, size_t>> remainders(p);
+  int64_t given = 0;
+  for (size_t r = 0; r < p; ++r) {
+    const double exact = static_cast<double>(n) * weights[r] / total;
+    counts[r] = std::min<int64_t>(n, static_cast<int64_t>(std::floor(exact)));
+    remainders[r] = {exact - static_cast<double>(counts[r]), r};
+    given += counts[r];
+  }
+  std::stable_sort(remainders.begin(), remainders.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (size_t i = 0; given < n; i = (i + 1) % p, ++given) ++counts[remainders[i].second];
+  while (given > n) {  // rounding never overshoots, but be safe: take from the largest
+    auto it = std::max_element(counts.begin(), counts.end());
+    --*it;
+    --given;
+  }
+  if (n >= static_cast<int64_t>(p))
+    for (size_t r = 0; r < p; ++r)
+      if (counts[r] == 0) {
+        --*std::max_element(counts.begin(), counts.end());
+        counts[r] = 1;
+      }
+  return counts;
+}
+
+}  // namespace
+
+BatchShares parse_batch_shares(const std::string& text) {
+  BatchShares s;
+  if (text.empty()) return s;
+  if (text == "auto") {
+    s.automatic = true;
+    return s;
+  }
+  size_t begin = 0;
+  while (begin <= text.size()) {
+    const size_t comma = std::min(text.find(',', begin), text.size());
+    const std::string item = text.substr(begin, comma - begin);
+    char* end = nullptr;
+    const bool numeral = !item.empty() && (std::isdigit(static_cast<unsigned char>(item[0])) || item[0] == '.');
+    const double w = numeral ? std::strtod(item.c_str(), &end) : 0.0;
+    DTNN_CHECK(numeral && end == item.c_str() + item.size() && std::isfinite(w) && w > 0 && w <= 1e6,
+               "expected 'auto' or one positive weight per rank separated by commas (e.g. 3,1), got '", text, "'");
+    s.weights.push_back(w);
+    begin = comma + 1;
+  }
+  DTNN_CHECK(s.weights.size() <= (size_t{1} << 20), "more than 2^20 weights in '", text.substr(0, 40), "...'");
+  return s;
+}
+
+void split_batch(int64_t n, const std::vector<double>& weights, int ranks, int rank, int64_t* offset,
+                 int64_t* count) {
+  if (weights.empty()) {
+    const int64_t base = n / ranks, extra = n % ranks;
+    *count = base + (rank < extra ? 1 : 0);
+    *offset = rank * base + std::min<int64_t>(rank, extra);
+    return;
+  }
+  DTNN_ASSERT(static_cast<int>(weights.size()) == ranks);
+  const std::vector<int64_t> counts = counts_of(n, weights);
+  *offset = std::accumulate(counts.begin(), counts.begin() + rank, int64_t{0});
+  *count = counts[rank];
+}
+
+int64_t largest_rank_batch(int64_t global, const BatchShares& shares, int ranks, int rank) {
+  if (shares.automatic) return global;
+  if (shares.weights.empty()) return (global + ranks - 1) / ranks;  // even: ceil, at the full batch
+  int64_t largest = 0, offset = 0, count = 0;
+  // Batches shorter than the global one (an epoch's last) are split by the same weights: their counts
+  // are within one of the proportional share, which is largest at the full batch.
+  split_batch(global, shares.weights, ranks, rank, &offset, &count);
+  largest = std::min<int64_t>(global, count + 1);
+  return std::max<int64_t>(largest, 1);
+}
+
+std::vector<double> weights_from_rates(const std::vector<double>& seconds_per_sample) {
+  std::vector<double> w(seconds_per_sample.size());
+  double total = 0;
+  for (size_t r = 0; r < w.size(); ++r) {
+    w[r] = 1.0 / std::max(seconds_per_sample[r], 1e-12);
+    total += w[r];
+  }
+  for (double& x : w) x /= total;
+  return w;
+}
+
+std::string format_split(int64_t n, const std::vector<double>& weights, int ranks) {
+  std::string out;
+  for (int r = 0; r < ranks; ++r) {
+    int64_t offset = 0, count = 0;
+    split_batch(n, weights, ranks, r, &offset, &count);
+    out += (r ? "," : "") + std::to_string(count);
+  }
+  return out;
+}
+
+SlowRank parse_slow_rank(const std::string& text) {
+  SlowRank s;
+  if (text.empty()) return s;
+  const size_t colon = text.find(':');
+  char* end = nullptr;
+  const long rank = colon == std::string::npos || colon == 0 ? -1 : std::strtol(text.c_str(), &end, 10);
+  const bool rank_ok = rank >= 0 && rank < (1L << 24) && end == text.c_str() + colon;
+  const double factor = rank_ok ? std::strtod(text.c_str() + colon + 1, &end) : 0.0;
+  DTNN_CHECK(rank_ok && colon + 1 < text.size() && end == text.c_str() + text.size() && std::isfinite(factor) &&
+                 factor >= 1.0 && factor <= 1000.0,
+             "expected RANK:FACTOR (e.g. 1:3; rank >= 0, factor from 1 to 1000), got '", text, "'");
+  s.rank = static_cast<int>(rank);
+  s.factor = factor;
+  return s;
+}
+
+RankShares::RankShares(const std::string& option, int ranks, int rank) : ranks_(ranks), rank_(rank) {
+  const BatchShares s = parse_batch_shares(option);
+  automatic_ = s.automatic && ranks > 1;
+  DTNN_CHECK(s.weights.empty() || static_cast<int>(s.weights.size()) == ranks, "--rank_batch_shares=", option,
+             ": ", s.weights.size(), " weight", s.weights.size() == 1 ? "" : "s", " for ", ranks, " rank",
+             ranks == 1 ? "" : "s", " (one per rank)");
+  if (ranks > 1) weights_ = s.weights;
+  rates_.assign(static_cast<size_t>(ranks), 0.0f);
+}
+
+void RankShares::split(int64_t n, int64_t* offset, int64_t* count) const {
+  split_batch(n, weights_, ranks_, rank_, offset, count);
+}
+
+bool RankShares::after_step(Communicator& comm, double busy_s, int64_t samples) {
+  if (!measuring()) return false;
+  if (++steps_seen_ == 1) return false;  // the warm-up step: first-touch pages, cold caches, cuDNN's search
+  busy_s_ += busy_s;
+  samples_ += samples;
+  if (steps_seen_ < 1 + kAutoSteps) return false;
+  rates_.assign(rates_.size(), 0.0f);
+  rates_[static_cast<size_t>(rank_)] = static_cast<float>(busy_s_ / static_cast<double>(std::max<int64_t>(samples_, 1)));
+  comm.allreduce_sum(rates_.data(), static_cast<int64_t>(rates_.size()));
+  std::vector<double> per_sample(rates_.begin(), rates_.end());
+  weights_ = weights_from_rates(per_sample);
+  decided_ = true;
+  return true;
+}
+
+}  // namespace dtnn
