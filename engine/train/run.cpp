@@ -25,6 +25,7 @@
 #include "train/checkpoint.h"
 #include "train/option_table.h"
 #include "train/output.h"
+#include "train/rank_agreement.h"
 #include "trace/profile.h"
 #include "trace/trace_output.h"
 #include "train/trainer.h"
@@ -350,6 +351,7 @@ int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
   if (!o.weights_and_bias_filename.empty() && !load && root)
     out << "**** Weights file " << o.weights_and_bias_filename
         << " does not exist yet: starting from the initial weights; it will be written after training\n";
+  check_ranks_agree(comm, *model, o);
   share_root_weights(*model, comm);
 
   TrainerSetup setup = build_trainer(o, *model, *data, comm);

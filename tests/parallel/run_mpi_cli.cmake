@@ -41,3 +41,18 @@ if(NOT n EQUAL 1)
   message(FATAL_ERROR "expected one communication summary (rank 0), got ${n}:\n${out}")
 endif()
 message(STATUS "mpi cli: communication ok (${mode}, exposed ${exposed} s)")
+# A job of several commands (mpirun's MPMD form, as a GPU rank beside CPU ranks is started) whose ranks
+# build the model in different layouts: refused before training, with the difference named, not trained on
+# garbled gradient sums.
+set(args train --parallel=data --model=simplecnn --use_synthetic_data=True --steps_per_epoch=2 --num_epochs=1
+    --threads=1 --optimizer=sgd --evaluate_on_test=False)
+execute_process(
+  COMMAND ${MPIEXEC} ${FLAGS} -np 1 ${DTNN} ${args} --tensor_format=NHWC : -np 1 ${DTNN} ${args} --tensor_format=NCHW
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(rc EQUAL 0 OR NOT err MATCHES "rank 1 built another model than rank 0: tensor format NCHW where rank 0 has NHWC")
+  message(FATAL_ERROR "ranks in two layouts: exit ${rc}, expected a refusal naming the layouts:\n${out}\n${err}")
+endif()
+if(out MATCHES "Epoch 1/1")
+  message(FATAL_ERROR "ranks in two layouts trained:\n${out}")
+endif()
+message(STATUS "mpi cli: ranks in two layouts refused")

@@ -1,0 +1,20 @@
+// Every rank of a data-parallel job must build the same model in the same layout: its gradient slab is
+// summed element by element, and a conv weight or an FC row means something else in NHWC than in NCHW
+// (flattening orders the features differently). One launcher starts the same command on every rank, but a
+// job of unequal devices (mpirun's MPMD form: a GPU rank `: -np N` CPU ranks) is several commands, and a
+// rank left at its device's default layout would train on silently garbled sums. Checked once, after the
+// model is built and before the weights are shared.
+#pragma once
+
+#include "models/model.h"
+#include "parallel/communicator.h"
+#include "train/options.h"
+
+namespace dtnn {
+
+// Collective. Compares this rank's parameter and state slab sizes, layout, layer count and global batch
+// with rank 0's; on any difference every rank throws dtnn::Error (the differing ranks say what differs:
+// "rank 1 built another model than rank 0: tensor format NCHW where rank 0 has NHWC; ...").
+void check_ranks_agree(Communicator& comm, const Model& model, const TrainOptions& o);
+
+}  // namespace dtnn
