@@ -14,35 +14,33 @@ namespace dtnn {
 
 namespace {
 
-// Every rank's count of n samples: floor of the proportional share, the remainder to the largest fractional
-// parts (ties to the lower rank); then, when n >= ranks, a rank left with none takes one from the largest.
-std::vector<int64_t> counts_of(int64_t n, const std::vector<double>& weights) {
-  const size_t p = weights.size();
-  const double total = std::accumulate(weights.begin(), weights.end(), 0.0);
-  std::vector<int64_t> counts(p);
-  std::vector<std::pair<double, size_t>> remainders(p);
+// Every rank's count of n samples into counts[0, p): floor of the proportional share, the remainder to the
+// largest fractional parts (ties to the lower rank); then, when n >= ranks, a rank left with none takes one
+// from the largest. frac and order are scratch of p entries: nothing allocates (std::sort sorts in place).
+void counts_into(int64_t n, const double* weights, size_t p, int64_t* counts, double* frac, size_t* order) {
+  double total = 0.0;
+  for (size_t r = 0; r < p; ++r) total += weights[r];
   int64_t given = 0;
   for (size_t r = 0; r < p; ++r) {
     const double exact = static_cast<double>(n) * weights[r] / total;
     counts[r] = std::min<int64_t>(n, static_cast<int64_t>(std::floor(exact)));
-    remainders[r] = {exact - static_cast<double>(counts[r]), r};
+    frac[r] = exact - static_cast<double>(counts[r]);
+    order[r] = r;
     given += counts[r];
   }
-  std::stable_sort(remainders.begin(), remainders.end(),
-                   [](const auto& a, const auto& b) { return a.first > b.first; });
-  for (size_t i = 0; given < n; i = (i + 1) % p, ++given) ++counts[remainders[i].second];
+  std::sort(order, order + p, [frac](size_t a, size_t b) { return frac[a] > frac[b] || (frac[a] == frac[b] && a < b); });
+  for (size_t i = 0; given < n; i = (i + 1) % p, ++given) ++counts[order[i]];
+  int64_t* const end = counts + p;
   while (given > n) {  // rounding never overshoots, but be safe: take from the largest
-    auto it = std::max_element(counts.begin(), counts.end());
-    --*it;
+    --*std::max_element(counts, end);
     --given;
   }
   if (n >= static_cast<int64_t>(p))
     for (size_t r = 0; r < p; ++r)
       if (counts[r] == 0) {
-        --*std::max_element(counts.begin(), counts.end());
+        --*std::max_element(counts, end);
         counts[r] = 1;
       }
-  return counts;
 }
 
 }  // namespace
@@ -79,7 +77,10 @@ void split_batch(int64_t n, const std::vector<double>& weights, int ranks, int r
     return;
   }
   DTNN_ASSERT(static_cast<int>(weights.size()) == ranks);
-  const std::vector<int64_t> counts = counts_of(n, weights);
+  std::vector<int64_t> counts(weights.size());
+  std::vector<double> frac(weights.size());
+  std::vector<size_t> order(weights.size());
+  counts_into(n, weights.data(), weights.size(), counts.data(), frac.data(), order.data());
   *offset = std::accumulate(counts.begin(), counts.begin() + rank, int64_t{0});
   *count = counts[rank];
 }
@@ -104,6 +105,15 @@ std::vector<double> weights_from_rates(const std::vector<double>& seconds_per_sa
   }
   for (double& x : w) x /= total;
   return w;
+}
+
+uint64_t shares_fingerprint(const std::string& option, int64_t global, int ranks) {
+  const BatchShares s = parse_batch_shares(option);
+  if (s.automatic) return 1;
+  if (s.weights.empty() || ranks == 1) return 0;
+  uint64_t h = 1469598103934665603ull;  // FNV-1a of the full batch's split: "3,1" and "0.75,0.25" agree
+  for (const char c : format_split(global, s.weights, ranks)) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  return 2 + (h >> 2);
 }
 
 std::string format_split(int64_t n, const std::vector<double>& weights, int ranks) {
@@ -138,12 +148,21 @@ RankShares::RankShares(const std::string& option, int ranks, int rank) : ranks_(
   DTNN_CHECK(s.weights.empty() || static_cast<int>(s.weights.size()) == ranks, "--rank_batch_shares=", option,
              ": ", s.weights.size(), " weight", s.weights.size() == 1 ? "" : "s", " for ", ranks, " rank",
              ranks == 1 ? "" : "s", " (one per rank)");
+  const size_t p = static_cast<size_t>(ranks);
+  weights_.reserve(p);  // auto fills it in place when it decides
   if (ranks > 1) weights_ = s.weights;
-  rates_.assign(static_cast<size_t>(ranks), 0.0f);
+  rates_.assign(p, 0.0f);
+  counts_.assign(p, 0);
+  frac_.assign(p, 0.0);
+  order_.assign(p, 0);
 }
 
 void RankShares::split(int64_t n, int64_t* offset, int64_t* count) const {
-  split_batch(n, weights_, ranks_, rank_, offset, count);
+  if (weights_.empty()) return split_batch(n, weights_, ranks_, rank_, offset, count);  // even: no scratch
+  counts_into(n, weights_.data(), weights_.size(), counts_.data(), frac_.data(), order_.data());
+  *offset = 0;
+  for (int r = 0; r < rank_; ++r) *offset += counts_[static_cast<size_t>(r)];
+  *count = counts_[static_cast<size_t>(rank_)];
 }
 
 bool RankShares::after_step(Communicator& comm, double busy_s, int64_t samples) {
@@ -155,9 +174,14 @@ bool RankShares::after_step(Communicator& comm, double busy_s, int64_t samples) 
   rates_.assign(rates_.size(), 0.0f);
   rates_[static_cast<size_t>(rank_)] = static_cast<float>(busy_s_ / static_cast<double>(std::max<int64_t>(samples_, 1)));
   comm.allreduce_sum(rates_.data(), static_cast<int64_t>(rates_.size()));
-  std::vector<double> per_sample(rates_.begin(), rates_.end());
-  weights_ = weights_from_rates(per_sample);
   decided_ = true;
+  // A rank that measured nothing (no compute counted) would get every sample: keep the even split then.
+  for (const float r : rates_)
+    if (!(r > 0.0f)) return true;
+  weights_.resize(rates_.size());  // within the capacity reserved at construction
+  double total = 0.0;
+  for (size_t r = 0; r < rates_.size(); ++r) total += weights_[r] = 1.0 / static_cast<double>(rates_[r]);
+  for (double& w : weights_) w /= total;
   return true;
 }
 

@@ -43,6 +43,10 @@ int64_t largest_rank_batch(int64_t global, const BatchShares& shares, int ranks,
 // Weights for "auto" from each rank's busy seconds per sample (> 0): their inverses, normalised to sum 1.
 std::vector<double> weights_from_rates(const std::vector<double>& seconds_per_sample);
 
+// One number per --rank_batch_shares value that ranks must agree on (train/rank_agreement.h): 0 even (or
+// one rank), 1 auto, else from the split of a full global batch ("3,1" and "0.75,0.25" agree).
+uint64_t shares_fingerprint(const std::string& option, int64_t global, int ranks);
+
 // "384,128": every rank's count of a batch of n samples.
 std::string format_split(int64_t n, const std::vector<double>& weights, int ranks);
 
@@ -70,7 +74,8 @@ class RankShares {
   // Auto, while measuring: after every training step, this rank's busy seconds and samples of the step.
   // After the warm-up and kAutoSteps more steps, the ranks' seconds per sample are summed over `comm`
   // (collective: every rank reaches it at the same step, as data-parallel steps are synchronous) and the
-  // weights fixed from them. True at the step that fixed them.
+  // weights fixed from them (the even split stays if a rank measured no time). True at the step that
+  // decided. Allocates nothing: the weights fill the capacity reserved at construction.
   bool after_step(Communicator& comm, double busy_s, int64_t samples);
   bool measuring() const { return automatic_ && !decided_; }
   bool uneven() const { return !weights_.empty(); }
@@ -86,6 +91,10 @@ class RankShares {
   double busy_s_ = 0.0;
   int64_t samples_ = 0;
   std::vector<float> rates_;  // one slot per rank, summed over the ranks
+  // split()'s scratch, sized at construction (split runs for every batch: it must not allocate)
+  mutable std::vector<int64_t> counts_;
+  mutable std::vector<double> frac_;
+  mutable std::vector<size_t> order_;
 };
 
 }  // namespace dtnn

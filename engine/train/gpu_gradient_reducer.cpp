@@ -158,10 +158,14 @@ void GpuGradientReducer::finish(Optimizer& optimizer, float* params) {
   pending_[parity_] = true;
 }
 
-EpochComm GpuGradientReducer::gather_epoch(Communicator& comm) {
+void GpuGradientReducer::read_pending() {
   const int older = order_[0] <= order_[1] ? 0 : 1;
   for (int p : {older, 1 - older})
     if (pending_[p]) read_step(p);
+}
+
+EpochComm GpuGradientReducer::gather_epoch(Communicator& comm) {
+  read_pending();
   return gather_epoch_comm(comm, times_, steps_, !reduce_ ? "none" : overlapped_ ? "non_blocking" : "blocking",
                            !reduce_ ? 0 : overlapped_ ? static_cast<int64_t>(buckets_.size()) : 1,
                            reduce_ ? static_cast<double>(total_floats_) * sizeof(float) : 0.0);

@@ -67,8 +67,11 @@ class GpuGradientReducer final : public BackwardHook {
   void finish(Optimizer& optimizer, float* params);
   void reset_times();
   // The sums of the steps read so far: a step's events are read when the step after the next begins, so
-  // these lag the host by up to two steps (--rank_batch_shares=auto averages over several).
+  // these lag the host by up to two steps unless read_pending() was called after finish().
   const RankTimes& times() const { return times_; }
+  // Waits for the device and reads every step still unread (--rank_batch_shares=auto, while it measures:
+  // a synchronisation per step for those few steps only).
+  void read_pending();
   // GPU timelines: spans for the reduction (blocking) or the wait for the buckets, and the update (null: none).
   void set_gpu_trace(GpuTrace* trace) { trace_ = trace; }
   // Reads every step's events still unread (waits for the device), then the figures over every rank

@@ -5,15 +5,22 @@
 #include <string>
 
 #include "core/error.h"
+#include "train/batch_shares.h"
 
 namespace dtnn {
 
 void check_ranks_agree(Communicator& comm, const Model& model, const TrainOptions& o) {
   if (comm.size() == 1) return;
-  constexpr int kFields = 5;
-  const char* names[kFields] = {"parameters", "state values", "tensor format", "layers", "global batch"};
+  constexpr int kFields = 6;
+  const char* names[kFields] = {"parameters", "state values", "tensor format", "layers", "global batch",
+                                "batch shares (fingerprint)"};
+  // Shares too: ranks splitting by different weights would train some samples twice and others never, and
+  // one rank measuring for auto alone would pair its allreduce with another rank's gradient sum.
+  const int64_t global = global_batch(o, comm.size());
+  const std::string shares = o.model_averaging == "none" ? o.rank_batch_shares : "";
   const int64_t mine[kFields] = {model.slab_size(), model.state_size(), static_cast<int64_t>(model.layout()),
-                                 static_cast<int64_t>(model.num_layers()), global_batch(o, comm.size())};
+                                 static_cast<int64_t>(model.num_layers()), global,
+                                 static_cast<int64_t>(shares_fingerprint(shares, global, comm.size()))};
   int64_t root[kFields];
   std::memcpy(root, mine, sizeof mine);
   comm.broadcast_bytes(root, sizeof root, 0);
@@ -28,9 +35,10 @@ void check_ranks_agree(Communicator& comm, const Model& model, const TrainOption
   float differing = why.empty() ? 0.0f : 1.0f;
   comm.allreduce_sum(&differing, 1);
   DTNN_CHECK(why.empty(), "rank ", comm.rank(), " built another model than rank 0: ", why,
-             " (every rank needs the same --model, --tensor_format and batch options)");
+             " (every rank needs the same --model, --tensor_format, batch and --rank_batch_shares options)");
   DTNN_CHECK(differing == 0.0f, static_cast<int>(differing), " rank", differing == 1.0f ? "" : "s",
-             " built another model than rank 0 (every rank needs the same --model, --tensor_format and batch options)");
+             " built another model than rank 0 (every rank needs the same --model, --tensor_format, batch and "
+             "--rank_batch_shares options)");
 }
 
 }  // namespace dtnn

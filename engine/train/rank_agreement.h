@@ -12,8 +12,8 @@
 
 namespace dtnn {
 
-// Collective. Compares this rank's parameter and state slab sizes, layout, layer count and global batch
-// with rank 0's; on any difference every rank throws dtnn::Error (the differing ranks say what differs:
+// Collective. Compares this rank's parameter and state slab sizes, layout, layer count, global batch and
+// batch shares (train/batch_shares.h shares_fingerprint) with rank 0's; on any difference every rank throws dtnn::Error (the differing ranks say what differs:
 // "rank 1 built another model than rank 0: tensor format NCHW where rank 0 has NHWC; ...").
 void check_ranks_agree(Communicator& comm, const Model& model, const TrainOptions& o);
 

@@ -151,11 +151,13 @@ void write_report(const std::string& path, const TrainOptions& options, const En
                 {"layers", layers}, {"conv_layers", convs}};
   j["parallel"] = {{"ranks", run.ranks}, {"threads", run.threads}, {"mode", options.parallel},
                    {"model_averaging", options.model_averaging}};
-  // --rank_batch_shares: how a full global batch was split (auto: as measured after the first steps).
+  // --rank_batch_shares: how a full global batch was split (auto: as measured after the first steps). Not
+  // with model averaging, where each worker trains its own --batch_size.
   const RankShares& shares = trainer.shares();
-  j["parallel"]["rank_batch_shares"] = {
-      {"option", options.rank_batch_shares}, {"mode", shares.mode()},
-      {"split", format_split(global_batch(options, run.ranks), shares.weights(), run.ranks)}};
+  if (options.model_averaging == "none")
+    j["parallel"]["rank_batch_shares"] = {
+        {"option", options.rank_batch_shares}, {"mode", shares.mode()},
+        {"split", format_split(global_batch(options, run.ranks), shares.weights(), run.ranks)}};
   const Placement& pl = run.placement;
   j["placement"] = {{"scheduler", pl.scheduler},       {"cluster", pl.cluster},
                     {"job_id", pl.job_id},             {"step_id", pl.step_id},

@@ -329,6 +329,7 @@ EpochRecord Trainer::run_epoch(int epoch, int num_epochs, const Splits& splits) 
       const double slept = shares_.measuring() ? now_s() - sleep_t0 : 0.0;
       const double compute_t0 = compute_so_far();
       train_step(batch, global_n);
+      if (gpu_ && shares_.measuring()) gpu_reducer_->read_pending();  // this step's device time, not two ago
       last_compute_s_ = compute_so_far() - compute_t0;
       shares_.after_step(comm_, last_compute_s_ + slept, batch.count);
       if (merger_) merger_->after_step();

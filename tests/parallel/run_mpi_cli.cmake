@@ -56,3 +56,11 @@ if(out MATCHES "Epoch 1/1")
   message(FATAL_ERROR "ranks in two layouts trained:\n${out}")
 endif()
 message(STATUS "mpi cli: ranks in two layouts refused")
+# Ranks given different batch shares would train some samples twice: refused the same way.
+execute_process(
+  COMMAND ${MPIEXEC} ${FLAGS} -np 1 ${DTNN} ${args} --rank_batch_shares=3,1 : -np 1 ${DTNN} ${args}
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(rc EQUAL 0 OR NOT err MATCHES "rank 1 built another model than rank 0: batch shares")
+  message(FATAL_ERROR "ranks with different batch shares: exit ${rc}, expected a refusal:\n${out}\n${err}")
+endif()
+message(STATUS "mpi cli: ranks with different batch shares refused")

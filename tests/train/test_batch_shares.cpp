@@ -109,3 +109,13 @@ TEST_CASE("batch shares: auto weights are the inverse seconds per sample", "[tra
   RankShares one("auto", 1, 0);  // one rank: nothing to measure
   CHECK_FALSE(one.measuring());
 }
+
+TEST_CASE("batch shares: the fingerprint ranks compare", "[train]") {
+  CHECK(shares_fingerprint("", 512, 2) == 0);
+  CHECK(shares_fingerprint("3,1", 512, 1) == 0);  // one rank: nothing to split
+  CHECK(shares_fingerprint("auto", 512, 2) == 1);
+  CHECK(shares_fingerprint("3,1", 512, 2) == shares_fingerprint("0.75,0.25", 512, 2));
+  CHECK(shares_fingerprint("3,1", 512, 2) != shares_fingerprint("1,3", 512, 2));
+  CHECK(shares_fingerprint("3,1", 512, 2) != shares_fingerprint("", 512, 2));
+  CHECK(shares_fingerprint("1,1", 512, 2) >= 2);  // given weights, even or not, are not "no option"
+}
