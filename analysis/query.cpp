@@ -56,12 +56,13 @@ const View kViews[] = {
      "SELECT * FROM v_accuracy_vs_target ORDER BY run_id"},
     {"runs", "every run with its status and error ('running (runner gone)': its runner was killed; 'diverged': its "
      "loss became NaN or infinite, no samples/s or accuracy), and where it ran: launcher, Slurm job.step, the "
-     "ranks' nodes and ranks per node",
+     "ranks' nodes and ranks per node, the scheduler, the launcher's version and the Slurm job the runner itself ran in "
+     "(dtnn run --submit)",
      "SELECT id, matrix_id, label, repeat, CASE WHEN status = 'running' AND NOT dtnn_runner_alive(runner_host, "
      "runner_pid) THEN 'running (runner gone)' ELSE status END AS status, round(duration_s, 1) AS duration_s, "
      "round(samples_per_s, 1) AS samples_per_s, round(test_accuracy, 2) AS test_accuracy, error, started_at, "
-     "launcher, CASE WHEN job_id = '' THEN '' ELSE job_id || '.' || step_id END AS slurm_step, "
-     "node_list AS nodes, tasks_per_node FROM runs ORDER BY id"},
+     "scheduler, launcher, CASE WHEN job_id = '' THEN '' ELSE job_id || '.' || step_id END AS slurm_step, "
+     "node_list AS nodes, tasks_per_node, launcher_version, runner_job_id FROM runs ORDER BY id"},
     {"epochs", "per-epoch metrics of every run",
      "SELECT run_id, epoch, samples, round(time_s, 3) AS time_s, round(samples_per_s, 1) AS samples_per_s, lr, "
      "train_loss, train_accuracy, val_loss, val_accuracy FROM epochs ORDER BY run_id, epoch"},

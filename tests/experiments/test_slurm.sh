@@ -2,14 +2,16 @@
 # Matrices through a real Slurm (slurm-wlm's slurmctld + slurmd and munged on this host, ci/slurm_local.sh),
 # each case against what Slurm and the ranks themselves report:
 #   matrix     1- and 2-rank trials and a nodes x ranks_per_node layout run as srun steps; the 2 ranks form one
-#              MPI world (the report's rank count), the store has the job, step, node and launcher; srun
+#              MPI world (the report's rank count), the store and `dtnn query runs` have the scheduler, job,
+#              step, node, tasks per node, launcher and its version; srun
 #              without PMIx is refused with one clear line; 2 nodes on a 1-node cluster fail with Slurm's reason
 #   scancel    a trial whose step is cancelled is stored interrupted with Slurm's line; the next trial runs; a
 #              trial cancelled while still queued is stored interrupted with scontrol's state of its job
 #   drain      the node drained after the first trial: the next trial waits in the queue until timeout_s and is
 #              stored timeout with squeue's reason; resumed, --resume finishes the matrix
-#   submit     dtnn run --submit runs the matrix as a batch job; the job cancelled mid-trial, --resume --submit
-#              finishes it; a refused submission writes no database
+#   submit     dtnn run --submit runs the matrix as a batch job whose steps are the trials; the job cancelled
+#              mid-trial, --resume --submit finishes it and the cancelled trial ends interrupted, never left
+#              running; a refused submission writes no database
 #   time_limit a trial Slurm stops at its time limit (srun --time=1) is stored timeout "DUE TO TIME LIMIT"
 #              (Slurm checks limits every 30 s: this case takes 60-90 s, mostly asleep)
 # Slow trials are stand-ins (a wrapper around dtnn that sleeps) so the waiting costs no CPU.
@@ -99,6 +101,10 @@ $want"
       fail "the 2-node trial's error: $(q "SELECT error FROM runs WHERE id = 4" "$work/m.db")"
     q "SELECT launcher_version FROM runs WHERE id = 1" "$work/m.db" | grep -q "^slurm" || fail "no launcher version"
     q "SELECT command FROM runs WHERE id = 3" "$work/m.db" | grep -q -- "--nodes=1 --ntasks-per-node=2" || fail "layout not passed"
+    # The same provenance as users see it: `dtnn query runs` (scheduler, launcher, job.step, nodes, tasks per
+    # node, launcher version, runner's job: none outside --submit).
+    row="$(q runs "$work/m.db" | sed -n 2p)"
+    echo "$row" | grep -Eq ",slurm,srun,[0-9]+\.0,$node,2,slurm[-a-z]* [0-9][0-9.]*,\$" || fail "dtnn query runs, 2-rank row: $row"
     # Without PMIx, Open MPI refuses ranks that srun started: one clear line, not its 20-line box.
     matrix srun_nopmix 60 '"--mpi=none"' '[axes]' 'ranks = [2]'
     "$dtnn" run "$work/srun_nopmix.toml" --db "$work/m.db" > "$work/nopmix.out" 2>&1 && fail "--mpi=none passed"
@@ -177,12 +183,18 @@ $want"
     echo "$got" | head -n 1 | grep -q "^seed=1,ok,$job\$" || fail "the first job's first trial: $got"
     echo "$got" | sed -n 2p | grep -Eq "^seed=2,(interrupted|running),$job\$" || fail "the cancelled trial: $got"
     [ "$(echo "$got" | wc -l)" = 2 ] || fail "the cancelled job ran past its second trial: $got"
+    # The trials are steps of the runner's own job.
+    step="$(q "SELECT job_id = runner_job_id, step_id <> '', launcher, scheduler FROM runs WHERE id = 1" "$work/s.db")"
+    [ "$step" = "1,1,srun,slurm" ] || fail "the first trial is not a step of job $job: $step"
     "$dtnn" run "$work/srun_submit.toml" --db "$work/s.db" --dtnn "$work/stand-in" --resume --submit --sbatch-args=--wait > "$work/resume.out" ||
       fail "--resume --submit: $(cat "$work/resume.out")"
     got="$(q "SELECT label, status, runner_job_id <> '$job' FROM runs WHERE status = 'ok' ORDER BY id" "$work/s.db")"
     [ "$got" = "seed=1,ok,0
 seed=2,ok,1
 seed=3,ok,1" ] || fail "after --resume --submit: $got"
+    # The cancelled trial is interrupted now (by its own runner, or reaped by the next one), never left running.
+    got="$(q "SELECT status FROM runs WHERE id = 2" "$work/s.db")"
+    [ "$got" = interrupted ] || fail "the cancelled trial after --resume: $got"
     echo "submit: ok"
     ;;
   time_limit)
