@@ -92,6 +92,7 @@ Exit status: 0 on success, 1 on bad data files, 2 on bad options, 3 for a model,
 reference does not implement or this machine lacks (the dtnn runner records that run as "unsupported").
 """
 import argparse
+import functools
 import json
 import os
 import platform
@@ -108,6 +109,7 @@ import torch.nn.functional as F
 # The models and the data live beside this script; it runs as a script (and the tests load it by path).
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from torch_data import DATASETS, DataError, TiledImages, data_shape, gather, load_data, to_nhwc  # noqa: E402
+import torch_checkpoint  # noqa: E402
 from torch_models import EXPECTED_PARAMS, MODEL_INPUT, MODELS, build_model, count_params, self_check  # noqa: E402
 
 BOOLS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
@@ -124,6 +126,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 IMPLEMENTED_CHOICES = {"optimizer": ("sgd", "adam")}
 
 
+@functools.lru_cache(maxsize=1)
 def option_table():
     """The `dtnn train` option table (engine/train/option_table.cpp) from `dtnn train --list-options --format json`:
     the one list of names, kinds, defaults, ranges and choices, of which this reference takes the rows flagged
@@ -420,6 +423,12 @@ def main(argv=None):
     torch.set_num_interop_threads(args.threads)
     math = set_cuda_math(args.allow_tf32, args.enable_cudnn_auto_conv_alg)
     torch.manual_seed(args.seed)
+    checkpoint = None
+    if args.resume_from:  # checked before the data is read: a wrong file fails at once
+        try:
+            checkpoint = torch_checkpoint.load(args.resume_from, args, option_table())
+        except torch_checkpoint.CheckpointError as e:
+            fail(1, str(e))
     try:
         train, val, test = load_data(args)
     except DataError as e:
@@ -443,8 +452,19 @@ def main(argv=None):
           + (f", val {val[0].shape[0]}" if val else "") + f"; {where}; {args.threads} thread(s)")
 
     shuffle_rng = np.random.default_rng([args.seed, 1])  # independent of the data stream
-    epochs, total_time, total_samples = [], 0.0, 0
-    for epoch in range(1, args.num_epochs + 1):
+    epochs, total_time, total_samples, first = [], 0.0, 0, 1
+    resumed = None
+    if checkpoint:
+        try:
+            meta = torch_checkpoint.restore(checkpoint, model, optimizer, shuffle_rng, device)
+        except torch_checkpoint.CheckpointError as e:
+            fail(1, str(e))
+        epochs, total_time, total_samples = meta["epochs"], meta["total_time"], meta["total_samples"]
+        STEPS_RUN[0] = meta["steps_run"]
+        first = meta["epoch"] + 1
+        resumed = {"path": os.path.abspath(args.resume_from), "epoch": meta["epoch"]}
+        print(f"Resumed from {args.resume_from} after epoch {meta['epoch']}")
+    for epoch in range(first, args.num_epochs + 1):
         samples, secs, loss, acc = train_epoch(model, optimizer, train, args, shuffle_rng, feed, device)
         total_time += secs
         total_samples += samples
@@ -460,6 +480,13 @@ def main(argv=None):
             line += f", val_cce: {v['categorical_cross_entropy']:.7f}, val_acc: {v['categorical_accuracy']:.2f}%"
         print(line, flush=True)
         epochs.append(record)
+        if args.checkpoint_file:
+            try:
+                torch_checkpoint.save(args.checkpoint_file, args, option_table(), epoch, model, optimizer,
+                                      shuffle_rng, {"epochs": epochs, "total_time": total_time,
+                                                    "total_samples": total_samples, "steps_run": STEPS_RUN[0]})
+            except OSError as e:
+                fail(1, f"cannot write checkpoint {args.checkpoint_file}: {e.strerror or e}")
 
     throughput = total_samples / total_time if total_time > 0 else 0.0
     print(f"Training time: {total_time:.3f} s")
@@ -472,6 +499,8 @@ def main(argv=None):
 
     if args.report:
         report = build_report(args, n_params, epochs, total_time, total_samples, test_result, gpu_env)
+        if resumed:
+            report["resumed_from"] = resumed
         try:
             write_report(args.report, report)
         except OSError as e:

@@ -278,8 +278,10 @@ std::vector<OptionSpec> make_table() {
       integer("model_checkpoint_save_freq", DTNN_FIELD(lr_schedulers.model_checkpoint_save_freq), M | MM | P, 1, kBig,
               "model_checkpoint: save only on epochs divisible by this"),
       // Checkpoint and resume
-      path("checkpoint_file", DTNN_FIELD(checkpoint_file), M, "Rewrite this checkpoint (NPZ) after every epoch (rank 0)"),
-      path("resume_from", DTNN_FIELD(resume_from), M, "Continue the run recorded in this checkpoint file"),
+      // The PyTorch reference takes both too, with a file of its own (analysis/reference/torch_checkpoint.py).
+      path("checkpoint_file", DTNN_FIELD(checkpoint_file), M | T,
+           "Rewrite this checkpoint after every epoch (rank 0; dtnn writes an NPZ, the PyTorch reference its own)"),
+      path("resume_from", DTNN_FIELD(resume_from), M | T, "Continue the run recorded in this checkpoint file"),
       // PyDTNN's launcher options that dtnn spells otherwise or does by design (resolve_options)
       choice("dtype", DTNN_FIELD(dtype), P, {"float32", "float64"}, "Data type: float32 (float64 is refused)"),
       boolean("enable_conv_gemm", DTNN_FIELD(enable_conv_gemm), A | P, "PyDTNN's ConvGemm: --conv_algo=convgemm"),

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The PyTorch reference's --checkpoint_file / --resume_from (analysis/reference/torch_checkpoint.py): 2 epochs,
+# then a resume to 3, repeat an uninterrupted 3-epoch run's per-epoch losses and end with the same weights, batch
+# norm statistics and velocities, bit for bit (one thread; vgg3dobn has batch norm and dropout, sgd with
+# momentum a velocity to restore; no evaluation pass, which would cost more than the training here);
+# bad checkpoints and changed options are refused with one line.
+#   test_torch_resume.sh SOURCE_DIR DTNN_BINARY WORK_DIR
+# Exit 77 (ctest: skipped, with the reason) without Debian's python3-torch.
+set -euo pipefail
+src="$1"
+export DTNN_BINARY="$2"
+work="$3"
+py=/usr/bin/python3
+if ! "$py" -c "import torch" > /dev/null 2>&1; then
+  echo "SKIPPED: $py cannot import torch (Debian's python3-torch is not installed)"
+  exit 77
+fi
+rm -rf "$work"
+mkdir -p "$work"
+cd "$work"
+fail() {
+  echo "test_torch_resume: FAIL: $*" >&2
+  exit 1
+}
+tt() { "$py" "$src/analysis/reference/torch_train.py" --model=vgg3dobn --dataset=cifar10 --use_synthetic_data=True \
+  --batch_size=16 --steps_per_epoch=3 --threads=1 --optimizer=sgd --momentum=0.9 --learning_rate=0.01 --seed=3 \
+  --evaluate_on_test=False "$@"; }
+tt --num_epochs=3 --report=straight.json --checkpoint_file=straight.pt > straight.out
+tt --num_epochs=2 --checkpoint_file=ck.pt --report=first.json > first.out
+cp ck.pt after2.pt
+tt --num_epochs=3 --resume_from=ck.pt --checkpoint_file=ck.pt --report=resumed.json > resumed.out
+grep -q "Resumed from ck.pt after epoch 2" resumed.out || fail "no resume line: $(cat resumed.out)"
+"$py" - <<'PY' || fail "the resumed run differs from the uninterrupted one"
+import json, sys
+import torch
+a, b = json.load(open("straight.json")), json.load(open("resumed.json"))
+def figures(r):
+    return [(e["epoch"], e["samples"], e["train"], e.get("val")) for e in r["epochs"]]
+assert figures(a) == figures(b), f"epochs:\n{figures(a)}\n{figures(b)}"
+x, y = torch.load("straight.pt", weights_only=True), torch.load("ck.pt", weights_only=True)
+for part in ("model", "optimizer"):
+    assert x[part].keys() == y[part].keys(), part
+    for k in x[part]:
+        u, v = (x[part][k], y[part][k]) if part == "model" else (x[part][k]["momentum_buffer"], y[part][k]["momentum_buffer"])
+        assert torch.equal(u, v), f"{part} {k} differs by {(u.double() - v.double()).abs().max().item()}"
+assert b["resumed_from"]["epoch"] == 2 and "resumed_from" not in a
+assert b["training"]["epochs_run"] == 3 and b["training"]["samples"] == a["training"]["samples"]
+meta = json.loads(bytes(torch.load("ck.pt", weights_only=True)["meta"].tolist()))
+assert meta["epoch"] == 3 and len(meta["epochs"]) == 3, meta["epoch"]
+print("resumed run equals the uninterrupted one:", [round(e["train"]["categorical_cross_entropy"], 6) for e in b["epochs"]])
+PY
+refused() {  # WHAT EXPECTED_TEXT OPTIONS...: exit non-zero with one line on stderr containing the text
+  local what="$1" text="$2"
+  shift 2
+  if tt --num_epochs=3 "$@" > refused.out 2> refused.err; then fail "$what: accepted"; fi
+  [ "$(wc -l < refused.err)" = 1 ] && grep -qF -- "$text" refused.err || fail "$what: $(cat refused.err)"
+}
+echo "not a checkpoint" > text.pt
+head -c 5000 after2.pt > truncated.pt
+refused "a text file" "text.pt: not a PyTorch reference checkpoint" --resume_from=text.pt
+refused "a truncated checkpoint" "truncated.pt: not a PyTorch reference checkpoint" --resume_from=truncated.pt
+refused "a missing file" "nosuch.pt: no such file" --resume_from=nosuch.pt
+refused "another learning rate" "--learning_rate is 0.02 here but 0.01 in the checkpoint" --resume_from=after2.pt --learning_rate=0.02
+refused "another batch size" "--batch_size is 8 here but 16 in the checkpoint" --resume_from=after2.pt --batch_size=8
+echo "torch resume: ok"
