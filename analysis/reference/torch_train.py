@@ -424,6 +424,8 @@ def main(argv=None):
     math = set_cuda_math(args.allow_tf32, args.enable_cudnn_auto_conv_alg)
     torch.manual_seed(args.seed)
     checkpoint = None
+    if args.checkpoint_file and not os.path.isdir(os.path.dirname(os.path.abspath(args.checkpoint_file))):
+        fail(2, f"--checkpoint_file {args.checkpoint_file}: no such directory")  # before an epoch is spent
     if args.resume_from:  # checked before the data is read: a wrong file fails at once
         try:
             checkpoint = torch_checkpoint.load(args.resume_from, args, option_table())
@@ -462,8 +464,11 @@ def main(argv=None):
         epochs, total_time, total_samples = meta["epochs"], meta["total_time"], meta["total_samples"]
         STEPS_RUN[0] = meta["steps_run"]
         first = meta["epoch"] + 1
-        resumed = {"path": os.path.abspath(args.resume_from), "epoch": meta["epoch"]}
+        resumed = {"path": os.path.abspath(args.resume_from), "epoch": meta["epoch"], "threads": meta["threads"]}
         print(f"Resumed from {args.resume_from} after epoch {meta['epoch']}")
+        if meta["threads"] != args.threads:
+            print(f"torch_train: warning: {args.resume_from} was written with {meta['threads']} thread(s), this sitting "
+                  f"runs {args.threads}: the result is not bit-identical to one sitting", file=sys.stderr)
     for epoch in range(first, args.num_epochs + 1):
         samples, secs, loss, acc = train_epoch(model, optimizer, train, args, shuffle_rng, feed, device)
         total_time += secs
@@ -483,10 +488,10 @@ def main(argv=None):
         if args.checkpoint_file:
             try:
                 torch_checkpoint.save(args.checkpoint_file, args, option_table(), epoch, model, optimizer,
-                                      shuffle_rng, {"epochs": epochs, "total_time": total_time,
-                                                    "total_samples": total_samples, "steps_run": STEPS_RUN[0]})
-            except OSError as e:
-                fail(1, f"cannot write checkpoint {args.checkpoint_file}: {e.strerror or e}")
+                                      shuffle_rng, device, {"epochs": epochs, "total_time": total_time,
+                                                            "total_samples": total_samples, "steps_run": STEPS_RUN[0]})
+            except (OSError, RuntimeError) as e:  # torch's zip writer reports some I/O errors as RuntimeError
+                fail(1, f"cannot write checkpoint {args.checkpoint_file}: {getattr(e, 'strerror', None) or e}")
 
     throughput = total_samples / total_time if total_time > 0 else 0.0
     print(f"Training time: {total_time:.3f} s")

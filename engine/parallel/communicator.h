@@ -62,6 +62,11 @@ class Communicator {
   // versions (one process) are rank() and size().
   virtual int node_rank() const { return rank(); }
   virtual int node_size() const { return size(); }
+  // How many ranks of this node may run on some core this rank may run on (this one included): the ranks
+  // sharing its CPU affinity mask. 1 when the launcher bound each rank to cores of its own; node_size() when
+  // none is bound, or all share one cpuset (a container, mpirun's per-socket binding of -np > 2 on one
+  // socket). The default thread count divides this rank's cores by it.
+  virtual int ranks_sharing_cores() const { return node_size(); }
   virtual void allreduce_sum(float* data, int64_t count) = 0;
   virtual void broadcast(float* data, int64_t count, int root) = 0;
   virtual void broadcast_bytes(void* data, int64_t bytes, int root) = 0;

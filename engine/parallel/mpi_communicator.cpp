@@ -1,4 +1,5 @@
 #include <mpi.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <climits>
@@ -154,6 +155,7 @@ class MpiCommunicator final : public Communicator {
     DTNN_MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node));
     DTNN_MPI_CHECK(MPI_Comm_rank(node, &node_rank_));
     DTNN_MPI_CHECK(MPI_Comm_size(node, &node_size_));
+    ranks_sharing_cores_ = count_sharing_cores(node, node_size_);
     DTNN_MPI_CHECK(MPI_Comm_free(&node));
   }
   ~MpiCommunicator() override {
@@ -165,6 +167,7 @@ class MpiCommunicator final : public Communicator {
   int size() const override { return size_; }
   int node_rank() const override { return node_rank_; }
   int node_size() const override { return node_size_; }
+  int ranks_sharing_cores() const override { return ranks_sharing_cores_; }
 
   void allreduce_sum(float* data, int64_t count) override {
     for (int64_t done = 0; done < count; done += INT_MAX) {
@@ -244,7 +247,24 @@ class MpiCommunicator final : public Communicator {
   std::string library_version() const override { return mpi_library_version(); }
 
  private:
-  int rank_ = 0, size_ = 1, node_rank_ = 0, node_size_ = 1;
+  // The node's ranks whose affinity masks meet this rank's (Communicator::ranks_sharing_cores), from one
+  // allgather of the masks when the communicator is built.
+  static int count_sharing_cores(MPI_Comm node, int node_size) {
+    cpu_set_t mine;
+    CPU_ZERO(&mine);
+    if (::sched_getaffinity(0, sizeof mine, &mine) != 0) return node_size;  // unknown: assume all share
+    std::vector<cpu_set_t> all(static_cast<size_t>(node_size));
+    DTNN_MPI_CHECK(MPI_Allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, node));
+    int sharing = 0;
+    for (cpu_set_t& other : all) {
+      cpu_set_t both;
+      CPU_AND(&both, &mine, &other);
+      if (CPU_COUNT(&both) > 0) ++sharing;
+    }
+    return std::max(1, sharing);
+  }
+
+  int rank_ = 0, size_ = 1, node_rank_ = 0, node_size_ = 1, ranks_sharing_cores_ = 1;
   bool owns_init_ = false;
   std::vector<MPI_Request> requests_;  // reserve_requests(); MPI_REQUEST_NULL when idle
 };

@@ -231,7 +231,7 @@ std::vector<OptionSpec> make_table() {
       // Parallelism and devices
       choice("parallel", DTNN_FIELD(parallel), R | MM | P, {"sequential", "data"}, "sequential or data (run under mpirun)"),
       integer("threads", DTNN_FIELD(threads), M | T, 0, kMaxThreads, "Threads per rank (0: the cores the rank gets: OMP_NUM_THREADS, SLURM_CPUS_PER_TASK, "
-              "its bound cores, else cores/ranks on the node)"),
+              "else the cores it may run on / the ranks sharing them)"),
       boolean("flush_denormals", DTNN_FIELD(flush_denormals), M | MM,
               "CPU: flush denormal floats to zero (FTZ/DAZ; decaying optimizer state made Adam a third slower); False: strict IEEE"),
       boolean("enable_gpu", DTNN_FIELD(enable_gpu), M | T | P, "Train on the GPU (rank r uses GPU r % GPUs of its node)"),

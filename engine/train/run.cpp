@@ -32,7 +32,7 @@
 
 namespace dtnn {
 
-int default_threads(int ranks_on_node) {
+int default_threads(int ranks_sharing_cores) {
   if (const char* env = std::getenv("OMP_NUM_THREADS")) {
     const int t = std::atoi(env);
     if (t > 0) return t;
@@ -41,14 +41,14 @@ int default_threads(int ranks_on_node) {
     const int t = std::atoi(env);
     if (t > 0) return t;
   }
-  const int online = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   cpu_set_t mask;
   CPU_ZERO(&mask);
+  const int online = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   const int allowed = ::sched_getaffinity(0, sizeof mask, &mask) == 0 ? CPU_COUNT(&mask) : online;
-  // A rank its launcher bound to some cores (mpirun binds to a core per rank for -np <= 2, srun with
-  // task/affinity or -c) owns those; an unbound rank shares the machine with the node's other ranks.
-  if (allowed > 0 && allowed < online) return allowed;
-  return std::max(1, online / std::max(1, ranks_on_node));
+  // A rank bound to cores of its own (mpirun's per-core binding for -np <= 2, srun with task/affinity) owns
+  // them; ranks sharing one mask (unbound, one container's cpuset, a per-socket binding) split it, so that
+  // no core runs two ranks' threads.
+  return std::max(1, allowed / std::max(1, ranks_sharing_cores));
 }
 
 namespace {
@@ -322,7 +322,7 @@ int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
   std::unique_ptr<Communicator> nccl;
   Communicator& comm = start_devices(o, mpi_comm, nccl);
   const bool root = comm.rank() == 0;
-  if (o.threads == 0) o.threads = default_threads(mpi_comm.node_size());
+  if (o.threads == 0) o.threads = default_threads(mpi_comm.ranks_sharing_cores());
   cpu::set_threads(o.threads);
   cpu::set_flush_denormals(o.flush_denormals);
   // PyDTNN scales only SGD's rate, and only as the global batch grows with the ranks (weak scaling): with

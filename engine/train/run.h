@@ -45,8 +45,9 @@ TrainerSetup build_trainer(const TrainOptions& options, Model& model, const Data
 std::unique_ptr<Dataset> open_dataset(const TrainOptions& options, const Model& model);
 
 // The thread count --threads=0 resolves to, the cores this rank gets: OMP_NUM_THREADS, else
-// SLURM_CPUS_PER_TASK (srun -c), else the cores the launcher bound the rank to when that is fewer than the
-// machine's, else the machine's cores / the ranks on this node (Communicator::node_size()).
-int default_threads(int ranks_on_node);
+// SLURM_CPUS_PER_TASK (srun -c), else the cores this rank may run on (its affinity mask: all the machine's
+// when unbound) divided among the ranks that may run on them too (Communicator::ranks_sharing_cores(): 1
+// when bound to cores of its own, the node's rank count when unbound), at least 1.
+int default_threads(int ranks_sharing_cores);
 
 }  // namespace dtnn

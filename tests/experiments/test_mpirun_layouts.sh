@@ -6,8 +6,8 @@
 #   - both form one 2-rank MPI world (the run report's rank count);
 #   - the store and `dtnn query runs` show scheduler none, launcher mpirun, mpirun's version, this host and 2
 #     tasks on it;
-#   - threads per rank, left unset, are the cores each rank got (those mpirun bound it to, or its share of
-#     the machine when unbound), measured here independently with nproc under the same mpirun;
+#   - threads per rank, left unset, are the cores each rank may run on divided among the ranks that share
+#     them, worked out here independently from the masks the ranks get under the same mpirun;
 #   - 2 nodes with a 1-host hostfile is refused with one line, before anything runs.
 #   tests/experiments/test_mpirun_layouts.sh DTNN_BINARY WORK_DIR
 set -euo pipefail
@@ -15,7 +15,8 @@ dtnn="$1"
 work="$2"
 rm -rf "$work"
 mkdir -p "$work/matrices" "$work/elsewhere"
-unset OMP_NUM_THREADS SLURM_JOB_ID SLURM_CPUS_PER_TASK
+work="$(cd "$work" && pwd -P)"  # the runner stores physical paths
+unset OMP_NUM_THREADS $(compgen -e | grep '^SLURM_' || true)  # no scheduler here, even inside a Slurm job
 fail() {
   echo "test_mpirun_layouts: FAIL: $*" >&2
   exit 1
@@ -58,19 +59,23 @@ cmd="$(q "SELECT command FROM runs WHERE id = 1")"
 hostfile="$(echo "$cmd" | sed -n 's/.*--hostfile \([^ ]*\).*/\1/p')"
 [ -n "$hostfile" ] && [ "$(basename "$hostfile")" = hosts-1x2.txt ] || fail "no generated hostfile in: $cmd"
 [ "$(cat "$hostfile")" = "localhost slots=2" ] || fail "generated hostfile: $(cat "$hostfile")"
-q "SELECT command FROM runs WHERE id = 2" | grep -q -- "--hostfile $work/matrices/hosts.txt " ||
+q "SELECT command FROM runs WHERE id = 2" | grep -qF -- "--hostfile $work/matrices/hosts.txt " ||
   fail "the matrix's hostfile, resolved against the matrix: $(q "SELECT command FROM runs WHERE id = 2")"
 
-# Threads per rank: nproc (the cores this process may run on) under the same mpirun and hostfile.
-online="$(getconf _NPROCESSORS_ONLN)"
-expect=""
-while read -r allowed; do
-  if [ "$allowed" -lt "$online" ]; then t="$allowed"; else t=$((online / 2)); [ "$t" -ge 1 ] || t=1; fi
-  [ -z "$expect" ] || [ "$expect" = "$t" ] || fail "the two ranks were bound to different core counts"
-  expect="$t"
-done < <(mpirun -np 2 --hostfile "$hostfile" nproc)
+# Threads per rank: each rank's affinity mask under the same mpirun and hostfile (read by Python, not dtnn),
+# its CPUs divided among the ranks whose masks meet it.
+masks="$(mpirun -np 2 --hostfile "$hostfile" /usr/bin/python3 -c 'import os; print(sorted(os.sched_getaffinity(0)))')"
+expect="$(/usr/bin/python3 - "$masks" <<'PY'
+import ast, sys
+masks = [set(ast.literal_eval(line)) for line in sys.argv[1].splitlines() if line.strip()]
+assert len(masks) == 2 and all(masks), masks
+threads = {max(1, len(m) // sum(1 for o in masks if m & o)) for m in masks}
+assert len(threads) == 1, f"the ranks would get different counts: {masks}"
+print(threads.pop())
+PY
+)" || fail "cannot read the ranks' affinity masks: $masks"
 got="$(q "SELECT DISTINCT json_extract(report, '$.parallel.threads') FROM runs")"
-[ "$got" = "$expect" ] || fail "threads per rank: $got, expected $expect (online $online, nproc under mpirun)"
+[ "$got" = "$expect" ] || fail "threads per rank: $got, expected $expect (masks under mpirun: $(echo $masks))"
 
 # As users see it.
 row="$(q runs | head -n 1)"

@@ -39,6 +39,7 @@ if ! start_out="$(bash "$src/ci/slurm_local.sh" start 2> "$work/start.err")"; th
   exit 77
 fi
 trap 'bash "$src/ci/slurm_local.sh" stop 2> /dev/null || true' EXIT
+unset $(compgen -e | grep '^SLURM_' || true)  # this cluster's, even when CI itself runs inside a Slurm job
 eval "$start_out"  # SLURM_CONF
 node="$(hostname -s)"
 q() { "$dtnn" query "$1" --db "$2" --format csv | tail -n +2; }
@@ -104,7 +105,7 @@ $want"
     # The same provenance as users see it: `dtnn query runs` (scheduler, launcher, job.step, nodes, tasks per
     # node, launcher version, runner's job: none outside --submit).
     row="$(q runs "$work/m.db" | sed -n 2p)"
-    echo "$row" | grep -Eq ",slurm,srun,[0-9]+\.0,$node,2,slurm[-a-z]* [0-9][0-9.]*,\$" || fail "dtnn query runs, 2-rank row: $row"
+    echo "$row" | grep -Eq ",slurm,srun,[0-9]+\.0,$node,2,slurm[^,]* [0-9][^,]*,\$" || fail "dtnn query runs, 2-rank row: $row"
     # Without PMIx, Open MPI refuses ranks that srun started: one clear line, not its 20-line box.
     matrix srun_nopmix 60 '"--mpi=none"' '[axes]' 'ranks = [2]'
     "$dtnn" run "$work/srun_nopmix.toml" --db "$work/m.db" > "$work/nopmix.out" 2>&1 && fail "--mpi=none passed"

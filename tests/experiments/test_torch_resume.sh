@@ -52,14 +52,24 @@ PY
 refused() {  # WHAT EXPECTED_TEXT OPTIONS...: exit non-zero with one line on stderr containing the text
   local what="$1" text="$2"
   shift 2
-  if tt --num_epochs=3 "$@" > refused.out 2> refused.err; then fail "$what: accepted"; fi
+  local rc=0
+  tt "$@" > refused.out 2> refused.err || rc=$?
+  [ "$rc" = 1 ] || [ "$rc" = 2 ] || fail "$what: exit $rc, not 1 or 2: $(cat refused.err)"
   [ "$(wc -l < refused.err)" = 1 ] && grep -qF -- "$text" refused.err || fail "$what: $(cat refused.err)"
 }
 echo "not a checkpoint" > text.pt
 head -c 5000 after2.pt > truncated.pt
-refused "a text file" "text.pt: not a PyTorch reference checkpoint" --resume_from=text.pt
-refused "a truncated checkpoint" "truncated.pt: not a PyTorch reference checkpoint" --resume_from=truncated.pt
-refused "a missing file" "nosuch.pt: no such file" --resume_from=nosuch.pt
-refused "another learning rate" "--learning_rate is 0.02 here but 0.01 in the checkpoint" --resume_from=after2.pt --learning_rate=0.02
-refused "another batch size" "--batch_size is 8 here but 16 in the checkpoint" --resume_from=after2.pt --batch_size=8
+refused "a text file" "text.pt: not a PyTorch reference checkpoint" --num_epochs=3 --resume_from=text.pt
+refused "a truncated checkpoint" "truncated.pt: not a PyTorch reference checkpoint" --num_epochs=3 --resume_from=truncated.pt
+refused "a missing file" "nosuch.pt: no such file" --num_epochs=3 --resume_from=nosuch.pt
+refused "another learning rate" "--learning_rate is 0.02 here but 0.01 in the checkpoint" --num_epochs=3 \
+  --resume_from=after2.pt --learning_rate=0.02
+refused "another batch size" "--batch_size is 8 here but 16 in the checkpoint" --num_epochs=3 --resume_from=after2.pt --batch_size=8
+refused "fewer epochs than done" "after2.pt: it has 2 epochs, more than --num_epochs=1" --num_epochs=1 --resume_from=after2.pt
+refused "a checkpoint directory that is not there" "--checkpoint_file nosuch/ck.pt: no such directory" --num_epochs=3 \
+  --checkpoint_file=nosuch/ck.pt
+# Another thread count resumes, with the warning that the result is no longer bit-identical.
+tt --num_epochs=3 --resume_from=after2.pt --threads=2 > threads.out 2> threads.err || fail "a resume on 2 threads: $(cat threads.err)"
+grep -q "written with 1 thread(s), this sitting runs 2: the result is not bit-identical" threads.err ||
+  fail "no warning for another thread count: $(cat threads.err)"
 echo "torch resume: ok"

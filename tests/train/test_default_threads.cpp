@@ -1,9 +1,8 @@
 // Threads per rank when --threads is left at 0 (engine/train/run.h default_threads): the launcher's word
-// first (OMP_NUM_THREADS, then Slurm's cpus per task), else the cores the rank was bound to, else its share of
-// the machine. Affinity is changed only inside a helper thread (sched_setaffinity(0) is per thread), so the
+// first (OMP_NUM_THREADS, then Slurm's cpus per task), else the cores the rank may run on divided among the
+// ranks sharing them. Affinity is changed only inside a helper thread (sched_setaffinity(0) is per thread), so the
 // test process keeps its own mask.
 #include <sched.h>
-#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
@@ -43,15 +42,15 @@ std::vector<int> allowed_cpus() {
   return cpus;
 }
 
-// default_threads(ranks_on_node) on a thread bound to the first `n` CPUs this process may use.
-int on_cpus(size_t n, int ranks_on_node) {
+// default_threads(ranks_sharing) on a thread bound to the first `n` CPUs this process may use.
+int on_cpus(size_t n, int ranks_sharing) {
   const std::vector<int> cpus = allowed_cpus();
   int result = -1;
   std::thread t([&] {
     cpu_set_t mask;
     CPU_ZERO(&mask);
     for (size_t i = 0; i < n && i < cpus.size(); ++i) CPU_SET(cpus[i], &mask);
-    if (::sched_setaffinity(0, sizeof mask, &mask) == 0) result = dtnn::default_threads(ranks_on_node);
+    if (::sched_setaffinity(0, sizeof mask, &mask) == 0) result = dtnn::default_threads(ranks_sharing);
   });
   t.join();
   return result;
@@ -75,29 +74,25 @@ TEST_CASE("default threads: the launcher's count comes first", "[train]") {
 TEST_CASE("default threads: a rank bound to one core uses one", "[train]") {
   ScopedEnv omp("OMP_NUM_THREADS", nullptr);
   ScopedEnv slurm("SLURM_CPUS_PER_TASK", nullptr);
-  CHECK(on_cpus(1, 4) == 1);  // one core, whatever the node's rank count
   CHECK(on_cpus(1, 1) == 1);
+  CHECK(on_cpus(1, 4) == 1);  // shared with 3 other ranks: still one thread, never 0
 }
 
-TEST_CASE("default threads: a rank bound to 2 cores uses 2", "[train]") {
+TEST_CASE("default threads: ranks sharing cores split them", "[train]") {
   ScopedEnv omp("OMP_NUM_THREADS", nullptr);
   ScopedEnv slurm("SLURM_CPUS_PER_TASK", nullptr);
-  const long online = ::sysconf(_SC_NPROCESSORS_ONLN);
-  if (online < 3 || allowed_cpus().size() < 2)
-    DTNN_SKIP("a 2-core binding fewer than the machine's needs 3 online CPUs; this machine has " +
-              std::to_string(online));
-  CHECK(on_cpus(2, 1) == 2);
-  CHECK(on_cpus(2, 8) == 2);
+  if (allowed_cpus().size() < 2)
+    DTNN_SKIP("needs 2 CPUs this process may run on; it has " + std::to_string(allowed_cpus().size()));
+  CHECK(on_cpus(2, 1) == 2);  // bound to 2 cores of its own
+  CHECK(on_cpus(2, 2) == 1);  // 2 ranks on one 2-core mask (a per-socket binding, a cpuset)
+  CHECK(on_cpus(2, 8) == 1);
 }
 
 TEST_CASE("default threads: an unbound rank takes its share of the machine", "[train]") {
   ScopedEnv omp("OMP_NUM_THREADS", nullptr);
   ScopedEnv slurm("SLURM_CPUS_PER_TASK", nullptr);
-  const long online = ::sysconf(_SC_NPROCESSORS_ONLN);
-  if (static_cast<long>(allowed_cpus().size()) < online)
-    DTNN_SKIP("this test process is itself bound to " + std::to_string(allowed_cpus().size()) + " of " +
-              std::to_string(online) + " CPUs");
-  CHECK(dtnn::default_threads(1) == online);
-  CHECK(dtnn::default_threads(2) == std::max(1L, online / 2));
-  CHECK(dtnn::default_threads(static_cast<int>(online) + 1) == 1);  // more ranks than cores: one each
+  const int cpus = static_cast<int>(allowed_cpus().size());  // the whole machine unless ctest was bound
+  CHECK(dtnn::default_threads(1) == cpus);
+  CHECK(dtnn::default_threads(2) == std::max(1, cpus / 2));
+  CHECK(dtnn::default_threads(cpus + 1) == 1);  // more ranks than cores: one each
 }
