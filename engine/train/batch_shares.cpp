@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <numeric>
 
 #include "core/error.h"
@@ -14,15 +15,15 @@ namespace dtnn {
 
 namespace {
 
-// Every rank's count of n samples into counts[0, p): floor of the proportional share, the remainder to the
-// largest fractional parts (ties to the lower rank); then, when n >= ranks, a rank left with none takes one
-// from the largest. frac and order are scratch of p entries: nothing allocates (std::sort sorts in place).
+// Every rank's count of n samples into counts[0, p), from weights normalised to sum 1 (normalised() below:
+// the counts are then a function of those doubles alone, which is what shares_fingerprint hashes): the
+// floor of n x weight, the remainder to the largest fractional parts (ties to the lower rank); then, when
+// n >= ranks, a rank left with none takes one from the largest. frac and order are scratch of p entries:
+// nothing allocates (std::sort sorts in place).
 void counts_into(int64_t n, const double* weights, size_t p, int64_t* counts, double* frac, size_t* order) {
-  double total = 0.0;
-  for (size_t r = 0; r < p; ++r) total += weights[r];
   int64_t given = 0;
   for (size_t r = 0; r < p; ++r) {
-    const double exact = static_cast<double>(n) * weights[r] / total;
+    const double exact = static_cast<double>(n) * weights[r];
     counts[r] = std::min<int64_t>(n, static_cast<int64_t>(std::floor(exact)));
     frac[r] = exact - static_cast<double>(counts[r]);
     order[r] = r;
@@ -41,6 +42,15 @@ void counts_into(int64_t n, const double* weights, size_t p, int64_t* counts, do
         --*std::max_element(counts, end);
         counts[r] = 1;
       }
+}
+
+// The weights divided by their sum: "3,1" and "0.75,0.25" both give 0.75, 0.25 exactly.
+std::vector<double> normalised(const std::vector<double>& weights) {
+  double total = 0.0;
+  for (const double w : weights) total += w;
+  std::vector<double> out(weights);
+  for (double& w : out) w /= total;
+  return out;
 }
 
 }  // namespace
@@ -77,10 +87,11 @@ void split_batch(int64_t n, const std::vector<double>& weights, int ranks, int r
     return;
   }
   DTNN_ASSERT(static_cast<int>(weights.size()) == ranks);
-  std::vector<int64_t> counts(weights.size());
-  std::vector<double> frac(weights.size());
-  std::vector<size_t> order(weights.size());
-  counts_into(n, weights.data(), weights.size(), counts.data(), frac.data(), order.data());
+  const std::vector<double> w = normalised(weights);
+  std::vector<int64_t> counts(w.size());
+  std::vector<double> frac(w.size());
+  std::vector<size_t> order(w.size());
+  counts_into(n, w.data(), w.size(), counts.data(), frac.data(), order.data());
   *offset = std::accumulate(counts.begin(), counts.begin() + rank, int64_t{0});
   *count = counts[rank];
 }
@@ -88,12 +99,13 @@ void split_batch(int64_t n, const std::vector<double>& weights, int ranks, int r
 int64_t largest_rank_batch(int64_t global, const BatchShares& shares, int ranks, int rank) {
   if (shares.automatic) return global;
   if (shares.weights.empty()) return (global + ranks - 1) / ranks;  // even: ceil, at the full batch
-  int64_t largest = 0, offset = 0, count = 0;
-  // Batches shorter than the global one (an epoch's last) are split by the same weights: their counts
-  // are within one of the proportional share, which is largest at the full batch.
-  split_batch(global, shares.weights, ranks, rank, &offset, &count);
-  largest = std::min<int64_t>(global, count + 1);
-  return std::max<int64_t>(largest, 1);
+  // Not the count at the full batch plus one: there, ranks whose share is under one sample take theirs
+  // from the largest, which a shorter batch (fewer samples than ranks) does not do. A count is at most
+  // floor(n x weight) + 1 before that correction, and the correction only lowers the largest or raises a
+  // zero to one, so floor(global x weight) + 1 bounds every n <= global.
+  const double share = normalised(shares.weights)[static_cast<size_t>(rank)];
+  const int64_t bound = static_cast<int64_t>(std::floor(static_cast<double>(global) * share)) + 1;
+  return std::max<int64_t>(1, std::min<int64_t>(global, bound));
 }
 
 std::vector<double> weights_from_rates(const std::vector<double>& seconds_per_sample) {
@@ -107,12 +119,19 @@ std::vector<double> weights_from_rates(const std::vector<double>& seconds_per_sa
   return w;
 }
 
-uint64_t shares_fingerprint(const std::string& option, int64_t global, int ranks) {
+uint64_t shares_fingerprint(const std::string& option, int ranks) {
   const BatchShares s = parse_batch_shares(option);
   if (s.automatic) return 1;
   if (s.weights.empty() || ranks == 1) return 0;
-  uint64_t h = 1469598103934665603ull;  // FNV-1a of the full batch's split: "3,1" and "0.75,0.25" agree
-  for (const char c : format_split(global, s.weights, ranks)) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  // FNV-1a of the normalised weights' bits: every split is a function of them (counts_into), so equal
+  // fingerprints mean equal splits of every batch, the short last ones included ("3,1" and "2.9,1" split
+  // 64 alike but 10 as 8 + 2 and 7 + 3).
+  uint64_t h = 1469598103934665603ull;
+  for (const double w : normalised(s.weights)) {
+    uint64_t bits = 0;
+    std::memcpy(&bits, &w, sizeof bits);
+    for (int b = 0; b < 8; ++b) h = (h ^ ((bits >> (8 * b)) & 0xffu)) * 1099511628211ull;
+  }
   return 2 + (h >> 2);
 }
 
@@ -150,7 +169,7 @@ RankShares::RankShares(const std::string& option, int ranks, int rank) : ranks_(
              ranks == 1 ? "" : "s", " (one per rank)");
   const size_t p = static_cast<size_t>(ranks);
   weights_.reserve(p);  // auto fills it in place when it decides
-  if (ranks > 1) weights_ = s.weights;
+  if (ranks > 1 && !s.weights.empty()) weights_ = normalised(s.weights);  // counts_into takes them so
   rates_.assign(p, 0.0f);
   counts_.assign(p, 0);
   frac_.assign(p, 0.0);
@@ -163,6 +182,22 @@ void RankShares::split(int64_t n, int64_t* offset, int64_t* count) const {
   *offset = 0;
   for (int r = 0; r < rank_; ++r) *offset += counts_[static_cast<size_t>(r)];
   *count = counts_[static_cast<size_t>(rank_)];
+}
+
+std::string RankShares::format(int64_t n) const {
+  std::string out;
+  for (int r = 0; r < ranks_; ++r) {
+    int64_t count = 0;
+    if (weights_.empty()) {
+      int64_t offset = 0;
+      split_batch(n, weights_, ranks_, r, &offset, &count);
+    } else {
+      counts_into(n, weights_.data(), weights_.size(), counts_.data(), frac_.data(), order_.data());
+      count = counts_[static_cast<size_t>(r)];
+    }
+    out += (r ? "," : "") + std::to_string(count);
+  }
+  return out;
 }
 
 bool RankShares::after_step(Communicator& comm, double busy_s, int64_t samples) {

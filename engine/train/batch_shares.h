@@ -37,17 +37,20 @@ BatchShares parse_batch_shares(const std::string& text);
 void split_batch(int64_t n, const std::vector<double>& weights, int ranks, int rank, int64_t* offset, int64_t* count);
 
 // The most samples rank `rank` ever takes of batches of at most `global` samples with these weights (the
-// per-rank buffers the model is built for). Automatic shares may give any rank almost all of it: global.
+// per-rank buffers the model is built for): floor(global x its normalised weight) + 1, at most global (short
+// batches with fewer samples than ranks skip the one-sample-each correction that a full batch may apply).
+// Automatic shares may give any rank almost all of it: global.
 int64_t largest_rank_batch(int64_t global, const BatchShares& shares, int ranks, int rank);
 
 // Weights for "auto" from each rank's busy seconds per sample (> 0): their inverses, normalised to sum 1.
 std::vector<double> weights_from_rates(const std::vector<double>& seconds_per_sample);
 
 // One number per --rank_batch_shares value that ranks must agree on (train/rank_agreement.h): 0 even (or
-// one rank), 1 auto, else from the split of a full global batch ("3,1" and "0.75,0.25" agree).
-uint64_t shares_fingerprint(const std::string& option, int64_t global, int ranks);
+// one rank), 1 auto, else a hash of the normalised weights, on which every split depends ("3,1" and
+// "0.75,0.25" agree; "3,1" and "2.9,1", which split a full batch of 64 alike but a short one of 10 not, do not).
+uint64_t shares_fingerprint(const std::string& option, int ranks);
 
-// "384,128": every rank's count of a batch of n samples.
+// "384,128": every rank's count of a batch of n samples (weights as given; RankShares::format for a trainer's).
 std::string format_split(int64_t n, const std::vector<double>& weights, int ranks);
 
 // --straggler_factor "R:F": rank R's steps take F times their compute (F >= 1; "" or F = 1: none).
@@ -79,14 +82,16 @@ class RankShares {
   bool after_step(Communicator& comm, double busy_s, int64_t samples);
   bool measuring() const { return automatic_ && !decided_; }
   bool uneven() const { return !weights_.empty(); }
-  const std::vector<double>& weights() const { return weights_; }
+  const std::vector<double>& weights() const { return weights_; }  // normalised to sum 1; empty: even
+  // "384,128": every rank's count of a batch of n samples, as split() divides it (for reports: allocates).
+  std::string format(int64_t n) const;
   // "even", "weights", "auto"
   const char* mode() const { return automatic_ ? "auto" : weights_.empty() ? "even" : "weights"; }
 
  private:
   int ranks_, rank_;
   bool automatic_ = false, decided_ = false;
-  std::vector<double> weights_;  // empty: even
+  std::vector<double> weights_;  // normalised (counts_into takes them so); empty: even
   int steps_seen_ = 0;
   double busy_s_ = 0.0;
   int64_t samples_ = 0;

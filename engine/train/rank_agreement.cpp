@@ -20,7 +20,7 @@ void check_ranks_agree(Communicator& comm, const Model& model, const TrainOption
   const std::string shares = o.model_averaging == "none" ? o.rank_batch_shares : "";
   const int64_t mine[kFields] = {model.slab_size(), model.state_size(), static_cast<int64_t>(model.layout()),
                                  static_cast<int64_t>(model.num_layers()), global,
-                                 static_cast<int64_t>(shares_fingerprint(shares, global, comm.size()))};
+                                 static_cast<int64_t>(shares_fingerprint(shares, comm.size()))};
   int64_t root[kFields];
   std::memcpy(root, mine, sizeof mine);
   comm.broadcast_bytes(root, sizeof root, 0);

@@ -157,7 +157,7 @@ void write_report(const std::string& path, const TrainOptions& options, const En
   if (options.model_averaging == "none")
     j["parallel"]["rank_batch_shares"] = {
         {"option", options.rank_batch_shares}, {"mode", shares.mode()},
-        {"split", format_split(global_batch(options, run.ranks), shares.weights(), run.ranks)}};
+        {"split", shares.format(global_batch(options, run.ranks))}};
   const Placement& pl = run.placement;
   j["placement"] = {{"scheduler", pl.scheduler},       {"cluster", pl.cluster},
                     {"job_id", pl.job_id},             {"step_id", pl.step_id},

@@ -100,6 +100,15 @@ void validate(const TrainOptions& o, const Communicator& comm) {
   if (o.enable_gpu) require_gpu();
 }
 
+// Uneven (or auto) shares over ranks whose BatchNormalization layers use local statistics: the gradients
+// are weighted to the global batch's, but each rank's normalisation is over its own share.
+bool uneven_shares_with_local_bn(const TrainOptions& o, const Communicator& comm, const Model& model) {
+  if (o.rank_batch_shares.empty() || o.model_averaging != "none" || o.sync_batchnorm || comm.size() == 1) return false;
+  for (const Layer* layer : model.all_layers())
+    if (layer->type().find("BatchNormalization") != std::string::npos) return true;
+  return false;
+}
+
 }  // namespace
 
 std::unique_ptr<Model> build_training_model(const TrainOptions& o, Communicator& comm) {
@@ -401,6 +410,10 @@ int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
   }
 
   model->reset_layer_times();
+  if (root && uneven_shares_with_local_bn(o, comm, *model))
+    out << "**** Note: --rank_batch_shares=" << o.rank_batch_shares << " with per-rank BatchNormalization: each rank"
+        << " normalises by its own share's statistics, so the update is not exactly the global batch's"
+        << " (--sync_batchnorm makes it so)\n";
   if (root) out << "**** Training...\n";
   const ClockSync clocks = tracer ? sync_clocks(comm) : ClockSync{};
   comm.barrier();
@@ -414,7 +427,7 @@ int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
   if (root) print_done(out, run, epochs_run);
   if (root && trainer.shares().uneven())
     out << "Rank batch shares (" << trainer.shares().mode() << "): "
-        << format_split(dtnn::global_batch(o, comm.size()), trainer.shares().weights(), comm.size())
+        << trainer.shares().format(dtnn::global_batch(o, comm.size()))
         << " samples of each global batch of " << dtnn::global_batch(o, comm.size()) << "\n";
   if (root && epochs_run > 0 && (!o.enable_gpu || o.gpu_layer_times)) print_layer_times(out, *model);
   if (root) print_communication(out, run.epochs);

@@ -64,3 +64,26 @@ if(rc EQUAL 0 OR NOT err MATCHES "rank 1 built another model than rank 0: batch 
   message(FATAL_ERROR "ranks with different batch shares: exit ${rc}, expected a refusal:\n${out}\n${err}")
 endif()
 message(STATUS "mpi cli: ranks with different batch shares refused")
+# Weights that split a full batch alike (3,1 and 2.9,1: 96 + 32 of 128) but a short one not (10: 8 + 2 vs
+# 7 + 3) are refused too: the fingerprint is of the weights every split comes from.
+execute_process(
+  COMMAND ${MPIEXEC} ${FLAGS} -np 1 ${DTNN} ${args} --rank_batch_shares=3,1 : -np 1 ${DTNN} ${args} --rank_batch_shares=2.9,1
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(rc EQUAL 0 OR NOT err MATCHES "rank 1 built another model than rank 0: batch shares")
+  message(FATAL_ERROR "ranks with shares 3,1 and 2.9,1: exit ${rc}, expected a refusal:\n${out}\n${err}")
+endif()
+message(STATUS "mpi cli: ranks with shares that differ only on short batches refused")
+# Uneven shares over per-rank BatchNormalization: the update is not exactly the global batch's, and the
+# run says so when it starts; with --sync_batchnorm it is, and says nothing.
+set(bn_args train --parallel=data --model=resnet20_cifar10 --dataset=cifar10 --use_synthetic_data=True --steps_per_epoch=1
+    --num_epochs=1 --threads=1 --optimizer=sgd --batch_size=8 --evaluate_on_test=False --rank_batch_shares=3,1)
+foreach(sync False True)
+  execute_process(COMMAND ${MPIEXEC} -np 2 ${FLAGS} ${DTNN} ${bn_args} --sync_batchnorm=${sync}
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  string(REGEX MATCHALL "Note: --rank_batch_shares=3,1 with per-rank BatchNormalization" notes "${out}")
+  list(LENGTH notes n)
+  if(NOT rc EQUAL 0 OR (sync STREQUAL "False" AND NOT n EQUAL 1) OR (sync STREQUAL "True" AND NOT n EQUAL 0))
+    message(FATAL_ERROR "shares 3,1 on resnet20, --sync_batchnorm=${sync}: exit ${rc}, ${n} note(s):\n${out}\n${err}")
+  endif()
+endforeach()
+message(STATUS "mpi cli: uneven shares over per-rank BatchNormalization noted once, not with --sync_batchnorm")

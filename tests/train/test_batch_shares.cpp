@@ -1,14 +1,18 @@
 // Per-rank shares of the global batch (train/batch_shares.h): the parser's refusals, the split against
 // hand-computed largest-remainder splits, and properties checked exhaustively over small cases: the counts
 // partition the batch in rank order, follow the weights within one sample, give every rank one sample
-// when there are enough, and never exceed the buffers largest_rank_batch sizes.
+// when there are enough, and never exceed the buffers largest_rank_batch sizes; the fingerprint ranks
+// compare tells apart weights that split any batch differently; a trainer's split allocates nothing.
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
+#include "parallel/communicator.h"
+#include "support/alloc_count.h"
 #include "train/batch_shares.h"
 
 using namespace dtnn;
@@ -60,14 +64,17 @@ TEST_CASE("batch shares: splits by hand", "[train]") {
 }
 
 TEST_CASE("batch shares: every split partitions, is proportional within one and fits its buffers", "[train]") {
-  const std::vector<std::vector<double>> weights = {{3, 1}, {1, 1}, {1, 2, 7}, {0.1, 5, 5, 0.1}, {1, 1, 1, 1, 1}, {}};
+  const std::vector<std::vector<double>> weights = {{3, 1}, {1, 1}, {1, 2, 7}, {0.1, 5, 5, 0.1}, {1, 1, 1, 1, 1},
+                                                   // the full batch takes starved ranks' one sample each
+                                                   // from rank 0, a batch under `ranks` samples does not
+                                                   {100, 1, 1, 1}, {0.98, 0.01, 0.01}, {}};
   for (const auto& w : weights) {
     const int ranks = w.empty() ? 3 : static_cast<int>(w.size());
     double total = 0;
     for (double x : w) total += x;
     const std::vector<double> shares_of = w.empty() ? std::vector<double>(3, 1.0) : w;
     if (w.empty()) total = 3;
-    for (int64_t global : {int64_t{5}, int64_t{17}, int64_t{64}, int64_t{256}}) {
+    for (int64_t global : {int64_t{3}, int64_t{4}, int64_t{5}, int64_t{17}, int64_t{64}, int64_t{256}}) {
       BatchShares shares;
       shares.weights = w;
       for (int64_t n = 0; n <= global; ++n) {
@@ -90,6 +97,12 @@ TEST_CASE("batch shares: every split partitions, is proportional within one and 
   BatchShares automatic;
   automatic.automatic = true;
   CHECK(largest_rank_batch(512, automatic, 2, 1) == 512);
+  BatchShares skewed;  // at 4 the split is 1,1,1,1; a short batch of 3 gives rank 0 all 3
+  skewed.weights = {100, 1, 1, 1};
+  CHECK(counts(4, skewed.weights, 4) == std::vector<int64_t>{1, 1, 1, 1});
+  CHECK(counts(3, skewed.weights, 4) == std::vector<int64_t>{3, 0, 0, 0});
+  CHECK(largest_rank_batch(4, skewed, 4, 0) == 4);
+  CHECK(largest_rank_batch(4, skewed, 4, 1) == 1);
 }
 
 TEST_CASE("batch shares: auto weights are the inverse seconds per sample", "[train]") {
@@ -111,11 +124,45 @@ TEST_CASE("batch shares: auto weights are the inverse seconds per sample", "[tra
 }
 
 TEST_CASE("batch shares: the fingerprint ranks compare", "[train]") {
-  CHECK(shares_fingerprint("", 512, 2) == 0);
-  CHECK(shares_fingerprint("3,1", 512, 1) == 0);  // one rank: nothing to split
-  CHECK(shares_fingerprint("auto", 512, 2) == 1);
-  CHECK(shares_fingerprint("3,1", 512, 2) == shares_fingerprint("0.75,0.25", 512, 2));
-  CHECK(shares_fingerprint("3,1", 512, 2) != shares_fingerprint("1,3", 512, 2));
-  CHECK(shares_fingerprint("3,1", 512, 2) != shares_fingerprint("", 512, 2));
-  CHECK(shares_fingerprint("1,1", 512, 2) >= 2);  // given weights, even or not, are not "no option"
+  CHECK(shares_fingerprint("", 2) == 0);
+  CHECK(shares_fingerprint("3,1", 1) == 0);  // one rank: nothing to split
+  CHECK(shares_fingerprint("auto", 2) == 1);
+  CHECK(shares_fingerprint("3,1", 2) == shares_fingerprint("0.75,0.25", 2));
+  CHECK(shares_fingerprint("3,1", 2) == shares_fingerprint("6,2", 2));
+  CHECK(shares_fingerprint("3,1", 2) != shares_fingerprint("1,3", 2));
+  CHECK(shares_fingerprint("3,1", 2) != shares_fingerprint("", 2));
+  CHECK(shares_fingerprint("1,1", 2) >= 2);  // given weights, even or not, are not "no option"
+  // A full batch of 64 splits alike (48, 16), a short one of 10 does not (8 + 2 vs 7 + 3): ranks given
+  // these two would train sample 7 twice in the epoch's last batch.
+  CHECK(format_split(64, {3, 1}, 2) == format_split(64, {2.9, 1}, 2));
+  CHECK(format_split(10, {3, 1}, 2) != format_split(10, {2.9, 1}, 2));
+  CHECK(shares_fingerprint("3,1", 2) != shares_fingerprint("2.9,1", 2));
+}
+
+TEST_CASE("batch shares: a trainer's split and auto's measuring steps allocate nothing", "[train]") {
+  RankShares fixed("5,2,1", 3, 1);
+  RankShares even("", 3, 2);
+  RankShares measuring("auto", 2, 0);  // over one process: rank 1 measures nothing, so the even split stays
+  const std::unique_ptr<Communicator> comm = make_local_communicator();
+  int64_t offset = 0, count = 0, sum = 0;
+  bool decided = false;
+  const int64_t before = dtnn::test::allocations();
+  for (int64_t n = 1; n <= 300; ++n) {
+    fixed.split(n, &offset, &count);
+    sum += count;
+    even.split(n, &offset, &count);
+    sum += offset;
+    measuring.split(n, &offset, &count);
+    decided = measuring.after_step(*comm, 0.01, count) || decided;
+  }
+  const int64_t allocated = dtnn::test::allocations() - before;
+  CHECK(allocated == 0);
+  CHECK(decided);
+  CHECK(sum > 0);
+  CHECK(fixed.format(8) == "5,2,1");  // the trainer's weights are normalised; they split as given
+  const int64_t probe_before = dtnn::test::allocations();
+  std::vector<int> probe(3);  // the counter counts: this vector's buffer is one allocation
+  const int64_t probe_allocated = dtnn::test::allocations() - probe_before;
+  CHECK(probe_allocated == 1);
+  CHECK(probe.size() == 3);
 }
