@@ -6,17 +6,21 @@
 // (K, C/G, R, S) for NCHW) and reordered once per call into the blocked format the primitive chose
 // (format_tag::any), and the weight gradient back. Primitives, reorders, memory objects and argument maps
 // are created on the first use of a problem (per thread count) and kept in a process-wide cache, so the
-// batch loop only sets data handles and executes: no allocation, no primitive creation. The reordered
+// batch loop only sets data handles and executes through the C API with argument lists made with the
+// primitives: dtnn allocates nothing, creates no primitive (tests/train/test_no_allocation.cpp). oneDNN 2.6's
+// dnnl_primitive_execute itself builds a map of its arguments per call (about 700 small allocations per
+// resnet20 training step), which no API call avoids. The reordered
 // weights and oneDNN's scratchpad (scratchpad_mode::user) live in the caller's workspace.
 // Threads: oneDNN's OpenMP runtime follows omp_set_num_threads (cpu::set_threads).
 // Tracing (trace/op_trace.h): the weight reorders (reshape_w, transpose_w, reshape_dw) and each primitive.
 #include <dnnl.hpp>
 
+#include <array>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <unordered_map>
+#include <vector>
 
 #include "backend/cpu/blas.h"
 #include "conv/cpu/cpu_algorithms.h"
@@ -57,7 +61,9 @@ struct Prims {
   dnnl::reorder w_to_fwd, w_to_bwd, dw_to_user;
   bool fwd_reorder = false, bwd_reorder = false, dw_reorder = false;
   memory x, y, w_user, w_fwd, w_bwd, bias, dy, dx, dw_user, dw_prim, db, scratch_f, scratch_bd, scratch_bw;
-  std::unordered_map<int, memory> fwd_args, fwd_nobias_args, bd_args, bw_args;
+  // Argument lists for oneDNN's C API (dnnl_exec_arg_t: the memory objects' handles, whose data pointers
+  // each call sets): the C++ API's execute(stream, unordered_map) builds a vector on every call.
+  std::vector<dnnl_exec_arg_t> fwd_args, fwd_nobias_args, bd_args, bw_args, to_fwd_args, to_bwd_args, to_user_args;
   int64_t ws_floats = 0;
   int64_t off_w_fwd = 0, off_w_bwd = 0, off_dw = 0, off_scratch = 0, off_db = 0;
   dnnl::convolution_forward fwd_nobias;
@@ -125,39 +131,44 @@ std::unique_ptr<Prims> create(const ConvProblem& p) {
     const memory& wf = pr->fwd_reorder ? pr->w_fwd : pr->w_user;
     const memory& wb = pr->bwd_reorder ? pr->w_bwd : pr->w_user;
     const memory& dwp = pr->dw_reorder ? pr->dw_prim : pr->dw_user;
-    pr->fwd_args = {{DNNL_ARG_SRC, pr->x}, {DNNL_ARG_WEIGHTS, wf}, {DNNL_ARG_BIAS, pr->bias},
-                    {DNNL_ARG_DST, pr->y}, {DNNL_ARG_SCRATCHPAD, pr->scratch_f}};
-    pr->fwd_nobias_args = {{DNNL_ARG_SRC, pr->x}, {DNNL_ARG_WEIGHTS, wf}, {DNNL_ARG_DST, pr->y},
-                           {DNNL_ARG_SCRATCHPAD, pr->scratch_f}};
-    pr->bd_args = {{DNNL_ARG_DIFF_DST, pr->dy}, {DNNL_ARG_WEIGHTS, wb}, {DNNL_ARG_DIFF_SRC, pr->dx},
-                   {DNNL_ARG_SCRATCHPAD, pr->scratch_bd}};
-    pr->bw_args = {{DNNL_ARG_SRC, pr->x}, {DNNL_ARG_DIFF_DST, pr->dy}, {DNNL_ARG_DIFF_WEIGHTS, dwp},
-                   {DNNL_ARG_DIFF_BIAS, pr->db}, {DNNL_ARG_SCRATCHPAD, pr->scratch_bw}};
+    pr->fwd_args = {{DNNL_ARG_SRC, pr->x.get()}, {DNNL_ARG_WEIGHTS, wf.get()}, {DNNL_ARG_BIAS, pr->bias.get()},
+                    {DNNL_ARG_DST, pr->y.get()}, {DNNL_ARG_SCRATCHPAD, pr->scratch_f.get()}};
+    pr->fwd_nobias_args = {{DNNL_ARG_SRC, pr->x.get()}, {DNNL_ARG_WEIGHTS, wf.get()}, {DNNL_ARG_DST, pr->y.get()},
+                           {DNNL_ARG_SCRATCHPAD, pr->scratch_f.get()}};
+    pr->bd_args = {{DNNL_ARG_DIFF_DST, pr->dy.get()}, {DNNL_ARG_WEIGHTS, wb.get()}, {DNNL_ARG_DIFF_SRC, pr->dx.get()},
+                   {DNNL_ARG_SCRATCHPAD, pr->scratch_bd.get()}};
+    pr->bw_args = {{DNNL_ARG_SRC, pr->x.get()}, {DNNL_ARG_DIFF_DST, pr->dy.get()}, {DNNL_ARG_DIFF_WEIGHTS, dwp.get()},
+                   {DNNL_ARG_DIFF_BIAS, pr->db.get()}, {DNNL_ARG_SCRATCHPAD, pr->scratch_bw.get()}};
+    pr->to_fwd_args = {{DNNL_ARG_FROM, pr->w_user.get()}, {DNNL_ARG_TO, pr->w_fwd.get()}};
+    pr->to_bwd_args = {{DNNL_ARG_FROM, pr->w_user.get()}, {DNNL_ARG_TO, pr->w_bwd.get()}};
+    pr->to_user_args = {{DNNL_ARG_FROM, pr->dw_prim.get()}, {DNNL_ARG_TO, pr->dw_user.get()}};
   } catch (const dnnl::error& e) {
     pr->error = std::string("onednn: ") + e.what();
   }
   return pr;
 }
 
-// One entry per (problem, threads): oneDNN may pick another implementation for another thread count.
+// One entry per (problem, threads): oneDNN may pick another implementation for another thread count. The
+// key is numbers, not ConvProblem::str(): a lookup runs on every call and must not allocate.
+using PrimsKey = std::array<int64_t, 16>;
 Prims& prims(const ConvProblem& p) {
   static std::mutex mutex;
-  static std::map<std::string, std::unique_ptr<Prims>> cache;
-  const std::string key = p.str() + "/t" + std::to_string(cpu::threads());
+  static std::map<PrimsKey, std::unique_ptr<Prims>> cache;
+  const PrimsKey key = {p.n,        p.c,        p.h,     p.w,     p.k,     p.r,     p.s,
+                        p.stride_h, p.stride_w, p.pad_h, p.pad_w, p.dil_h, p.dil_w, p.groups,
+                        static_cast<int64_t>(p.layout), cpu::threads()};
   std::lock_guard<std::mutex> lock(mutex);
   auto it = cache.find(key);
   if (it == cache.end()) it = cache.emplace(key, create(p)).first;
   return *it->second;
 }
 
-void run(Prims& pr, dnnl::primitive& prim, std::unordered_map<int, memory>& args) {
-  prim.execute(pr.stream, args);
-  pr.stream.wait();
-}
-
-void reorder(Prims& pr, dnnl::reorder& r, memory& from, memory& to) {
-  r.execute(pr.stream, from, to);
-  pr.stream.wait();
+// Executes through the C API with the prepared argument list, then waits (the CPU stream is in order).
+void run(Prims& pr, const dnnl::primitive& prim, const std::vector<dnnl_exec_arg_t>& args) {
+  const dnnl_status_t status =
+      dnnl_primitive_execute(prim.get(), pr.stream.get(), static_cast<int>(args.size()), args.data());
+  DTNN_CHECK(status == dnnl_success, "onednn: primitive execution failed (status ", static_cast<int>(status), ")");
+  DTNN_CHECK(dnnl_stream_wait(pr.stream.get()) == dnnl_success, "onednn: waiting for the stream failed");
 }
 
 class ConvOnednn final : public ConvAlgorithm {
@@ -183,7 +194,7 @@ class ConvOnednn final : public ConvAlgorithm {
     if (pr.fwd_reorder) {
       op.next(OpCode::fwd_reshape_w);
       pr.w_fwd.set_data_handle(ws + pr.off_w_fwd);
-      reorder(pr, pr.w_to_fwd, pr.w_user, pr.w_fwd);
+      run(pr, pr.w_to_fwd, pr.to_fwd_args);
     }
     op.next(OpCode::fwd_onednn);
     pr.x.set_data_handle(const_cast<float*>(x));
@@ -205,7 +216,7 @@ class ConvOnednn final : public ConvAlgorithm {
     if (pr.bwd_reorder) {
       op.next(OpCode::bwd_transpose_w);
       pr.w_bwd.set_data_handle(ws + pr.off_w_bwd);
-      reorder(pr, pr.w_to_bwd, pr.w_user, pr.w_bwd);
+      run(pr, pr.w_to_bwd, pr.to_bwd_args);
     }
     op.next(OpCode::bwd_dx_onednn);
     pr.dy.set_data_handle(const_cast<float*>(dy));
@@ -227,7 +238,7 @@ class ConvOnednn final : public ConvAlgorithm {
     run(pr, pr.bwd_w, pr.bw_args);
     if (pr.dw_reorder) {
       op.next(OpCode::bwd_reshape_dw);
-      reorder(pr, pr.dw_to_user, pr.dw_prim, pr.dw_user);
+      run(pr, pr.dw_to_user, pr.to_user_args);
     }
   }
 };
