@@ -38,7 +38,8 @@ std::vector<ResultStore::Target> load_targets(const std::string& path) {
   if (!list) fail(path, ": no [[target]] tables");
   static const std::set<std::string> kKeys = {
       "model",  "dataset",       "metric",     "target",            "tolerance", "num_epochs",     "optimizer",
-      "recipe", "source",        "learning_rate", "batch_size",     "global_batch_size", "ranks", "steps_per_epoch"};
+      "recipe", "source",        "learning_rate", "batch_size",     "global_batch_size", "ranks", "steps_per_epoch",
+      "momentum"};
   for (const toml::node& n : *list) {
     const toml::table* t = n.as_table();
     if (!t) fail(where(path, n), ": 'target' must be an array of tables ([[target]])");
@@ -98,6 +99,10 @@ std::vector<ResultStore::Target> load_targets(const std::string& path) {
       fail(where(path, n), ": a per-rank batch_size needs the rank counts it holds for (ranks = [1, 2])");
     }
     target.steps_per_epoch = count("steps_per_epoch", false);
+    if (t->get("momentum")) {
+      target.momentum = number("momentum", true);
+      if (!(target.momentum >= 0.0 && target.momentum < 1.0)) fail(where(path, n), ": momentum must be in [0, 1)");
+    }
     target.recipe = text("recipe", false);
     target.source = text("source", true);
     out.push_back(target);
@@ -109,7 +114,8 @@ const char* const kRunRecipeColumns =
     "r.model, r.dataset, r.optimizer, r.num_epochs, r.batch_size, r.ranks, "
     "CAST(coalesce(json_extract(r.report, '$.options.steps_per_epoch'), json_extract(r.params, '$.steps_per_epoch'), "
     "0) AS INTEGER), CAST(coalesce(json_extract(r.report, '$.options.learning_rate'), "
-    "json_extract(r.params, '$.learning_rate'), 0) AS REAL)";
+    "json_extract(r.params, '$.learning_rate'), 0) AS REAL), CAST(coalesce(json_extract(r.report, "
+    "'$.options.momentum'), json_extract(r.params, '$.momentum')) AS REAL)";
 
 RunRecipe run_recipe(const std::vector<std::optional<std::string>>& row, size_t c) {
   auto s = [&](size_t i) { return row.at(c + i) ? *row.at(c + i) : std::string(); };
@@ -123,6 +129,7 @@ RunRecipe run_recipe(const std::vector<std::optional<std::string>>& row, size_t 
   r.ranks = i(5);
   r.steps_per_epoch = i(6);
   r.learning_rate = row.at(c + 7) ? std::stod(*row.at(c + 7)) : 0.0;
+  r.momentum = row.at(c + 8) ? std::stod(*row.at(c + 8)) : -1.0;
   return r;
 }
 
@@ -139,6 +146,9 @@ std::vector<std::string> recipe_differences(const ResultStore::Target& t, const 
     d.push_back("optimizer " + r.optimizer + ", target's " + t.optimizer);
   if (t.learning_rate > 0 && !(std::fabs(r.learning_rate - t.learning_rate) <= 1e-6 * t.learning_rate))
     d.push_back("learning rate " + number_text(r.learning_rate) + ", target's " + number_text(t.learning_rate));
+  if (t.momentum >= 0.0 && !(r.momentum >= 0.0 && std::fabs(r.momentum - t.momentum) <= 1e-9))
+    d.push_back(r.momentum >= 0.0 ? "momentum " + number_text(r.momentum) + ", target's " + number_text(t.momentum)
+                                  : "momentum not recorded, target's " + number_text(t.momentum));
   if (t.steps_per_epoch != r.steps_per_epoch)
     d.push_back(r.steps_per_epoch ? "epochs capped at " + std::to_string(r.steps_per_epoch) + " steps" +
                                         (t.steps_per_epoch ? ", target's " + std::to_string(t.steps_per_epoch)

@@ -15,6 +15,8 @@
 //   global_batch_size    batch_size x ranks, for any rank count
 //   steps_per_epoch      optional, default 0: whole epochs; a run capping its epochs (--steps_per_epoch) saw
 //                        less data and matches only a target that states the same cap
+//   momentum             optional: SGD's momentum (d2l's recipe has none, dtnn's default is 0.9); unstated,
+//                        any run's matches; stated, a run must record the same (its report's options)
 #pragma once
 
 #include <string>
@@ -33,6 +35,7 @@ struct RunRecipe {
   std::string model, dataset, optimizer;
   int num_epochs = 0, batch_size = 0, ranks = 0, steps_per_epoch = 0;
   double learning_rate = 0.0;
+  double momentum = -1.0;  // < 0: not recorded
 };
 
 // The SQL select list (over runs r) of RunRecipe's fields, in declaration order, and its reader.

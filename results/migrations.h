@@ -5,6 +5,7 @@
 
 #include "results/migrations_10.h"
 #include "results/migrations_11.h"
+#include "results/migrations_12.h"
 
 namespace dtnn::schema {
 
@@ -568,6 +569,7 @@ CREATE VIEW v_averaging AS
          "(bench_gemm, bench_layers and other Google Benchmark JSON)", kMigration10Sql},
     {11, "where each run's ranks ran: scheduler, cluster, Slurm job and step, node list, tasks per node, "
          "launcher and its version; the runner's own Slurm job", kMigration11Sql},
+    {12, "a target's momentum (NULL: not stated), matched by v_accuracy_vs_target", kMigration12Sql},
 };
 
 }  // namespace dtnn::schema

@@ -429,11 +429,13 @@ void ResultStore::replace_targets(const std::vector<Target>& targets) {
     for (int r : t.ranks) ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
     Statement st(db_, path_,
                  "INSERT INTO targets (model, dataset, metric, target, tolerance, num_epochs, optimizer, recipe, source, "
-                 "learning_rate, batch_size, global_batch_size, ranks, steps_per_epoch)"
-                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+                 "learning_rate, batch_size, global_batch_size, ranks, steps_per_epoch, momentum)"
+                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     st.bind(1, t.model).bind(2, t.dataset).bind(3, t.metric).bind(4, t.target).bind(5, t.tolerance);
     st.bind(6, t.num_epochs).bind(7, t.optimizer).bind(8, t.recipe).bind(9, t.source).bind(10, t.learning_rate);
-    st.bind(11, t.batch_size).bind(12, t.global_batch_size).bind(13, ranks).bind(14, t.steps_per_epoch).run();
+    st.bind(11, t.batch_size).bind(12, t.global_batch_size).bind(13, ranks).bind(14, t.steps_per_epoch);
+    if (t.momentum >= 0.0) st.bind(15, t.momentum);  // else left NULL: not stated
+    st.run();
   }
   tx.commit();
 }

@@ -211,6 +211,7 @@ class ResultStore {
     int global_batch_size = 0;           // batch_size x ranks; 0: stated per rank with `ranks`
     std::vector<int> ranks;              // rank counts the recipe holds for (with batch_size)
     int steps_per_epoch = 0;             // 0: whole epochs (a run truncating its epochs is another recipe)
+    double momentum = -1.0;              // SGD's momentum; < 0: not stated (stored NULL), any run's matches
   };
   void replace_targets(const std::vector<Target>& targets);
 

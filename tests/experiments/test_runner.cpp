@@ -265,6 +265,46 @@ steps_per_epoch = 3
                                                   "target = 50\nsource = \"s\"\nnum_epochs = 2\noptimizer = \"sgd\"\n");
   CHECK(dtnn_cli("check --db " + ws.db() + " --targets " + vague, log) == 2);
   CHECK_THAT(read_text(log), Contains("vague.toml:1: target without 'learning_rate' (a target states its recipe)"));
+  // Momentum: these runs trained with dtnn's default 0.9 (their reports' options say so). A target stating
+  // 0.0 (d2l's recipe) does not judge them, one stating 0.9 does; the store's view matches alike.
+  const std::string no_momentum = ws.file("m0.toml", "[[target]]\nmodel = \"simplemlp\"\ndataset = \"synthetic-mnist\"\n"
+                                                     "metric = \"test_accuracy\"\ntarget = 1.0\ntolerance = 1.0\nsource = \"x\"\n"
+                                                     "recipe = \"plain\"\nsteps_per_epoch = 3\nmomentum = 0.0\n" + recipe);
+  CHECK(dtnn_cli("check --db " + ws.db() + " --targets " + no_momentum, log) == 0);
+  CHECK_THAT(read_text(log), Contains("0 pass, 0 fail, 4 without a target") &&
+                                 Contains("recipe differs from 'plain': momentum 0.9, target's 0)"));
+  const std::string with_momentum = ws.file("m9.toml", "[[target]]\nmodel = \"simplemlp\"\ndataset = \"synthetic-mnist\"\n"
+                                                       "metric = \"test_accuracy\"\ntarget = 1.0\ntolerance = 1.0\nsource = \"x\"\n"
+                                                       "steps_per_epoch = 3\nmomentum = 0.9\n" + recipe);
+  CHECK(dtnn_cli("check --db " + ws.db() + " --targets " + with_momentum, log) == 0);
+  CHECK_THAT(read_text(log), Contains("4 pass, 0 fail"));
+  const std::string wrong = ws.file("m2.toml", "[[target]]\nmodel = \"m\"\ndataset = \"d\"\nmetric = \"test_accuracy\"\n"
+                                               "target = 50\nsource = \"s\"\nmomentum = 1.5\n" + recipe);
+  CHECK(dtnn_cli("check --db " + ws.db() + " --targets " + wrong, log) == 2);
+  CHECK_THAT(read_text(log), Contains("m2.toml:1: momentum must be in [0, 1)"));
+  {
+    dtnn::ResultStore store = dtnn::ResultStore::open(ws.db());
+    for (const double momentum : {0.0, 0.9, -1.0}) {  // -1: not stated, stored NULL
+      dtnn::ResultStore::Target t;
+      t.model = "simplemlp";
+      t.dataset = "synthetic-mnist";
+      t.metric = "test_accuracy";
+      t.target = t.tolerance = 1.0;
+      t.num_epochs = 2;
+      t.optimizer = "sgd";
+      t.source = "s";
+      t.learning_rate = 0.01;
+      t.batch_size = 64;
+      t.ranks = {1};
+      t.steps_per_epoch = 3;
+      t.momentum = momentum;
+      store.replace_targets({t});
+      INFO("target momentum " << momentum);
+      CHECK(store.query("SELECT count(*) FROM v_accuracy_vs_target").rows.at(0).at(0) == (momentum == 0.0 ? "0" : "4"));
+      CHECK(store.query("SELECT count(*) FROM targets WHERE momentum IS NULL").rows.at(0).at(0) ==
+            (momentum < 0 ? "1" : "0"));
+    }
+  }
 
   // compare: one sample per run (its epochs after the first), and a verdict needs 4 runs a side. The same runs on
   // both sides are no regression (exit 0); four planted runs 30 % slower are (exit 1).
