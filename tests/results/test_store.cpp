@@ -173,6 +173,50 @@ TEST_CASE("store: a version-3 database gains status 'diverged' and keeps runs, e
   CHECK_THROWS(latest.exec("DELETE FROM matrices"));
 }
 
+TEST_CASE("store: a version-11 database gains targets.momentum; its targets match any momentum until stated", "[store]") {
+  const std::string path = fresh_db("v11");
+  {
+    dtnn::ResultStore v11 = dtnn::ResultStore::open_at_version(path, 11);
+    REQUIRE(v11.version() == 11);
+    CHECK_THROWS(v11.query("SELECT momentum FROM targets"));
+    v11.exec("INSERT INTO matrices (name, file, hash, text) VALUES ('old', 'old.toml', 'h', 't');"
+             "INSERT INTO environments (host, cpu_model, cores, gpu, compiler, blas, onednn, mpi, cuda, build_type,"
+             " dtnn_version, git_commit, git_dirty, env_vars) VALUES ('h','c',2,'none','g','b','o','m','c','R','0',"
+             " 'c0ffee',0,'{}');"
+             "INSERT INTO runs (matrix_id, environment_id, trial_key, config_key, label, repeat, framework, model,"
+             " dataset, conv_algo, ranks, threads, device, batch_size, num_epochs, optimizer, params, status, command,"
+             " log_path, runner_pid, runner_host, samples_per_s, test_accuracy) VALUES (1, 1, 'k1', 'c', 'l', 0,"
+             " 'dtnn', 'resnet18_d2l', 'fashion-mnist', 'auto', 1, 2, 'cpu', 256, 10, 'sgd',"
+             " '{\"learning_rate\": 0.1, \"momentum\": 0.0}', 'ok', 'x', 'y', 1, 'h', 95.0, 91.8);"
+             "INSERT INTO targets (model, dataset, metric, target, tolerance, num_epochs, optimizer, recipe, source,"
+             " learning_rate, batch_size, ranks) VALUES ('resnet18_d2l', 'fashion-mnist', 'test_accuracy', 91.0, 1.0,"
+             " 10, 'sgd', 'r', 's', 0.1, 256, '1');");
+    CHECK(one(v11, "SELECT verdict FROM v_accuracy_vs_target") == "pass");
+  }
+  dtnn::ResultStore latest = dtnn::ResultStore::open(path);
+  CHECK(latest.version() == dtnn::ResultStore::latest_version());
+  CHECK(one(latest, "SELECT count(*) FROM targets WHERE momentum IS NULL") == "1");  // not stated
+  CHECK(one(latest, "SELECT verdict FROM v_accuracy_vs_target") == "pass");          // judged as before
+  dtnn::ResultStore::Target t;
+  t.model = "resnet18_d2l";
+  t.dataset = "fashion-mnist";
+  t.metric = "test_accuracy";
+  t.target = 91.0;
+  t.tolerance = 1.0;
+  t.num_epochs = 10;
+  t.optimizer = "sgd";
+  t.source = "s";
+  t.learning_rate = 0.1;
+  t.batch_size = 256;
+  t.ranks = {1};
+  t.momentum = 0.9;  // another recipe: the run (momentum 0.0 in its parameters) is not judged
+  latest.replace_targets({t});
+  CHECK(one(latest, "SELECT count(*) FROM v_accuracy_vs_target") == "0");
+  t.momentum = 0.0;
+  latest.replace_targets({t});
+  CHECK(one(latest, "SELECT verdict FROM v_accuracy_vs_target") == "pass");
+}
+
 TEST_CASE("store: files that are not (this version of) a dtnn database are refused", "[store]") {
   const std::string garbage = fresh_db("garbage");
   std::ofstream(garbage) << "this is not an SQLite file, it is long enough to have a header......................."
