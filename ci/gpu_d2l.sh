@@ -7,13 +7,20 @@
 #      every rank in NCHW (the GPU's layout; dtnn refuses ranks whose layouts differ), global batch 512:
 #      the GPU alone, then even and auto shares (--rank_batch_shares), epoch 2's samples/s and the split.
 #
-#   ci/gpu_d2l.sh BUNDLE_DIR OUT_DIR
+#   ci/gpu_d2l.sh BUNDLE_DIR OUT_DIR [matrix|uneven|all]   (default all)
+# One device call runs at most 600 s: the matrix part alone may need most of that (MATRIX_TIMEOUT, 480 s; a
+# trial cut off is stored interrupted), so give each part its own call. MATRIX_ONLY adds --only filters,
+# e.g. "framework=dtnn" and "framework=pytorch" in two calls.
 # The Fashion-MNIST files: DATA_DIR/fashion-mnist (carried; copied to Debian's /usr/share/datasets path the
 # matrix names). A dry run on a CPU machine: GPU_FLAG=--enable_gpu=False EPOCHS=1 STEPS=4 (tests the script).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 bundle="${1:?usage: ci/gpu_d2l.sh BUNDLE_DIR OUT_DIR}"
 out="${2:?usage: ci/gpu_d2l.sh BUNDLE_DIR OUT_DIR}"
+part="${3:-all}"
+case "$part" in matrix | uneven | all) ;; *) echo "ci/gpu_d2l.sh: part must be matrix, uneven or all, got '$part'" >&2; exit 2 ;; esac
+only=()
+for f in ${MATRIX_ONLY:-}; do only+=(--only "$f"); done
 mkdir -p "$out"
 work="$(mktemp -d)"
 dtnn="$bundle/experiments/dtnn"
@@ -23,11 +30,11 @@ if [ -d "${DATA_DIR:-.gpu_data}/fashion-mnist" ]; then
   mkdir -p /usr/share/datasets && cp -r "${DATA_DIR:-.gpu_data}/fashion-mnist" /usr/share/datasets/
 fi
 
-{
-  echo "== d2l ResNet-18 on Fashion-MNIST: the matrix's GPU trials"
+[ "$part" = uneven ] || {
+  echo "== d2l ResNet-18 on Fashion-MNIST: the matrix's GPU trials ${MATRIX_ONLY:-}"
   if [ -z "${GPU_FLAG:-}" ]; then
     DTNN_PYTHON="${DTNN_PYTHON:-python3}" timeout "${MATRIX_TIMEOUT:-480}" "$dtnn" run experiments/d2l_resnet18_fmnist.toml \
-      --db "$work/d2l.db" --dtnn "$dtnn" --only device=gpu 2>&1 | tail -6
+      --db "$work/d2l.db" --dtnn "$dtnn" --only device=gpu "${only[@]}" 2>&1 | tail -6
     "$dtnn" query "SELECT id, label, status, substr(error, 1, 100) AS error FROM runs ORDER BY id" --db "$work/d2l.db"
     "$dtnn" query "SELECT r.label, e.epoch, printf('%.1f', e.time_s) AS s, printf('%.2f', e.val_accuracy) AS val_acc
                    FROM runs r JOIN epochs e ON e.run_id = r.id ORDER BY r.id, e.epoch" --db "$work/d2l.db" 2>&1 | head -40
@@ -42,7 +49,7 @@ common=(--model=resnet18_d2l --dataset=mnist --dataset_train_path=/usr/share/dat
         --num_epochs="${EPOCHS:-2}" --steps_per_epoch="${STEPS:-30}" --evaluate_on_test=False --progress=False)
 cpu_ranks="${CPU_RANKS:-2}"
 cpu_threads="${CPU_THREADS:-7}"
-{
+[ "$part" = matrix ] || {
   echo "== uneven devices: 1 GPU rank + $cpu_ranks CPU ranks x $cpu_threads threads, global batch 512, epoch 2 samples/s"
   timeout 300 "$dtnn" train "${common[@]}" "${GPU_FLAG:---enable_gpu=True}" --report="$work/gpu_alone.json" \
     > "$work/gpu_alone.txt" 2>&1
