@@ -130,7 +130,7 @@ Result train(Communicator& comm, int64_t batch, bool resnet, int64_t train_count
   r.samples = rec.train.samples;
   r.params.assign(model->param_slab(), model->param_slab() + model->slab_size());
   r.state.assign(model->state_slab(), model->state_slab() + model->state_size());
-  r.split = format_split(64, trainer.shares().weights(), comm.size());
+  r.split = trainer.shares().format(64);
   r.rank_spread = std::max(spread_from_root(comm, r.params), r.state.empty() ? 0.0 : spread_from_root(comm, r.state));
   return r;
 }

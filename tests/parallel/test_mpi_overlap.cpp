@@ -14,14 +14,19 @@
 //   (the share of 64 over 3 ranks is 22 + 21 + 21).
 // - 2 ranks: each rank's compute + time in communication calls is within 2 % of its step time, and blocking
 //   makes no communication call during compute (all of it is exposed).
+// - No allocation per step on any rank, blocking and non-blocking (1 KiB buckets: the most requests): an
+//   epoch of 6 steps makes as many operator new calls as one of 2 (support/alloc_count.h; MPI's own
+//   mallocs are not counted).
 // Prints one line per check, then "N passed, M failed"; exits 0 when all passed.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
 #include "helpers.h"
+#include "support/alloc_count.h"
 #include "layers/layers.h"
 #include "models/model.h"
 #include "parallel/communicator.h"
@@ -111,6 +116,23 @@ Run train(Communicator& comm, TrainOptions o, bool smooth, int64_t steps, int64_
   return r;
 }
 
+// operator new calls on this rank during a second epoch of `steps` steps (the first built what is lazily built).
+int64_t second_epoch_allocations(Communicator& comm, TrainOptions o, int64_t steps) {
+  o.steps_per_epoch = steps;
+  o.optimizer.name = "sgd";
+  o.seed = 5;
+  auto model = cnn(o, false);
+  share_root_weights(*model, comm);
+  auto data = make_synthetic(dataset_shape("mnist"), 1);
+  auto opt = make_optimizer(o.optimizer, model->slab_size());
+  Trainer trainer(*model, *data, comm, *opt, o);
+  const Splits splits = make_splits(*data, 0.0, false, o.seed);
+  trainer.run_epoch(1, 2, splits);
+  const int64_t before = test::allocations();
+  trainer.run_epoch(2, 2, splits);
+  return test::allocations() - before;
+}
+
 struct Tally {
   int passed = 0, failed = 0;
   bool root = false;
@@ -169,6 +191,17 @@ int main() {
                           fmt("%.2f %% (blocking: none)", 100 * blocking.worst_overlapped));
         }
       }
+    }
+    for (const bool non_blocking : {false, true}) {
+      TrainOptions o;
+      o.batch_size = 32;
+      o.non_blocking_mpi = non_blocking;
+      o.gradient_bucket_mb = 1.0 / 1024;
+      const int64_t two = second_epoch_allocations(*world, o, 2), six = second_epoch_allocations(*world, o, 6);
+      const double worst = world->max(static_cast<double>(std::llabs(six - two)));
+      tally.check(worst == 0.0, ranks + (non_blocking ? ", non-blocking (1 KiB buckets)" : ", blocking") +
+                                    fmt(": an epoch of 2 steps makes %g allocations, of 6 steps %g (rank 0); ", two, six) +
+                                    fmt("the most any rank's differ: %g", worst));
     }
     {  // strong scaling against one process
       TrainOptions o;
