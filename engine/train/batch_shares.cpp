@@ -185,18 +185,10 @@ void RankShares::split(int64_t n, int64_t* offset, int64_t* count) const {
 }
 
 std::string RankShares::format(int64_t n) const {
+  if (weights_.empty()) return format_split(n, weights_, ranks_);  // even
+  counts_into(n, weights_.data(), weights_.size(), counts_.data(), frac_.data(), order_.data());
   std::string out;
-  for (int r = 0; r < ranks_; ++r) {
-    int64_t count = 0;
-    if (weights_.empty()) {
-      int64_t offset = 0;
-      split_batch(n, weights_, ranks_, r, &offset, &count);
-    } else {
-      counts_into(n, weights_.data(), weights_.size(), counts_.data(), frac_.data(), order_.data());
-      count = counts_[static_cast<size_t>(r)];
-    }
-    out += (r ? "," : "") + std::to_string(count);
-  }
+  for (size_t r = 0; r < counts_.size(); ++r) out += (r ? "," : "") + std::to_string(counts_[r]);
   return out;
 }
 
