@@ -301,9 +301,11 @@ std::vector<OptionSpec> make_table() {
               "Checked against the number of ranks started (0: not checked)"),
       // Data parallelism's gradient reduction and scaling mode (train/gradient_reducer.h)
       boolean("non_blocking_mpi", DTNN_FIELD(non_blocking_mpi), M | P,
-              "Sum gradients in buckets during the backward pass (MPI_Iallreduce; CPU models)"),
+              "Sum gradients in buckets during the backward pass (MPI_Iallreduce; GPU models: NCCL, or staged "
+              "copies, on a side stream)"),
       boolean("blocking_mpi", DTNN_FIELD(blocking_mpi), A | P,
-              "PyDTNN's negation of --non_blocking_mpi: one blocking allreduce after the backward pass (the default)"),
+              "PyDTNN's negation of --non_blocking_mpi: True (the bare flag) is one blocking allreduce after the "
+              "backward pass (the default), False the non-blocking reduction"),
       number("gradient_bucket_mb", DTNN_FIELD(gradient_bucket_mb), M, 0.0, 1 << 20,
              "--non_blocking_mpi: bucket cap in MiB, the first bucket at most 1 MiB (0: one bucket per layer, as PyDTNN)"),
       integer("global_batch_size", DTNN_FIELD(global_batch_size), M | MM | P, 0, kBig,
@@ -351,8 +353,8 @@ std::vector<OptionSpec> make_table() {
            "R:MS: rank R sleeps MS milliseconds before every training step (a deliberate straggler); empty: none",
            check_straggler),
       text("straggler_factor", DTNN_FIELD(straggler_factor), M,
-           "R:F: rank R's steps take F times their compute: after each step it sleeps F-1 times that step's busy "
-           "time (a device F times slower, whose delay grows with its share of the batch); empty: none",
+           "R:F: rank R's steps take F times their compute: before each step it sleeps F-1 times its previous "
+           "step's busy time (a device F times slower, whose delay grows with its share of the batch); empty: none",
            check_slow_rank),
       text("rank_batch_shares", DTNN_FIELD(rank_batch_shares), M,
            "--parallel=data: each rank's share of the global batch: empty: even; W0,W1,...: one weight per rank "

@@ -199,8 +199,14 @@ void resolve_options(TrainOptions& o, const std::vector<std::string>& given) {
     if ((s.flags & kOptPlanned) && option_text(s, o) != option_default_text(s))
       unsupported("--", s.name, "=", option_text(s, o), ": not implemented yet (", s.why_not, ")");
   if (o.dtype != "float32") unsupported("--dtype=", o.dtype, ": dtnn computes in float32 only");
-  if (o.blocking_mpi) {  // PyDTNN's README writes the bare flag --blocking_mpi; its parser has --non_blocking_mpi
-    DTNN_CHECK(!o.non_blocking_mpi, "--blocking_mpi contradicts --non_blocking_mpi=True: give one of them");
+  // PyDTNN's README writes the bare flag --blocking_mpi; its parser has --non_blocking_mpi. One is the other's
+  // negation, so --blocking_mpi=False asks for the non-blocking reduction.
+  if (was_given("blocking_mpi")) {
+    const bool non_blocking = !o.blocking_mpi;
+    DTNN_CHECK(!was_given("non_blocking_mpi") || o.non_blocking_mpi == non_blocking, "--blocking_mpi=",
+               o.blocking_mpi ? "True" : "False", " contradicts --non_blocking_mpi=", o.non_blocking_mpi ? "True" : "False",
+               ": give one of them");
+    o.non_blocking_mpi = non_blocking;
     o.blocking_mpi = false;
   }
   if (o.enable_gpudirect)

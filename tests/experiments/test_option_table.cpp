@@ -179,7 +179,10 @@ TEST_CASE("option table: PyDTNN's launcher options are accepted with PyDTNN's me
   }
   const dtnn::test::Command both = dtnn::test::run_dtnn(synth + "--blocking_mpi --non_blocking_mpi=True");
   CHECK(both.status == 2);
-  CHECK(both.err == "dtnn: --blocking_mpi contradicts --non_blocking_mpi=True: give one of them\n");
+  CHECK(both.err == "dtnn: --blocking_mpi=True contradicts --non_blocking_mpi=True: give one of them\n");
+  const dtnn::test::Command neither = dtnn::test::run_dtnn(synth + "--blocking_mpi=False --non_blocking_mpi=False");
+  CHECK(neither.status == 2);
+  CHECK(neither.err == "dtnn: --blocking_mpi=False contradicts --non_blocking_mpi=False: give one of them\n");
   for (const char* refused : {"--dtype=float64", "--enable_gpudirect=True", "--network_alg=bta"}) {
     INFO(refused);
     const dtnn::test::Command c = dtnn::test::run_dtnn(synth + refused);

@@ -41,6 +41,23 @@ if(NOT n EQUAL 1)
   message(FATAL_ERROR "expected one communication summary (rank 0), got ${n}:\n${out}")
 endif()
 message(STATUS "mpi cli: communication ok (${mode}, exposed ${exposed} s)")
+# PyDTNN's --blocking_mpi is --non_blocking_mpi's negation: =False asks for the bucketed reduction.
+file(REMOVE ${WORK}/report_nb.json)
+execute_process(
+  COMMAND ${MPIEXEC} -np 2 ${FLAGS} ${DTNN} train --parallel=data --model=simplecnn --use_synthetic_data=True
+          --steps_per_epoch=2 --num_epochs=1 --threads=1 --optimizer=sgd --evaluate_on_test=False
+          --blocking_mpi=False --gradient_bucket_mb=0 --report=${WORK}/report_nb.json
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "--blocking_mpi=False failed (${rc}):\n${out}\n${err}")
+endif()
+file(READ ${WORK}/report_nb.json report)
+string(JSON mode GET "${report}" epochs 0 communication mode)
+string(JSON buckets GET "${report}" epochs 0 communication buckets_per_step)
+if(NOT mode STREQUAL "non_blocking" OR NOT buckets GREATER 1)
+  message(FATAL_ERROR "--blocking_mpi=False: mode ${mode}, ${buckets} bucket(s); expected non_blocking, one per layer")
+endif()
+message(STATUS "mpi cli: --blocking_mpi=False ran ${mode} with ${buckets} buckets")
 # A job of several commands (mpirun's MPMD form, as a GPU rank beside CPU ranks is started) whose ranks
 # build the model in different layouts: refused before training, with the difference named, not trained on
 # garbled gradient sums.

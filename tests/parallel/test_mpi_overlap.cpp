@@ -3,7 +3,8 @@
 // (--global_batch_size) against one process.
 //
 // - Non-blocking equals blocking after 20 steps and after an epoch with a short last batch, for one bucket
-//   per layer, tiny buckets (1 KiB: several per layer boundary), the default (25 MiB) and one bucket for
+//   per layer, tiny buckets (1 KiB: a bucket closes at the first layer boundary past its cap, as layers are
+//   never split, so the BN layer shares one with a conv), the default (25 MiB) and one bucket for
 //   everything, on a CNN with BatchNormalization (per-rank statistics) and dropout (per-rank masks): bit for
 //   bit with 2 ranks (a sum of two floats does not depend on the order, nor on which collective computes
 //   it), within 1e-6 relative with more (MPI_Iallreduce may sum in another order than MPI_Allreduce). An
@@ -12,8 +13,11 @@
 // - In every run the ranks end with bit-identical weights (not BN statistics: those are per rank).
 // - Strong scaling: p ranks x --global_batch_size=64 equal 1 process x batch 64 within 1e-5 after 20 steps
 //   (the share of 64 over 3 ranks is 22 + 21 + 21).
-// - 2 ranks: each rank's compute + time in communication calls is within 2 % of its step time, and blocking
-//   makes no communication call during compute (all of it is exposed).
+// - The measured times account for the step, on every rank (2, 3 and 4 ranks; blocking and every bucket
+//   size): compute + time in communication calls is within 2 % of the step time (5 % past 2 ranks, where
+//   ranks share cores); blocking makes no communication call during compute, so there compute + exposed
+//   communication is the step within the same bound (the check as stated); non-blocking, the calls
+//   made between layers are the rest (comm - exposed >= 0, printed as a share of the step).
 // - No allocation per step on any rank, blocking and non-blocking (1 KiB buckets: the most requests): an
 //   epoch of 6 steps makes as many operator new calls as one of 2 (support/alloc_count.h; MPI's own
 //   mallocs are not counted).
@@ -75,6 +79,8 @@ struct Run {
   EpochComm comm;
   double worst_gap = 0.0;      // max over ranks of |step - compute - comm| / step (the untimed glue)
   double worst_overlapped = 0.0;  // max over ranks of (comm - exposed) / step: calls made during compute
+  double least_overlapped = 0.0;  // min over ranks of the same: negative = exposed time outside the calls
+  double worst_exposed_gap = 0.0;  // max over ranks of |step - compute - exposed| / step
 };
 
 bool identical_on_all_ranks(Communicator& comm, const std::vector<float>& mine) {
@@ -113,6 +119,8 @@ Run train(Communicator& comm, TrainOptions o, bool smooth, int64_t steps, int64_
   // on a quiet machine, but a descheduled rank inside MPI_Test makes them long, and that is not an error.)
   r.worst_gap = comm.max(t.step_s > 0 ? std::fabs(t.step_s - t.compute_s - t.comm_s) / t.step_s : 1.0);
   r.worst_overlapped = comm.max(t.step_s > 0 ? (t.comm_s - t.exposed_s) / t.step_s : 1.0);
+  r.least_overlapped = -comm.max(t.step_s > 0 ? (t.exposed_s - t.comm_s) / t.step_s : 1.0);
+  r.worst_exposed_gap = comm.max(t.step_s > 0 ? std::fabs(t.step_s - t.compute_s - t.exposed_s) / t.step_s : 1.0);
   return r;
 }
 
@@ -183,13 +191,22 @@ int main() {
                             fmt(" (%g per step): weights differ from blocking by %.3g relative", nb.comm.buckets_per_step, dw) +
                             fmt(", BN statistics by %.3g, loss %.9g", ds, nb.loss) + fmt(" vs %.9g", blocking.loss) +
                             (bitwise ? " (bit-identical)" : "") + (nb.ranks_identical ? "; ranks agree bit for bit" : "; RANKS DIFFER"));
-        if (p == 2 && pool == 0) {
-          tally.check(nb.worst_gap <= 0.02 && blocking.worst_gap <= 0.02 && blocking.worst_overlapped <= 1e-9,
-                      fmt("2 ranks, compute + communication calls vs step time: worst rank off by %.2f %% "
-                          "(non-blocking), %.2f %% (blocking)", 100 * nb.worst_gap, 100 * blocking.worst_gap) +
-                          fmt("; calls during compute: %.2f %% of the step (non-blocking), ", 100 * nb.worst_overlapped) +
-                          fmt("%.2f %% (blocking: none)", 100 * blocking.worst_overlapped));
+        if (pool == 0) {
+          const double bound = p == 2 ? 0.02 : 0.05;
+          tally.check(nb.worst_gap <= bound && nb.least_overlapped >= 0.0,
+                      ranks + fmt(", non-blocking, %g MiB: compute + communication calls vs step time: worst rank "
+                                  "off by %.2f %% (bound %g %%)", mb, 100 * nb.worst_gap, 100 * bound) +
+                          fmt("; calls between layers: %.2f-%.2f %% of the step", 100 * nb.least_overlapped,
+                              100 * nb.worst_overlapped));
         }
+      }
+      if (pool == 0) {
+        const double bound = p == 2 ? 0.02 : 0.05;
+        tally.check(blocking.worst_gap <= bound && blocking.worst_exposed_gap <= bound &&
+                        std::fabs(blocking.worst_overlapped) <= 1e-9 && std::fabs(blocking.least_overlapped) <= 1e-9,
+                    ranks + fmt(", blocking: compute + exposed communication vs step time: worst rank off by %.2f %% "
+                                "(bound %g %%); calls during compute: %.2g %% of the step (none)",
+                                100 * blocking.worst_exposed_gap, 100 * bound, 100 * blocking.worst_overlapped));
       }
     }
     for (const bool non_blocking : {false, true}) {
