@@ -67,9 +67,21 @@ def labels_for(groups, columns, default_columns, extra=("label",)):
     clash = [i for i, lab in enumerate(labels) if counts[lab] > 1]
     if clash:
         found = distinguishing([labels[i] for i in clash], [groups[i] for i in clash], extra)
+        if found and found[0] == "config_key":  # a whole key is unreadable on a chart: only what differs
+            found = (found[0], key_differences(found[1]))
         for k, i in enumerate(clash):
             labels[i] += f" [{found[1][k]}]" if found else f" #{k + 1}"
     return labels
+
+
+def key_differences(keys):
+    """For config_key strings ('name=value;...'), each one's 'name=value, ...' of the names whose values are not
+    the same in all of them (a name a key lacks has its default: 'default'); '(base)' when none differ."""
+    parsed = [dict(part.split("=", 1) if "=" in part else (part, "") for part in k.split(";") if part)
+              for k in keys]
+    names = sorted({n for d in parsed for n in d})
+    differ = [n for n in names if len({d.get(n, "default") for d in parsed}) > 1]
+    return [", ".join(f"{n}={d.get(n, 'default')}" for n in differ) or "(base)" for d in parsed]
 
 
 def distinguishing(shown, groups, candidates):

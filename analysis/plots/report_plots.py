@@ -87,21 +87,27 @@ def scaling_lines(path, series):
 def comm_stacks(path, series):
     """series: list of (label, [(ranks, compute_ms, exposed_ms, other_ms)]). One group of stacked bars per
     configuration: compute, exposed communication and the rest of the step, per rank count."""
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.2 + 0.7 * sum(len(p) for _, p in series)), 4.5))
+    # Groups are lettered over the bars and named in a key under the chart: configuration labels are too
+    # long to stand side by side over groups of one or two bars.
+    letters = [chr(ord("A") + i) if i < 26 else str(i + 1) for i in range(len(series))]
+    key_lines = [f"{letter}: {label}" for letter, (label, _) in zip(letters, series)]
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.2 + 0.7 * sum(len(p) for _, p in series)),
+                                    4.5 + 0.22 * len(key_lines)))
     x, ticks, names = 0.0, [], []
-    for i, (label, points) in enumerate(series):
+    for i, (_, points) in enumerate(series):
+        label = letters[i]
         for ranks, compute, exposed, other in points:
             ax.bar(x, compute, color="tab:blue", label="compute" if x == 0 else None)
             ax.bar(x, exposed, bottom=compute, color="tab:red", label="exposed communication" if x == 0 else None)
             ax.bar(x, other, bottom=compute + exposed, color="tab:gray", alpha=0.5,
-                   label="other (hidden comm calls, bookkeeping)" if x == 0 else None)
+                   label="communication calls between layers" if x == 0 else None)
             ticks.append(x)
             names.append(f"{ranks}")
             x += 1.0
         if i + 1 < len(series):
             ax.axvline(x, color="black", linewidth=0.5)
         ax.text(x - len(points) / 2 - 0.5, 1.0, label, transform=ax.get_xaxis_transform(), ha="center",
-                va="bottom", fontsize=8)
+                va="bottom", fontsize=9, fontweight="bold")
         x += 1.0
     ax.set_xticks(ticks)
     ax.set_xticklabels(names)
@@ -109,6 +115,9 @@ def comm_stacks(path, series):
     ax.set_ylabel("ms per training step (median rank)")
     ax.grid(axis="y", alpha=0.3)
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8)
+    height = fig.get_size_inches()[1]
+    fig.subplots_adjust(bottom=(0.9 + 0.22 * len(key_lines)) / height)
+    fig.text(0.01, 0.01, "\n".join(key_lines), ha="left", va="bottom", fontsize=8, family="monospace")
     _save(fig, path)
 
 

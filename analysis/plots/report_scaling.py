@@ -86,12 +86,13 @@ class ScalingSections:
         rows, bars = [], []
         for label, group in zip(labels, series):
             points = []
+            letter = chr(ord("A") + len(bars)) if len(bars) < 26 else str(len(bars) + 1)  # as comm_stacks letters
             for r in group:
                 c = comm.get((r["environment_id"], r["config_key"], r["ranks"]))
                 if c is None:
                     continue
                 other = max(0.0, c["step_ms"] - c["compute_ms"] - c["exposed_ms"])
-                rows.append((label, r["ranks"], c["mode"], c["buckets"], num(c["bytes_per_step"] / 2**20, 3),
+                rows.append((f"{letter}: {label}", r["ranks"], c["mode"], c["buckets"], num(c["bytes_per_step"] / 2**20, 3),
                              num(c["step_ms"], 2), num(c["compute_ms"], 2), num(c["comm_ms"], 2),
                              num(c["exposed_ms"], 2), num(100 * c["exposed_ms"] / c["step_ms"], 1)))
                 points.append((r["ranks"], c["compute_ms"], c["exposed_ms"], other))
@@ -102,7 +103,9 @@ class ScalingSections:
         self.add("### Communication", "",
                  "Per training step, the median rank (ms, averaged over runs): compute (forward, loss, backward, "
                  "update), time inside communication calls, and exposed communication (waiting for sums after "
-                 "the rank's own backward pass; in blocking mode the whole allreduce, load imbalance included).", "")
+                 "the rank's own backward pass; in blocking mode the whole allreduce, load imbalance included). "
+                 "In comm less exposed is the time in the calls made between layers (non-blocking). The chart "
+                 "letters its groups as this table does.", "")
         self.add(*table(["configuration", "ranks", "mode", "buckets", "MiB/step", "step ms", "compute ms",
                          "in comm ms", "exposed ms", "exposed %"], rows, right=range(1, 10)))
         if self.no_plots():
