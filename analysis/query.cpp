@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <ostream>
+#include <set>
 
 #include "core/error.h"
 
@@ -122,6 +124,68 @@ std::string csv_field(const std::string& s) {
   return q + "\"";
 }
 
+// config_key cells ("name=value;..." in a canonical order) of a table: each cut down to the names whose values
+// differ between the rows shown (a name a row lacks has its default), so rows that differ past the table's
+// cell width still read apart; `shared` gets what every row has in common, printed once under the table.
+std::vector<std::string> key_differences(const std::vector<std::string>& keys, std::string& shared) {
+  std::vector<std::map<std::string, std::string>> parsed;
+  std::set<std::string> names;
+  for (const std::string& k : keys) {
+    std::map<std::string, std::string> m;
+    size_t at = 0;
+    while (at < k.size()) {
+      const size_t end = std::min(k.find(';', at), k.size());
+      const std::string part = k.substr(at, end - at);
+      const size_t eq = part.find('=');
+      if (!part.empty()) m[part.substr(0, eq)] = eq == std::string::npos ? "" : part.substr(eq + 1);
+      at = end + 1;
+    }
+    for (const auto& [n, v] : m) names.insert(n);
+    parsed.push_back(std::move(m));
+  }
+  const auto value = [](const std::map<std::string, std::string>& m, const std::string& n) {
+    const auto it = m.find(n);
+    return it == m.end() ? std::string("default") : it->second;
+  };
+  std::vector<std::string> differ;
+  shared.clear();
+  for (const std::string& n : names) {
+    bool same = true;
+    for (const auto& m : parsed) same = same && value(m, n) == value(parsed.front(), n);
+    if (same) shared += (shared.empty() ? "" : ";") + n + "=" + value(parsed.front(), n);
+    else differ.push_back(n);
+  }
+  std::vector<std::string> out;
+  for (const auto& m : parsed) {
+    std::string cell;
+    for (const std::string& n : differ) cell += (cell.empty() ? "" : ", ") + n + "=" + value(m, n);
+    out.push_back(cell.empty() ? "(shared)" : cell);
+  }
+  return out;
+}
+
+void print_table(std::ostream& out, const QueryResult& r) {
+  auto text = [](const std::optional<std::string>& v) { return v ? *v : std::string("NULL"); };
+  std::vector<size_t> width(r.columns.size());
+  for (size_t i = 0; i < r.columns.size(); ++i) width[i] = r.columns[i].size();
+  constexpr size_t kMax = 60;  // long cells (errors, keys) are cut in the table; csv/json keep them whole
+  for (const auto& row : r.rows)
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::min(kMax, std::max(width[i], text(row[i]).size()));
+  auto cell = [&](const std::string& s, size_t w) {
+    std::string c = s.size() > w ? s.substr(0, w - 3) + "..." : s;
+    return c + std::string(w - c.size(), ' ');
+  };
+  for (size_t i = 0; i < r.columns.size(); ++i) out << (i ? "  " : "") << cell(r.columns[i], width[i]);
+  out << "\n";
+  for (size_t i = 0; i < r.columns.size(); ++i) out << (i ? "  " : "") << std::string(width[i], '-');
+  out << "\n";
+  for (const auto& row : r.rows) {
+    for (size_t i = 0; i < row.size(); ++i) out << (i ? "  " : "") << cell(text(row[i]), width[i]);
+    out << "\n";
+  }
+  out << "(" << r.rows.size() << " row" << (r.rows.size() == 1 ? "" : "s") << ")\n";
+}
+
 }  // namespace
 
 const std::vector<std::pair<std::string, std::string>>& query_views() {
@@ -167,24 +231,20 @@ void print_query(std::ostream& out, const QueryResult& r, const std::string& for
     // Rows stored before the store made text valid UTF-8 may hold other bytes: U+FFFD for them, not a throw.
     out << rows.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else if (format == "table") {
-    std::vector<size_t> width(r.columns.size());
-    for (size_t i = 0; i < r.columns.size(); ++i) width[i] = r.columns[i].size();
-    constexpr size_t kMax = 60;  // long cells (errors, keys) are cut in the table; csv/json keep them whole
-    for (const auto& row : r.rows)
-      for (size_t i = 0; i < row.size(); ++i) width[i] = std::min(kMax, std::max(width[i], text(row[i]).size()));
-    auto cell = [&](const std::string& s, size_t w) {
-      std::string c = s.size() > w ? s.substr(0, w - 3) + "..." : s;
-      return c + std::string(w - c.size(), ' ');
-    };
-    for (size_t i = 0; i < r.columns.size(); ++i) out << (i ? "  " : "") << cell(r.columns[i], width[i]);
-    out << "\n";
-    for (size_t i = 0; i < r.columns.size(); ++i) out << (i ? "  " : "") << std::string(width[i], '-');
-    out << "\n";
-    for (const auto& row : r.rows) {
-      for (size_t i = 0; i < row.size(); ++i) out << (i ? "  " : "") << cell(text(row[i]), width[i]);
-      out << "\n";
+    const auto key_col = std::find(r.columns.begin(), r.columns.end(), "config_key");
+    if (key_col == r.columns.end() || r.rows.size() < 2) {
+      print_table(out, r);
+      return;
     }
-    out << "(" << r.rows.size() << " row" << (r.rows.size() == 1 ? "" : "s") << ")\n";
+    const size_t k = static_cast<size_t>(key_col - r.columns.begin());
+    std::vector<std::string> keys;
+    for (const auto& row : r.rows) keys.push_back(text(row[k]));
+    std::string shared;
+    const std::vector<std::string> cells = key_differences(keys, shared);
+    QueryResult shown = r;
+    for (size_t i = 0; i < shown.rows.size(); ++i) shown.rows[i][k] = cells[i];
+    print_table(out, shown);
+    out << "config_key shared by every row: " << (shared.empty() ? "(nothing)" : shared) << "\n";
   } else {
     fail("unknown --format '", format, "' (table, csv or json)");
   }

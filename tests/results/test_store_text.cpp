@@ -52,3 +52,32 @@ TEST_CASE("query: JSON output of a row stored with invalid UTF-8 replaces the by
   REQUIRE_NOTHROW(json = json_of(store));
   CHECK(json.find("bad\xEF\xBF\xBD.npz") != std::string::npos);
 }
+
+TEST_CASE("query: a table's config_key cells name what differs between the rows, the rest once below", "[store]") {
+  const std::string path = dtnn::test::temp_path("text_keys.db");
+  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path + suffix);
+  dtnn::ResultStore store = dtnn::ResultStore::open(path);
+  dtnn::RunStart s;
+  s.matrix_id = store.add_matrix("m", "m.toml", "hash", "name = \"m\"\n");
+  s.environment_id = store.add_environment(dtnn::StoredEnvironment{});
+  // Keys longer than the table's 60-character cells, equal in their first 60 characters.
+  const std::string common = "dataset=mnist;dataset_train_path=/usr/share/datasets/fashion-mnist;model=simplecnn";
+  for (const std::string& key : {common + ";non_blocking_mpi=True;scaling=strong", common + ";scaling=strong",
+                                 common + ";scaling=weak"}) {
+    s.trial_key = s.config_key = s.label = key;
+    store.begin_run(s);  // a run record, left running: only its key matters here
+  }
+  std::ostringstream table, csv;
+  const dtnn::QueryResult r = store.query("SELECT id, config_key FROM runs ORDER BY id");
+  dtnn::print_query(table, r, "table");
+  dtnn::print_query(csv, r, "csv");
+  const std::string t = table.str();
+  CHECK(t.find("1   non_blocking_mpi=True, scaling=strong") != std::string::npos);
+  CHECK(t.find("2   non_blocking_mpi=default, scaling=strong") != std::string::npos);
+  CHECK(t.find("3   non_blocking_mpi=default, scaling=weak") != std::string::npos);
+  CHECK(t.find("config_key shared by every row: " + common + "\n") != std::string::npos);
+  CHECK(csv.str().find(common + ";scaling=weak") != std::string::npos);  // csv keeps keys whole
+  std::ostringstream one;
+  dtnn::print_query(one, store.query("SELECT config_key FROM runs WHERE id = 3"), "table");
+  CHECK(one.str().find("shared by every row") == std::string::npos);  // one row: nothing to tell apart
+}
