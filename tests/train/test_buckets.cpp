@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 #include <cstring>
 
+#include "layers/layers.h"
+#include "models/model.h"
 #include "optim/optimizer.h"
 #include "train/gradient_reducer.h"
 
@@ -46,6 +48,42 @@ TEST_CASE("buckets: DDP's small first bucket closes at 1 MiB, the rest at the ca
 TEST_CASE("buckets: a model without parameters, bad caps", "[train][buckets]") {
   CHECK(as_tuples(dtnn::plan_buckets({0, 0, 0}, 3, 25.0)) == T{{0, 3, 2}});
   CHECK_THROWS(dtnn::plan_buckets({0, 0, 10}, 3, -1.0));
+}
+
+// The model of tests/parallel/test_mpi_gpu.cpp (built here on the CPU: the slab layout is the same), whose
+// bucket counts (5, 4, 1) that GPU test expects. Sizes by hand: each parameter tensor starts 64-byte aligned
+// in the slab, so it takes a multiple of 16 floats.
+TEST_CASE("buckets: the GPU bucket test's model, counted by hand", "[train][buckets]") {
+  dtnn::Model m("gpu_bucket_cnn");
+  m.add(dtnn::make_input(28, 28, 1));
+  dtnn::Conv2DSpec conv;
+  conv.nfilters = 8;
+  conv.padding = 1;
+  m.add(dtnn::make_conv2d(conv));  // 72 -> 80, bias 8 -> 16: 96
+  m.add(dtnn::make_batchnorm(), "relu");  // gamma, beta 8 -> 16 each: 32
+  dtnn::Pool2DSpec pool;
+  pool.stride = 2;
+  m.add(dtnn::make_max_pool2d(pool));
+  m.add(dtnn::make_conv2d(conv), "relu");  // 576, bias 8 -> 16: 592
+  m.add(dtnn::make_flatten());
+  m.add(dtnn::make_fc(32), "relu");  // 1568*32 = 50,176, bias 32: 50,208
+  m.add(dtnn::make_fc(10), "softmax");  // 320, bias 10 -> 16: 336
+  dtnn::BuildContext ctx;
+  ctx.max_batch = 16;
+  const int64_t tail = 4;  // loss, one metric, count (Trainer::reduce_tail_floats)
+  m.build(ctx, 3, tail);
+  std::vector<int64_t> begins(m.num_layers() + 1);
+  for (size_t i = 0; i <= m.num_layers(); ++i) begins[i] = m.param_begin(i);
+  const auto sizes = [&](double mb) {
+    std::vector<int64_t> out;
+    for (const GradientBucket& b : dtnn::plan_buckets(begins, tail, mb)) out.push_back(b.end - b.begin);
+    return out;
+  };
+  // Per layer; 1 KiB (256 floats: BN's 32 stay open until conv1 closes them); 25 MiB (the first at most
+  // 1 MiB: everything). The tail rides with the first bucket.
+  CHECK(sizes(0.0) == std::vector<int64_t>{340, 50208, 592, 32, 96});
+  CHECK(sizes(1.0 / 1024) == std::vector<int64_t>{340, 50208, 592, 128});
+  CHECK(sizes(25.0) == std::vector<int64_t>{51268});
 }
 
 TEST_CASE("optimizer: a step applied in ranges equals the whole step, bit for bit", "[optim][buckets]") {
