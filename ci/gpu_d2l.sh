@@ -35,6 +35,7 @@ fi
   if [ -z "${GPU_FLAG:-}" ]; then
     DTNN_PYTHON="${DTNN_PYTHON:-python3}" timeout "${MATRIX_TIMEOUT:-480}" "$dtnn" run experiments/d2l_resnet18_fmnist.toml \
       --db "$work/d2l.db" --dtnn "$dtnn" --only device=gpu "${only[@]}" 2>&1 | tail -6
+    echo "dtnn run: rc ${PIPESTATUS[0]} (124: the matrix outran MATRIX_TIMEOUT)"
     "$dtnn" query "SELECT id, label, status, substr(error, 1, 100) AS error FROM runs ORDER BY id" --db "$work/d2l.db"
     "$dtnn" query "SELECT r.label, e.epoch, printf('%.1f', e.time_s) AS s, printf('%.2f', e.val_accuracy) AS val_acc
                    FROM runs r JOIN epochs e ON e.run_id = r.id ORDER BY r.id, e.epoch" --db "$work/d2l.db" 2>&1 | head -40

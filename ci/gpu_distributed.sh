@@ -2,12 +2,15 @@
 # The distribution checks that need the lent GPU machine (issues 19, 20, 21), from a bundle made by
 # `BUNDLE_MPI=ON ci/gpu_bundle.sh` (dtnn, the test binaries, bench_allreduce; Open MPI comes from the image).
 #
-#   ci/gpu_distributed.sh BUNDLE_DIR OUT_DIR gpu|cpu_scaling
-#     gpu          the [gpu] test cases and the 2-rank GPU test (MPI-staged; NCCL's case says why it skips on
-#                  one GPU); GPU timelines (issue 20): resnet20 untraced vs traced, alternating, REPS (3) each,
-#                  the traced files (Chrome JSON, PyDTNN CSV, Paraver) checked, and a 2-rank traced run; the
-#                  gradient buckets on the GPU (issue 19): 2 ranks sharing the one GPU, blocking vs
+#   ci/gpu_distributed.sh BUNDLE_DIR OUT_DIR gpu|gpu_tests|timelines|buckets|cpu_scaling
+#     gpu_tests    the [gpu] test cases and the 2-rank GPU test (MPI-staged; NCCL's case says why it skips on
+#                  one GPU)
+#     timelines    GPU timelines (issue 20): resnet20 untraced vs traced, alternating, REPS (3) each, the
+#                  traced files (Chrome JSON, PyDTNN CSV, Paraver) checked, and a 2-rank traced run
+#     buckets      the gradient buckets on the GPU (issue 19): 2 ranks sharing the one GPU, blocking vs
 #                  non-blocking (25 MiB buckets and one per layer), resnet50 and vgg16, communication per step
+#     gpu          the three above in one call: their time limits add up past one device call's 600 s, so
+#                  give each its own call unless a dry run (each part archives its own logs as it ends)
 #     cpu_scaling  the CPU cores (issues 19 and 21): bench_allreduce at 2-16 ranks over shared memory and TCP,
 #                  then experiments/scaling_cpu_16core.toml (filtered by MATRIX_ONLY, e.g. "model=simplecnn")
 #                  (ALLREDUCE_RANKS: the rank counts, "2 4 8 16")
@@ -28,6 +31,19 @@ dtnn="$bundle/experiments/dtnn"
 # shellcheck source=ci/gpu_env.sh
 source "$(dirname "$0")/gpu_env.sh"
 mpirun_=(mpirun --oversubscribe)
+# Two ranks sharing the GPU: unbound, so a rank's host thread (MPI progress, kernel launches) is never held
+# to the other's core (Open MPI binds to cores for 2 ranks by default).
+gpu_mpirun=(mpirun --oversubscribe --bind-to none)
+case "$part" in
+  gpu|gpu_tests|timelines|buckets|cpu_scaling) ;;
+  *) echo "ci/gpu_distributed.sh: unknown part '$part' (gpu, gpu_tests, timelines, buckets or cpu_scaling)" >&2
+     exit 2 ;;
+esac
+if ! command -v mpirun > /dev/null; then
+  echo "ci/gpu_distributed.sh: no mpirun on this machine: the image's Open MPI is needed (a bundle carries none)" >&2
+  exit 2
+fi
+want() { [ "$part" = "$1" ] || { [ "$part" = gpu ] && [ "$1" != cpu_scaling ]; }; }
 
 {
   echo "== machine"
@@ -41,17 +57,23 @@ train_summary() {  # log -> one line: rc, throughput, the communication table's 
   grep -E "Training throughput|^\*\*\*\* Communication|^  (rank 0|max) " "$1" | tr -s ' ' | tr '\n' '|'
 }
 
-if [ "$part" = gpu ]; then
+if want gpu_tests; then
   {
     echo "== [gpu] tests"
-    timeout 240 "$bundle/tests/dtnn_tests" "[gpu]" 2>&1 | tail -4
+    timeout 240 "$bundle/tests/dtnn_tests" "[gpu]" > "$work/gpu_unit.txt" 2>&1
+    echo "rc $? (124: timed out)"; tail -4 "$work/gpu_unit.txt"
     echo "== test_mpi_gpu, 2 ranks on one GPU (MPI-staged reductions)"
-    timeout 120 "${mpirun_[@]}" -np 2 "$bundle/tests/test_mpi_gpu" 2>&1 | tail -6
+    timeout 120 "${gpu_mpirun[@]}" -np 2 "$bundle/tests/test_mpi_gpu" > "$work/mpi_gpu.txt" 2>&1
+    echo "rc $? (77: skipped)"; grep -vE "^(ok|FAILED): GPU buckets" "$work/mpi_gpu.txt" | tail -8
+    grep -E "FAILED" "$work/mpi_gpu.txt" | head -10
     echo "== test_mpi_gpu nccl"
-    timeout 60 "${mpirun_[@]}" -np 2 "$bundle/tests/test_mpi_gpu" nccl 2>&1 | tail -4
-    echo "rc $?"
+    timeout 60 "${gpu_mpirun[@]}" -np 2 "$bundle/tests/test_mpi_gpu" nccl > "$work/mpi_gpu_nccl.txt" 2>&1
+    echo "rc $? (77: skipped)"; tail -4 "$work/mpi_gpu_nccl.txt"
   } 2>&1 | tee "$out/gpu_tests.txt"
+  tar czf "$out/gpu_tests.tgz" -C "$work" gpu_unit.txt mpi_gpu.txt mpi_gpu_nccl.txt
+fi
 
+if want timelines; then
   r20=(--model=resnet20_cifar10 --dataset=cifar10 --use_synthetic_data=True --batch_size=64 --optimizer=sgd
        --learning_rate=0.01 "${GPU_FLAG:---enable_gpu=True}" --evaluate_on_test=False --progress=False)
   {
@@ -95,7 +117,7 @@ print(f"GPU trace: {len(steps)} steps, {len(xs)} X events on (pid, tid) {tids}; 
       f"cover at least {100 * worst:.1f} % of it")
 PY
     echo "== 2-rank GPU trace (one GPU, MPI-staged, non-blocking)"
-    timeout 150 "${mpirun_[@]}" -np 2 "$dtnn" train "${r20[@]}" --parallel=data --non_blocking_mpi=True \
+    timeout 150 "${gpu_mpirun[@]}" -np 2 "$dtnn" train "${r20[@]}" --parallel=data --non_blocking_mpi=True \
       --num_epochs=2 --steps_per_epoch="${STEPS:-40}" --tracing=True --trace_steps="$((${STEPS:-40} * 3 / 2))..$((${STEPS:-40} * 3 / 2 + 9))" \
       --tracer_output="$work/gpu2_trace.json,$work/gpu2_trace.prv" > "$work/gpu2_trace.txt" 2>&1
     echo "rc $? $(grep -E 'Trace:|skew' "$work/gpu2_trace.txt" | tr '\n' ' ')"
@@ -108,7 +130,10 @@ print("events per rank:", {p: sum(n for (q, _), n in c.items() if q == p) for p 
 print("rank 1's event names:", sorted((k[1], n) for k, n in c.items() if k[0] == 1))
 PY
   } 2>&1 | tee "$out/gpu_timelines.txt"
+  (cd "$work" && tar czf "$out/gpu_timelines.tgz" tl_* gpu_trace* gpu2_trace*)
+fi
 
+if want buckets; then
   {
     echo "== gradient buckets on the GPU: 2 ranks on one GPU (MPI-staged through pinned host memory), 3 epochs"
     echo "   (two processes share the GPU, so compute is slower than one rank's; the figures are about overlap)"
@@ -118,7 +143,7 @@ PY
                   "nb_layer --non_blocking_mpi=True --gradient_bucket_mb=0"; do
         read -r name args <<<"$mode"
         # shellcheck disable=SC2086
-        timeout 150 "${mpirun_[@]}" -np 2 "$dtnn" train --model="$model" --dataset="$dataset" --use_synthetic_data=True \
+        timeout 150 "${gpu_mpirun[@]}" -np 2 "$dtnn" train --model="$model" --dataset="$dataset" --use_synthetic_data=True \
           --batch_size="$batch" --optimizer=sgd --learning_rate=0.01 --num_epochs=3 --steps_per_epoch="${STEPS:-$steps}" \
           "${GPU_FLAG:---enable_gpu=True}" --parallel=data --evaluate_on_test=False --progress=False $args \
           --report="$work/bk_${model}_$name.json" > "$work/bk_${model}_$name.txt" 2>&1
@@ -126,7 +151,7 @@ PY
       done
     done
   } 2>&1 | tee "$out/gpu_buckets.txt"
-  tar czf "$out/gpu_distributed.tgz" -C "$work" .
+  (cd "$work" && tar czf "$out/gpu_buckets.tgz" bk_*)
 fi
 
 if [ "$part" = cpu_scaling ]; then
