@@ -43,7 +43,13 @@ void SideStream::mark(int i) { DTNN_CUDA_CHECK(cudaEventRecord(ev(side_[i]), sta
 
 bool SideStream::passed(int i) {
   const cudaError_t status = cudaEventQuery(ev(side_[i]));
-  if (status == cudaErrorNotReady) return false;
+  if (status == cudaErrorNotReady) {
+    // "Not ready" is an answer, not an error, but the runtime may keep it as the thread's last error, and
+    // the next kernel launch's DTNN_LAUNCH_CHECK (cudaGetLastError) would then throw "device not ready".
+    // PyTorch clears it likewise after its event and stream queries (pytorch#18584, #61554).
+    (void)cudaGetLastError();
+    return false;
+  }
   DTNN_CUDA_CHECK(status);
   return true;
 }
