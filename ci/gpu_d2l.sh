@@ -2,7 +2,7 @@
 # Issue 25 on the lent GPU machine, from a bundle made by `BUNDLE_MPI=ON ci/gpu_bundle.sh`:
 #   1. d2l's ResNet-18 on Fashion-MNIST, the matrix's GPU trials (experiments/d2l_resnet18_fmnist.toml
 #      --only device=gpu): dtnn on one GPU, the full 10 epochs, and PyTorch on the GPU ($DTNN_PYTHON, default
-#      python3, with CUDA PyTorch); the 2-GPU NCCL trial needs two GPUs and is stored failed on one.
+#      python3, with CUDA PyTorch); the 2-GPU NCCL trial needs two GPUs and is stored unsupported on one.
 #   2. Uneven devices: one GPU rank beside CPU_RANKS CPU ranks (CPU_THREADS threads each), mpirun's MPMD form,
 #      every rank in NCHW (the GPU's layout; dtnn refuses ranks whose layouts differ), global batch 512:
 #      the GPU alone, then even and auto shares (--rank_batch_shares), epoch 2's samples/s and the split.

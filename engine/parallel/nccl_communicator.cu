@@ -10,7 +10,7 @@
     const ncclResult_t dtnn_status_ = (expr);                                                             \
     if (dtnn_status_ != ncclSuccess)                                                                      \
       ::dtnn::fail("NCCL error ", ncclGetErrorString(dtnn_status_), " in ", #expr, " at ", __FILE__, ":", \
-                   __LINE__);                                                                             \
+                   __LINE__, " (", ncclGetLastError(nullptr), ")");                                      \
   } while (0)
 
 namespace dtnn {

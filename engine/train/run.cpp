@@ -194,7 +194,12 @@ Communicator& start_devices(const TrainOptions& o, Communicator& mpi_comm, std::
   const int gpus = gpu_device_count();
   if (o.gpus_per_node > gpus)
     unsupported("--gpus_per_node=", o.gpus_per_node, ": this node has ", gpus, " GPU", gpus == 1 ? "" : "s");
-  gpu::init(mpi_comm.node_rank() % (o.gpus_per_node > 0 ? o.gpus_per_node : gpus));
+  const int used = o.gpus_per_node > 0 ? o.gpus_per_node : gpus;
+  // NCCL refuses two ranks on one GPU ("invalid usage" from ncclCommInitRank, after its bootstrap): say so first.
+  if (o.enable_nccl && mpi_comm.size() > 1 && mpi_comm.node_size() > used)
+    unsupported("--enable_nccl needs a GPU per rank: this node runs ", mpi_comm.node_size(), " ranks on ", used,
+                " GPU", used == 1 ? "" : "s", " (without --enable_nccl the ranks reduce through MPI)");
+  gpu::init(mpi_comm.node_rank() % used);
   gpu::set_allow_tf32(o.allow_tf32);
   if (o.enable_nccl && mpi_comm.size() > 1) nccl = make_nccl_communicator(mpi_comm);
   return nccl ? *nccl : mpi_comm;
@@ -418,8 +423,20 @@ int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
   const ClockSync clocks = tracer ? sync_clocks(comm) : ClockSync{};
   comm.barrier();
   const double t0 = now_s();
-  const int epochs_run =
-      train_epochs(o, trainer, setup.splits, schedulers, *model, optimizer, comm, progress, run, out);
+  int epochs_run = 0;
+  try {
+    epochs_run = train_epochs(o, trainer, setup.splits, schedulers, *model, optimizer, comm, progress, run, out);
+  } catch (const std::exception& e) {
+    // A GPU rank that throws mid-step may leave a peer's NCCL kernel waiting for it, and its own unwinding
+    // would then wait for that kernel (the side stream's synchronise, the arena's cudaFree), so cli.cpp's
+    // handler, which aborts the job, would never be reached: abort here, while model and trainer still live.
+    if (o.enable_gpu && comm.size() > 1) {
+      const std::string what = e.what();
+      std::cerr << (what.rfind("dtnn: ", 0) == 0 ? "" : "dtnn: ") << what << std::endl;
+      mpi_comm.abort(1);
+    }
+    throw;
+  }
   run.averaging = trainer.finish_training();  // the final model is the merged one (model averaging)
   comm.barrier();
   run.wall_time_s = now_s() - t0;
