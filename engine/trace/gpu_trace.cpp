@@ -56,8 +56,13 @@ void GpuTrace::resolve(Slot& slot) {
   if (slot.used > 0) events_->wait(first_mark(slot) + slot.used - 1);
   const int64_t was = tracer_.step();
   tracer_.set_step(slot.step);
+  // cudaEventElapsedTime gives float milliseconds: measured from the run's anchor, a mark 100 s in is good to
+  // ~8 us only. So the step's base mark is placed once from the anchor, and every span from the base: the
+  // spans' ends and lengths are then good to well under a microsecond, however long the run.
+  const int base = first_mark(slot);
+  const double base_s = host_anchor_ + events_->seconds(0, base);
   for (const Pending& p : slot.spans)
-    tracer_.add(p.kind, p.id, host_anchor_ + events_->seconds(0, p.begin), host_anchor_ + events_->seconds(0, p.end));
+    tracer_.add(p.kind, p.id, base_s + events_->seconds(base, p.begin), base_s + events_->seconds(base, p.end));
   tracer_.set_step(was);
   slot.step = -1;
   slot.used = 0;

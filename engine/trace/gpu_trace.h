@@ -10,7 +10,8 @@
 //
 // Time base: one anchor mark recorded and waited for at construction, when the host reads its clock; a mark's
 // host time is that reading plus the device time since the anchor. The anchor's error is the wait's return
-// latency (microseconds); device and host clocks drift apart by far less over a run.
+// latency (microseconds); device and host clocks drift apart by far less over a run. A step's spans are timed
+// from its base mark (CUDA's float milliseconds stay fine-grained over one step, not over a whole run).
 //
 // Resolved events go into the Tracer like the CPU's (same kinds and ids, lane 0 = the stream, step numbers
 // as when recorded), so every writer, the summary and the store treat them alike.
