@@ -8,7 +8,10 @@
 #   BUNDLE_MPI=ON ci/gpu_bundle.sh    also MPI (Open MPI's libmpi.so.40 must exist there: the H100/H200
 #                                     image has mpirun), the 2-rank GPU test test_mpi_gpu and bench_allreduce
 #
-# Then, with the device tool: run `ci/gpu_verify.sh .gpu_bundle` with carry = [".gpu_bundle"].
+# It also puts Fashion-MNIST (Debian's dataset-fashion-mnist, 30 MB) into .gpu_data/fashion-mnist for the
+# scripts that train on it there. Then, with the device tool: `ci/gpu_session.sh .gpu_bundle $OUT` (what is
+# owed, in one call), or a part script, with carry = [".gpu_bundle", ".gpu_data"] (about 51 MB with the
+# tree; the tool carries at most 64 MiB).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bundle="${1:-.gpu_bundle}"
@@ -32,4 +35,11 @@ strip "$bundle"/experiments/dtnn "$bundle"/tests/dtnn_tests "$bundle"/suites/ben
 for so in $(ldd "$bundle"/experiments/dtnn "$bundle"/suites/bench_conv | awk '/libbenchmark|libtomlplusplus/ {print $3}' | sort -u); do
   cp -L "$so" "$bundle/lib/$(basename "$so")"
 done
-du -sh "$bundle"
+data=.gpu_data
+grep -qx "/$data/" "$exclude" 2>/dev/null || echo "/$data/" >> "$exclude"
+if [ -d /usr/share/datasets/fashion-mnist ]; then
+  mkdir -p "$data" && cp -r /usr/share/datasets/fashion-mnist "$data/"
+else
+  echo "ci/gpu_bundle.sh: no /usr/share/datasets/fashion-mnist (ci/setup.sh installs it): $data left out" >&2
+fi
+du -sh "$bundle" "$data"

@@ -77,7 +77,7 @@ if want timelines; then
   r20=(--model=resnet20_cifar10 --dataset=cifar10 --use_synthetic_data=True --batch_size=64 --optimizer=sgd
        --learning_rate=0.01 "${GPU_FLAG:---enable_gpu=True}" --evaluate_on_test=False --progress=False)
   {
-    echo "== GPU timelines: resnet20, 3 epochs x 60 steps, epochs 2-3 samples/s, untraced / traced alternating"
+    echo "== GPU timelines: resnet20, 3 epochs x ${STEPS:-60} steps, epochs 2-3 samples/s, untraced / traced alternating"
     for rep in $(seq 1 "${REPS:-3}"); do
       for tracing in False True; do
         timeout 120 "$dtnn" train "${r20[@]}" --num_epochs=3 --steps_per_epoch="${STEPS:-60}" --tracing=$tracing \

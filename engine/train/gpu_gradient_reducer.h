@@ -25,8 +25,9 @@
 // also a rank with no samples whose backward never ran. Sums are bit-identical to the blocking path with
 // 2 ranks (a sum of two operands does not depend on how the data is cut).
 //
-// What a step costs, measured with CUDA events on the device timeline (no synchronisation in the step:
-// a step's events are read two steps later, or when the epoch's figures are gathered):
+// What a step costs, measured with CUDA events on the device timeline (timing adds no synchronisation: a
+// step's events are read two steps later, when begin_step waits for that step anyway, or when the epoch's
+// figures are gathered; the staged path's finish() does block the host until every sum is back):
 //   step_s     the compute stream from the step's first queued work to the end of the update;
 //   exposed_s  the compute stream waiting for communication: from the end of backward to the start of
 //              the update (blocking: the reduction itself, and with the staged path the device idles

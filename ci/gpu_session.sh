@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Everything still owed on a GPU (issues 19 and 25), most important first, in ONE device call. A task lent a
+# GPU machine now gets 15 minutes of device time in all (start, idle and every call counted): a start takes
+# 1-2 minutes, so one call of at most DEADLINE seconds (default 420) leaves time to rerun a part that broke.
+# Built on the part scripts (ci/gpu_distributed.sh, ci/gpu_d2l.sh), each part cut to fit:
+#
+#   1 tests      the [gpu] test cases; test_mpi_gpu on 2 ranks sharing the GPU (MPI-staged device allreduce,
+#                synchronised BN, the bucketed reduction bit for bit against blocking; NCCL's 2-rank case
+#                skips: NCCL needs a GPU per rank, and at 1 rank there is nothing to reduce)
+#   2 buckets    2 ranks on the GPU, blocking vs 25 MiB buckets vs one per layer, resnet50 and vgg16,
+#                3 epochs of STEPS_BUCKETS (10) steps: the communication table of each run
+#   3 d2l        d2l's ResNet-18, the full 10 epochs on one GPU (the matrix's dtnn GPU trial, stored and
+#                checked against the chapter's target): accuracy and seconds per epoch
+#   4 uneven     one GPU rank beside 2 CPU ranks x 7 threads, global batch 512: GPU alone, even and auto
+#                shares, 2 epochs of STEPS_UNEVEN (10) steps
+#   5 d2l_torch  the PyTorch reference's d2l trial on the GPU (python3 with CUDA PyTorch)
+#   6 timelines  resnet20 traced vs untraced (REPS 2) and the 2-rank non-blocking trace
+# A part starts only if its minimum fits before DEADLINE; one cut at its limit or never started is named in
+# the summary, so the next lent session knows where to go on (PARTS="4 5 6" runs those alone).
+#
+#   ci/gpu_session.sh BUNDLE_DIR OUT_DIR        (bundle: `BUNDLE_MPI=ON ci/gpu_bundle.sh`; carry the bundle
+#                                              and .gpu_data, whose fashion-mnist/ the d2l parts read)
+# OUT_DIR gets two files, whatever happens: summary.txt (each part's summary as it ends) and session.tgz
+# (every part's logs, reports and databases; rewritten after each part). The device tool returns at most 8.
+# A dry run on a CPU machine tests the plumbing (the d2l parts skip their matrix; buckets and uneven train
+# resnet50 and ResNet-18 on 2 cores and are cut at their limits, as they should be):
+#   GPU_FLAG=--enable_gpu=False DEADLINE=900 STEPS_BUCKETS=2 STEPS_UNEVEN=2 REPS=1 CPU_RANKS=1 CPU_THREADS=1 \
+#     ci/gpu_session.sh .gpu_bundle /tmp/dry
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+bundle="${1:?usage: ci/gpu_session.sh BUNDLE_DIR OUT_DIR}"
+out="${2:?usage: ci/gpu_session.sh BUNDLE_DIR OUT_DIR}"
+deadline="${DEADLINE:-420}"
+parts="${PARTS:-1 2 3 4 5 6}"
+for p in $parts; do
+  case "$p" in 1|2|3|4|5|6) ;; *) echo "ci/gpu_session.sh: unknown part '$p' (1-6)" >&2; exit 2 ;; esac
+done
+[ -x "$bundle/experiments/dtnn" ] || { echo "ci/gpu_session.sh: no $bundle/experiments/dtnn (make it with BUNDLE_MPI=ON ci/gpu_bundle.sh)" >&2; exit 2; }
+mkdir -p "$out"
+work="$(mktemp -d)"
+summary="$out/summary.txt"
+: > "$summary"
+start=$SECONDS
+machine_shown=0
+
+# The parts, each a function of its output folder (exported: `timeout` runs them in a child bash); PART_S is
+# the part's time limit (the matrix runs stop 20 s before it, so their summaries still print).
+export bundle
+p_tests() { bash ci/gpu_distributed.sh "$bundle" "$1" gpu_tests; }
+p_buckets() { STEPS="${STEPS_BUCKETS:-10}" bash ci/gpu_distributed.sh "$bundle" "$1" buckets; }
+p_d2l() { MATRIX_ONLY="framework=dtnn ranks=1" MATRIX_TIMEOUT=$((PART_S - 20)) bash ci/gpu_d2l.sh "$bundle" "$1" matrix; }
+p_uneven() { EPOCHS=2 STEPS="${STEPS_UNEVEN:-10}" bash ci/gpu_d2l.sh "$bundle" "$1" uneven; }
+p_d2l_torch() { MATRIX_ONLY="framework=pytorch" MATRIX_TIMEOUT=$((PART_S - 20)) bash ci/gpu_d2l.sh "$bundle" "$1" matrix; }
+p_timelines() { REPS="${REPS:-2}" STEPS=30 bash ci/gpu_distributed.sh "$bundle" "$1" timelines; }
+export -f p_tests p_buckets p_d2l p_uneven p_d2l_torch p_timelines
+
+# part NUMBER NAME MIN_S MAX_S: runs p_NAME into $work/NAME if at least MIN_S are left before the deadline,
+# under `timeout` of MAX_S or what is left, whichever is less (a cut part keeps what it wrote: each part
+# script tees its summaries as it goes); appends its summary files and rc to summary.txt, re-packs session.tgz.
+part() {
+  local num="$1" name="$2" min="$3" max="$4"
+  case " $parts " in *" $num "*) ;; *) return 0 ;; esac
+  local left=$((deadline - (SECONDS - start)))
+  if [ "$min" -gt "$left" ]; then
+    echo "== part $num $name: NOT RUN (needs at least $min s, $left s left before DEADLINE=$deadline)" | tee -a "$summary"
+    return 0
+  fi
+  local budget=$((max < left ? max : left))
+  mkdir -p "$work/$name"
+  local t0=$SECONDS
+  echo "== part $num $name (up to $budget s, from $((SECONDS - start)) s)" | tee -a "$summary"
+  PART_S=$budget timeout --kill-after=10 "$budget" bash -c "p_$name \"\$1\"" _ "$work/$name" > "$work/$name.log" 2>&1
+  local rc=$?
+  for f in "$work/$name"/*.txt; do
+    [ -f "$f" ] || continue
+    if [ "$(basename "$f")" = machine.txt ]; then  # the machine's description once, from the first part run
+      [ "$machine_shown" = 1 ] && continue
+      machine_shown=1
+    fi
+    echo "-- $(basename "$f")"
+    cat "$f"
+  done >> "$summary"
+  echo "part $num $name: rc $rc$([ $rc -eq 124 ] && echo ' (CUT at its time limit)') in $((SECONDS - t0)) s" | tee -a "$summary"
+  tar czf "$out/session.tgz" -C "$work" . 2>/dev/null
+}
+
+# Expected on an H100 (session 13's rates: resnet50 909 samples/s in FP32, i.e. ~22 TFLOP/s; d2l's ResNet-18
+# 2.7 GFLOP a training sample): tests ~45 s, buckets ~60 s, d2l ~100 s, uneven ~60 s, d2l_torch ~100 s,
+# timelines ~60 s. The minimums are what makes a part's figures whole (d2l: the 10 epochs).
+part 1 tests 60 150
+part 2 buckets 60 140
+part 3 d2l 150 240
+part 4 uneven 60 150
+part 5 d2l_torch 150 240
+part 6 timelines 60 150
+echo "ci/gpu_session.sh: done in $((SECONDS - start)) s of DEADLINE=$deadline; files: $(ls "$out" | tr '\n' ' ')" | tee -a "$summary"
+exit 0
