@@ -69,8 +69,23 @@ part() {
   mkdir -p "$work/$name"
   local t0=$SECONDS
   echo "== part $num $name (up to $budget s, from $((SECONDS - start)) s)" | tee -a "$summary"
-  PART_S=$budget timeout --kill-after=10 "$budget" bash -c "p_$name \"\$1\"" _ "$work/$name" > "$work/$name.log" 2>&1
-  local rc=$?
+  # The part runs as a session of its own, and at its limit every process of that session is stopped: the
+  # part scripts' own `timeout`s put their runs in process groups of their own, which a `timeout` around the
+  # part would not reach (a cut 2-rank GPU run would go on into the next part's timings).
+  PART_S=$budget setsid bash -c "p_$name \"\$1\"" _ "$work/$name" > "$work/$name.log" 2>&1 &
+  local pid=$! rc
+  while kill -0 "$pid" 2> /dev/null && [ $((SECONDS - t0)) -lt "$budget" ]; do sleep 1; done
+  if kill -0 "$pid" 2> /dev/null; then
+    rc=124
+    pkill -TERM -s "$pid"  # the runner stores a cut trial interrupted; mpirun passes it to its ranks
+    sleep 10
+    pkill -KILL -s "$pid"
+    wait "$pid" 2> /dev/null
+  else
+    wait "$pid"
+    rc=$?
+  fi
+  pkill -KILL -s "$pid" 2> /dev/null  # whatever a finished part left behind
   for f in "$work/$name"/*.txt; do
     [ -f "$f" ] || continue
     if [ "$(basename "$f")" = machine.txt ]; then  # the machine's description once, from the first part run
