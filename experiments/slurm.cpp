@@ -32,12 +32,28 @@ bool all_digits(const std::string& s) {
     if (!std::isdigit(static_cast<unsigned char>(c))) return false;
   return true;
 }
+
+// srun's line for a task that ended on its own with a non-zero code: "srun: error: vm: task 0: Exited with exit
+// code 1", "srun: error: vm: tasks 0-1: Exited with exit code 1" (a task killed by a signal says "Terminated",
+// "Killed", ...: not this line).
+bool task_failed_line(const std::string& line) {
+  if (line.rfind("srun: error: ", 0) != 0 || line.find(": task") == std::string::npos) return false;
+  const std::string exited = "Exited with exit code ";
+  const size_t at = line.find(exited);
+  if (at == std::string::npos) return false;
+  const std::string code = line.substr(at + exited.size());
+  return all_digits(code) && code != "0";
+}
 }  // namespace
 
 SlurmEnd slurm_cancellation(const std::string& log_text) {
   std::istringstream lines(log_text);
   std::string line, found;
+  bool task_failed_first = false;
   while (std::getline(lines, line)) {
+    // A task that failed before any cancellation: srun's --kill-on-bad-exit then terminates the step, and
+    // slurmstepd says CANCELLED of the tasks still running. The trial failed; Slurm did not interrupt it.
+    if (found.empty() && task_failed_line(line)) task_failed_first = true;
     const size_t open = line.find("*** ");
     if (open == std::string::npos || line.find(" CANCELLED AT ") == std::string::npos) continue;
     if (line.compare(open + 4, 5, "STEP ") != 0 && line.compare(open + 4, 4, "JOB ") != 0) continue;
@@ -46,7 +62,7 @@ SlurmEnd slurm_cancellation(const std::string& log_text) {
     if (close != std::string::npos) what.resize(close);
     found = what;  // the last one: a job cancelled after its step was says so last
   }
-  if (found.empty()) return {};
+  if (found.empty() || task_failed_first) return {};
   const bool time_limit = found.find("DUE TO TIME LIMIT") != std::string::npos;
   return {time_limit ? "timeout" : "interrupted", "Slurm: " + found};
 }

@@ -4,6 +4,8 @@
 //   "slurmstepd: error: *** STEP 12.0 ON n1 CANCELLED AT <time> DUE TO TIME LIMIT ***"  -> timeout
 //   "... *** JOB 12 ON n1 CANCELLED AT <time> ***" (scancel), DUE TO PREEMPTION / NODE FAILURE -> interrupted
 // with the line (without its "slurmstepd-<node>: error: " prefix and stars) as the reason.
+// Not when a task had failed before that line ("srun: error: vm: task 0: Exited with exit code 1"): that
+// CANCELLED is srun's --kill-on-bad-exit stopping the others, and the trial failed with its task's exit.
 #pragma once
 
 #include <string>

@@ -3,8 +3,9 @@
 # each case against what Slurm and the ranks themselves report:
 #   matrix     1- and 2-rank trials and a nodes x ranks_per_node layout run as srun steps; the 2 ranks form one
 #              MPI world (the report's rank count), the store and `dtnn query runs` have the scheduler, job,
-#              step, node, tasks per node, launcher and its version; srun
-#              without PMIx is refused with one clear line; 2 nodes on a 1-node cluster fail with Slurm's reason
+#              step, node, tasks per node, launcher and its version; srun without PMIx is refused with one
+#              clear line; 2 nodes on a 1-node cluster fail with Slurm's reason; a rank that fails while another
+#              runs (srun stops that one, slurmstepd says CANCELLED) is stored failed, not interrupted
 #   scancel    a trial whose step is cancelled is stored interrupted with Slurm's line; the next trial runs; a
 #              trial cancelled while still queued is stored interrupted with scontrol's state of its job
 #   drain      the node drained after the first trial: the next trial waits in the queue until timeout_s and is
@@ -111,6 +112,26 @@ $want"
     "$dtnn" run "$work/srun_nopmix.toml" --db "$work/m.db" > "$work/nopmix.out" 2>&1 && fail "--mpi=none passed"
     q "SELECT status, error FROM runs WHERE id = 5" "$work/m.db" | grep -q "^failed,\"exit 1: Open MPI could not join ranks that srun started without PMIx" ||
       fail "--mpi=none: $(q "SELECT status, error FROM runs WHERE id = 5" "$work/m.db")"
+    # A rank that fails while another still runs: srun's --kill-on-bad-exit (the runner's default) stops the
+    # other, and slurmstepd says "STEP ... CANCELLED" of it. The trial failed with rank 0's line; it is not
+    # interrupted, which would let the matrix pass. (A slow machine made --mpi=none above look so in CI once.)
+    cat > "$work/rank0-fails" <<WRAP
+#!/usr/bin/env bash
+if [ "\${1:-}" = train ]; then
+  if [ "\${SLURM_PROCID:-}" = 0 ]; then sleep 1; echo "dtnn: planted failure of rank 0" >&2; exit 1; fi
+  sleep 60
+fi
+exec '$dtnn' "\$@"
+WRAP
+    chmod +x "$work/rank0-fails"
+    matrix srun_rank0_fails 60 "" '[axes]' 'ranks = [2]'
+    "$dtnn" run "$work/srun_rank0_fails.toml" --db "$work/m.db" --dtnn "$work/rank0-fails" > "$work/rank0.out" 2>&1 &&
+      fail "a trial whose rank 0 failed passed"
+    got="$(q "SELECT status, error FROM runs WHERE id = 6" "$work/m.db")"
+    # srun's exit is its tasks' highest: 143 when it stopped rank 1 with SIGTERM, 1 should rank 1 be gone first.
+    echo "$got" | grep -Eq '^failed,exit (1|143): dtnn: planted failure of rank 0$' || fail "a trial whose rank 0 failed: $got"
+    grep -q "CANCELLED AT" "$(q "SELECT log_path FROM runs WHERE id = 6" "$work/m.db")" ||
+      fail "no slurmstepd CANCELLED line in the log: the case did not test what it says"
     echo "matrix: ok"
     ;;
   scancel)

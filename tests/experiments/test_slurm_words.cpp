@@ -31,6 +31,25 @@ TEST_CASE("slurm: a cancelled step or job in a trial's log", "[runner]") {
   CHECK(j.status == "interrupted");
   CHECK(j.reason == "Slurm: JOB 12 ON n1 CANCELLED AT 2026-01-01T00:00:00 DUE TO PREEMPTION");
 
+  // srun's --kill-on-bad-exit: task 0 failed, srun stopped task 1, which was still starting (Slurm 22.05's lines
+  // on the local cluster, srun -n 2 --kill-on-bad-exit=1 with task 0 exiting 1): a failure, not an interruption.
+  const std::string bad_exit =
+      "srun: error: vm: task 0: Exited with exit code 1\nsrun: launch/slurm: _step_signal: Terminating StepId=1.0\n"
+      "slurmstepd-vm: error: *** STEP 1.0 ON vm CANCELLED AT 2026-11-27T19:46:33 ***\n"
+      "srun: error: vm: task 1: Terminated\nsrun: Force Terminated StepId=1.0\n";
+  CHECK(slurm_cancellation(bad_exit).status.empty());
+  CHECK(slurm_cancellation("srun: error: vm: tasks 0-1: Exited with exit code 2\n"
+                           "slurmstepd-vm: error: *** STEP 1.0 ON vm CANCELLED AT 2026-11-27T19:46:33 ***\n")
+            .status.empty());
+  // A task that exits non-zero after the cancellation (its own handler of SIGTERM) does not hide it.
+  CHECK(slurm_cancellation("slurmstepd-vm: error: *** STEP 6.0 ON vm CANCELLED AT 2026-11-24T19:24:47 ***\n"
+                           "srun: error: vm: task 0: Exited with exit code 143\n")
+            .status == "interrupted");
+  // A task that exited 0 before the others were cancelled is no failure.
+  CHECK(slurm_cancellation("srun: error: vm: task 0: Exited with exit code 0\n"
+                           "slurmstepd-vm: error: *** STEP 6.0 ON vm CANCELLED AT 2026-11-24T19:24:47 ***\n")
+            .status == "interrupted");
+
   // Not Slurm's: a training log that mentions stars or cancellation in other words.
   CHECK(slurm_cancellation("*** An error occurred in MPI_Init_thread\n*** on a NULL communicator\n").status.empty());
   CHECK(slurm_cancellation("dtnn: loss CANCELLED AT epoch 3 ***\n").status.empty());
