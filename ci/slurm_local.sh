@@ -72,6 +72,10 @@ CredType=cred/munge
 AuthInfo=socket=$dir/munge.socket
 StateSaveLocation=$dir/state
 SlurmdSpoolDir=$dir/spool
+# The PMIx plugin's per-step directories (spmix_appdir_<uid>_<job>.<step>) go under TmpFS. Two clusters of
+# this script (ctest runs the Slurm tests side by side) both number their jobs from 1: under a shared /tmp
+# their steps would share those directories.
+TmpFS=$dir/tmp
 SlurmctldPidFile=$dir/slurmctld.pid
 SlurmdPidFile=$dir/slurmd.pid
 SlurmctldLogFile=$dir/slurmctld.log
@@ -102,7 +106,7 @@ EOF
 start() {
   command -v slurmctld > /dev/null && command -v munged > /dev/null ||
     die "slurmctld or munged is not installed (apt-get install slurm-wlm munge; ci/setup.sh installs them)"
-  mkdir -p "$dir/state" "$dir/spool"
+  mkdir -p "$dir/state" "$dir/spool" "$dir/tmp"
   chmod 700 "$dir"
   if alive munged && alive slurmctld && alive slurmd; then
     echo "export SLURM_CONF=$conf"

@@ -49,11 +49,14 @@ bool task_failed_line(const std::string& line) {
 SlurmEnd slurm_cancellation(const std::string& log_text) {
   std::istringstream lines(log_text);
   std::string line, found;
-  bool task_failed_first = false;
+  bool task_failed_first = false, aborted = false;
   while (std::getline(lines, line)) {
     // A task that failed before any cancellation: srun's --kill-on-bad-exit then terminates the step, and
     // slurmstepd says CANCELLED of the tasks still running. The trial failed; Slurm did not interrupt it.
-    if (found.empty() && task_failed_line(line)) task_failed_first = true;
+    // srun says "Job step aborted" when slurmctld tells it of a cancellation (scancel, a time limit), which
+    // kill-on-bad-exit never does: after it, a task's exit is the cancellation's doing.
+    if (line.rfind("srun: Job step aborted", 0) == 0) aborted = true;
+    if (found.empty() && !aborted && task_failed_line(line)) task_failed_first = true;
     const size_t open = line.find("*** ");
     if (open == std::string::npos || line.find(" CANCELLED AT ") == std::string::npos) continue;
     if (line.compare(open + 4, 5, "STEP ") != 0 && line.compare(open + 4, 4, "JOB ") != 0) continue;

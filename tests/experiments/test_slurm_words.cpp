@@ -45,6 +45,12 @@ TEST_CASE("slurm: a cancelled step or job in a trial's log", "[runner]") {
   CHECK(slurm_cancellation("slurmstepd-vm: error: *** STEP 6.0 ON vm CANCELLED AT 2026-11-24T19:24:47 ***\n"
                            "srun: error: vm: task 0: Exited with exit code 143\n")
             .status == "interrupted");
+  // srun's "Job step aborted" says slurmctld cancelled it, whichever of the task's exit and slurmstepd's line came
+  // first.
+  CHECK(slurm_cancellation("srun: Job step aborted: Waiting up to 7 seconds for job step to finish.\n"
+                           "srun: error: vm: task 0: Exited with exit code 143\n"
+                           "slurmstepd-vm: error: *** STEP 6.0 ON vm CANCELLED AT 2026-11-24T19:24:47 ***\n")
+            .status == "interrupted");
   // A task that exited 0 before the others were cancelled is no failure.
   CHECK(slurm_cancellation("srun: error: vm: task 0: Exited with exit code 0\n"
                            "slurmstepd-vm: error: *** STEP 6.0 ON vm CANCELLED AT 2026-11-24T19:24:47 ***\n")
