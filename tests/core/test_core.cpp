@@ -81,7 +81,9 @@ TEST_CASE("core: the environment is captured once and names this build", "[core]
 }
 
 TEST_CASE("core: shell_quote gives back each argument through a real /bin/sh", "[core]") {
-  const std::vector<std::string> nasty = {"plain", "", "two words", "y' ; touch /tmp/dtnn_pwned ; '", "$HOME",
+  const std::string pwned = dtnn::test::temp_path("pwned");  // a file the quoted words would create if unquoted
+  std::filesystem::remove(pwned);
+  const std::vector<std::string> nasty = {"plain", "", "two words", "y' ; touch " + pwned + " ; '", "$HOME",
                                           "`id`", "a\"b", "back\\slash", "semi;colon", "glob*?[x]", "~user", "-n",
                                           "tab\there", "new\nline", "--dataset_train_path=/data/mnist-10k"};
   for (const std::string& arg : nasty) {
@@ -94,6 +96,6 @@ TEST_CASE("core: shell_quote gives back each argument through a real /bin/sh", "
     CHECK(back == arg);
     std::filesystem::remove(out);
   }
-  CHECK_FALSE(std::filesystem::exists("/tmp/dtnn_pwned"));
+  CHECK_FALSE(std::filesystem::exists(pwned));
   CHECK(dtnn::shell_quote("--model=simplecnn") == "--model=simplecnn");  // stored commands stay readable
 }

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "core/error.h"
 #include "core/sha256.h"
 #include "experiments/matrix.h"
@@ -347,7 +349,7 @@ TEST_CASE("matrix: TOML syntax errors and unreadable files", "[matrix]") {
   const auto dir = std::filesystem::temp_directory_path();
   REQUIRE_THROWS_WITH(dtnn::load_matrix(dir.string()), Contains("cannot read the file"));
 
-  const auto file = dir / "dtnn_test_matrix.toml";
+  const auto file = dir / ("dtnn_test_matrix_" + std::to_string(::getpid()) + ".toml");  // two ctest runs at once
   {
     std::ofstream out(file);
     out << "name = \"loaded\"\n[launcher]\nhostfile = \"hosts\"\n";
