@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(
-  build-essential cmake ninja-build pkg-config git
+  build-essential cmake ninja-build pkg-config git ccache         # ccache: the second configuration of ci/test.sh reuses the first's objects
   libopenblas-dev libdnnl-dev ocl-icd-opencl-dev opencl-c-headers   # oneDNN's CMake config needs OpenCL
   libopenmpi-dev openmpi-bin
   libsqlite3-dev libcli11-dev catch2 libbenchmark-dev
