@@ -27,6 +27,7 @@
 #include "conv/conv_algorithm.h"
 #include "core/build_info.h"
 #include "core/error.h"
+#include "core/file_io.h"
 #include "core/strings.h"
 #include "experiments/conv_command.h"
 #include "experiments/ingest.h"
@@ -348,7 +349,28 @@ int cmd_run(const dtnn::RunnerOptions& options, const std::string& targets_path)
   return rc;
 }
 
+// Before anything is read or written: no output of the command may be one of its inputs (`dtnn check --db r.db
+// --junit r.db` would leave XML where the results were), and the database may not be the matrix or targets.
+void check_harness_files(const HarnessCommands& h) {
+  using dtnn::CommandFile;
+  if (h.run->parsed())
+    dtnn::check_files_distinct({{"--db", h.run_options.db_path, true},
+                                {"the matrix", h.run_options.matrix_path, false},
+                                {"--targets", h.targets, false}});
+  if (h.ingest->parsed()) {
+    std::vector<CommandFile> files = {{"--db", h.ingest_options.db_path, true}};
+    for (const std::string& f : h.ingest_options.files) files.push_back({"the input file", f, false});
+    dtnn::check_files_distinct(files);
+  }
+  if (h.judging())
+    dtnn::check_files_distinct({{"--junit", h.junit, true},
+                                {"--markdown", h.markdown, true},
+                                {"--db", h.db, false},
+                                {"--targets", h.check->parsed() ? h.targets : std::string(), false}});
+}
+
 int run_harness_command(HarnessCommands& h) {
+  check_harness_files(h);
   if (h.run->parsed() && h.submit && !h.run_options.dry_run)
     return dtnn::submit_matrix(h.run_options, h.targets, h.sbatch_args, std::cout);
   if (h.run->parsed() && !h.sbatch_args.empty()) dtnn::fail("--sbatch-args needs --submit");
@@ -529,8 +551,7 @@ int main(int argc, char** argv) {
     if (comm && comm->size() > 1) comm->abort(dtnn::kUnsupportedExit);
     return dtnn::kUnsupportedExit;
   } catch (const std::bad_alloc&) {
-    print_error("out of memory: a size (--batch_size, a convolution's dimensions, --threads) or a file's declared "
-                "contents need more memory than this machine has");
+    print_error(dtnn::kOutOfMemoryLine);
     if (comm && comm->size() > 1) comm->abort(1);
     return 1;
   } catch (const std::exception& e) {

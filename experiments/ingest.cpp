@@ -159,8 +159,9 @@ std::vector<ConvBenchmarkRow> from_layers(const json& j, const std::string& path
   std::vector<ConvBenchmarkRow> rows;
   const bool gpu = j.contains("device");
   const bool tf32 = j.value("tf32", false);
-  const int threads = gpu ? 0 : j.value("threads", 1);
-  if (threads < 0) fail(path, ": negative threads (", threads, ")");
+  const int64_t threads64 = gpu ? 0 : j.value("threads", int64_t{1});
+  if (threads64 < 0 || threads64 > 1 << 20) fail(path, ": threads ", threads64, " is not a thread count");
+  const int threads = static_cast<int>(threads64);
   for (const json& l : j.at("layers")) {
     ConvBenchmarkRow base;
     base.source = "dtnn_layers";
@@ -243,7 +244,7 @@ bool is_conv_benchmark_json(const json& j) {
 std::string read_text(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) fail(path, ": is a directory, expected a JSON file");
-  return read_file(path);
+  return read_file(path, size_t{1} << 30);  // 1 GiB: far above any benchmark file, below what fills memory
 }
 
 }  // namespace

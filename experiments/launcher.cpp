@@ -74,6 +74,8 @@ RankLayout layout_of(const Trial& trial) {
 }
 
 std::vector<std::string> hostfile_hosts(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) fail(path, ": is a directory, expected a hostfile (one host per line)");
   std::ifstream f(path);
   if (!f) fail(path, ": cannot read the hostfile");
   std::vector<std::string> hosts;

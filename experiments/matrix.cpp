@@ -265,9 +265,14 @@ void read_launcher(const Parser& p, const toml::node& n, Matrix& m) {
 int Trial::ranks() const {
   const auto it = params.find("ranks");
   if (it != params.end()) return std::stoi(it->second);
-  // nodes x ranks_per_node (each 1 when absent)
+  // nodes x ranks_per_node (each 1 when absent; each at most INT_MAX, so the product fits in int64)
   const auto n = params.find("nodes"), r = params.find("ranks_per_node");
-  return (n == params.end() ? 1 : std::stoi(n->second)) * (r == params.end() ? 1 : std::stoi(r->second));
+  const int64_t nodes = n == params.end() ? 1 : std::stoi(n->second);
+  const int64_t per_node = r == params.end() ? 1 : std::stoi(r->second);
+  if (nodes * per_node > INT_MAX)
+    fail("trial ", label.empty() ? key : label, ": nodes x ranks_per_node = ", nodes, " x ", per_node, " = ",
+         nodes * per_node, " ranks, more than MPI can number");
+  return static_cast<int>(nodes * per_node);
 }
 
 const std::string& Trial::framework() const {
@@ -464,9 +469,9 @@ void check_layout(const std::string& path, const Matrix& m, const Trial& t) {
   const int nodes = has_nodes ? std::stoi(t.params.at("nodes")) : 0;
   const int rpn = has_rpn ? std::stoi(t.params.at("ranks_per_node")) : 0;
   if (t.params.count("ranks")) {
-    if (has_nodes && has_rpn && ranks != nodes * rpn)
+    if (has_nodes && has_rpn && ranks != int64_t{nodes} * rpn)
       fail(path, ": trial ", name, ": ranks = ", ranks, " but nodes x ranks_per_node = ", nodes, " x ", rpn, " = ",
-           nodes * rpn);
+           int64_t{nodes} * rpn);
     if (has_nodes && ranks < nodes)
       fail(path, ": trial ", name, ": ranks = ", ranks, " cannot fill nodes = ", nodes, " (one rank per node at least)");
   }
@@ -546,11 +551,15 @@ Matrix parse_matrix(const std::string& text, const std::string& path) {
 
   expand(p, base, axes, excludes, includes, m);
   check_trials(p, axes, m);
+  // The runner plans every run before the first starts: repeats = 2^31 - 1 would fill memory first.
+  if (m.trials.size() * static_cast<uint64_t>(m.repeats) > kMaxTrials)
+    fail(path, ": ", m.trials.size(), " trial(s) x repeats = ", m.repeats, " is more than the ", kMaxTrials,
+         " runs a matrix may have");
   return m;
 }
 
 Matrix load_matrix(const std::string& path) {
-  return parse_matrix(read_file(path), path);
+  return parse_matrix(read_file(path, kMaxMatrixBytes), path);  // stops reading past the limit (/dev/zero)
 }
 
 }  // namespace dtnn

@@ -146,6 +146,7 @@ ResultStore ResultStore::open_at_version(const std::string& path, int version) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   for (;;) {
     try {
+      store.refuse_foreign();  // before WAL: switching another program's database to WAL would persist
       {
         // WAL: readers never block the writer and a killed writer leaves the last committed state.
         Statement wal(store.db_, store.path_, "PRAGMA journal_mode = WAL");
@@ -239,13 +240,18 @@ class ForeignKeysOff {
 
 }  // namespace
 
+void ResultStore::refuse_foreign() const {
+  if (has_table(db_, path_, "schema_migrations")) return;
+  Statement any(db_, path_, "SELECT count(*) FROM sqlite_master");
+  any.step();
+  if (any.int_column(0) > 0) fail(path_, ": not a dtnn results database (it has tables but no schema_migrations)");
+}
+
 void ResultStore::migrate(int up_to) {
   const ForeignKeysOff fk_off(db_, path_);
   Transaction tx(db_, path_);
   if (!has_table(db_, path_, "schema_migrations")) {
-    Statement any(db_, path_, "SELECT count(*) FROM sqlite_master");
-    any.step();
-    if (any.int_column(0) > 0) fail(path_, ": not a dtnn results database (it has tables but no schema_migrations)");
+    refuse_foreign();  // again inside the transaction: another process may have created tables meanwhile
     exec_sql(db_, path_,
              "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, description TEXT NOT NULL, "
              "applied_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now')))");

@@ -223,6 +223,8 @@ class ResultStore {
  private:
   ResultStore(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
   void migrate(int up_to);
+  // Throws "not a dtnn results database" for a database with tables but no schema_migrations table.
+  void refuse_foreign() const;
   bool insert_conv_benchmark(int64_t environment_id, const ConvBenchmarkRow& row);  // no transaction of its own
   bool insert_named_benchmark(int64_t environment_id, const NamedBenchmarkRow& row);
   bool insert_collective_benchmark(int64_t environment_id, const CollectiveBenchmarkRow& row);

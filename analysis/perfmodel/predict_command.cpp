@@ -252,6 +252,14 @@ int run_predict_command(const PredictCommandOptions& o, std::ostream& out) {
   DTNN_CHECK(!o.bucket_mb || (*o.bucket_mb >= 0 && std::isfinite(*o.bucket_mb)), "--bucket_mb must be >= 0");
   const int sources = (o.from_run ? 1 : 0) + (o.from_report.empty() ? 0 : 1) + (o.profile.empty() ? 0 : 1);
   DTNN_CHECK(sources <= 1, "give one of --from-run, --from-report and --profile");
+  // --write-profile=p.json beside --profile=p.json would replace the measured profile with a restated one.
+  check_files_distinct({{"--write-profile", o.write_profile, true},
+                        {"--profile", o.profile, false},
+                        {"--from-report", o.from_report, false},
+                        {"--db", o.db, false},
+                        {"--from-simgrid", o.from_simgrid, false},
+                        {"--fit-collectives", o.fit_collectives == "db" ? std::string() : o.fit_collectives, false},
+                        {"--platform", o.platform, false}});
   const std::vector<int> ranks = parse_rank_list(o.ranks);
   const CollectiveRules rules = parse_rules(o.collectives);
   std::optional<AllreduceAlgorithm> forced;

@@ -28,6 +28,12 @@ inline constexpr int kUnsupportedExit = 3;
 // "status": "diverged", and the harness stores the run as 'diverged', not 'ok' and not 'failed'.
 inline constexpr int kDivergedExit = 4;
 
+// The line a std::bad_alloc becomes ("out of memory: ..."), and the one line any exception is printed as:
+// "dtnn: <what>" (what() already starting with "dtnn: " is not prefixed twice).
+inline constexpr const char* kOutOfMemoryLine =
+    "out of memory: a size (--batch_size, a convolution's dimensions, --threads) or a file's declared "
+    "contents need more memory than this machine has";
+
 namespace detail {
 template <typename... Args>
 std::string concat(const Args&... args) {

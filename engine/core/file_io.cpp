@@ -6,24 +6,64 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "core/error.h"
 
 namespace dtnn {
 
-std::string read_file(const std::string& path) {
+std::string read_file(const std::string& path, std::size_t max_bytes) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) fail(path, ": cannot read the file (it is a directory)");
   std::ifstream f(path, std::ios::binary);
   if (!f) fail(path, ": cannot read the file (", std::strerror(errno), ")");
-  std::ostringstream ss;
-  ss << f.rdbuf();
+  std::string bytes;
+  char chunk[1 << 16];
+  while (f) {  // in chunks, so the limit holds for files whose size stat() does not tell (/dev/zero, a FIFO)
+    f.read(chunk, sizeof chunk);
+    const std::size_t got = static_cast<std::size_t>(f.gcount());
+    if (got > max_bytes - std::min(max_bytes, bytes.size()))
+      fail(path, ": larger than ", max_bytes, " bytes, more than such a file can be (not the file meant?)");
+    bytes.append(chunk, got);
+  }
   if (f.bad()) fail(path, ": cannot read the file (read error)");
-  return ss.str();
+  return bytes;
+}
+
+namespace {
+
+// `path` as it will be opened: absolute, with "." and ".." and its directory's symlinks resolved (the file
+// itself need not exist). Falls back to the absolute path when that cannot be resolved.
+std::filesystem::path resolved(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::weakly_canonical(path, ec);
+  if (ec) p = std::filesystem::absolute(path, ec).lexically_normal();
+  return p;
+}
+
+}  // namespace
+
+bool same_file(const std::string& a, const std::string& b) {
+  struct stat sa {}, sb {};
+  if (::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0)
+    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;  // hard links and symlinks included
+  return resolved(a) == resolved(b);
+}
+
+void check_files_distinct(const std::vector<CommandFile>& files) {
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (!files[i].written || files[i].path.empty()) continue;
+    for (size_t j = 0; j < files.size(); ++j) {
+      if (j == i || files[j].path.empty() || (files[j].written && j < i)) continue;  // each written pair once
+      if (same_file(files[i].path, files[j].path))
+        fail(files[i].option, " ", files[i].path, " is also ", files[j].option,
+             files[j].written ? ": two outputs of one command may not be the same file"
+                              : ": writing it would replace an input; give another path");
+    }
+  }
 }
 
 namespace {

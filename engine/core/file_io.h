@@ -5,12 +5,27 @@
 #include <cstdio>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace dtnn {
 
 // The whole file as bytes. Throws dtnn::Error "<path>: cannot read the file (<reason>)" when it is a
-// directory, cannot be opened, or a read fails.
-std::string read_file(const std::string& path);
+// directory, cannot be opened, or a read fails, and "<path>: larger than <max_bytes> bytes ..." as soon as
+// more than max_bytes were read: a limit stops /dev/zero or a wrong multi-GB file before it fills memory.
+std::string read_file(const std::string& path, std::size_t max_bytes = static_cast<std::size_t>(-1));
+
+// One file a command reads or writes, named as its user gave it ("--db", "c1.db").
+struct CommandFile {
+  std::string option;
+  std::string path;  // "" when the option is not set (ignored)
+  bool written;      // the command replaces it (an input that is also written, as --weights_and_bias_filename, counts once)
+};
+// Throws dtnn::Error "<option> <path> is also <other option>: ..." when a written file is another listed
+// one: the same inode when both exist, else the same path once "." , ".." and symlinks of its directory are
+// resolved. Called before anything is written, so `dtnn check --db r.db --junit r.db` destroys nothing.
+void check_files_distinct(const std::vector<CommandFile>& files);
+// Whether a and b name one file, by the rule above.
+bool same_file(const std::string& a, const std::string& b);
 
 // What may be written at an output path. Regular files are replaced atomically (AtomicFile). A symlink
 // is followed (up to 40 links): its final target is written atomically, in the target's directory, and

@@ -48,3 +48,59 @@ TEST_CASE("core: AtomicFile replaces regular files and a symlink's target, never
     CHECK(fs::is_fifo(fifo));
   }
 }
+
+TEST_CASE("core: read_file stops at its limit, even on a file without an end", "[core]") {
+  const dtnn::test::ScratchDir dir("file_io_limit");
+  const std::string f = dir / "f.txt";
+  dtnn::write_file_atomically(f, std::string(100, 'a'));
+  CHECK(dtnn::read_file(f, 100).size() == 100);  // exactly the limit is allowed
+  CHECK_THROWS_WITH(dtnn::read_file(f, 99), Catch::Contains(f) && Catch::Contains("larger than 99 bytes"));
+  CHECK(dtnn::read_file(f).size() == 100);  // no limit by default
+  // /dev/zero never ends: without the limit this would fill memory.
+  CHECK_THROWS_WITH(dtnn::read_file("/dev/zero", 1 << 20), Catch::Contains("larger than 1048576 bytes"));
+}
+
+TEST_CASE("core: check_files_distinct refuses an output that is an input or another output", "[core]") {
+  const dtnn::test::ScratchDir dir("file_io_distinct");
+  using dtnn::CommandFile;
+  const std::string db = dir / "r.db", out = dir / "out.xml";
+  dtnn::write_file_atomically(db, "results");
+  SECTION("distinct files, and unset options, pass") {
+    CHECK_NOTHROW(dtnn::check_files_distinct({{"--junit", out, true}, {"--db", db, false}, {"--markdown", "", true}}));
+    // Two inputs may be one file: only what is written can destroy something.
+    CHECK_NOTHROW(dtnn::check_files_distinct({{"--db", db, false}, {"--targets", db, false}}));
+  }
+  SECTION("the same path") {
+    CHECK_THROWS_WITH(dtnn::check_files_distinct({{"--junit", db, true}, {"--db", db, false}}),
+                      Catch::Contains("--junit " + db + " is also --db") && Catch::Contains("replace an input"));
+    CHECK(dtnn::read_file(db) == "results");
+  }
+  SECTION("another spelling of the path, a symlink and a hard link") {
+    fs::create_directories(dir / "sub");
+    const std::string dotted = dir.path + "/sub/../r.db";
+    CHECK_THROWS(dtnn::check_files_distinct({{"--db", db, false}, {"--junit", dotted, true}}));
+    fs::create_symlink(db, dir / "link.db");
+    CHECK_THROWS(dtnn::check_files_distinct({{"--db", dir / "link.db", false}, {"--junit", db, true}}));
+    fs::create_hard_link(db, dir / "hard.db");
+    CHECK_THROWS(dtnn::check_files_distinct({{"--db", dir / "hard.db", false}, {"--junit", db, true}}));
+  }
+  SECTION("two outputs that do not exist yet, named alike") {
+    CHECK_THROWS_WITH(dtnn::check_files_distinct({{"--report", out, true}, {"--history_file", dir.path + "/./out.xml", true}}),
+                      Catch::Contains("two outputs of one command may not be the same file"));
+    CHECK_FALSE(fs::exists(out));
+  }
+  SECTION("a relative path and the absolute one") {
+    const fs::path cwd = fs::current_path();
+    fs::current_path(dir.path);
+    const bool refused = [&] {
+      try {
+        dtnn::check_files_distinct({{"--db", "r.db", false}, {"--junit", db, true}});
+      } catch (const dtnn::Error&) {
+        return true;
+      }
+      return false;
+    }();
+    fs::current_path(cwd);
+    CHECK(refused);
+  }
+}

@@ -125,6 +125,7 @@ TEST_CASE("ingest: bad cases and layers are refused naming the file and the case
                                   << kProblem << R"(", "algorithm": "cpu.im2row_gemm", "fwd_ms": -1, )"
                                   << R"("fwd_min_ms": 1, "fwd_max_ms": 1}]})";
   std::ofstream(d / "neglayers.json") << R"({"model": "simplecnn", "threads": -3, "layers": []})";
+  std::ofstream(d / "hugethreads.json") << R"({"model": "simplecnn", "threads": 10000000000, "layers": []})";
   std::ofstream(d / "cpuname.json") << R"({"model": "simplecnn", "threads": 1, "layers": [{"layer": 2, "problem": ")"
                                     << kProblem << R"(", "algorithm": "cpu.nonsense", "declined": "x"}]})";
   fs::create_directories(d / "adir");
@@ -132,7 +133,8 @@ TEST_CASE("ingest: bad cases and layers are refused naming the file and the case
   for (const auto& c : cases) all.emplace_back(c.file, c.message);
   all.emplace_back(d / "sideways.json", "layer 1 gpu.cudnn.fft: unknown direction 'sideways'");
   all.emplace_back(d / "negms.json", "layer 1 cpu.im2row_gemm: negative fwd_ms");
-  all.emplace_back(d / "neglayers.json", "negative threads (-3)");
+  all.emplace_back(d / "neglayers.json", "threads -3 is not a thread count");
+  all.emplace_back(d / "hugethreads.json", "threads 10000000000 is not a thread count");  // was stored as 1410065408
   all.emplace_back(d / "cpuname.json", "layer 2 cpu.nonsense: unknown convolution algorithm 'cpu.nonsense'");
   all.emplace_back(d / "adir", "adir: is a directory, expected a JSON file");
   for (const auto& [file, message] : all) {

@@ -461,4 +461,13 @@ TEST_CASE("matrix: absurd input is refused before it is parsed or expanded", "[m
   // A launcher that starts no ranks, with a trial of two: refused at load, not when that trial comes.
   CHECK_THROWS_WITH(parse("name = \"n\"\n[launcher]\nkind = \"none\"\n[axes]\nranks = [1, 2]\n"),
                     Catch::Contains("launcher kind 'none' cannot start 2 ranks"));
+  // nodes x ranks_per_node past INT_MAX wrapped to 0 ranks (srun -n 0) or to a wrong count.
+  CHECK_THROWS_WITH(parse("name = \"o\"\n[launcher]\nkind = \"srun\"\n[base]\nnodes = 65536\nranks_per_node = 65536\n"),
+                    Catch::Contains("65536 x 65536 = 4294967296 ranks, more than MPI can number"));
+  // Every run is planned before the first starts: repeats = 2^31 - 1 filled memory first.
+  CHECK_THROWS_WITH(parse("name = \"r\"\nrepeats = 2147483647\n"),
+                    Catch::Contains("1 trial(s) x repeats = 2147483647 is more than the 100000 runs"));
+  CHECK(parse("name = \"r\"\nrepeats = 100000\n").repeats == 100000);
+  // A file without an end is refused at the size limit, not read until memory runs out.
+  CHECK_THROWS_WITH(dtnn::load_matrix("/dev/zero"), Catch::Contains("larger than 4194304 bytes"));
 }
