@@ -99,4 +99,31 @@ void clear_report_path(const std::string& report_path) {
     fail(report_path, ": cannot remove what is there before the run starts");
 }
 
+std::vector<std::string> give_attempt_own_files(std::vector<std::string>& argv, const std::string& log_path) {
+  static const char* const kOwnFiles[] = {"weights_and_bias_filename", "history_file", "checkpoint_file",
+                                          "early_stopping_weights_filename"};
+  const bool dot_log = log_path.size() >= 4 && log_path.compare(log_path.size() - 4, 4, ".log") == 0;
+  const std::string base = dot_log ? log_path.substr(0, log_path.size() - 4) : log_path;
+  std::vector<std::string> notes;
+  for (std::string& arg : argv)
+    for (const char* option : kOwnFiles) {
+      const std::string prefix = std::string("--") + option + "=";
+      if (arg.compare(0, prefix.size(), prefix) != 0 || arg.size() == prefix.size()) continue;
+      const std::string given = arg.substr(prefix.size());
+      const std::string own = base + "." + option + fs::path(given).extension().string();
+      std::error_code ec;
+      fs::remove(own, ec);  // a file left by an earlier attempt with this name (none: the nonce is new) is not an input
+      const bool start_from = std::string(option) == "weights_and_bias_filename" && fs::is_regular_file(given, ec);
+      if (start_from) {
+        fs::copy_file(given, own, ec);
+        if (ec) fail(option, ": cannot copy ", given, " to ", own, " (", ec.message(), ")");
+      }
+      notes.push_back("# --" + std::string(option) + ": " +
+                      (start_from ? "starts from a copy of " + given + "; " : "the matrix names " + given + "; ") +
+                      "this attempt writes " + own);
+      arg = prefix + own;
+    }
+  return notes;
+}
+
 }  // namespace dtnn

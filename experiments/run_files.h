@@ -30,4 +30,14 @@ void remove_stale_reports(const std::vector<std::string>& orphans, const std::fi
 // Nothing may be at a report path before its attempt begins: removes what is there, throws if it cannot.
 void clear_report_path(const std::string& report_path);
 
+// The files a trial's own options name for it to write (--weights_and_bias_filename, --history_file,
+// --checkpoint_file, --early_stopping_weights_filename) are shared by every run of a matrix that sets them
+// once: a second repeat would start from the first one's trained weights and overwrite its files, and both
+// would be stored as independent runs. So each attempt writes its own, beside its log:
+// <log base>.<option><extension of the given path>. A weights file that exists when the attempt starts is
+// PyDTNN's "start from these weights": it is copied to the attempt's file, which the run then loads and
+// replaces with its trained weights; the given file is never written. Rewrites those arguments of argv in
+// place and returns one "# ..." log line per rewritten option (none when the trial sets none).
+std::vector<std::string> give_attempt_own_files(std::vector<std::string>& argv, const std::string& log_path);
+
 }  // namespace dtnn

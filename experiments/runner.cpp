@@ -345,9 +345,11 @@ Outcome run_trial(ResultStore& store, int64_t run_id, const Launch& launch, int 
   const bool tracing = std::find(argv.begin(), argv.end(), kTracingFlag) != argv.end();
   const std::string trace_base = report_path.substr(0, report_path.size() - std::strlen(".report.json")) + ".trace";
   if (tracing) argv.push_back("--tracer_output=" + trace_base + ".json," + trace_base + ".csv," + trace_base + ".prv");
+  const std::vector<std::string> own_files = give_attempt_own_files(argv, log_path);
   {
     std::ofstream log(log_path);
     log << "# " << command_string(argv) << "\n";
+    for (const std::string& note : own_files) log << note << "\n";
   }
   struct stat log_stat {};
   if (::stat(log_path.c_str(), &log_stat) != 0)
