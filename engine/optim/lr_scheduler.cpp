@@ -130,6 +130,7 @@ class EarlyStopping final : public LRScheduler {
           std::memcpy(m.host_state_slab(), snapshot_.data() + m.slab_size(),
                       static_cast<size_t>(m.state_size()) * sizeof(float));
         m.upload();
+        if (setup_.weights_restored) setup_.weights_restored();
       }
       char buf[512];
       std::snprintf(buf, sizeof buf, "LRScheduler EarlyStopping: metric %s did not improve for %lld epochs, stop training!",

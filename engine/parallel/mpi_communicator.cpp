@@ -148,6 +148,9 @@ class MpiCommunicator final : public Communicator {
       int provided = 0;
       DTNN_MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided));
       owns_init_ = true;
+      // The loader's and OpenMP's threads run beside the MPI calls, which only the main thread makes.
+      DTNN_CHECK(provided >= MPI_THREAD_FUNNELED, "the MPI library gives thread level ", provided,
+                 ", below MPI_THREAD_FUNNELED: dtnn's loader and OpenMP threads need it");
     }
     DTNN_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank_));
     DTNN_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size_));

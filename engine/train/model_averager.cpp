@@ -23,6 +23,7 @@ ModelAverager::ModelAverager(const TrainOptions& options, Communicator& comm, Mo
       bn_statistics_(options.average_bn_statistics) {
   DTNN_CHECK(model.device() == Device::cpu, "model averaging runs on CPU models only");
   DTNN_CHECK(every_epochs_ >= 1 && every_steps_ >= 0, "model averaging: bad period");
+  if (optimizer_state_) state_slabs_ = optimizer_.state();
 }
 
 void ModelAverager::average_slab(float* data, int64_t count) {
@@ -42,7 +43,7 @@ void ModelAverager::average(bool final) {
   average_slab(model_.param_slab(), model_.slab_size());
   if (bn_statistics_ || final) average_slab(model_.state_slab(), model_.state_size());
   if (optimizer_state_)
-    for (auto& [name, slab] : optimizer_.state()) average_slab(slab->data(), optimizer_.size());
+    for (auto& [name, slab] : state_slabs_) average_slab(slab->data(), optimizer_.size());
   epoch_.wait_s += now_s() - t0;
 }
 
@@ -51,6 +52,11 @@ void ModelAverager::after_step() {
   dirty_ = true;
   state_local_ |= !bn_statistics_ && model_.state_size() > 0;
   if (every_steps_ > 0 && steps_ % every_steps_ == 0) average(false);
+}
+
+void ModelAverager::weights_replaced() {
+  dirty_ = true;
+  state_local_ |= model_.state_size() > 0;  // the snapshot's BN statistics are this rank's too
 }
 
 AveragingStats ModelAverager::gather(const AveragingStats& mine) {

@@ -59,6 +59,11 @@ class WeightMerger {
   // Returns this epoch's figures (collective: every rank calls it).
   virtual AveragingStats end_epoch(int epoch, bool last) = 0;
   virtual AveragingStats finish() = 0;
+  // Something other than a training step replaced this rank's weights (early stopping restored its best
+  // epoch's snapshot). The synchronous averager then averages in finish(): each rank's snapshot is its own
+  // when that epoch ended without an average. The asynchronous modes' finish() hands every rank the
+  // general weights whatever the ranks hold, so they ignore it.
+  virtual void weights_replaced() {}
   // True when end_epoch() is rank-local (the asynchronous modes): the trainer must not make the ranks meet
   // between epochs either.
   virtual bool asynchronous() const { return false; }
@@ -74,6 +79,7 @@ class ModelAverager final : public WeightMerger {
   void after_step() override;
   AveragingStats end_epoch(int epoch, bool last) override;
   AveragingStats finish() override;
+  void weights_replaced() override;
   // Averages now (collective); `final`: BN statistics included whatever average_bn_statistics says.
   void average(bool final);
 
@@ -86,6 +92,7 @@ class ModelAverager final : public WeightMerger {
   Optimizer& optimizer_;
   int64_t every_epochs_, every_steps_;
   bool optimizer_state_, bn_statistics_;
+  std::vector<std::pair<std::string, Tensor*>> state_slabs_;  // the optimizer's, named once (state() allocates)
   int64_t steps_ = 0;              // steps over the run
   bool dirty_ = false;             // a local step since the last average
   bool state_local_ = false;       // BN statistics kept local have changed since they were last averaged

@@ -63,11 +63,12 @@ void validate(const TrainOptions& o, const Communicator& comm) {
                  std::filesystem::exists(o.weights_and_bias_filename),
              "--evaluate_only: weights file ", o.weights_and_bias_filename, " does not exist");
   // Output files are checked before training, not found unwritable after it.
-  for (const auto& [option, path] : {std::pair<const char*, const std::string&>{"--report", o.report},
-
-                                     {"--history_file", o.history_file},
-                                     {"--weights_and_bias_filename", o.weights_and_bias_filename},
-                                     {"--checkpoint_file", o.checkpoint_file}}) {
+  for (const auto& [option, path] :
+       {std::pair<const char*, const std::string&>{"--report", o.report},
+        {"--history_file", o.history_file},
+        {"--weights_and_bias_filename", o.weights_and_bias_filename},
+        {"--checkpoint_file", o.checkpoint_file},
+        {"--early_stopping_weights_filename", o.lr_schedulers.early_stopping_weights_filename}}) {
     if (path.empty()) continue;
     const std::filesystem::path dir = std::filesystem::absolute(path).parent_path();
     DTNN_CHECK(std::filesystem::is_directory(dir), option, "=", path, ": directory ", dir.string(), " does not exist");
@@ -83,6 +84,21 @@ void validate(const TrainOptions& o, const Communicator& comm) {
         const std::string why = output_path_problem(path);
         DTNN_CHECK(why.empty(), "--tracer_output=", output, ": ", path == output ? "" : path + " ", why);
       }
+  // No output may replace an input or another output (--report=w.npz beside --weights_and_bias_filename=w.npz
+  // would leave a JSON file where the weights were). --resume_from may be --checkpoint_file: a preempted run
+  // restarted with one command line reads its checkpoint, then rewrites it after each epoch.
+  std::vector<CommandFile> files = {
+      {"--report", o.report, true},
+      {"--history_file", o.history_file, true},
+      {"--weights_and_bias_filename", o.weights_and_bias_filename, true},
+      {"--checkpoint_file", o.checkpoint_file, true},
+      {"--early_stopping_weights_filename", o.lr_schedulers.early_stopping_weights_filename, true}};
+  if (!o.resume_from.empty() && (o.checkpoint_file.empty() || !same_file(o.resume_from, o.checkpoint_file)))
+    files.push_back({"--resume_from", o.resume_from, false});
+  if (o.tracing)
+    for (const std::string& output : trace_outputs(o.tracer_output))
+      for (const std::string& path : trace_files(output)) files.push_back({"--tracer_output", path, true});
+  check_files_distinct(files);
   const SlowRank slow = parse_slow_rank(o.straggler_factor);
   DTNN_CHECK(slow.rank < comm.size(), "--straggler_factor=", o.straggler_factor, ": rank ", slow.rank,
              " does not exist (", comm.size(), " rank", comm.size() == 1 ? "" : "s", ")");
@@ -205,7 +221,7 @@ Communicator& start_devices(const TrainOptions& o, Communicator& mpi_comm, std::
   return nccl ? *nccl : mpi_comm;
 }
 
-SchedulerSetup scheduler_setup(const TrainOptions& o, const Trainer& trainer, const Splits& splits, Communicator& comm,
+SchedulerSetup scheduler_setup(const TrainOptions& o, Trainer& trainer, const Splits& splits, Communicator& comm,
                                Model& model, Optimizer& optimizer, std::ostream& out) {
   SchedulerSetup sched;
   sched.value_names = trainer.value_names();
@@ -221,6 +237,7 @@ SchedulerSetup scheduler_setup(const TrainOptions& o, const Trainer& trainer, co
   sched.root = comm.rank() == 0;
   sched.out = sched.root ? &out : nullptr;
   sched.save_weights = [&model](const std::string& path) { save_weights(model, path); };
+  sched.weights_restored = [&trainer] { trainer.weights_replaced(); };
   return sched;
 }
 
@@ -314,6 +331,30 @@ void print_done(std::ostream& out, const RunSummary& run, int epochs_run) {
                 run.wall_time_s, epochs_run == 0 ? 0.0 : run.wall_time_s / epochs_run,
                 run.train_time_s > 0 ? run.train_samples / run.train_time_s : 0.0, run.train_time_s);
   out << buf;
+}
+
+// Model averaging: the asynchronous modes judge each rank's own loss, and every mode merges the model after
+// the last check. So, collectively after finish_training(): the run diverged when any rank's loss did, or
+// when the merged model holds a non-finite weight; every rank then takes finish_diverged(), and rank 0's
+// report names the rank. Without this, a rank whose loss stayed finite would save the NaN merged weights as
+// a good result, or wait in the test pass for a rank that had left.
+void agree_on_divergence(Communicator& comm, Model& model, RunSummary& run) {
+  bool finite_model = true;
+  const float* w = model.host_param_slab();  // averaging runs on CPU models only (model_averager.cpp)
+  for (int64_t i = 0; i < model.slab_size() && finite_model; ++i) finite_model = std::isfinite(w[i]);
+  const double mine = !run.diverged.empty() ? 2.0 : finite_model ? 0.0 : 1.0;
+  if (comm.max(mine) == 0.0) return;
+  std::vector<std::string> why;
+  comm.gather_bytes(run.diverged, why);
+  if (comm.rank() != 0 || !run.diverged.empty()) {
+    if (run.diverged.empty()) run.diverged = "diverged";  // ranks other than 0 only exit kDivergedExit
+    return;
+  }
+  for (size_t r = 1; r < why.size() && run.diverged.empty(); ++r)
+    if (!why[r].empty()) run.diverged = "diverged on rank " + std::to_string(r) + why[r].substr(std::string("diverged").size());
+  if (run.diverged.empty())
+    run.diverged = "diverged: the merged model holds non-finite weights after epoch " +
+                   std::to_string(run.epochs.empty() ? 0 : run.epochs.back().epoch);
 }
 
 // A diverged run writes its report (status "diverged", the epochs up to the non-finite one) and nothing
@@ -427,17 +468,21 @@ int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
   try {
     epochs_run = train_epochs(o, trainer, setup.splits, schedulers, *model, optimizer, comm, progress, run, out);
   } catch (const std::exception& e) {
-    // A GPU rank that throws mid-step may leave a peer's NCCL kernel waiting for it, and its own unwinding
-    // would then wait for that kernel (the side stream's synchronise, the arena's cudaFree), so cli.cpp's
-    // handler, which aborts the job, would never be reached: abort here, while model and trainer still live.
-    if (o.enable_gpu && comm.size() > 1) {
-      const std::string what = e.what();
+    // A rank that throws mid-training (a full disk under a scheduler's weights file, a loader's I/O error)
+    // must stop the job from here, while model and trainer still live: unwinding would wait for the other
+    // ranks, which go on training. A GPU rank's peer NCCL kernel waits for it and its unwinding for that
+    // kernel (the side stream's synchronise, the arena's cudaFree); the asynchronous averaging modes' MPI
+    // window and block counter are freed collectively by their destructors. cli.cpp's handler, which aborts
+    // the job, would never be reached.
+    if (comm.size() > 1) {
+      const std::string what = dynamic_cast<const std::bad_alloc*>(&e) ? kOutOfMemoryLine : e.what();
       std::cerr << (what.rfind("dtnn: ", 0) == 0 ? "" : "dtnn: ") << what << std::endl;
-      mpi_comm.abort(1);
+      mpi_comm.abort(dynamic_cast<const Unsupported*>(&e) ? kUnsupportedExit : 1);
     }
     throw;
   }
   run.averaging = trainer.finish_training();  // the final model is the merged one (model averaging)
+  if (run.averaging && comm.size() > 1) agree_on_divergence(comm, *model, run);
   comm.barrier();
   run.wall_time_s = now_s() - t0;
   if (root && run.averaging) print_averaging(out, "**** Model averaging", *run.averaging);

@@ -433,6 +433,7 @@ PassResult Trainer::evaluate_on(Communicator& comm, Pool pool, const std::vector
     gpu_trace_->flush();
     model_.set_gpu_trace(nullptr);
   }
+  std::vector<double> means(local.size());  // the progress line's, sized before the batch loop
   const double t0 = now_s();
   loader_.reset();
   if (batches > 0) submit(0);
@@ -459,7 +460,6 @@ PassResult Trainer::evaluate_on(Communicator& comm, Pool pool, const std::vector
     for (size_t m = 0; m < metrics_.size(); ++m) local[1 + m] += metric_sum(metrics_[m], p, batch.y, n, classes_);
     local_count += n;
     if (progress_ && !label.empty() && comm.size() == 1) {
-      std::vector<double> means(local.size());
       for (size_t v = 0; v < local.size(); ++v) means[v] = local[v] / static_cast<double>(local_count);
       progress_(label, local_count, total, now_s() - t0, means, false);
     }

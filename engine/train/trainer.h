@@ -127,6 +127,10 @@ class Trainer {
   // After the last epoch (collective): the merger's final merge, so the model evaluated and saved is the
   // merged one, and the run's averaging totals; nothing without --model_averaging.
   std::optional<AveragingStats> finish_training();
+  // The model's weights were replaced between epochs (early stopping's restore): tells the merger.
+  void weights_replaced() {
+    if (merger_) merger_->weights_replaced();
+  }
   // --dynamic_blocks: the (epoch, block id) pairs this rank claimed and trained, in claim order.
   const std::vector<std::pair<int, int64_t>>& claimed_blocks() const { return claimed_; }
 

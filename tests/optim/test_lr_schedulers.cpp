@@ -155,6 +155,8 @@ TEST_CASE("lr_schedulers: early_stopping stops after patience and restores exact
   LRSchedulerOptions o;
   o.names = "early_stopping";
   o.early_stopping_patience = 2;
+  int restored = 0;  // the trainer's weight merger is told (train/model_averager.h), once, at the restore
+  f.setup.weights_restored = [&restored] { ++restored; };
   LRSchedulers s(o, f.setup);
   const int64_t n = model->slab_size();
   const auto fill = [&](float base) {
@@ -166,9 +168,11 @@ TEST_CASE("lr_schedulers: early_stopping stops after patience and restores exact
     fill(static_cast<float>(e));
     if (e == 2) best.assign(model->param_slab(), model->param_slab() + n);
     CHECK_FALSE(s.stop_training());
+    CHECK(restored == 0);
     epoch(s, 5.0 - e, 0.0, val_loss[e - 1], 0.0);  // the train loss keeps falling: it is not watched
   }
   CHECK(s.stop_training());
+  CHECK(restored == 1);
   CHECK(std::memcmp(model->param_slab(), best.data(), n * sizeof(float)) == 0);
   CHECK(f.out.str() == "LRScheduler EarlyStopping: metric val_categorical_cross_entropy did not improve for 2 epochs, stop training!\n");
   CHECK(f.saved.empty());  // memory only unless a file is asked for

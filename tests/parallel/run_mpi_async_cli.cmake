@@ -46,3 +46,33 @@ foreach(mode asynchronous partially_asynchronous)
   endif()
   message(STATUS "mpi async cli ${mode}: ok (${m0} + ${m1} merges, ${bytes} bytes, rank 0 waited ${wait0} s)")
 endforeach()
+# Rank 1 diverges alone (an MPMD job: its learning rate is 3e38) while rank 0's own loss stays finite; in the
+# asynchronous modes each rank judges its own loss. The merged model is then NaN: the job must end (not wait
+# in rank 0's test pass for a rank that left), exit non-zero, rank 0's report must say "diverged on rank 1",
+# and no weights file may be written from it.
+set(report ${WORK}/diverged.json)
+set(weights ${WORK}/diverged_weights.npz)
+file(REMOVE ${report} ${weights})
+set(args train --parallel=data --model=simplemlp --use_synthetic_data=True --model_averaging=asynchronous
+    --num_batches_per_worker=4 --num_epochs=1 --batch_size=16 --threads=1 --optimizer=sgd --evaluate_on_test=True
+    --progress=False)
+execute_process(
+  COMMAND ${MPIEXEC} ${FLAGS} -np 1 ${DTNN} ${args} --report=${report} --weights_and_bias_filename=${weights}
+          : -np 1 ${DTNN} ${args} --learning_rate=3e38
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 90)
+if(rc EQUAL 0 OR NOT rc MATCHES "^[0-9]+$")
+  message(FATAL_ERROR "asynchronous, rank 1 diverged: exit '${rc}' (expected a non-zero exit, not 0 or a timeout):\n${out}\n${err}")
+endif()
+if(NOT EXISTS ${report})
+  message(FATAL_ERROR "asynchronous, rank 1 diverged: rank 0 wrote no report:\n${out}\n${err}")
+endif()
+file(READ ${report} json)
+string(JSON status GET "${json}" status)
+string(JSON why GET "${json}" error)
+if(NOT status STREQUAL "diverged" OR NOT why MATCHES "^diverged on rank 1: the training loss")
+  message(FATAL_ERROR "asynchronous, rank 1 diverged: report status '${status}', error '${why}'")
+endif()
+if(EXISTS ${weights})
+  message(FATAL_ERROR "asynchronous, rank 1 diverged: rank 0 saved the merged weights")
+endif()
+message(STATUS "mpi async cli: rank 1 alone diverged: exit ${rc}, rank 0's report '${why}'")

@@ -1,5 +1,7 @@
 // `dtnn train`'s output files (--report, --history_file, ...): refused before training when they are not
-// regular files (or symlinks to them), and a write past `ulimit -f` reported as one error line, not SIGXFSZ.
+// regular files (or symlinks to them), or when one is an input or another output (every command that writes
+// files: train, check, compare, history, predict, run, ingest), and a write past `ulimit -f` reported as one
+// error line, not SIGXFSZ.
 #include <catch2/catch.hpp>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -49,4 +51,35 @@ TEST_CASE("cli: a report past `ulimit -f` fails with one error line, not SIGXFSZ
   CHECK(text.rfind("dtnn: ", 0) == 0);
   CHECK(std::count(text.begin(), text.end(), '\n') == 1);
   CHECK(!fs::exists(report));
+}
+
+TEST_CASE("cli: an output that is one of the command's inputs, or another output, is refused and left as it was",
+          "[cli]") {
+  const dtnn::test::ScratchDir dir("outputs_clash");
+  const std::string keep = dir / "keep.bin";
+  dtnn::write_file_atomically(keep, "precious bytes");
+  const std::string other = dir / "other.txt";
+  const auto refused = [&](const std::string& args, const std::string& names) {
+    const Command c = dtnn::test::run_dtnn(args);
+    INFO(args << "\n" << c.err);
+    CHECK(c.status != 0);
+    CHECK(dtnn::test::one_line_error(c));
+    CHECK(c.err.find(names) != std::string::npos);
+    CHECK(dtnn::read_file(keep) == "precious bytes");
+  };
+  // train: the report over the weights it would load, two outputs on one file, a relative spelling.
+  refused(kShortRun + " --weights_and_bias_filename=" + keep + " --report=" + keep,
+          "is also --weights_and_bias_filename");
+  refused(kShortRun + " --history_file=" + keep + " --report=" + dir.path + "/./keep.bin", "two outputs");
+  refused(kShortRun + " --resume_from=" + keep + " --report=" + keep, "--report " + keep + " is also --resume_from");
+  // check, compare, history: their CI files over the database or the targets (nothing is read first).
+  refused("check --db " + keep + " --junit " + keep, "--junit " + keep + " is also --db");
+  refused("check --db " + other + " --targets " + keep + " --markdown " + keep, "is also --targets");
+  refused("history --db " + keep + " --markdown " + keep, "is also --db");
+  // predict: the profile it restates, written over the measured one.
+  refused("predict --profile=" + keep + " --batch_size=7 --write-profile=" + keep, "is also --profile");
+  // run and ingest: the database over the matrix or the file to ingest.
+  refused("run " + keep + " --db " + keep, "--db " + keep + " is also the matrix");
+  refused("ingest " + keep + " --db " + keep, "is also the input file");
+  CHECK_FALSE(fs::exists(other));
 }
