@@ -93,6 +93,9 @@ History load_history(const ResultStore& store, const HistoryOptions& o) {
          " has a ", o.metric, " value from a clean build (", h.dirty_runs, " run(s) of dirty builds and ",
          h.unknown_commit_runs, " without a commit left out)");
   const std::map<std::string, int> git = git_order(o.repo);
+  if (o.repo_given && git.empty())
+    fail("--repo ", o.repo, ": git lists no commit there (not a git repository?); leave --repo out to order "
+         "commits by the time of their runs");
 
   // Series by (trial, machine); points by commit.
   std::map<std::pair<std::string, std::string>, HistorySeries> series;

@@ -27,6 +27,7 @@ struct HistoryOptions {
   std::string selection;                // compare.h's selection syntax; "" = every ok run
   std::string metric = "samples_per_s";  // | test_accuracy
   std::string repo = ".";               // where to ask git for the commit order ("" = do not ask)
+  bool repo_given = false;              // --repo was named: a path git cannot read is an error, not time order
   double threshold = 0.05;
   int warmup_epochs = 1;
   int max_commits = 250;                // per series, the newest; 0 = all (the fit is quadratic in commits)

@@ -317,7 +317,8 @@ void add_harness_commands(CLI::App& app, HarnessCommands& h) {
   history->add_option("--select", ho.selection, "Only runs of this selection (commit=, matrix=, tag=, runs=)");
   history->add_option("--metric", ho.metric, "samples_per_s or test_accuracy")->capture_default_str();
   history->add_option("--repo", ho.repo, "Git repository giving the commit order (else: time of each commit's runs)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->each([&ho](const std::string&) { ho.repo_given = true; });
   history->add_option("--threshold", h.history_threshold, "A step down by more than this is a regression (5% or 0.05)")
       ->capture_default_str();
   history->add_option("--warmup-epochs", ho.warmup_epochs, "Leading epochs of each run left out (samples_per_s)")

@@ -122,6 +122,10 @@ CheckpointState load_checkpoint(const std::string& path, Model& model, Optimizer
   };
   for (const auto& [key, value] : must_match(options, ranks)) {
     const std::string* was = lookup(key);
+    // Keys that became must-match later (sync_batchnorm, rank_batch_shares) are absent from older
+    // checkpoints: accepted when this run keeps the default, as nearly every run of that time did.
+    const OptionSpec* spec = find_option(key);
+    if (!was && spec && value == option_default_text(*spec)) continue;
     DTNN_CHECK(was != nullptr, path, ": checkpoint does not record --", key);
     DTNN_CHECK(same_value(key, *was, value), path, ": checkpoint was written with ", key == "ranks" ? "" : "--", key, "=", *was,
                ", this run has ", key == "ranks" ? "" : "--", key, "=", value, " (a resumed run must use the same)");

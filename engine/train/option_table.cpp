@@ -192,7 +192,7 @@ std::vector<OptionSpec> make_table() {
               "Fuse Conv2D + BatchNormalization + Relu"),
       boolean("enable_fused_add_relu", DTNN_FIELD(enable_fused_add_relu), M,
               "Apply the Relu after an AdditionBlock in the block's last addition (bit-identical results)"),
-      boolean("sync_batchnorm", DTNN_FIELD(sync_batchnorm), M, "BatchNormalization statistics over every rank's batch"),
+      boolean("sync_batchnorm", DTNN_FIELD(sync_batchnorm), M | MM, "BatchNormalization statistics over every rank's batch"),
       // Dataset
       checked("dataset", DTNN_FIELD(dataset_name), M | MM | T | P, check_dataset, "Dataset: mnist, cifar10 or imagenet"),
       boolean("use_synthetic_data", DTNN_FIELD(use_synthetic_data), M | MM | T | P, "Use synthetic data of the dataset's shape"),
@@ -356,7 +356,7 @@ std::vector<OptionSpec> make_table() {
            "R:F: rank R's steps take F times their compute: before each step it sleeps F-1 times its previous "
            "step's busy time (a device F times slower, whose delay grows with its share of the batch); empty: none",
            check_slow_rank),
-      text("rank_batch_shares", DTNN_FIELD(rank_batch_shares), M,
+      text("rank_batch_shares", DTNN_FIELD(rank_batch_shares), M | MM,
            "--parallel=data: each rank's share of the global batch: empty: even; W0,W1,...: one weight per rank "
            "(3,1: rank 0 takes 3/4); auto: measured from each rank's busy time per sample over the first steps, "
            "then fixed. The update is the whole global batch's (gradients are scaled by 1/global batch)",

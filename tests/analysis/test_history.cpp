@@ -203,4 +203,9 @@ TEST_CASE("history: git order, the step's commit, --fail-on-regression and the C
   CHECK(dtnn::test::one_line_error(c));
   CHECK(c.status == 2);  // no verdict, not a regression
   CHECK_THAT(c.err, Contains("--metric must be samples_per_s or test_accuracy"));
+  // A --repo git cannot read is an error, not a silent fall back to time order.
+  c = dtnn::test::run_dtnn("history --db " + db + " --repo " + (dir / "no_repo_here").string());
+  CHECK(dtnn::test::one_line_error(c));
+  CHECK(c.status == 2);
+  CHECK_THAT(c.err, Contains("no_repo_here: git lists no commit there"));
 }

@@ -162,6 +162,10 @@ TEST_CASE("checkpoint: a resume with other options, a truncated file or a missin
   other = o;
   other.lr_schedulers.names = "warm_up";
   CHECK_THROWS_WITH(train(other, *data, 2, "", path), Contains("--lr_schedulers="));
+  // Options that change the update are recorded too (a resume could silently switch BN statistics).
+  other = o;
+  other.sync_batchnorm = true;
+  CHECK_THROWS_WITH(train(other, *data, 2, "", path), Contains("--sync_batchnorm=False, this run has --sync_batchnorm=True"));
 
   // A missing dtnn_ key.
   std::vector<io::NpyArray> arrays;
