@@ -15,6 +15,9 @@ build_dir="${DTNN_BUILD_DIR:-build}"
 junit_dir="$(mktemp -d)"
 trap 'rm -rf "$junit_dir"' EXIT
 failed_runs=0
+# conv_algo=auto reads best_of's cache (engine/conv/conv_select.h): the tests get a fresh one of their own, not
+# the choices this user's ~/.cache/dtnn holds from other builds and runs.
+export DTNN_CONV_CACHE="$junit_dir/conv_best_of.tsv"
 exclude=()
 [ "${DTNN_SLOW_TESTS:-0}" = "1" ] || exclude=(-LE slow)
 (cd "$build_dir" && ctest --output-on-failure -j 2 "${exclude[@]}" --output-junit "$junit_dir/main.xml") ||
