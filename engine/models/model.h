@@ -113,6 +113,7 @@ class Model {
   // Per-layer timing (layer_times()): on by default on the CPU; on the GPU it synchronises after every
   // layer call (exact times, slower steps), so training leaves it off unless asked (--gpu_layer_times).
   void set_time_layers(bool on) { time_layers_ = on; }
+  bool time_layers() const { return time_layers_; }
   // Records every layer's forward and backward into `tracer` (null: none), and inside them the phases of
   // their algorithms (trace/op_trace.h); it must outlive its use.
   void set_tracer(Tracer* tracer) { tracer_ = tracer; }

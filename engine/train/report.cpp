@@ -138,6 +138,7 @@ void write_report(const std::string& path, const TrainOptions& options, const En
     if (!l.problem_string().empty()) lj["problem"] = l.problem_string();
     const Model::LayerTime& t = model.layer_times()[i];
     if (t.forward_calls) lj["forward_ms"] = 1e3 * t.forward_s / t.forward_calls;
+    if (t.forward_calls) lj["forward_calls"] = t.forward_calls;  // training steps timed (evaluation passes are not)
     if (t.backward_calls) lj["backward_ms"] = 1e3 * t.backward_s / t.backward_calls;
     layers.push_back(lj);
   }

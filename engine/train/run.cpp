@@ -186,7 +186,8 @@ std::unique_ptr<Dataset> open_dataset(const TrainOptions& o, const Model& model)
   const std::string& test = o.dataset_test_path.empty() ? o.dataset_train_path : o.dataset_test_path;
   if (shape.name == "cifar10") return open_cifar10(train, test);
   if (shape.name == "imagenet") return open_imagenet(train, test, shape.h, shape.w);
-  if (o.pad_to_cifar) return pad_to_cifar(open_mnist(train, test), o.batch_size);
+  // The loader asks for up to the model's batch: more than --batch_size for a rank with a larger share.
+  if (o.pad_to_cifar) return pad_to_cifar(open_mnist(train, test), model.max_batch());
   return open_mnist(train, test);
 }
 

@@ -429,6 +429,14 @@ PassResult Trainer::evaluate_on(Communicator& comm, Pool pool, const std::vector
   };
   if (gpu_) gpu::memset_zero(sums_dev_.data(), sums_host_.size() * sizeof(float));
   model_.set_tracer(nullptr);  // one event for the pass, not one per layer and batch (the buffer is sized for steps)
+  // Per-layer times are the training steps': evaluation forwards (no backward, other batch sizes) would pull
+  // the reported forward times toward a different workload.
+  struct TimingOff {
+    Model& m;
+    const bool was;
+    explicit TimingOff(Model& model) : m(model), was(model.time_layers()) { m.set_time_layers(false); }
+    ~TimingOff() { m.set_time_layers(was); }
+  } timing_off(model_);
   if (gpu_trace_) {  // the pass is timed on the host: the stream must be idle at its start (one lane)
     gpu_trace_->flush();
     model_.set_gpu_trace(nullptr);

@@ -102,6 +102,17 @@ if(out MATCHES "Epoch 1/1")
   message(FATAL_ERROR "ranks with and without --non_blocking_mpi trained:\n${out}")
 endif()
 message(STATUS "mpi cli: ranks with and without --non_blocking_mpi refused")
+# MNIST files padded to CIFAR's shape under uneven shares: rank 0 takes 24 of each 32 samples, more than
+# --batch_size=16; the padding's buffers are the model's batch (this aborted on an internal check).
+execute_process(
+  COMMAND ${MPIEXEC} -np 2 ${FLAGS} ${DTNN} train --parallel=data --model=vgg1 --dataset=mnist --pad_to_cifar=True
+          --dataset_train_path=${SRC}/experiments/datasets/mnist-10k --batch_size=16 --rank_batch_shares=3,1
+          --steps_per_epoch=2 --num_epochs=1 --threads=1 --evaluate_on_test=False
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "Rank batch shares")
+  message(FATAL_ERROR "--pad_to_cifar with --rank_batch_shares=3,1: exit ${rc}:\n${out}\n${err}")
+endif()
+message(STATUS "mpi cli: --pad_to_cifar with uneven shares trains")
 # Uneven shares over per-rank BatchNormalization: the update is not exactly the global batch's, and the
 # run says so when it starts; with --sync_batchnorm it is, and says nothing.
 set(bn_args train --parallel=data --model=resnet20_cifar10 --dataset=cifar10 --use_synthetic_data=True --steps_per_epoch=1

@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 #include <filesystem>
 #include <fstream>
 #include <cstdlib>
@@ -299,4 +300,24 @@ TEST_CASE("cli: nonsense values and impossible requests fail before any work, na
   const Command version = run("--version");
   CHECK(version.status == 0);
   CHECK(version.out.rfind("dtnn ", 0) == 0);
+}
+
+TEST_CASE("cli: the report's per-layer times are the training steps' (validation and test forwards left out)", "[cli]") {
+  const std::string report = test::temp_path("layer_times_report.json");
+  fs::remove(report);
+  // 2 epochs of 3 steps, a validation pass after each and a test pass at the end: 6 timed forwards a layer.
+  const Command c = run("train --model=simplecnn --use_synthetic_data=True --steps_per_epoch=3 --num_epochs=2 "
+                        "--validation_split=0.1 --threads=1 --report=" + report);
+  INFO(c.err);
+  REQUIRE(c.status == 0);
+  const nlohmann::json j = nlohmann::json::parse(std::ifstream(report));
+  int timed = 0;
+  for (const nlohmann::json& l : j["model"]["layers"])
+    if (l.contains("forward_calls")) {
+      INFO(l.dump());
+      CHECK(l["forward_calls"] == 6);
+      ++timed;
+    }
+  CHECK(timed >= 5);
+  fs::remove(report);
 }
