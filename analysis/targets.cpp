@@ -110,12 +110,16 @@ std::vector<ResultStore::Target> load_targets(const std::string& path) {
   return out;
 }
 
+// The batch as the run trained it (migration 13): a strong-scaling trial's runs.batch_size is its global batch.
 const char* const kRunRecipeColumns =
-    "r.model, r.dataset, r.optimizer, r.num_epochs, r.batch_size, r.ranks, "
+    "r.model, r.dataset, r.optimizer, r.num_epochs, "
+    "CAST(coalesce(json_extract(r.report, '$.options.batch_size'), r.batch_size) AS INTEGER), r.ranks, "
     "CAST(coalesce(json_extract(r.report, '$.options.steps_per_epoch'), json_extract(r.params, '$.steps_per_epoch'), "
     "0) AS INTEGER), CAST(coalesce(json_extract(r.report, '$.options.learning_rate'), "
     "json_extract(r.params, '$.learning_rate'), 0) AS REAL), CAST(coalesce(json_extract(r.report, "
-    "'$.options.momentum'), json_extract(r.params, '$.momentum')) AS REAL)";
+    "'$.options.momentum'), json_extract(r.params, '$.momentum')) AS REAL), "
+    "CAST(coalesce(nullif(json_extract(r.report, '$.options.global_batch_size'), 0), "
+    "coalesce(json_extract(r.report, '$.options.batch_size'), r.batch_size) * r.ranks) AS INTEGER)";
 
 RunRecipe run_recipe(const std::vector<std::optional<std::string>>& row, size_t c) {
   auto s = [&](size_t i) { return row.at(c + i) ? *row.at(c + i) : std::string(); };
@@ -130,6 +134,7 @@ RunRecipe run_recipe(const std::vector<std::optional<std::string>>& row, size_t 
   r.steps_per_epoch = i(6);
   r.learning_rate = row.at(c + 7) ? std::stod(*row.at(c + 7)) : 0.0;
   r.momentum = row.at(c + 8) ? std::stod(*row.at(c + 8)) : -1.0;
+  r.global_batch = i(9);
   return r;
 }
 
@@ -165,8 +170,8 @@ std::vector<std::string> recipe_differences(const ResultStore::Target& t, const 
     }
     if (!rank_ok) d.push_back(std::to_string(r.ranks) + " ranks, target's " + list);
   }
-  if (t.global_batch_size > 0 && t.global_batch_size != r.batch_size * r.ranks)
-    d.push_back("global batch " + std::to_string(r.batch_size * r.ranks) + ", target's " +
+  if (t.global_batch_size > 0 && t.global_batch_size != r.global_batch)
+    d.push_back("global batch " + std::to_string(r.global_batch) + ", target's " +
                 std::to_string(t.global_batch_size));
   return d;
 }

@@ -33,9 +33,10 @@ std::vector<ResultStore::Target> load_targets(const std::string& path);
 // options (every option, defaults included), else its trial parameters.
 struct RunRecipe {
   std::string model, dataset, optimizer;
-  int num_epochs = 0, batch_size = 0, ranks = 0, steps_per_epoch = 0;
+  int num_epochs = 0, batch_size = 0, ranks = 0, steps_per_epoch = 0;  // batch_size: per rank, as trained
   double learning_rate = 0.0;
   double momentum = -1.0;  // < 0: not recorded
+  int global_batch = 0;    // --global_batch_size (strong scaling), else batch_size x ranks
 };
 
 // The SQL select list (over runs r) of RunRecipe's fields, in declaration order, and its reader.

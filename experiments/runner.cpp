@@ -406,6 +406,8 @@ Outcome run_trial(ResultStore& store, int64_t run_id, const Launch& launch, int 
     case ChildResult::kExited:
       if (child.code == kUnsupportedExit) {
         o = {"unsupported", error_line(log_path)};
+      } else if (child.code == kDivergedExit && fs::exists(report_path) && !world_mismatch(report_path, ranks).empty()) {
+        o = {"failed", world_mismatch(report_path, ranks)};  // separate 1-rank worlds diverged: not this trial's run
       } else if (child.code == kDivergedExit && fs::exists(report_path)) {
         // A result, not a failure: stored with its report so the epochs up to the divergence are kept.
         try {

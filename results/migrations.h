@@ -6,6 +6,7 @@
 #include "results/migrations_10.h"
 #include "results/migrations_11.h"
 #include "results/migrations_12.h"
+#include "results/migrations_13.h"
 
 namespace dtnn::schema {
 
@@ -570,6 +571,8 @@ CREATE VIEW v_averaging AS
     {11, "where each run's ranks ran: scheduler, cluster, Slurm job and step, node list, tasks per node, "
          "launcher and its version; the runner's own Slurm job", kMigration11Sql},
     {12, "a target's momentum (NULL: not stated), matched by v_accuracy_vs_target", kMigration12Sql},
+    {13, "v_accuracy_vs_target: a run's batch per rank and global batch as it trained them (strong scaling)",
+     kMigration13Sql},
 };
 
 }  // namespace dtnn::schema

@@ -176,7 +176,8 @@ class ResultStore {
   // their log paths (the runner deletes what their trials may have left next to them).
   std::vector<std::string> reap_orphaned_runs();
 
-  // Number of runs with status ok for this matrix, environment and trial key (what --resume skips).
+  // Number of runs with status ok for this environment and trial key in any version of this matrix (the
+  // matrices of its name: an edited file is a new row) — what --resume skips.
   int count_ok_runs(int64_t matrix_id, int64_t environment_id, const std::string& trial_key);
 
   // Inserts convolution benchmark rows in one transaction (all or none). A row equal in every field to one

@@ -89,11 +89,14 @@ float32, the first epoch being warm-up (cudnn benchmark):
 (analysis/gpu_vs_pytorch.sh runs this against `dtnn train --enable_gpu=True`.)
 
 Exit status: 0 on success, 1 on bad data files, 2 on bad options, 3 for a model, dataset or device this
-reference does not implement or this machine lacks (the dtnn runner records that run as "unsupported").
+reference does not implement or this machine lacks (the dtnn runner records that run as "unsupported"), 4 when
+the training loss became NaN or infinite: as dtnn, the report then says "status": "diverged" and lists the
+epochs up to that one (its loss null), and no checkpoint or test pass comes from that state.
 """
 import argparse
 import functools
 import json
+import math as pymath  # main() has a local named math (the CUDA math settings)
 import os
 import platform
 import socket
@@ -407,6 +410,28 @@ def write_report(path, report):
         raise
 
 
+def diverged(args, n_params, epochs, epoch, samples, secs, rate, loss, optimizer, total_time, total_samples, gpu_env,
+             resumed):
+    """The loss is not finite: dtnn's diverged report (JSON has no NaN: the epoch's loss is null), exit 4."""
+    lr = optimizer.param_groups[0]["lr"]
+    why = (f"diverged: the training loss (categorical_cross_entropy) is {'nan' if pymath.isnan(loss) else loss} "
+           f"after epoch {epoch} (learning rate {lr:g})")
+    epochs = epochs + [{"epoch": epoch, "samples": samples, "time_s": secs, "samples_per_s": rate, "lr": lr,
+                        "train": {"categorical_cross_entropy": None, "categorical_accuracy": None}}]
+    print(f"torch_train: {why}: no checkpoint or test pass from it", file=sys.stderr)
+    if args.report:
+        report = build_report(args, n_params, epochs, total_time, total_samples, None, gpu_env)
+        report["status"] = "diverged"
+        report["error"] = why
+        if resumed:
+            report["resumed_from"] = resumed
+        try:
+            write_report(args.report, report)
+        except OSError as e:
+            fail(1, f"cannot write report {args.report}: {e.strerror or e}")
+    return 4
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if "--self_check" in argv:
@@ -474,6 +499,9 @@ def main(argv=None):
         total_time += secs
         total_samples += samples
         rate = samples / secs if secs > 0 else 0.0
+        if not pymath.isfinite(loss):
+            return diverged(args, n_params, epochs, epoch, samples, secs, rate, loss, optimizer, total_time,
+                            total_samples, gpu_env, resumed)
         record = {"epoch": epoch, "samples": samples, "time_s": secs, "samples_per_s": rate,
                   "lr": optimizer.param_groups[0]["lr"],
                   "train": {"categorical_cross_entropy": loss, "categorical_accuracy": acc}}

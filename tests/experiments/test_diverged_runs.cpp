@@ -1,6 +1,6 @@
 // Diverged runs through the harness: the runner stores a trial whose training loss became NaN as 'diverged'
 // (with its report and epochs, no throughput or accuracy), and query, check and compare never count it as ok
-// but say that it is there.
+// but say that it is there. The PyTorch reference's diverged runs too.
 #include <sys/wait.h>
 
 #include <catch2/catch.hpp>
@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "helpers.h"
+#include "skip.h"
 #include "results/store.h"
 #include "store_value.h"
 
@@ -73,5 +74,28 @@ TEST_CASE("runner: a diverged trial is stored 'diverged' and query, check and co
   CHECK(dtnn_cli("compare --baseline runs=1-4 --candidate runs=1-4 --db " + db, log) == 0);
   CHECK_THAT(read_text(log), Contains("note: 2 baseline and 2 candidate run(s) diverged"));
   CHECK_THAT(read_text(log), Contains("over 1 trial(s)"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("runner: a diverged PyTorch reference run is stored 'diverged' too, with its epochs", "[runner]") {
+  if (std::system("/usr/bin/python3 -c 'import torch' > /dev/null 2>&1") != 0)
+    DTNN_SKIP("/usr/bin/python3 cannot import torch (apt-get install python3-torch)");
+  const fs::path dir = dtnn::test::temp_path("diverged_torch");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string db = (dir / "dtnn.db").string(), log = (dir / "out.log").string();
+  const std::string matrix = (dir / "t.toml").string();
+  // It exited 0 with NaN in its JSON (not JSON): stored 'failed: not valid JSON', not 'diverged'.
+  std::ofstream(matrix) << "name = \"tdiv\"\ntimeout_s = 120\n[base]\nframework = \"pytorch\"\nmodel = \"simplemlp\"\n"
+                           "use_synthetic_data = true\noptimizer = \"sgd\"\nlearning_rate = 1e12\nnum_epochs = 2\n"
+                           "steps_per_epoch = 3\nthreads = 1\nevaluate_on_test = false\n";
+  CHECK(dtnn_cli("run " + matrix + " --db " + db, log) == 1);
+  INFO(read_text(log));
+  CHECK(one(db, "SELECT status FROM runs") == "diverged");
+  CHECK_THAT(one(db, "SELECT error FROM runs"),
+             Contains("torch_train: diverged: the training loss (categorical_cross_entropy) is nan after epoch 1") ||
+                 Contains("torch_train: diverged: the training loss (categorical_cross_entropy) is inf after epoch 1"));
+  CHECK(one(db, "SELECT count(*) FROM epochs WHERE train_loss IS NULL AND epoch = 1") == "1");
+  CHECK(one(db, "SELECT count(*) FROM runs WHERE samples_per_s IS NULL") == "1");
   fs::remove_all(dir);
 }

@@ -131,6 +131,10 @@ num_epochs = 50
   // --resume runs only what is not stored ok; --only narrows the matrix.
   CHECK(dtnn_cli("run " + matrix + " --db " + ws.db() + " --resume --only model=simplemlp", log) == 0);
   CHECK_THAT(read_text(log), Contains("0 run(s) to do, 1 already stored ok"));
+  // An edited matrix file (a new text, a new matrices row) still knows its trials by their keys.
+  std::ofstream(matrix, std::ios::app) << "# edited after the first run\n";
+  CHECK(dtnn_cli("run " + matrix + " --db " + ws.db() + " --resume --only model=simplemlp", log) == 0);
+  CHECK_THAT(read_text(log), Contains("0 run(s) to do, 1 already stored ok"));
   CHECK(dtnn_cli("run " + matrix + " --db " + ws.db() + " --only colour=blue", log) == 1);
   CHECK_THAT(read_text(log), Contains("colour"));
 }

@@ -1,0 +1,98 @@
+// dtnn check and v_accuracy_vs_target judge a run by the batch it trained. A strong-scaling trial
+// (scaling = "strong") gives batch_size as the global batch; its runs train ceil(global / ranks) per rank,
+// and store the trial's number in runs.batch_size. Both used to take that column as the per-rank batch, so a
+// 2-rank strong-scaling run of global batch 64 was judged against a 64-per-rank target (and a global-batch
+// 128 one). The run here is a real `dtnn train` report restated as that 2-rank strong-scaling run.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "cli_helpers.h"
+#include "core/file_io.h"
+#include "results/store.h"
+#include "store_value.h"
+
+using Catch::Contains;
+namespace fs = std::filesystem;
+
+TEST_CASE("check: a strong-scaling run is judged by its batch per rank and its global batch", "[runner]") {
+  const fs::path dir = dtnn::test::temp_path("check_batch");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string db = (dir / "r.db").string(), path = (dir / "report.json").string();
+  REQUIRE(dtnn::test::run_dtnn("train --model=simplemlp --use_synthetic_data=True --steps_per_epoch=2 --batch_size=32 "
+                               "--optimizer=sgd --learning_rate=0.01 --momentum=0.9 --progress=False --report=" + path)
+              .status == 0);
+  nlohmann::json report = nlohmann::json::parse(dtnn::read_file(path));
+  report["options"]["global_batch_size"] = 64;  // what `dtnn train --global_batch_size=64` on 2 ranks records
+  report["parallel"]["ranks"] = 2;
+  {
+    dtnn::ResultStore store = dtnn::ResultStore::open(db);
+    dtnn::RunStart s;
+    s.matrix_id = store.add_matrix("strong", "strong.toml", "hash", "name = \"strong\"\n");
+    dtnn::StoredEnvironment e;
+    e.host = "h";
+    e.git_commit = "abc";
+    s.environment_id = store.add_environment(e);
+    s.trial_key = s.label = s.config_key = "scaling=strong;ranks=2";
+    s.params = {{"model", "simplemlp"}, {"use_synthetic_data", "True"}, {"ranks", "2"}, {"batch_size", "64"},
+                {"scaling", "strong"}, {"num_epochs", "1"}, {"optimizer", "sgd"}};
+    s.command = "dtnn train";
+    s.log_path = "x.log";
+    store.finish_run_ok(store.begin_run(s), report.dump(), 1.0);
+  }
+  REQUIRE(dtnn::test::one(db, "SELECT batch_size FROM runs") == "64");  // the trial's number, as before
+  const std::string dataset = dtnn::test::one(db, "SELECT dataset FROM runs");
+  const auto target = [&](const std::string& name, const std::string& batch) {
+    const std::string file = (dir / (name + ".toml")).string();
+    dtnn::write_file_atomically(file, "[[target]]\nmodel = \"simplemlp\"\ndataset = \"" + dataset +
+                                          "\"\nmetric = \"test_accuracy\"\ntarget = 1.0\ntolerance = 1.0\nsource = \"x\"\n"
+                                          "num_epochs = 1\noptimizer = \"sgd\"\nlearning_rate = 0.01\nmomentum = 0.9\n"
+                                          "steps_per_epoch = 2\n" + batch);
+    return file;
+  };
+  const auto check = [&](const std::string& file) {
+    const dtnn::test::Command c = dtnn::test::run_dtnn("check --db " + db + " --targets " + file);
+    INFO(c.out << c.err);
+    REQUIRE(c.status == 0);
+    return c.out;
+  };
+  // 64 per rank on 2 ranks is another recipe: not judged, and the batch it did train is named.
+  CHECK_THAT(check(target("per_rank_64", "batch_size = 64\nranks = [1, 2]\n")),
+             Contains("0 pass, 0 fail, 1 without a target") && Contains("batch 32 per rank, target's 64"));
+  CHECK_THAT(check(target("global_128", "global_batch_size = 128\n")),
+             Contains("1 without a target") && Contains("global batch 64, target's 128"));
+  // What it trained: 32 per rank on 2 ranks, a global batch of 64.
+  CHECK_THAT(check(target("per_rank_32", "batch_size = 32\nranks = [2]\n")), Contains("1 pass, 0 fail"));
+  CHECK_THAT(check(target("global_64", "global_batch_size = 64\n")), Contains("1 pass, 0 fail"));
+  // The store's view matches alike (targets as `dtnn run` stores them).
+  {
+    dtnn::ResultStore store = dtnn::ResultStore::open(db);
+    dtnn::ResultStore::Target t;
+    t.model = "simplemlp";
+    t.dataset = dataset;
+    t.metric = "test_accuracy";
+    t.target = t.tolerance = 1.0;
+    t.num_epochs = 1;
+    t.optimizer = "sgd";
+    t.source = "x";
+    t.learning_rate = 0.01;
+    t.steps_per_epoch = 2;
+    t.batch_size = 64;
+    t.ranks = {1, 2};
+    store.replace_targets({t});
+    CHECK(dtnn::test::one(db, "SELECT count(*) FROM v_accuracy_vs_target") == "0");
+    t.batch_size = 32;
+    store.replace_targets({t});
+    CHECK(dtnn::test::one(db, "SELECT count(*) FROM v_accuracy_vs_target") == "1");
+    t.batch_size = 0;
+    t.ranks = {};
+    t.global_batch_size = 128;
+    store.replace_targets({t});
+    CHECK(dtnn::test::one(db, "SELECT count(*) FROM v_accuracy_vs_target") == "0");
+    t.global_batch_size = 64;
+    store.replace_targets({t});
+    CHECK(dtnn::test::one(db, "SELECT count(*) FROM v_accuracy_vs_target") == "1");
+  }
+  fs::remove_all(dir);
+}
