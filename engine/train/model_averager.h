@@ -64,6 +64,9 @@ class WeightMerger {
   // when that epoch ended without an average. The asynchronous modes' finish() hands every rank the
   // general weights whatever the ranks hold, so they ignore it.
   virtual void weights_replaced() {}
+  // Whether every rank holds the same model now (weights and BatchNormalization statistics): after an
+  // average with nothing trained since. The trainer validates rank 0's model alone when they differ.
+  virtual bool ranks_agree() const { return false; }
   // True when end_epoch() is rank-local (the asynchronous modes): the trainer must not make the ranks meet
   // between epochs either.
   virtual bool asynchronous() const { return false; }
@@ -80,6 +83,7 @@ class ModelAverager final : public WeightMerger {
   AveragingStats end_epoch(int epoch, bool last) override;
   AveragingStats finish() override;
   void weights_replaced() override;
+  bool ranks_agree() const override { return !dirty_ && !state_local_; }
   // Averages now (collective); `final`: BN statistics included whatever average_bn_statistics says.
   void average(bool final);
 

@@ -390,7 +390,23 @@ EpochRecord Trainer::run_epoch(int epoch, int num_epochs, const Splits& splits) 
   // Asynchronous: a rank other than 0 would validate alone for figures nobody reports, and a straggler
   // would spend that time too; so only rank 0 does, unless this rank's schedulers read them.
   const bool validates = !async || comm_.rank() == 0 || validate_every_rank_;
-  if (!splits.val.empty() && validates) rec.val = evaluate_on(epoch_comm, splits.val_pool, splits.val, "");
+  if (splits.val.empty() || !validates) return rec;
+  if (local && !async && comm_.size() > 1 && !merger_->ranks_agree()) {
+    // Synchronous averaging between two averages: the ranks hold different models, and a validation pass
+    // sharded over them would score no model at all. Rank 0's model, over the whole validation set; its
+    // figures go to every rank, whose schedulers must take the same decisions.
+    PassResult v;
+    if (comm_.rank() == 0) v = evaluate_on(*local_comm_, splits.val_pool, splits.val, "");
+    double head[2] = {static_cast<double>(v.samples), v.time_s};
+    comm_.broadcast_bytes(head, sizeof head, 0);
+    v.values.resize(metrics_.size() + 1);
+    comm_.broadcast_bytes(v.values.data(), static_cast<int64_t>(v.values.size() * sizeof(double)), 0);
+    v.samples = static_cast<int64_t>(head[0]);
+    v.time_s = head[1];
+    rec.val = std::move(v);
+    return rec;
+  }
+  rec.val = evaluate_on(epoch_comm, splits.val_pool, splits.val, "");
   return rec;
 }
 

@@ -121,6 +121,8 @@ class Trainer {
   // Trains one epoch over splits.train, then validates on splits.val when it is not empty. In the
   // asynchronous model-averaging modes each rank validates its own weights alone, and only rank 0 does
   // (its figures are the ones reported; the others' rec.val is empty) unless set_validate_every_rank.
+  // Synchronous averaging between averages (the ranks' models differ): rank 0's model over the whole
+  // validation set, its figures on every rank.
   EpochRecord run_epoch(int epoch, int num_epochs, const Splits& splits);
   // Forward-only pass over the given samples of a pool (sharded across ranks), in evaluation mode.
   PassResult evaluate(Pool pool, const std::vector<int64_t>& indices, const std::string& label);

@@ -9,6 +9,7 @@
 // optimizer state kept local (the default), then averaged. Then, as early stopping restoring each rank's own
 // snapshot does, weights that differ between the ranks and Trainer::weights_replaced(): finish_training()
 // must leave both ranks with their mean. Prints "N passed, M failed" and exits 0/1.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -166,6 +167,54 @@ int run_case(Communicator& comm, bool optimizer_state) {
   return failed + (totals_ok ? 0 : 1);
 }
 
+// Synchronous averaging every 2 epochs, after epoch 1 (no average yet): the ranks hold different models,
+// and the validation figure must be rank 0's model's over the whole validation set, the same on both ranks
+// (it was a pass sharded over the two models: the score of no model). Returns the failed checks.
+int validation_case(Communicator& comm) {
+  TrainOptions o;
+  o.batch_size = kBatch;
+  o.optimizer.name = "sgd";
+  o.optimizer.learning_rate = 0.1;
+  o.seed = 5;
+  o.model_averaging = "synchronous";
+  o.average_every_epochs = 2;
+  o.num_batches_per_worker = kSteps;
+  o.shuffle_blocks = false;
+  o.shuffle_block_data = false;
+  DatasetShape shape = dataset_shape("mnist");
+  shape.train_count = 2 * kPerRank;
+  auto data = make_synthetic(shape, 2);
+  const Splits splits = make_splits(*data, 0.25, false, o.seed);  // 20 validation samples
+  auto model = bn_cnn(o);
+  share_root_weights(*model, comm);
+  auto opt = make_optimizer(o.optimizer, model->slab_size());
+  Trainer trainer(*model, *data, comm, *opt, o);
+  const EpochRecord rec = trainer.run_epoch(1, 2, splits);
+  // The reference: this rank's own model over every validation sample, by hand (probabilities, not logits).
+  double own = 0.0;
+  std::vector<float> x(kBatch * 28 * 28), y(kBatch * 10);
+  const int64_t n_val = static_cast<int64_t>(splits.val.size());
+  for (int64_t start = 0; start < n_val; start += kBatch) {
+    const int64_t n = std::min(kBatch, n_val - start);
+    data->load_batch(splits.val_pool, splits.val.data() + start, n, model->layout(), x.data(), y.data());
+    std::memcpy(model->input().data(), x.data(), static_cast<size_t>(n) * 28 * 28 * sizeof(float));
+    model->forward(n, Mode::evaluate);
+    own += loss_value(LossKind::categorical_cross_entropy, nullptr, model->output(n).data(), y.data(), n, 10);
+  }
+  own /= static_cast<double>(n_val);
+  double root_own = own;
+  comm.broadcast_bytes(&root_own, sizeof root_own, 0);
+  const double spread = spread_from_root(comm, model->param_slab(), model->slab_size());
+  const double got = rec.val ? rec.val->values.at(0) : -1.0;
+  const bool ok = rec.val && rec.val->samples == n_val && std::fabs(got - root_own) <= 1e-5 * root_own && spread > 0;
+  if (comm.rank() == 0 || !ok)
+    std::printf("rank %d: epoch 1 of 2 before the first average (ranks' weights differ by %.3g): validation loss "
+                "%.9g over %lld samples, rank 0's model alone %.9g over %lld: %s\n",
+                comm.rank(), spread, got, rec.val ? static_cast<long long>(rec.val->samples) : -1LL, root_own,
+                static_cast<long long>(n_val), ok ? "ok" : "FAILED");
+  return ok ? 0 : 1;
+}
+
 }  // namespace
 
 int main() {
@@ -177,6 +226,7 @@ int main() {
     }
     int failed = 0;
     for (bool optimizer_state : {false, true}) failed += run_case(*world, optimizer_state);
+    failed += validation_case(*world);
     float total = static_cast<float>(failed);
     world->allreduce_sum(&total, 1);
     if (world->rank() == 0) std::printf("%s\n", total == 0.0f ? "all passed" : "some checks FAILED");
