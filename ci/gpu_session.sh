@@ -41,6 +41,17 @@ work="$(mktemp -d)"
 summary="$out/summary.txt"
 : > "$summary"
 start=$SECONDS
+# Preflight, in seconds rather than a lease's minutes: the bundle's binaries must load (Open MPI comes from
+# the image: an image without it fails every part), and the tools the part cuts use must be there.
+missing="$( (. ci/gpu_env.sh && ldd "$bundle/experiments/dtnn" "$bundle/tests/dtnn_tests") 2> /dev/null |
+  awk '/not found/ {print $1}' | sort -u | tr '\n' ' ')"  # with the parts' library path (ci/gpu_env.sh)
+{
+  echo "== preflight: repository at $PWD; mpirun: $(command -v mpirun || echo MISSING); setsid: $(command -v setsid || echo MISSING); pkill: $(command -v pkill || echo MISSING)"
+  [ -z "$missing" ] || echo "== preflight: libraries the bundle's binaries cannot find: $missing"
+} | tee -a "$summary"
+for tool in setsid pkill; do
+  command -v "$tool" > /dev/null || { echo "ci/gpu_session.sh: $tool is missing: parts could not be cut at their limits" | tee -a "$summary"; exit 2; }
+done
 machine_shown=0
 
 # The parts, each a function of its output folder (exported: `timeout` runs them in a child bash); PART_S is
@@ -57,8 +68,10 @@ export -f p_tests p_buckets p_d2l p_uneven p_d2l_torch p_timelines
 # part NUMBER NAME MIN_S MAX_S: runs p_NAME into $work/NAME if at least MIN_S are left before the deadline,
 # under `timeout` of MAX_S or what is left, whichever is less (a cut part keeps what it wrote: each part
 # script tees its summaries as it goes); appends its summary files and rc to summary.txt, re-packs session.tgz.
+# RESERVE_S (optional): seconds kept for a later, more important part (its minimum) that is to run: the budget
+# shrinks to leave them, never below MIN_S (slow tests and buckets must not starve d2l's 10 epochs).
 part() {
-  local num="$1" name="$2" min="$3" max="$4"
+  local num="$1" name="$2" min="$3" max="$4" reserve="${5:-0}"
   case " $parts " in *" $num "*) ;; *) return 0 ;; esac
   local left=$((deadline - (SECONDS - start)))
   if [ "$min" -gt "$left" ]; then
@@ -66,6 +79,9 @@ part() {
     return 0
   fi
   local budget=$((max < left ? max : left))
+  if [ "$reserve" -gt 0 ] && [ $((left - reserve)) -lt "$budget" ]; then
+    budget=$((left - reserve > min ? left - reserve : min))
+  fi
   mkdir -p "$work/$name"
   local t0=$SECONDS
   echo "== part $num $name (up to $budget s, from $((SECONDS - start)) s)" | tee -a "$summary"
@@ -101,9 +117,12 @@ part() {
 
 # Expected on an H100 (session 13's rates: resnet50 909 samples/s in FP32, i.e. ~22 TFLOP/s; d2l's ResNet-18
 # 2.7 GFLOP a training sample): tests ~45 s, buckets ~60 s, d2l ~100 s, uneven ~60 s, d2l_torch ~100 s,
-# timelines ~60 s. The minimums are what makes a part's figures whole (d2l: the 10 epochs).
+# timelines ~60 s. The minimums are what makes a part's figures whole (d2l: the 10 epochs). That is about 425 s
+# in all, over DEADLINE: part 5 (PyTorch's d2l run, minimum 150 s) will usually need a second call,
+# PARTS="5 6", made at once while the machine is warm (30 s), with timeout_s about 300.
 part 1 tests 60 150
-part 2 buckets 60 140
+# Parts 1 and 2 at their maxima (290 s) would leave d2l less than its minimum: part 2 keeps d2l's 150 s.
+part 2 buckets 60 140 "$(case " $parts " in *" 3 "*) echo 150 ;; *) echo 0 ;; esac)"
 part 3 d2l 150 240
 part 4 uneven 60 150
 part 5 d2l_torch 150 240

@@ -22,6 +22,7 @@
 #include "analysis/perfmodel/predict_store.h"
 #include "analysis/query.h"
 #include "experiments/submit.h"
+#include "experiments/source_dir.h"
 #include "backend/cpu/blas.h"
 #include "backend/gpu.h"
 #include "conv/conv_algorithm.h"
@@ -122,7 +123,7 @@ int cmd_algos() {
 
 // Defaults that work from the repository root and from anywhere else.
 const std::string kDefaultDb = "results/dtnn.db";
-const std::string kDefaultTargets = std::string(DTNN_SOURCE_DIR) + "/analysis/targets.toml";
+const std::string kDefaultTargets = dtnn::source_dir() + "/analysis/targets.toml";  // $DTNN_SOURCE_DIR too
 
 int cmd_query(const std::string& db, const std::string& what, const std::string& format) {
   if (what.empty()) {
@@ -151,7 +152,7 @@ double parse_fraction(const std::string& text) {
 
 int cmd_report(const std::string& db, const std::string& out_dir, const std::string& matrix) {
   if (!std::ifstream(db)) dtnn::fail(db, ": no such results database (run `dtnn run` first)");
-  std::string cmd = "/usr/bin/python3 " + shell_quote(std::string(DTNN_SOURCE_DIR) + "/analysis/plots/report.py") +
+  std::string cmd = "/usr/bin/python3 " + shell_quote(dtnn::source_dir() + "/analysis/plots/report.py") +
                     " --db " + shell_quote(db) + " --out " + shell_quote(out_dir);
   if (!matrix.empty()) cmd += " --matrix " + shell_quote(matrix);
   // The history page asks this binary for `dtnn history --format json` (the change points live in C++).

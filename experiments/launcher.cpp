@@ -1,5 +1,6 @@
 // A trial's command line and its ranks' layout. See launcher.h.
 #include "experiments/launcher.h"
+#include "experiments/source_dir.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -104,7 +105,7 @@ Launch trial_launch(const Matrix& matrix, const Trial& trial, const std::string&
     // $DTNN_PYTHON: the interpreter with PyTorch (Debian's /usr/bin/python3 here; plain python3 on the GPU machines)
     const char* python = std::getenv("DTNN_PYTHON");
     argv.insert(argv.end(), {python && *python ? python : "/usr/bin/python3",
-                             std::string(DTNN_SOURCE_DIR) + "/analysis/reference/torch_train.py"});
+                             source_dir() + "/analysis/reference/torch_train.py"});
     if (trial.get("device", "cpu") == "gpu") argv.push_back("--enable_gpu=True");
     if (trial.get("tracing", "False") == "True") launch.unsupported_why = "the PyTorch reference has no --tracing";
     for (const auto& [name, value] : trial.params) {

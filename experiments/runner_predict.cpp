@@ -1,5 +1,6 @@
 // See runner_predict.h.
 #include "experiments/runner_predict.h"
+#include "experiments/source_dir.h"
 
 #include <unistd.h>
 
@@ -54,7 +55,7 @@ std::string platform_file(const std::string& platform) {
   static const std::map<std::string, std::string> files = {{"eth10g", "eth10g.xml"}, {"ib100", "ib100_fattree.xml"},
                                                            {"nvlink8", "nvlink8.xml"}, {"localhost2", "localhost2.xml"}};
   const auto it = files.find(platform);
-  return it == files.end() ? "" : std::string(DTNN_SOURCE_DIR) + "/analysis/platforms/" + it->second;
+  return it == files.end() ? "" : source_dir() + "/analysis/platforms/" + it->second;
 }
 
 // predictor = "simgrid": the calibration run's step profile replayed by suites/step_replay under SimGrid's
@@ -64,7 +65,7 @@ PredictedOutcome simgrid_trial(ResultStore& store, int64_t matrix_id, const Tria
                                perf::PredictCommandOptions o) {
   const std::string xml = platform_file(o.platform);
   const std::string proxy = DTNN_STEP_REPLAY_SMPI;
-  const std::string script = std::string(DTNN_SOURCE_DIR) + "/analysis/simgrid_replay.sh";
+  const std::string script = source_dir() + "/analysis/simgrid_replay.sh";
   std::string command = "dtnn predict --from-run " + std::to_string(run) + " --db " + shell_quote(store.path()) +
                         " --write-profile P.json; PREDICTION_JSON=R.json " + script + " P.json " + xml + " " +
                         std::to_string(trial.ranks()) + " -- --mode " + o.mode +

@@ -207,6 +207,15 @@ namespace {
 // GPU: the r-th rank of a node on device r % (devices of the node, or --gpus_per_node); NCCL for the
 // gradients when asked. Returns the communicator the run reduces with.
 Communicator& start_devices(const TrainOptions& o, Communicator& mpi_comm, std::unique_ptr<Communicator>& nccl) {
+  // NCCL reduces among the ranks that start it: all or none. In a job of several commands (a GPU rank beside
+  // CPU ranks) a GPU rank with --enable_nccl would meet the CPU ranks' first collective with NCCL's
+  // bootstrap broadcast: a truncation error or a hang. Every rank takes part here, CPU ranks included.
+  if (mpi_comm.size() > 1) {
+    const double mine = o.enable_gpu && o.enable_nccl ? 1.0 : 0.0;
+    const bool some = mpi_comm.max(mine) > 0.0, all = mpi_comm.max(-mine) < 0.0;  // max(-x) < 0: every x is 1
+    DTNN_CHECK(some == all, "--enable_nccl on some ranks only: NCCL reduces among GPU ranks alone, and a GPU rank "
+                            "beside CPU ranks reduces through MPI (leave --enable_nccl off there)");
+  }
   if (!o.enable_gpu) return mpi_comm;
   const int gpus = gpu_device_count();
   if (o.gpus_per_node > gpus)

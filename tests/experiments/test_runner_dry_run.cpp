@@ -121,3 +121,24 @@ TEST_CASE("runner: --dry-run places nodes x ranks_per_node with srun and with an
     CHECK_THAT(read_text(log), Contains(b.error));
   }
 }
+
+TEST_CASE("runner: $DTNN_SOURCE_DIR names the tree dtnn reads its scripts and targets from", "[runner]") {
+  // A binary carried to a machine where the tree lies elsewhere (the lent GPU machine): the PyTorch
+  // reference and analysis/targets.toml come from there, not from the build's source path.
+  Workspace ws("source_dir");
+  const std::string m = ws.file("t.toml", std::string("name = \"t\"\n") + kQuickBase + "framework = \"pytorch\"\n");
+  const std::string log = (ws.dir / "dry.log").string();
+  const std::string tree = (ws.dir / "elsewhere").string();
+  REQUIRE(dtnn_cli("run " + m + " --dry-run", log) == 0);
+  CHECK_THAT(read_text(log), Contains(std::string(DTNN_SOURCE_DIR) + "/analysis/reference/torch_train.py"));
+  ::setenv("DTNN_SOURCE_DIR", tree.c_str(), 1);  // inherited by the dtnn child
+  const int dry = dtnn_cli("run " + m + " --dry-run", log);
+  const std::string dry_out = read_text(log);
+  // The default targets file too: that tree has none, and the run says which file it looked for.
+  const int real = dtnn_cli("run " + m + " --db " + ws.db(), log);
+  ::unsetenv("DTNN_SOURCE_DIR");
+  CHECK(dry == 0);
+  CHECK_THAT(dry_out, Contains(tree + "/analysis/reference/torch_train.py"));
+  CHECK(real != 0);
+  CHECK_THAT(read_text(log), Contains(tree + "/analysis/targets.toml"));
+}
