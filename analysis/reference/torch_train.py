@@ -410,6 +410,16 @@ def write_report(path, report):
         raise
 
 
+def save_report(args, report, resumed):
+    """--report, with the checkpoint it resumed from; a write that fails is one line and exit 1."""
+    if resumed:
+        report["resumed_from"] = resumed
+    try:
+        write_report(args.report, report)
+    except OSError as e:
+        fail(1, f"cannot write report {args.report}: {e.strerror or e}")
+
+
 def diverged(args, n_params, epochs, epoch, samples, secs, rate, loss, optimizer, total_time, total_samples, gpu_env,
              resumed):
     """The loss is not finite: dtnn's diverged report (JSON has no NaN: the epoch's loss is null), exit 4."""
@@ -423,12 +433,7 @@ def diverged(args, n_params, epochs, epoch, samples, secs, rate, loss, optimizer
         report = build_report(args, n_params, epochs, total_time, total_samples, None, gpu_env)
         report["status"] = "diverged"
         report["error"] = why
-        if resumed:
-            report["resumed_from"] = resumed
-        try:
-            write_report(args.report, report)
-        except OSError as e:
-            fail(1, f"cannot write report {args.report}: {e.strerror or e}")
+        save_report(args, report, resumed)
     return 4
 
 
@@ -531,13 +536,8 @@ def main(argv=None):
               f"acc {test_result['categorical_accuracy']:.2f}%")
 
     if args.report:
-        report = build_report(args, n_params, epochs, total_time, total_samples, test_result, gpu_env)
-        if resumed:
-            report["resumed_from"] = resumed
-        try:
-            write_report(args.report, report)
-        except OSError as e:
-            fail(1, f"cannot write report {args.report}: {e.strerror or e}")
+        save_report(args, build_report(args, n_params, epochs, total_time, total_samples, test_result, gpu_env),
+                    resumed)
     return 0
 
 

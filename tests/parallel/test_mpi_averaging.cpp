@@ -97,22 +97,33 @@ double spread_from_root(Communicator& comm, const float* mine, int64_t n) {
 }
 
 // Returns the number of failed checks (on this rank).
-int run_case(Communicator& comm, bool optimizer_state) {
+// Synchronous averaging of SGD at 0.1 on unshuffled blocks of kSteps batches; each case sets its period.
+TrainOptions averaging_options() {
   TrainOptions o;
   o.batch_size = kBatch;
   o.optimizer.name = "sgd";
   o.optimizer.learning_rate = 0.1;
-  o.optimizer.momentum = 0.9;
   o.seed = 5;
   o.model_averaging = "synchronous";
-  o.average_every_steps = kSteps;
-  o.average_optimizer_state = optimizer_state;
   o.num_batches_per_worker = kSteps;
   o.shuffle_blocks = false;
   o.shuffle_block_data = false;
+  return o;
+}
+
+// Synthetic MNIST-shaped data: kPerRank training samples per rank.
+std::unique_ptr<Dataset> averaging_data() {
   DatasetShape shape = dataset_shape("mnist");
   shape.train_count = 2 * kPerRank;
-  auto data = make_synthetic(shape, 2);
+  return make_synthetic(shape, 2);
+}
+
+int run_case(Communicator& comm, bool optimizer_state) {
+  TrainOptions o = averaging_options();
+  o.optimizer.momentum = 0.9;
+  o.average_every_steps = kSteps;
+  o.average_optimizer_state = optimizer_state;
+  auto data = averaging_data();
   const Splits splits = make_splits(*data, 0.0, false, o.seed);
 
   auto model = bn_cnn(o);
@@ -171,19 +182,9 @@ int run_case(Communicator& comm, bool optimizer_state) {
 // and the validation figure must be rank 0's model's over the whole validation set, the same on both ranks
 // (it was a pass sharded over the two models: the score of no model). Returns the failed checks.
 int validation_case(Communicator& comm) {
-  TrainOptions o;
-  o.batch_size = kBatch;
-  o.optimizer.name = "sgd";
-  o.optimizer.learning_rate = 0.1;
-  o.seed = 5;
-  o.model_averaging = "synchronous";
+  TrainOptions o = averaging_options();
   o.average_every_epochs = 2;
-  o.num_batches_per_worker = kSteps;
-  o.shuffle_blocks = false;
-  o.shuffle_block_data = false;
-  DatasetShape shape = dataset_shape("mnist");
-  shape.train_count = 2 * kPerRank;
-  auto data = make_synthetic(shape, 2);
+  auto data = averaging_data();
   const Splits splits = make_splits(*data, 0.25, false, o.seed);  // 20 validation samples
   auto model = bn_cnn(o);
   share_root_weights(*model, comm);
