@@ -45,10 +45,15 @@ std::string attempt_nonce() {
 }
 
 // Where the trial logged at `log_path` (<name>.log) writes its report: <name>.report.json.
-std::string report_path_for(const std::string& log_path) {
+namespace {
+// <name> of <name>.log: the stem an attempt's files share.
+std::string log_base(const std::string& log_path) {
   const bool dot_log = log_path.size() >= 4 && log_path.compare(log_path.size() - 4, 4, ".log") == 0;
-  return (dot_log ? log_path.substr(0, log_path.size() - 4) : log_path) + ".report.json";
+  return dot_log ? log_path.substr(0, log_path.size() - 4) : log_path;
 }
+}  // namespace
+
+std::string report_path_for(const std::string& log_path) { return log_base(log_path) + ".report.json"; }
 
 
 // Why the file at report_path is not this attempt's report: it was written before the attempt began
@@ -102,8 +107,7 @@ void clear_report_path(const std::string& report_path) {
 std::vector<std::string> give_attempt_own_files(std::vector<std::string>& argv, const std::string& log_path) {
   static const char* const kOwnFiles[] = {"weights_and_bias_filename", "history_file", "checkpoint_file",
                                           "early_stopping_weights_filename"};
-  const bool dot_log = log_path.size() >= 4 && log_path.compare(log_path.size() - 4, 4, ".log") == 0;
-  const std::string base = dot_log ? log_path.substr(0, log_path.size() - 4) : log_path;
+  const std::string base = log_base(log_path);
   std::vector<std::string> notes;
   for (std::string& arg : argv)
     for (const char* option : kOwnFiles) {
