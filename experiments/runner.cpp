@@ -406,11 +406,11 @@ Outcome run_trial(ResultStore& store, int64_t run_id, const Launch& launch, int 
     case ChildResult::kExited:
       if (child.code == kUnsupportedExit) {
         o = {"unsupported", error_line(log_path)};
-      } else if (child.code == kDivergedExit && fs::exists(report_path) && !world_mismatch(report_path, ranks).empty()) {
-        o = {"failed", world_mismatch(report_path, ranks)};  // separate 1-rank worlds diverged: not this trial's run
       } else if (child.code == kDivergedExit && fs::exists(report_path)) {
-        // A result, not a failure: stored with its report so the epochs up to the divergence are kept.
+        // A result, not a failure: stored with its report so the epochs up to the divergence are kept; unless
+        // separate 1-rank worlds diverged (not this trial's run).
         try {
+          if (const std::string why = world_mismatch(report_path, ranks); !why.empty()) fail(why);
           store.finish_run_diverged(run_id, read_file(report_path), error_line(log_path), duration);
           if (tracing) store.set_trace_path(run_id, trace_base + ".json");  // traced up to the divergence
           o = {"diverged", error_line(log_path)};
