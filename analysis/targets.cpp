@@ -6,6 +6,7 @@
 #include <toml++/toml.h>
 
 #include "core/error.h"
+#include "results/migrations_14.h"
 
 namespace dtnn {
 
@@ -110,7 +111,8 @@ std::vector<ResultStore::Target> load_targets(const std::string& path) {
   return out;
 }
 
-// The batch as the run trained it (migration 13): a strong-scaling trial's runs.batch_size is its global batch.
+// The batch as the run trained it (migration 13): a strong-scaling trial's runs.batch_size is its global batch. The
+// last column: why the run was not trained from scratch (migration 14).
 const char* const kRunRecipeColumns =
     "r.model, r.dataset, r.optimizer, r.num_epochs, "
     "CAST(coalesce(json_extract(r.report, '$.options.batch_size'), r.batch_size) AS INTEGER), r.ranks, "
@@ -119,7 +121,8 @@ const char* const kRunRecipeColumns =
     "json_extract(r.params, '$.learning_rate'), 0) AS REAL), CAST(coalesce(json_extract(r.report, "
     "'$.options.momentum'), json_extract(r.params, '$.momentum')) AS REAL), "
     "CAST(coalesce(nullif(json_extract(r.report, '$.options.global_batch_size'), 0), "
-    "coalesce(json_extract(r.report, '$.options.batch_size'), r.batch_size) * r.ranks) AS INTEGER)";
+    "coalesce(json_extract(r.report, '$.options.batch_size'), r.batch_size) * r.ranks) AS INTEGER), "
+    DTNN_SQL_NOT_FROM_SCRATCH;
 
 RunRecipe run_recipe(const std::vector<std::optional<std::string>>& row, size_t c) {
   auto s = [&](size_t i) { return row.at(c + i) ? *row.at(c + i) : std::string(); };
@@ -135,6 +138,7 @@ RunRecipe run_recipe(const std::vector<std::optional<std::string>>& row, size_t 
   r.learning_rate = row.at(c + 7) ? std::stod(*row.at(c + 7)) : 0.0;
   r.momentum = row.at(c + 8) ? std::stod(*row.at(c + 8)) : -1.0;
   r.global_batch = i(9);
+  r.not_from_scratch = s(10);
   return r;
 }
 
@@ -144,6 +148,7 @@ std::vector<std::string> recipe_differences(const ResultStore::Target& t, const 
     d.push_back("model/dataset " + r.model + "/" + r.dataset + ", target's " + t.model + "/" + t.dataset);
     return d;
   }
+  if (!r.not_from_scratch.empty()) d.push_back(r.not_from_scratch + "; targets judge training from scratch");
   // 0 / "" in a target are "not stated": only rows stored before the recipes (the loader requires them).
   if (t.num_epochs != 0 && t.num_epochs != r.num_epochs)
     d.push_back("epochs " + std::to_string(r.num_epochs) + ", target's " + std::to_string(t.num_epochs));

@@ -37,6 +37,9 @@ struct RunRecipe {
   double learning_rate = 0.0;
   double momentum = -1.0;  // < 0: not recorded
   int global_batch = 0;    // --global_batch_size (strong scaling), else batch_size x ranks
+  // Why the run was not trained from scratch ("" when it was): it began from trained weights or only
+  // evaluated them (results/migrations_14.h). No target judges such a run.
+  std::string not_from_scratch;
 };
 
 // The SQL select list (over runs r) of RunRecipe's fields, in declaration order, and its reader.

@@ -7,6 +7,7 @@
 #include "results/migrations_11.h"
 #include "results/migrations_12.h"
 #include "results/migrations_13.h"
+#include "results/migrations_14.h"
 
 namespace dtnn::schema {
 
@@ -573,6 +574,8 @@ CREATE VIEW v_averaging AS
     {12, "a target's momentum (NULL: not stated), matched by v_accuracy_vs_target", kMigration12Sql},
     {13, "v_accuracy_vs_target: a run's batch per rank and global batch as it trained them (strong scaling)",
      kMigration13Sql},
+    {14, "v_accuracy_vs_target judges only runs trained from scratch (not from loaded weights, not evaluation only)",
+     kMigration14Sql},
 };
 
 }  // namespace dtnn::schema

@@ -412,8 +412,12 @@ def write_report(path, report):
 
 def save_report(args, report, resumed):
     """--report, with the checkpoint it resumed from; a write that fails is one line and exit 1."""
+    # dtnn's "start" record: this script always trains from its seeded initialization (it loads no weights
+    # file), resumed sittings included, so every report it writes is one a target may judge.
+    report["start"] = {"trained_from_scratch": True, "initial_weights": "", "evaluate_only": False}
     if resumed:
         report["resumed_from"] = resumed
+        report["start"].update({"resumed_from": resumed["path"], "resumed_after_epoch": resumed["epoch"]})
     try:
         write_report(args.report, report)
     except OSError as e:

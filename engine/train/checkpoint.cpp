@@ -98,7 +98,13 @@ void save_checkpoint(const std::string& path, const Model& model, Optimizer& opt
   }
   arrays.push_back(io::make_f64("dtnn_epochs", rows,
                                 {static_cast<int64_t>(state.epochs.size()), static_cast<int64_t>(7 + 2 * k)}));
-  arrays.push_back(io::make_text("dtnn_options", to_text(must_match(options, ranks), may_differ(options))));
+  std::string text = to_text(must_match(options, ranks), may_differ(options));
+  if (state.initial_weights) {  // one line: a newline in the path would start another
+    std::string initial = *state.initial_weights;
+    std::replace(initial.begin(), initial.end(), '\n', '?');
+    text += "~initial_weights=" + initial + "\n";
+  }
+  arrays.push_back(io::make_text("dtnn_options", text));
   // Uncompressed: the file is rewritten every epoch and optimizer slabs barely compress.
   io::write_npz(path, arrays, false);
 }
@@ -141,6 +147,8 @@ CheckpointState load_checkpoint(const std::string& path, Model& model, Optimizer
   CheckpointState state;
   state.epoch = io::read_i64(arrays, "dtnn_epoch", path);
   DTNN_CHECK(state.epoch >= 0, path, ": negative epoch count");
+  if (const std::string* initial = lookup("~initial_weights")) state.initial_weights = *initial;
+  else state.initial_weights = std::nullopt;  // written before dtnn recorded it
   state.stopped = io::read_i64(arrays, "dtnn_stopped", path) != 0;
   const std::vector<double> lr = io::read_f64(arrays, "dtnn_learning_rate", path);
   DTNN_CHECK(lr.size() == 1 && lr[0] > 0 && std::isfinite(lr[0]), path,

@@ -21,14 +21,19 @@
 //   dtnn_options             uint8 text, "name=value" lines: the options that must match on resume
 //                            (model, dataset, layout, batch size, ranks, seed, data split, loss, metrics,
 //                            optimizer and its hyper-parameters, learning rate, schedulers and theirs).
-//                            --num_epochs may differ (that is how a run is extended); --threads and
-//                            --conv_algo may too, with a warning that the result is then not bit-identical.
+//                            --num_epochs may differ (that is how a run is extended; dtnn train refuses a
+//                            checkpoint past --num_epochs unless --evaluate_only); --threads and --conv_algo
+//                            may too, with a warning that the result is then not bit-identical. Lines
+//                            starting '~' are informative: those two, and ~initial_weights=PATH, the weights
+//                            file the checkpointed run began from (empty: seeded initialization), so a
+//                            resumed run's report still says whether it trained from scratch.
 // Errors (one line naming the file, non-zero exit): not an NPZ, truncated or corrupt, a missing or
 // malformed dtnn_ key, an option that differs (naming it and both values), weights of another model, a NaN or
 // infinite value in any weight, slab or epoch row, a negative optimizer step count.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -45,6 +50,9 @@ struct CheckpointState {
   int64_t epoch = 0;               // epochs completed
   bool stopped = false;            // a scheduler stopped training
   std::vector<EpochRecord> epochs; // every completed epoch's record, in order
+  // The weights training began from: "" the seeded initialization, else the weights file loaded. nullopt
+  // when resumed from a checkpoint written before dtnn recorded it.
+  std::optional<std::string> initial_weights = std::string();
 };
 
 // Writes the checkpoint atomically (a temporary file renamed into place). Call on rank 0 only.

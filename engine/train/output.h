@@ -3,6 +3,7 @@
 // Files are written atomically (core/file_io.h): a failed run never leaves half a file.
 #pragma once
 
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -35,8 +36,19 @@ ProgressFn make_progress_printer(std::ostream& out, bool terminal, const Trainer
 // "cce: 0.1234567, acc: 91.25%" for a PassResult's values, with an optional prefix ("val_", "test_").
 std::string format_values(const Trainer& trainer, const std::vector<double>& values, const std::string& prefix);
 
+// Where the run's weights came from: the report's "start" (check judges only runs trained from scratch).
+struct TrainingStart {
+  std::optional<std::string> initial_weights = std::string();  // as CheckpointState::initial_weights
+  std::string resumed_from;                                     // --resume_from, when given
+  int64_t resumed_after_epoch = 0;
+  bool evaluate_only = false;
+  // Trained by this recipe from the seeded initialization (resumed sittings included): what a target judges.
+  bool trained_from_scratch() const { return !evaluate_only && initial_weights && initial_weights->empty(); }
+};
+
 struct RunSummary {
   int ranks = 1, threads = 1;
+  TrainingStart start;
   std::vector<EpochRecord> epochs;
   double train_time_s = 0.0;  // sum of the epochs' training loops (what samples/s is computed from)
   double wall_time_s = 0.0;   // training including validation passes

@@ -189,6 +189,17 @@ void write_report(const std::string& path, const TrainOptions& options, const En
     epochs.push_back(ej);
   }
   j["epochs"] = epochs;
+  // Whether these weights were trained by this recipe from the seeded initialization: dtnn check and
+  // v_accuracy_vs_target judge no other run. initial_weights: "" seeded, a path the weights file loaded, null
+  // resumed from a checkpoint that does not record it.
+  const TrainingStart& s = run.start;
+  j["start"] = {{"trained_from_scratch", s.trained_from_scratch()},
+                {"initial_weights", s.initial_weights ? nlohmann::json(*s.initial_weights) : nlohmann::json()},
+                {"evaluate_only", s.evaluate_only}};
+  if (!s.resumed_from.empty()) {
+    j["start"]["resumed_from"] = s.resumed_from;
+    j["start"]["resumed_after_epoch"] = s.resumed_after_epoch;
+  }
   j["training"] = {{"time_s", run.train_time_s},
                    {"wall_time_s", run.wall_time_s},
                    {"samples", run.train_samples},

@@ -431,8 +431,13 @@ int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
   trainer.set_validate_every_rank(schedulers.watch_validation());
 
   CheckpointState progress;
+  progress.initial_weights = load ? o.weights_and_bias_filename : std::string();
   if (!o.resume_from.empty()) {
     progress = load_checkpoint(o.resume_from, *model, optimizer, schedulers, o, comm.size(), root ? &out : nullptr);
+    // Stored as a run of --num_epochs, it would have trained more: refused (every rank reads the same file).
+    DTNN_CHECK(o.evaluate_only || progress.epoch <= o.num_epochs, o.resume_from, ": checkpoint holds ", progress.epoch,
+               " epochs, more than --num_epochs=", o.num_epochs,
+               " (a resumed run trains up to --num_epochs in all; --evaluate_only evaluates it)");
     if (root)
       out << "**** Resuming from " << o.resume_from << " after epoch " << progress.epoch << " (learning rate "
           << optimizer.learning_rate() << ")\n";
@@ -453,6 +458,10 @@ int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
     if (root) run.placement = detect_placement(hosts);
   }
   run.epochs = progress.epochs;  // a resumed run's history and report list every epoch
+  run.start.initial_weights = progress.initial_weights;  // the checkpoint's record when resumed
+  run.start.resumed_from = o.resume_from;
+  run.start.resumed_after_epoch = progress.epoch;
+  run.start.evaluate_only = o.evaluate_only;
 
   if (o.evaluate || o.evaluate_only) {
     if (root) out << "**** Evaluating on test dataset...\n";
