@@ -22,8 +22,15 @@ def medians(path):
         else:
             runs.setdefault(key, []).append(t)
     for key, ts in runs.items():
-        out.setdefault(key, sorted(ts)[len(ts) // 2])
+        ts = sorted(ts)
+        mid = len(ts) // 2
+        out.setdefault(key, ts[mid] if len(ts) % 2 else (ts[mid - 1] + ts[mid]) / 2)
     return out
+
+
+def rate(beta):
+    """1/beta in GB/s; a beta <= 0 (times that do not grow with size) has no bandwidth to print."""
+    return f"{1 / beta * 1e-9:.3f} GB/s" if beta > 0 else f"none (beta {beta * 1e9:.4f} ns/B <= 0)"
 
 
 def fit(points, relative=False):
@@ -61,14 +68,14 @@ def main():
     print()
     for op in ("allreduce", "iallreduce"):
         pts = [(b, t) for (o, b), t in m.items() if o == op and fit_from <= b <= fit_to]
-        if len(pts) < 2:
+        if len({b for b, _ in pts}) < 2:  # one size cannot tell alpha from beta
             continue
         alpha, beta = fit(pts)
         ralpha, rbeta = fit(pts, relative=True)
         small = m.get((op, min(sizes)))
         print(f"- {op}, {len(pts)} sizes {fit_from}..{fit_to} B: least squares alpha = {alpha * 1e6:.1f} us, "
-              f"beta = {beta * 1e9:.4f} ns/B (1/beta = {1 / beta * 1e-9:.3f} GB/s); relative least squares "
-              f"alpha = {ralpha * 1e6:.1f} us, 1/beta = {1 / rbeta * 1e-9:.3f} GB/s; "
+              f"beta = {beta * 1e9:.4f} ns/B (1/beta = {rate(beta)}); relative least squares "
+              f"alpha = {ralpha * 1e6:.1f} us, 1/beta = {rate(rbeta)}; "
               f"{min(sizes)} B latency {small * 1e6:.2f} us")
 
 

@@ -8,6 +8,7 @@
 #include "results/migrations_12.h"
 #include "results/migrations_13.h"
 #include "results/migrations_14.h"
+#include "results/migrations_15.h"
 
 namespace dtnn::schema {
 
@@ -576,6 +577,8 @@ CREATE VIEW v_averaging AS
      kMigration13Sql},
     {14, "v_accuracy_vs_target judges only runs trained from scratch (not from loaded weights, not evaluation only)",
      kMigration14Sql},
+    {15, "predictions.variant (link rates, forced algorithm, bucket cap, batch, gamma or fit beyond the platform's "
+         "name), a key of v_scaling's curves", kMigration15Sql},
 };
 
 }  // namespace dtnn::schema

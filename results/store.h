@@ -106,6 +106,7 @@ struct PredictionRow {
   double samples_per_rank = 0, global_batch = 0, step_s = 0, compute_s = 0, exposed_s = 0, comm_s = 0,
          samples_per_s = 0, speedup = 0, efficiency = 0;
   std::string algorithms;
+  std::string variant;                  // what the options set beyond platform, mode, scaling, rules (migration 15)
   std::string provenance = "{}";        // JSON object
   std::vector<int64_t> calibration_runs;  // the measured runs the profile came from
   // The measured group it belongs with (the calibration run's environment and configuration), the matrix

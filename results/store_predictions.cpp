@@ -44,8 +44,8 @@ std::vector<int64_t> ResultStore::add_predictions(const std::vector<PredictionRo
                "INSERT INTO predictions (source, model_version, model_kind, model, platform, platform_params, rules, "
                "mode, scaling, ranks, batch_size, samples_per_rank, global_batch, step_s, compute_s, exposed_s, comm_s, "
                "samples_per_s, speedup, efficiency, algorithms, provenance, environment_id, config_key, matrix_id, "
-               "trial_key, label) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, "
-               "?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27)");
+               "trial_key, label, variant) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
+               "?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28)");
   Statement link(db_, path_, "INSERT OR IGNORE INTO prediction_runs (prediction_id, run_id) VALUES (?, ?)");
   for (const PredictionRow& r : rows) {
     st.reset();
@@ -55,7 +55,7 @@ std::vector<int64_t> ResultStore::add_predictions(const std::vector<PredictionRo
     st.bind(15, r.compute_s).bind(16, r.exposed_s).bind(17, r.comm_s).bind(18, r.samples_per_s);
     st.bind(19, r.speedup).bind(20, r.efficiency).bind(21, r.algorithms).bind(22, r.provenance);
     st.bind(23, r.environment_id).bind(24, r.config_key).bind(25, r.matrix_id).bind(26, r.trial_key);
-    st.bind(27, r.label);
+    st.bind(27, r.label).bind(28, r.variant);
     st.run();
     const int64_t id = sqlite3_last_insert_rowid(db_);
     ids.push_back(id);

@@ -27,14 +27,16 @@ Pof2 pof2(int p) {
   return r;
 }
 
-// The algorithm Open MPI actually runs: ring with fewer elements than ranks runs recursive doubling,
-// Rabenseifner with fewer elements than p' runs the linear allreduce.
-AllreduceAlgorithm effective(AllreduceAlgorithm a, int p, double bytes) {
+}  // namespace
+
+AllreduceAlgorithm effective_algorithm(AllreduceAlgorithm a, int p, double bytes) {
   const double count = bytes / 4.0;
   if (a == AllreduceAlgorithm::ring && count < p) return AllreduceAlgorithm::recursive_doubling;
   if (a == AllreduceAlgorithm::rabenseifner && count < pof2(p).p2) return AllreduceAlgorithm::linear;
   return a;
 }
+
+namespace {
 
 // libnbc's binomial broadcast (allred_sched_diss after the reduce): a rank posts all its sends in one round, so
 // they share its link and a rank with k children delivers to each after α + k·n·β (equal shares). Returns the
@@ -90,7 +92,7 @@ CostTerms allreduce_terms(AllreduceAlgorithm a, int p, double n) {
   if (p == 1 || n == 0) return {};
   const Pof2 q = pof2(p);
   const double L = q.log2, pp = p, p2 = q.p2;
-  switch (effective(a, p, n)) {
+  switch (effective_algorithm(a, p, n)) {
     case AllreduceAlgorithm::ring:
       return {2.0 * (pp - 1), 2.0 * (pp - 1) / pp * n, (pp - 1) / pp * n};
     case AllreduceAlgorithm::recursive_doubling:
@@ -187,7 +189,8 @@ const std::vector<Platform>& platform_presets() {
   static const LinkCost kTcp{5.941e-6, 2.8753e-10, kCpuGamma};  // alpha 5.94 us, 1/beta 3.48 GB/s
   static const LinkCost kEth{20e-6, 8.0 / 10e9, kCpuGamma};
   static const LinkCost kIb{1.5e-6, 8.0 / 100e9, kCpuGamma};
-  static const LinkCost kNvlink{3e-6, 1.0 / 150e9, 1e-12};
+  static const LinkCost kNvlink{3e-6, 1.0 / 300e9, 1e-12};      // nvlink8.xml: 300 GBps, 2 x 1.5 us
+  static const LinkCost kNvlinkV100{3e-6, 1.0 / 150e9, 1e-12};  // NVLink 2 on a V100 (DGX-1)
   static const LinkCost kRoce25{5e-6, 8.0 / 25e9, 1e-12};
   static const LinkCost kPcie3{5e-6, 1.0 / 12e9, 1e-12};
   static const LinkCost kIb4x100{1.5e-6, 8.0 / 400e9, 1e-12};
@@ -197,7 +200,8 @@ const std::vector<Platform>& platform_presets() {
       {"ib100", "100 Gb/s InfiniBand fat-tree (full bisection), one rank per node", kIb, kShm, 1,
        "100 Gb/s line rate (beta 0.08 ns/B), 1.5 us MPI latency (typical EDR); CPU gamma"},
       {"nvlink8", "nodes of 8 GPUs joined by NVLink-class links; nodes on ib100", kIb, kNvlink, 8,
-       "intra-node 150 GB/s per GPU and 3 us (NVLink 3 class), GPU gamma; inter-node: ib100"},
+       "intra-node 300 GB/s each way per GPU (NVLink 3 on an A100) and 3 us, as analysis/platforms/nvlink8.xml; GPU "
+       "gamma; inter-node: ib100"},
       // The published clusters of issue 21's sanity checks (analysis/perfmodel/published_sanity.sh): nominal
       // line rates as for eth10g and ib100, GPU gamma; NCCL's ring is forced there with --algorithm ring.
       {"horovod_roce25", "Horovod's benchmark cluster: servers of 4 Pascal GPUs (PCIe) on 25 Gb/s RoCE", kRoce25,
@@ -205,9 +209,9 @@ const std::vector<Platform>& platform_presets() {
        "Horovod docs/benchmarks.rst (128 servers x 4 Pascal GPUs, RoCE 25 Gbit/s): 25 Gb/s line rate (beta 0.32 "
        "ns/B), 5 us latency; intra-node PCIe 3.0 x16 at 12 GB/s; GPU gamma"},
       {"dgx1v_ib4x100", "DDP's benchmark cluster: DGX-1 nodes of 8 V100 (NVLink), 4 x 100 Gb/s InfiniBand each",
-       kIb4x100, kNvlink, 8,
+       kIb4x100, kNvlinkV100, 8,
        "pytorch benchmarks/distributed/ddp/README.md (8 V100 per node, 4 x 100 Gb IB): a ring per NIC, 50 GB/s "
-       "per node, 1.5 us; intra-node as nvlink8"},
+       "per node, 1.5 us; intra-node V100 NVLink 2, 150 GB/s and 3 us"},
       {"localhost2", "this 2-vCPU VM: 2 ranks over Open MPI 4.1 shared memory (vader)", kShm, kShm, 2,
        "fit of analysis/baselines/allreduce_shm_xeon-emr_2core.json"},
       {"localhost2_tcp", "this 2-vCPU VM: 2 ranks over TCP loopback (--mca btl self,tcp)", kTcp, kTcp, 2,
@@ -227,13 +231,14 @@ const Platform& find_platform(const std::string& name) {
 
 CollectiveCost blocking_allreduce(const Platform& platform, int p, double bytes, CollectiveRules rules,
                                   const AllreduceAlgorithm* forced) {
-  const AllreduceAlgorithm a = forced ? *forced : choose_allreduce(p, bytes, rules);
+  const AllreduceAlgorithm a = effective_algorithm(forced ? *forced : choose_allreduce(p, bytes, rules), p, bytes);
   return {a, allreduce_time(a, p, bytes, platform.link_for(p))};
 }
 
 CollectiveCost nonblocking_allreduce(const Platform& platform, int p, double bytes, CollectiveRules rules,
                                      const AllreduceAlgorithm* forced) {
-  const AllreduceAlgorithm a = forced ? *forced : choose_iallreduce(p, bytes, true, rules);
+  const AllreduceAlgorithm a =
+      effective_algorithm(forced ? *forced : choose_iallreduce(p, bytes, true, rules), p, bytes);
   return {a, allreduce_time(a, p, bytes, platform.link_for(p))};
 }
 

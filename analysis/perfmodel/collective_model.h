@@ -73,6 +73,11 @@ const char* algorithm_name(AllreduceAlgorithm a);  // "ring", "recursive_doublin
 // Parses the names above (also "rd", "rdb", "rab", "lr"); throws dtnn::Error listing them.
 AllreduceAlgorithm parse_algorithm(const std::string& name);
 
+// The algorithm Open MPI runs when asked for `a`: ring with fewer elements than ranks runs recursive
+// doubling, Rabenseifner with fewer elements than the largest power of two <= p the linear allreduce. What
+// the cost functions below charge, and what predictions and fits name.
+AllreduceAlgorithm effective_algorithm(AllreduceAlgorithm a, int p, double bytes);
+
 // Seconds for one allreduce of `bytes` (float elements: bytes / 4) over p ranks with the given link.
 // p == 1 costs nothing. Applies Open MPI's fallbacks (ring and Rabenseifner with too few elements).
 double allreduce_time(AllreduceAlgorithm a, int p, double bytes, const LinkCost& link);

@@ -194,6 +194,7 @@ int predict_pydtnn(const PredictCommandOptions& o, const Platform& platform, con
                             {"network_bw", prm.network_bw}, {"network_lat", prm.network_lat},
                             {"network_alg", prm.network_alg}};
     report["mode"] = blocking ? "blocking" : "non_blocking";
+    report["variant"] = prediction_variant(o);
     report["scaling"] = o.scaling;
     report["rows"] = rows_json(rows);
     out << report.dump(2) << "\n";
@@ -233,6 +234,7 @@ std::vector<int> parse_rank_list(const std::string& text) {
       const long long a = values[i - 2], b = values[i - 1], last = values[i];
       const bool geometric = a > 0 && b % a == 0 && b / a > 1;
       DTNN_CHECK(b > a, "--ranks: the counts before \"...\" must increase");
+      DTNN_CHECK(last > b, "--ranks: the count after \"...\" (", last, ") must be above those before it");
       for (long long v = geometric ? b * (b / a) : b + (b - a); v < last; v = geometric ? v * (b / a) : v + (b - a))
         out.push_back(static_cast<int>(v));
     }
@@ -240,6 +242,39 @@ std::vector<int> parse_rank_list(const std::string& text) {
   }
   DTNN_CHECK(!dots || dots_at < values.size(), "--ranks: \"...\" needs a last rank count after it");
   return out;
+}
+
+std::string prediction_variant(const PredictCommandOptions& o) {
+  std::vector<std::string> parts;
+  const auto add = [&](bool set, const std::string& text) {
+    if (set) parts.push_back(text);
+  };
+  add(o.inter_gbps.has_value(), printf_str("inter %g Gb/s", o.inter_gbps.value_or(0)));
+  add(o.inter_alpha_us.has_value(), printf_str("inter alpha %g us", o.inter_alpha_us.value_or(0)));
+  add(o.intra_gbps.has_value(), printf_str("intra %g Gb/s", o.intra_gbps.value_or(0)));
+  add(o.intra_alpha_us.has_value(), printf_str("intra alpha %g us", o.intra_alpha_us.value_or(0)));
+  add(o.ranks_per_node.has_value(), printf_str("%d ranks per node", o.ranks_per_node.value_or(0)));
+  add(!o.fit_collectives.empty(),
+      "fit of " + (o.fit_collectives == "db" ? "the store's " + o.fit_transport + " rows" : o.fit_collectives) +
+          (o.fit_op == "allreduce" ? "" : " (" + o.fit_op + ")") +
+          (o.fit_max_bytes > 0 ? printf_str(" up to %g B", o.fit_max_bytes) : "") + (o.fit_gamma ? ", gamma fitted" : ""));
+  add(o.gamma.has_value(), printf_str("gamma %g s/B", o.gamma.value_or(0)));
+  add(o.algorithm != "auto", o.algorithm + " forced");
+  add(o.bucket_mb.has_value(), printf_str("buckets %g MiB", o.bucket_mb.value_or(0)));
+  add(o.batch_size > 0 && o.model_kind == "dtnn", printf_str("batch %lld", static_cast<long long>(o.batch_size)));
+  add(o.rank_samples_per_s > 0, printf_str("%g samples/s per rank", o.rank_samples_per_s));
+  add(o.scaling == "strong" && o.global_batch > 0, printf_str("global batch %g", o.global_batch));
+  if (o.model_kind == "pydtnn") {  // PyDTNN's hidden options
+    add(o.batch_size > 0, printf_str("batch %lld", static_cast<long long>(o.batch_size)));
+    add(o.cpu_speed.has_value(), printf_str("cpu_speed %g", o.cpu_speed.value_or(0)));
+    add(o.memory_bw.has_value(), printf_str("memory_bw %g", o.memory_bw.value_or(0)));
+    add(o.network_bw.has_value(), printf_str("network_bw %g", o.network_bw.value_or(0)));
+    add(o.network_lat.has_value(), printf_str("network_lat %g", o.network_lat.value_or(0)));
+    add(o.network_alg != "vdg", "network_alg " + o.network_alg);
+  }
+  std::string text;
+  for (const std::string& p : parts) text += (text.empty() ? "" : "; ") + p;
+  return text;
 }
 
 int run_predict_command(const PredictCommandOptions& o, std::ostream& out) {
@@ -271,6 +306,10 @@ int run_predict_command(const PredictCommandOptions& o, std::ostream& out) {
     platform.inter.gamma = platform.intra.gamma = *o.gamma;
   }
   json report = {{"schema", "dtnn.prediction/1"}, {"model_version", kModelVersion}};
+  // The fit replaces both links: link overrides given with it would be dropped without a word.
+  DTNN_CHECK(o.fit_collectives.empty() || !(o.inter_gbps || o.inter_alpha_us || o.intra_gbps || o.intra_alpha_us),
+             "--fit-collectives replaces both links: give it without --inter_gbps/--inter_alpha_us/--intra_gbps/"
+             "--intra_alpha_us");
   if (!o.fit_collectives.empty()) platform = calibrated(o, platform, report, out);
   report["platform"] = {{"name", platform.name},
                         {"inter", {{"alpha", platform.inter.alpha}, {"beta", platform.inter.beta}, {"gamma", platform.inter.gamma}}},
@@ -327,13 +366,26 @@ int run_predict_command(const PredictCommandOptions& o, std::ostream& out) {
                           v.measured_compute_s * 1e3, v.measured_exposed_s * 1e3);
     measured_json = {{"ranks", v.ranks}, {"mode", mmode}, {"step_s", v.measured_step_s},
                      {"compute_s", v.measured_compute_s}, {"exposed_s", v.measured_exposed_s}};
-    // A restated batch or rescaled compute is no longer the run it came from: nothing to compare.
-    const bool comparable = o.batch_size <= 0 && o.rank_samples_per_s <= 0;
-    if (!comparable) measured += "; not compared (--batch_size/--rank_samples_per_s changed the profile)";
+    // A restated batch or rescaled compute is no longer the run it came from, and (past one rank) a platform,
+    // collective algorithm, reduction rate or bucket cap the run did not have predicts another run: nothing to
+    // compare. A run on one host (or of unknown placement: dtnn before placements ran on one) had this
+    // machine's links: localhost2*, or a fit of its measured collectives.
+    const bool communicates = v.ranks > 1, one_host = v.nodes <= 1;
+    const bool local_platform = platform.name.rfind("localhost", 0) == 0 || !o.fit_collectives.empty();
+    std::string why_not;
+    if (o.batch_size > 0 || o.rank_samples_per_s > 0) why_not = "--batch_size/--rank_samples_per_s changed the profile";
+    else if (communicates && (forced || o.gamma || o.bucket_mb))
+      why_not = "--algorithm/--gamma/--bucket_mb changed what is predicted";
+    else if (communicates && platform.name.find('*') != std::string::npos)
+      why_not = "--inter_*/--intra_*/--ranks_per_node changed the platform";
+    else if (communicates && one_host && !local_platform)
+      why_not = "the run had one host's links, the prediction is for " + platform.name + " (compare with localhost2, "
+                "localhost2_tcp or --fit-collectives)";
+    if (!why_not.empty()) measured += "; not compared (" + why_not + ")";
     for (const StepPrediction& s : preds)
-      if (comparable && s.ranks == v.ranks && (v.ranks == 1 || mmode == so.mode) && !so.strong) {
+      if (why_not.empty() && s.ranks == v.ranks && (v.ranks == 1 || mmode == so.mode) && !so.strong) {
         const double err = (s.step_s - v.measured_step_s) / v.measured_step_s;
-        measured += printf_str("; predicted %.3f ms (%+.1f %%)", s.step_s * 1e3, err * 100);
+        measured += printf_str("; predicted on %s %.3f ms (%+.1f %%)", platform.name.c_str(), s.step_s * 1e3, err * 100);
         measured_json["predicted_step_s"] = s.step_s;
         measured_json["error"] = err;
       }
@@ -346,6 +398,7 @@ int run_predict_command(const PredictCommandOptions& o, std::ostream& out) {
     report["mode"] = so.mode;
     report["scaling"] = o.scaling;
     report["rules"] = rules_name(rules);
+    report["variant"] = prediction_variant(o);
     report["rows"] = rows_json(rows);
     if (!measured_json.is_null()) report["measured"] = measured_json;
     report["notes"] = v.notes;

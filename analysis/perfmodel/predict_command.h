@@ -57,6 +57,11 @@ struct PredictCommandOptions {
 // Expands "1,2,4,...,256" (throws dtnn::Error on anything else than positive integers and one "...").
 std::vector<int> parse_rank_list(const std::string& text);
 
+// What the options set beyond the platform's name, mode, scaling and rules, which a stored curve is keyed by
+// ("inter 100 Gb/s; ring forced; buckets 100 MiB"; "" when nothing): the JSON document's "variant", so two
+// predictions that differ only there are two curves in v_scaling, not one overwriting the other.
+std::string prediction_variant(const PredictCommandOptions& options);
+
 // Prints the table (or JSON); throws dtnn::Error (one line) on bad input.
 int run_predict_command(const PredictCommandOptions& options, std::ostream& out);
 

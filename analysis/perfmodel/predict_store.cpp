@@ -55,6 +55,7 @@ std::vector<PredictionRow> prediction_rows(const json& doc, const PredictionOrig
       p.efficiency = r.at("efficiency").get<double>();
       p.speedup = p.efficiency * p.ranks;
       p.algorithms = r.at("allreduce").get<std::string>();
+      p.variant = doc.value("variant", std::string());  // absent: SimGrid's documents, older dtnn
       p.provenance = provenance.dump();
       p.calibration_runs = origin.calibration_runs;
       p.environment_id = origin.environment_id;

@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "analysis/perfmodel/profile_from_report.h"
 
 #include <cmath>
@@ -160,6 +162,10 @@ StepProfile profile_from_report(const std::string& text, const std::string& wher
   if (r.contains("parallel") && r["parallel"].is_object()) {
     prov.ranks = r["parallel"].value("ranks", 0);
     prov.threads = r["parallel"].value("threads", 0);
+  }
+  if (r.contains("placement") && r["placement"].is_object()) {  // node_list: "n1,n2", the ranks' distinct hosts
+    const std::string nodes = r["placement"].value("node_list", std::string());
+    if (!nodes.empty()) prov.nodes = 1 + static_cast<int>(std::count(nodes.begin(), nodes.end(), ','));
   }
   DTNN_CHECK(steps > 0, where, ": no epoch measured its steps (epochs[].communication): a GPU run cannot be profiled");
   prov.measured_step_s = step / steps;

@@ -1,6 +1,7 @@
 #include "analysis/perfmodel/step_model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "core/error.h"
@@ -16,7 +17,10 @@ StepPrediction predict_step(const StepProfile& profile, const Platform& platform
   const double global = options.global_batch > 0 ? options.global_batch : batch;
   StepPrediction out;
   out.ranks = ranks;
-  out.samples_per_rank = options.strong ? global / ranks : batch;
+  // Strong scaling: the largest share of B over p ranks (the trainer spreads the remainder one sample each).
+  DTNN_CHECK(!options.strong || global >= ranks, "strong scaling: a global batch of ", global, " over ", ranks,
+             " ranks leaves some rank no sample (dtnn train refuses a global batch smaller than the rank count)");
+  out.samples_per_rank = options.strong ? std::ceil(global / ranks) : batch;
   const double scale = out.samples_per_rank / batch;
   const AllreduceAlgorithm* forced = options.algorithm ? &*options.algorithm : nullptr;
 

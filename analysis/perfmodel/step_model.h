@@ -1,7 +1,8 @@
 // The analytic step model: the replay of STEP_PROFILE.md as an event schedule, for p ranks.
 //
-// With s the compute scale (1 for weak scaling; (B/p)/batch_size for strong scaling of a global batch B)
-// and every rank running the same profile (no stragglers):
+// With s the compute scale (1 for weak scaling; ceil(B/p)/batch_size for strong scaling of a global batch B:
+// the trainer spreads the remainder, and the step is its largest share's; B < p is refused, as dtnn train
+// refuses it) and every rank running the same profile (no stragglers):
 //
 //   t_fwd_end  = other_s + s·(Σ_i forward_s[i] + loss_s)
 //   backward:  t_i = t_{i+1} + s·backward_s[i], i = L−1 … 1 (the Input layer 0 has no backward)

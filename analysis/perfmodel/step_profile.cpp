@@ -46,6 +46,10 @@ void check_step_profile(const StepProfile& p, const std::string& where) {
                where, ": layers[", i, "] times must be finite and >= 0");
     DTNN_CHECK(l.params >= 0, where, ": layers[", i, "].params must be >= 0");
   }
+  // The first layer is the input: backward stops before it (step_model.cpp, step_replay.cpp alike), so a time
+  // there would be counted as compute but never scheduled.
+  DTNN_CHECK(p.layers[0].backward_s == 0, where, ": layers[0] is the input layer, which backward never runs: its "
+             "backward_s must be 0 (got ", p.layers[0].backward_s, ")");
   for (double v : {p.loss_s, p.update_s_per_float, p.other_s})
     DTNN_CHECK(std::isfinite(v) && v >= 0, where, ": loss_s, update_s_per_float and other_s must be finite and >= 0");
   DTNN_CHECK(p.total_floats >= 0, where, ": total_floats must be >= 0");
@@ -123,6 +127,7 @@ StepProfile parse_step_profile(const std::string& text, const std::string& where
     p.provenance.measured_compute_s = v.value("measured_compute_s", 0.0);
     p.provenance.measured_exposed_s = v.value("measured_exposed_s", 0.0);
     p.provenance.threads = v.value("threads", 0);
+    p.provenance.nodes = v.value("nodes", 0);
   }
   check_step_profile(p, where);
   return p;
@@ -160,6 +165,7 @@ std::string step_profile_json(const StepProfile& p) {
     prov["measured_exposed_s"] = v.measured_exposed_s;
   }
   if (v.threads > 0) prov["threads"] = v.threads;
+  if (v.nodes > 0) prov["nodes"] = v.nodes;
   j["provenance"] = prov;
   return j.dump(2) + "\n";
 }

@@ -33,6 +33,7 @@ struct Provenance {
   double measured_step_s = 0.0;    // that run's mean step time (communication step_s / steps), 0: unknown
   double measured_compute_s = 0.0, measured_exposed_s = 0.0;
   int threads = 0;
+  int nodes = 0;                   // hosts that run's ranks ran on (its report's placement; 0: unknown)
 };
 
 struct StepProfile {

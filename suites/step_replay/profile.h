@@ -90,6 +90,9 @@ inline Profile parse_profile(const nlohmann::json& j, const std::string& mode_ov
     layer.backward_s = seconds(l, "backward_s", where);
     p.layers.push_back(layer);
   }
+  // The first layer is the input, which backward never runs (analysis/perfmodel/step_model.cpp alike).
+  if (p.layers[0].backward_s != 0)
+    throw std::runtime_error("layers[0] is the input layer, which backward never runs: its backward_s must be 0");
   p.loss_s = seconds(j, "loss_s", "profile", false);
   p.update_s_per_float = seconds(j, "update_s_per_float", "profile", false);
   p.other_s = seconds(j, "other_s", "profile", false);

@@ -246,9 +246,10 @@ StepTimes replay_step(const Profile& p, Sums* sums, float* slab, const float* se
   double comm_in_step = 0.0;
   size_t next_start = 0, next_test = 0;
   const size_t nb = p.buckets.size(), last = p.layers.size() - 1;
-  // Model::backward runs layers top..1 with the hook after each: the Input (0) has no backward, and a last
-  // Softmax is fused into the (default) categorical cross-entropy loss, so top is the layer below it. A backward
-  // time the profile gives those layers anyway is still spent, without a hook call.
+  // Model::backward runs layers top..1 with the hook after each: the Input (0) has no backward (profile.h
+  // refuses a time there), and a last Softmax is fused into the (default) categorical cross-entropy loss, so top
+  // is the layer below it. A backward time the profile gives that Softmax anyway is still spent, without a hook
+  // call.
   const size_t top = last >= 2 && p.layers[last].type == "Softmax" ? last - 1 : last;
   if (top != last) busy(p.layers[last].backward_s);
   for (size_t i = top; i >= 1; --i) {
@@ -259,7 +260,6 @@ StepTimes replay_step(const Profile& p, Sums* sums, float* slab, const float* se
     while (next_test < next_start && sums->test(next_test)) ++next_test;
     comm_in_step += now_s() - c0;
   }
-  busy(p.layers[0].backward_s);
   const double backward_end = now_s();
   t.compute = backward_end - t0 - comm_in_step;
   double exposed = 0.0, update = 0.0;

@@ -100,7 +100,8 @@ TEST_CASE("collective model: Open MPI 4.1's choice at its thresholds, libnbc's a
   CHECK(choose_allreduce(2, 65536, CollectiveRules::simgrid) == A::ring);         // ompi_ring_segmented
   CHECK(choose_iallreduce(8, 1e6, true, CollectiveRules::simgrid) == A::all_to_all);
   CHECK(find_platform("ib100").link_for(2).beta == Approx(8.0 / 100e9));
-  CHECK(find_platform("nvlink8").link_for(8).beta == Approx(1.0 / 150e9));
+  CHECK(find_platform("nvlink8").link_for(8).beta == Approx(1.0 / 300e9));  // analysis/platforms/nvlink8.xml
+  CHECK(find_platform("dgx1v_ib4x100").link_for(8).beta == Approx(1.0 / 150e9));  // V100 NVLink 2
   CHECK(find_platform("nvlink8").link_for(9).beta == Approx(8.0 / 100e9));
   CHECK_THROWS_WITH(find_platform("myrinet"), Contains("unknown platform 'myrinet' (known: eth10g, ib100"));
 }
@@ -316,4 +317,45 @@ TEST_CASE("PyDTNN's model: performance_models.py's formulas by hand", "[perfmode
   }
   CHECK(block_time > 0);
   CHECK(summed < 5000);
+}
+
+// Review findings of session 24, each against a value by hand.
+TEST_CASE("perf model: the algorithm named is the one costed, strong scaling's largest share, input backward, "
+          "exactly determined fits", "[perfmodel]") {
+  using A = AllreduceAlgorithm;
+  Platform plat{"test", "", kLink, kLink, 1, ""};
+  // Ring with fewer floats than ranks runs recursive doubling (Open MPI's fallback), and is named so.
+  const A ring = A::ring;
+  const CollectiveCost one_float = blocking_allreduce(plat, 2, 4.0, CollectiveRules::ompi41, &ring);
+  CHECK(one_float.algorithm == A::recursive_doubling);
+  CHECK(one_float.seconds == Approx(1e-6 + 4e-9 + 4e-10).epsilon(1e-12));  // a + n b + n g, not ring's 2 a + ...
+  const A rab = A::rabenseifner;
+  CHECK(nonblocking_allreduce(plat, 200, 400.0, CollectiveRules::ompi41, &rab).algorithm == A::linear);
+  CHECK(blocking_allreduce(plat, 2, 4e6, CollectiveRules::ompi41, &ring).algorithm == A::ring);
+
+  // Strong scaling: a global batch of 10 over 3 ranks trains 4, 3, 3: the step is the 4-sample rank's.
+  StepProfile prof = hand_profile();
+  StepOptions o;
+  o.mode = "blocking";
+  o.strong = true;
+  CHECK(predict_step(prof, plat, 3, o).samples_per_rank == 4.0);
+  o.global_batch = 2;
+  CHECK_THROWS_WITH(predict_step(prof, plat, 3, o), Contains("leaves some rank no sample"));
+
+  // The input layer has no backward: a time there is refused, not counted as compute and never scheduled.
+  prof.layers[0].backward_s = 5e-3;
+  CHECK_THROWS_WITH(check_step_profile(prof, "p.json"), Contains("p.json: layers[0] is the input layer"));
+
+  // As many distinct measurements as unknowns: the fit goes through them, and says that 0 % means nothing.
+  FitOptions f;
+  f.fit_gamma = false;  // alpha and beta: 2 unknowns
+  f.gamma = 1e-10;
+  const std::vector<FitPoint> two = {{"allreduce", 2, 1048576.0, 300e-6}, {"iallreduce", 2, 1048576.0, 320e-6}};
+  const FitResult exact = fit_link(two, f);
+  bool noted = false;
+  for (const std::string& n : exact.notes) noted |= n.find("exactly determined") != std::string::npos;
+  CHECK(noted);
+  const std::vector<FitPoint> three = {{"allreduce", 2, 4096.0, 20e-6}, {"allreduce", 2, 65536.0, 40e-6},
+                                       {"allreduce", 2, 1048576.0, 300e-6}};
+  for (const std::string& n : fit_link(three, f).notes) CHECK(n.find("exactly determined") == std::string::npos);
 }

@@ -291,6 +291,10 @@ TEST_CASE("dtnn predict: bad input is one line and a non-zero exit", "[perfmodel
       {"predict --from-report " + report + " --ranks_per_node 0", "--ranks_per_node must be >= 1"},
       {"predict --from-report " + report + " --batch_size -3", "--batch_size must be > 0"},
       {"predict --from-report " + report + " --rank_samples_per_s -1", "--rank_samples_per_s must be > 0"},
+      {"predict --from-report " + report + " --ranks 2,4,...,3", "the count after \"...\" (3) must be above"},
+      {"predict --from-report " + report + " --scaling strong --global_batch 4 --ranks 1,8", "leaves some rank no sample"},
+      {"predict --from-report " + report + " --inter_gbps 100 --fit-collectives " + std::string(DTNN_SOURCE_DIR) +
+           "/analysis/baselines/allreduce_tcp_xeon-emr_2core.json", "--fit-collectives replaces both links"},
   };
   for (const auto& [args, what] : cases) {
     INFO(args);
@@ -300,4 +304,41 @@ TEST_CASE("dtnn predict: bad input is one line and a non-zero exit", "[perfmodel
   }
   std::filesystem::remove(report);
   std::filesystem::remove(not_profile);
+}
+
+// The measured step of the run a profile came from is compared with the prediction only for what that run was:
+// a 2-rank run on one host against this machine's links (localhost2*, a fit of its collectives), with nothing
+// else changed. Against another platform, forced algorithm or bucket cap the "error" measured a different run.
+TEST_CASE("dtnn predict: the measured step is compared only with a prediction of the same run", "[perfmodel]") {
+  const std::string report = write_temp("cmp_r20.json", fake_report("resnet20_cifar10", "25"));
+  const auto predict = [&](const std::string& extra) {
+    const dtnn::test::Command c =
+        dtnn::test::run_dtnn("predict --from-report " + report + " --ranks 1,2 --json " + extra);
+    INFO(c.err);
+    REQUIRE(c.status == 0);
+    return nlohmann::json::parse(c.out);
+  };
+  const nlohmann::json local = predict("--platform localhost2");
+  CHECK(local["measured"].contains("error"));
+  CHECK(local["variant"] == "");
+  for (const std::string& other : {std::string("--platform ib100"), std::string("--platform localhost2 --algorithm ring"),
+                                   std::string("--platform localhost2 --bucket_mb 1"),
+                                   std::string("--platform localhost2 --inter_gbps 100")}) {
+    INFO(other);
+    CHECK_FALSE(predict(other)["measured"].contains("error"));
+  }
+  const dtnn::test::Command table = dtnn::test::run_dtnn("predict --from-report " + report + " --ranks 1,2 --platform ib100");
+  CHECK_THAT(table.out, Contains("not compared (the run had one host's links, the prediction is for ib100"));
+  CHECK_THAT(dtnn::test::run_dtnn("predict --from-report " + report + " --ranks 1,2 --platform localhost2").out,
+             Contains("; predicted on localhost2 "));
+  // A run placed on two hosts (its report's placement) may be compared with a cluster platform.
+  nlohmann::json two_hosts = nlohmann::json::parse(fake_report("resnet20_cifar10", "25"));
+  two_hosts["placement"] = {{"node_list", "n1,n2"}, {"tasks_per_node", "1,1"}};
+  const std::string placed = write_temp("cmp_r20_placed.json", two_hosts.dump());
+  const dtnn::test::Command cluster =
+      dtnn::test::run_dtnn("predict --from-report " + placed + " --ranks 1,2 --platform ib100 --json");
+  REQUIRE(cluster.status == 0);
+  CHECK(nlohmann::json::parse(cluster.out)["measured"].contains("error"));
+  // What the options changed is the document's variant (a stored curve's key).
+  CHECK(predict("--platform eth10g --inter_gbps 100 --algorithm ring")["variant"] == "inter 100 Gb/s; ring forced");
 }

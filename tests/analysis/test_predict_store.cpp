@@ -90,6 +90,16 @@ TEST_CASE("dtnn predict --store: the stored rows are --json's rows, with the cal
   REQUIRE(both.status == 0);
   CHECK(nlohmann::json::parse(both.out)["rows"] == doc["rows"]);
   CHECK(count_predictions(db) == "14");
+  // Other link rates are other curves (both named eth10g*), not the newest replacing the other.
+  REQUIRE(dtnn::test::run_dtnn(args + " --inter_gbps 100 --store").status == 0);
+  REQUIRE(dtnn::test::run_dtnn(args + " --inter_gbps 1 --store").status == 0);
+  const dtnn::QueryResult curves = dtnn::ResultStore::open_read_only(db).query(
+      "SELECT curve, count(*) FROM v_scaling WHERE source = 'model' GROUP BY curve ORDER BY curve");
+  REQUIRE(curves.rows.size() == 3);
+  CHECK(*curves.rows[0][0] == "model, eth10g*, blocking (inter 1 Gb/s)");
+  CHECK(*curves.rows[1][0] == "model, eth10g*, blocking (inter 100 Gb/s)");
+  CHECK(*curves.rows[2][0] == "model, eth10g, blocking");
+  for (const auto& row : curves.rows) CHECK(*row[1] == "7");
   std::filesystem::remove(db);
 }
 

@@ -5,7 +5,9 @@
 
 1. The platform presets carry their SimGrid platform files' numbers: for analysis/platforms/eth10g.xml and
    ib100_fattree.xml (a FAT_TREE cluster of L levels), 1/bw is the preset's inter-node beta and the route across
-   the top level (2 L links of `lat`) its alpha, read from `dtnn predict --json` (no SimGrid needed).
+   the top level (2 L links of `lat`) its alpha; for nvlink8.xml (one server: a flat cluster, each GPU's link to
+   the switch and the backbone between) the preset's intra-node link has 1/bw and 2 lat + bb_lat. Read from
+   `dtnn predict --json` (no SimGrid needed).
 2. simplecnn's committed profile (suites/step_replay/profiles/simplecnn.json) on eth10g, 4 and 16 ranks, blocking
    and non-blocking, through analysis/perfmodel/validate_simgrid.sh: the model's step within TOL_PCT of SimGrid's.
    Up to 16 ranks (one rack) the full table (analysis/baselines/model_vs_simgrid.md) has every simplecnn point
@@ -24,6 +26,7 @@ from test_step_replay import smpirun_or_skip  # same directory
 
 TOL_PCT = 1.0
 PLATFORMS = {"eth10g": "eth10g.xml", "ib100": "ib100_fattree.xml"}
+SERVERS = {"nvlink8": "nvlink8.xml"}  # flat clusters: one node, the preset's intra-node link
 
 
 def fail(message):
@@ -38,25 +41,43 @@ def unit(value, units):
     return float(m.group(1)) * units[m.group(2)]
 
 
+BW = {"GBps": 1e9, "MBps": 1e6, "Bps": 1.0}
+LAT = {"us": 1e-6, "ns": 1e-9, "ms": 1e-3, "s": 1.0}
+
+
+def cluster_of(source, xml):
+    text = open(os.path.join(source, "analysis", "platforms", xml)).read()
+    text = re.sub(r"<!--.*?-->", "", text, flags=re.S)
+    return dict(re.findall(r'(\w+)="([^"]*)"', re.search(r"<cluster\b[^>]*>", text).group(0)))
+
+
+def same_link(name, xml, alpha, beta, link):
+    print("%s: %s gives alpha %.3g s, beta %.4g s/B; the preset %.3g s, %.4g s/B" %
+          (name, xml, alpha, beta, link["alpha"], link["beta"]))
+    if abs(alpha - link["alpha"]) > 1e-9 * alpha or abs(beta - link["beta"]) > 1e-9 * beta:
+        fail("the %s preset (collective_model.cpp) and %s disagree" % (name, xml))
+
+
+def preset(dtnn, profile, name):
+    p = subprocess.run([dtnn, "predict", "--profile", profile, "--platform", name, "--ranks", "2", "--json"],
+                       stdout=subprocess.PIPE, text=True, check=True)
+    return json.loads(p.stdout)["platform"]
+
+
 def platform_files_match_presets(dtnn, source, profile):
     for name, xml in PLATFORMS.items():
-        text = open(os.path.join(source, "analysis", "platforms", xml)).read()
-        text = re.sub(r"<!--.*?-->", "", text, flags=re.S)
-        cluster = re.search(r"<cluster\b[^>]*>", text).group(0)
-        attr = dict(re.findall(r'(\w+)="([^"]*)"', cluster))
+        attr = cluster_of(source, xml)
         if attr.get("topology") != "FAT_TREE":
             fail("%s: expected a FAT_TREE cluster" % xml)
         levels = int(attr["topo_parameters"].split(";")[0])
-        bw = unit(attr["bw"], {"GBps": 1e9, "MBps": 1e6, "Bps": 1.0})
-        lat = unit(attr["lat"], {"us": 1e-6, "ns": 1e-9, "ms": 1e-3, "s": 1.0})
-        p = subprocess.run([dtnn, "predict", "--profile", profile, "--platform", name, "--ranks", "2", "--json"],
-                           stdout=subprocess.PIPE, text=True, check=True)
-        inter = json.loads(p.stdout)["platform"]["inter"]
-        alpha, beta = 2 * levels * lat, 1.0 / bw
-        print("%s: %s gives alpha %.3g s, beta %.4g s/B; the preset %.3g s, %.4g s/B" %
-              (name, xml, alpha, beta, inter["alpha"], inter["beta"]))
-        if abs(alpha - inter["alpha"]) > 1e-9 * alpha or abs(beta - inter["beta"]) > 1e-9 * beta:
-            fail("the %s preset (collective_model.cpp) and %s disagree" % (name, xml))
+        same_link(name, xml, 2 * levels * unit(attr["lat"], LAT), 1.0 / unit(attr["bw"], BW),
+                  preset(dtnn, profile, name)["inter"])
+    for name, xml in SERVERS.items():
+        attr = cluster_of(source, xml)
+        if "topology" in attr:
+            fail("%s: expected a flat cluster (one server)" % xml)
+        same_link(name, xml, 2 * unit(attr["lat"], LAT) + unit(attr["bb_lat"], LAT), 1.0 / unit(attr["bw"], BW),
+                  preset(dtnn, profile, name)["intra"])
 
 
 def main(dtnn, so, source, work):
