@@ -130,4 +130,13 @@ std::vector<std::string> give_attempt_own_files(std::vector<std::string>& argv, 
   return notes;
 }
 
+bool trace_written(const std::string& report_json) {
+  try {
+    const nlohmann::json j = nlohmann::json::parse(report_json);
+    return j.contains("trace") && j["trace"].is_object() && !j["trace"].contains("write_error");
+  } catch (const nlohmann::json::exception&) {
+    return false;
+  }
+}
+
 }  // namespace dtnn

@@ -29,6 +29,10 @@ void remove_stale_reports(const std::vector<std::string>& orphans, const std::fi
                           const ResultStore& store);
 // Nothing may be at a report path before its attempt begins: removes what is there, throws if it cannot.
 void clear_report_path(const std::string& report_path);
+// Whether a traced run's report says its trace files were written: dtnn train warns and goes on when it cannot
+// write them (its "trace.write_error"), and the store must then name no trace file for the run (a missing one,
+// or an older run's at that path).
+bool trace_written(const std::string& report_json);
 
 // The files a trial's own options name for it to write (--weights_and_bias_filename, --history_file,
 // --checkpoint_file, --early_stopping_weights_filename) are shared by every run of a matrix that sets them

@@ -411,8 +411,9 @@ Outcome run_trial(ResultStore& store, int64_t run_id, const Launch& launch, int 
         // separate 1-rank worlds diverged (not this trial's run).
         try {
           if (const std::string why = world_mismatch(report_path, ranks); !why.empty()) fail(why);
-          store.finish_run_diverged(run_id, read_file(report_path), error_line(log_path), duration);
-          if (tracing) store.set_trace_path(run_id, trace_base + ".json");  // traced up to the divergence
+          const std::string report = read_file(report_path);
+          store.finish_run_diverged(run_id, report, error_line(log_path), duration);
+          if (tracing && trace_written(report)) store.set_trace_path(run_id, trace_base + ".json");  // to the divergence
           o = {"diverged", error_line(log_path)};
         } catch (const Error& e) {
           o = {"failed", e.what()};
@@ -425,8 +426,9 @@ Outcome run_trial(ResultStore& store, int64_t run_id, const Launch& launch, int 
         o = {"failed", why};
       } else {
         try {
-          store.finish_run_ok(run_id, read_file(report_path), duration);
-          if (tracing) store.set_trace_path(run_id, trace_base + ".json");
+          const std::string report = read_file(report_path);
+          store.finish_run_ok(run_id, report, duration);
+          if (tracing && trace_written(report)) store.set_trace_path(run_id, trace_base + ".json");
           o = {"ok", ""};
         } catch (const Error& e) {
           o = {"failed", e.what()};

@@ -117,9 +117,8 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
 }
 
 AtomicFile::~AtomicFile() {
-  if (!file_) return;
-  std::fclose(file_);
-  std::remove(tmp_.c_str());
+  if (file_) std::fclose(file_);
+  if (file_ || synced_) std::remove(tmp_.c_str());  // written (or synced) but never renamed into place
 }
 
 void AtomicFile::write(const void* data, std::size_t size) {
@@ -127,8 +126,8 @@ void AtomicFile::write(const void* data, std::size_t size) {
   if (size > 0 && std::fwrite(data, 1, size, file_) != size) fail(path_, ": write error (", std::strerror(errno), ")");
 }
 
-void AtomicFile::commit() {
-  DTNN_CHECK(file_, path_, ": committed twice");
+void AtomicFile::sync() {
+  DTNN_CHECK(file_, path_, ": synced after commit");
   std::FILE* f = file_;
   file_ = nullptr;  // from here on failures clean up below, not in the destructor
   const bool synced = std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
@@ -138,6 +137,13 @@ void AtomicFile::commit() {
     std::remove(tmp_.c_str());
     fail(path_, ": write error (", std::strerror(err), ")");
   }
+  synced_ = true;
+}
+
+void AtomicFile::commit() {
+  DTNN_CHECK(file_ || synced_, path_, ": committed twice");
+  if (file_) sync();
+  synced_ = false;  // the temporary is renamed or removed below: nothing left for the destructor
   if (std::rename(tmp_.c_str(), target_.c_str()) != 0) {
     const int err = errno;
     std::remove(tmp_.c_str());

@@ -52,11 +52,16 @@ class AtomicFile {
 
   void write(const void* data, std::size_t size);
   void write(std::string_view bytes) { write(bytes.data(), bytes.size()); }
-  void commit();
+  // Flushes and fsyncs the temporary file without renaming it: files that belong together (a Paraver trace's
+  // .prv, .pcf and .row) are all synced first, so a full disk fails before any of them is replaced, then
+  // committed. Throws as commit() does.
+  void sync();
+  void commit();  // sync() unless done, then the rename
 
  private:
   std::string path_, target_, tmp_;  // as given; where it resolves to; the temporary beside target_
   std::FILE* file_ = nullptr;
+  bool synced_ = false;              // sync() done, the temporary not yet renamed
 };
 
 // One AtomicFile holding `bytes`.

@@ -66,6 +66,7 @@ class GpuTrace {
   std::unique_ptr<gpu::EventPool> events_;
   int marks_per_step_;
   double host_anchor_ = 0.0;
+  double last_end_s_ = 0.0;  // the latest end of the steps resolved so far (resolve keeps steps in order)
   Slot slots_[kSlots];
   int current_ = -1;
 };

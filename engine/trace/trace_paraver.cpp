@@ -317,10 +317,19 @@ void write_paraver(const std::string& path, const std::vector<RankTrace>& ranks,
   std::strftime(date, sizeof date, "%d/%m/%y at %H:%M", &local);
   const ParaverText t = paraver_text(ranks, names, date);
   const std::vector<std::string> files = paraver_files(path);
-  // The names first, the records last: a reader that finds the .prv finds the files naming its rows.
-  write_file_atomically(files[1], t.pcf);
-  write_file_atomically(files[2], t.row);
-  write_file_atomically(files[0], t.prv);
+  // The three replace the old ones as a set: all written and synced first (a full disk fails here, before
+  // any file is replaced: an old .prv beside a new .row would describe other tasks), then renamed, the names
+  // first and the records last, so a reader that finds the new .prv finds the files naming its rows.
+  AtomicFile pcf(files[1]), row(files[2]), prv(files[0]);
+  pcf.write(t.pcf);
+  row.write(t.row);
+  prv.write(t.prv);
+  pcf.sync();
+  row.sync();
+  prv.sync();
+  pcf.commit();
+  row.commit();
+  prv.commit();
 }
 
 }  // namespace dtnn

@@ -62,6 +62,7 @@ GradientReducer::GradientReducer(Communicator& comm, const Model& model, int64_t
   DTNN_ASSERT(covered == total_floats_ - begins.front());  // every float summed once (Input has no parameters)
   if (overlapped_) comm_.reserve_requests(static_cast<int>(buckets_.size()));
   started_at_.assign(buckets_.size(), 0.0);
+  for (size_t i = 0; i < model.num_layers(); ++i) layer_ids_.push_back(static_cast<int32_t>(model.layer(i).id));
 }
 
 void GradientReducer::reset_times() {
@@ -96,7 +97,7 @@ void GradientReducer::after_layer(size_t layer) {
   const double t1 = now_s();
   comm_in_step_ += t1 - t0;
   if (tracer_ && (next_start_ != started || next_test_ != tested || next_test_ < next_start_))
-    tracer_->add(TraceKind::comm_calls, static_cast<int32_t>(layer), t0, t1);
+    tracer_->add(TraceKind::comm_calls, layer_ids_[layer], t0, t1);  // the layer's id, as forward/backward
 }
 
 void GradientReducer::finish(Optimizer& optimizer, float* params) {

@@ -112,6 +112,7 @@ class GradientReducer final : public BackwardHook {
   int64_t steps_ = 0;
   Tracer* tracer_ = nullptr;
   std::vector<double> started_at_;  // per bucket, this step (tracing)
+  std::vector<int32_t> layer_ids_;  // per top-level layer index: its id (the comm_calls event's id)
 };
 
 }  // namespace dtnn

@@ -262,6 +262,9 @@ void validate_options(const TrainOptions& o) {
   validate_averaging(o);
   DTNN_CHECK(!o.evaluate_only || !o.weights_and_bias_filename.empty() || !o.resume_from.empty(),
              "--evaluate_only needs the weights to evaluate (--weights_and_bias_filename or --resume_from)");
+  // Refused rather than accepted and silently ignored: the trace is written after training.
+  DTNN_CHECK(!o.evaluate_only || (!o.tracing && !o.profile),
+             "--tracing and --profile record training steps: --evaluate_only trains none");
 }
 
 std::string option_table_json() {

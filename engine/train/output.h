@@ -60,6 +60,7 @@ struct RunSummary {
   // --tracing: what the report keeps of the trace (trace/trace_summary.h) and the files written.
   std::optional<TraceSummary> trace;
   std::vector<std::string> trace_files;
+  std::string trace_write_error;  // why a trace output could not be written ("" when all were)
   // --model_averaging: the run's averages (Trainer::finish_training).
   std::optional<AveragingStats> averaging;
   // Where the ranks ran and what started them (rank 0's copy; parallel/placement.h).

@@ -95,12 +95,14 @@ nlohmann::json trace_json(const RunSummary& run) {
     if (e.bytes) ej["bytes"] = e.bytes;
     events.push_back(ej);
   }
-  return {{"files", run.trace_files},
-          {"ranks", t.ranks},
-          {"dropped_events", t.dropped_events},
-          {"clock_residual_s", t.clock_residual_s},
-          {"stragglers", stragglers},
-          {"timeline", {{"step", t.timeline_step}, {"events", events}}}};
+  nlohmann::json j = {{"files", run.trace_files},
+                      {"ranks", t.ranks},
+                      {"dropped_events", t.dropped_events},
+                      {"clock_residual_s", t.clock_residual_s},
+                      {"stragglers", stragglers},
+                      {"timeline", {{"step", t.timeline_step}, {"events", events}}}};
+  if (!run.trace_write_error.empty()) j["write_error"] = run.trace_write_error;
+  return j;
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -307,14 +309,47 @@ int train_epochs(const TrainOptions& o, Trainer& trainer, const Splits& splits, 
 
 // --tracing: a buffer for every training step of the run (bounded), and what the writers name events with.
 std::unique_ptr<Tracer> make_tracer(const TrainOptions& o, const Model& model, const Trainer& trainer,
-                                    const SchedulerSetup& sched) {
-  constexpr int64_t kMaxEvents = int64_t{1} << 21;  // 80 MiB of events; later ones are counted as dropped
+                                    const SchedulerSetup& sched, int ranks) {
+  // 80 MiB of events a rank; later ones are counted as dropped. Rank 0 gathers every rank's in one MPI_Gatherv
+  // of at most INT_MAX bytes (mpi_communicator.cpp): past ~25 ranks the share a rank may keep is smaller.
+  constexpr int64_t kMaxEvents = int64_t{1} << 21;
+  const int64_t gather_share = (int64_t{INT_MAX} - (int64_t{1} << 20)) / (int64_t{ranks} * sizeof(TraceEvent));
   const int64_t per_step = trace_events_per_step(static_cast<int64_t>(model.num_layers()),
                                                  static_cast<int64_t>(trainer.reducer().buckets().size()),
                                                  model.trace_op_events());
+  // A rank's training steps per epoch, as Trainer::run_epoch takes them: the global batches (sched), or in the
+  // model-averaging modes --num_batches_per_worker per block, and with --dynamic_blocks as many blocks as one
+  // rank may claim (all of them), each block's last batch possibly short.
+  int64_t per_epoch = std::max<int64_t>(1, sched.steps_per_epoch);
+  if (o.model_averaging != "none") {
+    const int64_t blocks = o.dynamic_blocks ? int64_t{ranks} * std::max<int64_t>(1, o.blocks_per_worker) : 1;
+    if (o.num_batches_per_worker > 0) per_epoch = o.num_batches_per_worker * blocks;
+    else per_epoch = (o.dynamic_blocks ? per_epoch * ranks : per_epoch) + blocks;
+  }
   const TraceSteps range = parse_trace_steps(o.trace_steps);
-  const int64_t steps = range.count(std::max<int64_t>(1, sched.steps_per_epoch) * std::max<int64_t>(1, o.num_epochs));
-  return std::make_unique<Tracer>(std::min(kMaxEvents, per_step * steps + 4 * (o.num_epochs + 2)), range);
+  const int64_t steps = range.count(per_epoch * std::max<int64_t>(1, o.num_epochs));
+  return std::make_unique<Tracer>(std::min({kMaxEvents, gather_share, per_step * steps + 4 * (o.num_epochs + 2)}),
+                                  range);
+}
+
+// Rank 0: every --tracer_output, and the line saying where. A write that fails is a warning on stderr and
+// the report's trace.write_error: the run's weights and report are not lost to it.
+void write_traces(const TrainOptions& o, const Tracer& tracer, const std::vector<RankTrace>& traces,
+                  const TraceNames& names, const ClockSync& clocks, RunSummary& run, std::ostream& out) {
+  for (const std::string& output : trace_outputs(o.tracer_output)) {
+    try {
+      write_trace(output, traces, names, clocks);
+      for (const std::string& file : trace_files(output)) run.trace_files.push_back(file);
+    } catch (const std::exception& e) {
+      const std::string what = e.what();
+      std::cerr << "dtnn: warning: the trace was not written: " << what << std::endl;
+      run.trace_write_error += (run.trace_write_error.empty() ? "" : "; ") + what;
+    }
+  }
+  out << "**** Trace: " << o.tracer_output << " (" << tracer.size() << " events on rank 0"
+      << (tracer.dropped() ? ", " + std::to_string(tracer.dropped()) + " dropped: the buffer was full" : "")
+      << "; clock skew between ranks below " << format_double(1e6 * clocks.residual_s) << " us)"
+      << (run.trace_write_error.empty() ? "" : ": NOT WRITTEN (see above)") << "\n";
 }
 
 TraceNames trace_names(const Model& model, const Trainer& trainer) {
@@ -425,7 +460,7 @@ int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
   if (root) trainer.set_progress(make_progress_printer(out, o.progress && isatty(STDOUT_FILENO) == 1, trainer));
   const SchedulerSetup sched_setup = scheduler_setup(o, trainer, setup.splits, comm, *model, optimizer, out);
   LRSchedulers schedulers(o.lr_schedulers, sched_setup);
-  std::unique_ptr<Tracer> tracer = o.tracing || o.profile ? make_tracer(o, *model, trainer, sched_setup) : nullptr;
+  std::unique_ptr<Tracer> tracer = o.tracing || o.profile ? make_tracer(o, *model, trainer, sched_setup, comm.size()) : nullptr;
   trainer.set_tracer(tracer.get());
   if (!schedulers.empty()) trainer.set_batch_begin([&schedulers] { schedulers.on_batch_begin(); });
   trainer.set_validate_every_rank(schedulers.watch_validation());
@@ -514,24 +549,22 @@ int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
   if (root) print_communication(out, run.epochs);
   trainer.flush_trace();  // GPU: the device events still pending
   if (tracer && o.profile) print_profile(out, *tracer, comm);
+  TraceNames names;
+  std::vector<RankTrace> traces;
   if (tracer && o.tracing) {
-    const TraceNames names = trace_names(*model, trainer);
-    const std::vector<RankTrace> traces = gather_traces(*tracer, clocks, names.host, comm);
-    if (root) {
-      for (const std::string& output : trace_outputs(o.tracer_output)) {
-        write_trace(output, traces, names, clocks);
-        for (const std::string& file : trace_files(output)) run.trace_files.push_back(file);
-      }
-      run.trace = summarize_traces(traces, names, clocks);
-    }
-    if (root)
-      out << "**** Trace: " << o.tracer_output << " (" << tracer->size() << " events on rank 0"
-          << (tracer->dropped() ? ", " + std::to_string(tracer->dropped()) + " dropped: the buffer was full" : "")
-          << "; clock skew between ranks below " << format_double(1e6 * clocks.residual_s) << " us)\n";
+    names = trace_names(*model, trainer);
+    traces = gather_traces(*tracer, clocks, names.host, comm);
+    if (root) run.trace = summarize_traces(traces, names, clocks);
   }
-  if (!run.diverged.empty()) return finish_diverged(o, env, *model, trainer, run, epochs_run, root);
+  // The trace files last: a trace that cannot be written (a full disk, a path gone) costs the trace, not the
+  // trained weights, history or report (write_traces warns and the report says why).
+  if (!run.diverged.empty()) {
+    if (root && tracer && o.tracing) write_traces(o, *tracer, traces, names, clocks, run, out);
+    return finish_diverged(o, env, *model, trainer, run, epochs_run, root);
+  }
   if (root && !o.weights_and_bias_filename.empty()) save_weights(*model, o.weights_and_bias_filename);
   if (root && !o.history_file.empty()) write_history(o.history_file, run);
+  if (root && tracer && o.tracing) write_traces(o, *tracer, traces, names, clocks, run, out);
 
   if (!test_indices.empty() && o.evaluate_on_test) {
     if (root) out << "**** Evaluating on test dataset...\n";

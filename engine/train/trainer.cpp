@@ -193,13 +193,13 @@ void Trainer::train_step_gpu(const Batch& batch, int64_t global_n) {
   if (trace) trace->end_step();
 }
 
-void Trainer::train_step(const Batch& batch, int64_t global_n) {
+void Trainer::train_step(const Batch& batch, int64_t global_n, double began) {
   if (gpu_) return train_step_gpu(batch, global_n);
   const size_t last = model_.num_layers() - 1;
   const int64_t n = batch.count;
   const float* labels = batch.y;
   float* tail = model_.reduce_tail();
-  const double t0 = tracer_ ? now_s() : 0.0;
+  const double t0 = began;  // the step event's begin: before a deliberate straggler delay
   if (tracer_) tracer_->set_step(steps_run_);
   reducer_.begin_step();
   // The tail (loss, metric sums, count) is filled before backward: it rides with the first bucket, which
@@ -322,13 +322,15 @@ EpochRecord Trainer::run_epoch(int epoch, int num_epochs, const Splits& splits) 
       if (profiled) gpu::profiler_start();
       // Deliberate slowness: a fixed sleep (--straggler_ms), or F - 1 times the last step's compute
       // (--straggler_factor: a slower device, whose delay follows its share of the batch).
-      const double sleep_t0 = shares_.measuring() ? now_s() : 0.0;
+      // Traced, the delay is part of the step (CPU): the rank is busy as a slower device would be, and the
+      // stragglers table (busy = step + data wait - exposed) sees it.
+      const double sleep_t0 = shares_.measuring() || tracer_ ? now_s() : 0.0;
       if (straggler_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(straggler_ms_));
       if (slow_factor_ > 1.0 && last_compute_s_ > 0.0)
         std::this_thread::sleep_for(std::chrono::duration<double>((slow_factor_ - 1.0) * last_compute_s_));
       const double slept = shares_.measuring() ? now_s() - sleep_t0 : 0.0;
       const double compute_t0 = compute_so_far();
-      train_step(batch, global_n);
+      train_step(batch, global_n, sleep_t0);
       if (gpu_ && shares_.measuring()) gpu_reducer_->read_pending();  // this step's device time, not two ago
       last_compute_s_ = compute_so_far() - compute_t0;
       shares_.after_step(comm_, last_compute_s_ + slept, batch.count);

@@ -165,7 +165,9 @@ class Trainer {
   // evaluate() over `comm`: comm_, or (asynchronous model averaging, between epochs) the one-process
   // communicator, each rank then evaluating all the samples on its own model without meeting the others.
   PassResult evaluate_on(Communicator& comm, Pool pool, const std::vector<int64_t>& indices, const std::string& label);
-  void train_step(const Batch& batch, int64_t global_n);
+  // began: when the step began (now_s(), before a --straggler_ms / --straggler_factor delay): the traced step's
+  // start; read only when tracing.
+  void train_step(const Batch& batch, int64_t global_n, double began);
   void train_step_gpu(const Batch& batch, int64_t global_n);
   // GPU: queues the loss/metric kernels for the n samples on the device; grad null in evaluation.
   void gpu_loss(int64_t n, double global_n, bool training, float* out, bool accumulate);

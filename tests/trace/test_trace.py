@@ -305,6 +305,43 @@ def check_profile(stdout, csv_path):
     check(ok, f"--profile: its {len(ops)} operation rows' calls and rank 0 totals equal the CSV's")
 
 
+def check_straggler_and_averaging(dtnn, mpirun, work):
+    """A deliberate straggler is the one the stragglers table names (its delay is inside its steps, traced), the
+    comm_calls events carry layer ids as forward/backward do, and model averaging's steps (--num_batches_per_worker
+    per epoch, more than --steps_per_epoch) all fit in the trace buffer."""
+    js = os.path.join(work, "straggler.json")
+    rep, _ = run(dtnn, mpirun, work, "straggler", ["--non_blocking_mpi=True", "--gradient_bucket_mb=0.05",
+                                                   "--straggler_ms=1:40", "--tracing=True", "--tracer_output=" + js])
+    rows = rep["trace"]["stragglers"]
+    # lag: behind the median of the two ranks' busy times, half the 40 ms
+    check(rows and all(r["slowest_rank"] == 1 and r["lag_s"] > 0.015 for r in rows),
+          f"--straggler_ms=1:40: every step's slowest rank is 1, 15+ ms behind the median ({len(rows)} steps)")
+    events = rep["trace"]["timeline"]["events"]
+    layer_ids = {e["id"] for e in events if e["kind"] == "backward"} | {0}  # 0: the Input, after backward ends
+    comm_ids = {e["id"] for e in events if e["kind"] == "comm_calls"}
+    check(comm_ids and comm_ids <= layer_ids and len(comm_ids) > 5,
+          f"comm_calls ids {sorted(comm_ids)} are backward layers' ids (or the Input's)")
+    # 12 batches of 4096 a worker per epoch: more than the 8 global batches of MNIST's 60000 samples the trace
+    # buffer used to be sized for (the rest dropped).
+    js, report = os.path.join(work, "averaging.json"), os.path.join(work, "averaging.report.json")
+    cmd = mpirun + [dtnn, "train", "--parallel=data", "--model=simplemlp", "--use_synthetic_data=True",
+                    "--batch_size=4096", "--num_epochs=2", "--threads=1", "--evaluate_on_test=False",
+                    "--validation_split=0", "--progress=False", "--model_averaging=synchronous",
+                    "--num_batches_per_worker=12", "--tracing=True", "--tracer_output=" + js, "--report=" + report]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    check(p.returncode == 0, "model averaging run: " + p.stderr[-500:])
+    if p.returncode != 0:
+        return
+    with open(report) as f:
+        rep = json.load(f)
+    with open(js) as f:
+        steps = {e["args"]["step"] for e in json.load(f)["traceEvents"]
+                 if e["ph"] == "X" and e["pid"] == 0 and e["args"]["step"] >= 0}
+    check(rep["trace"]["dropped_events"] == 0 and len(steps) == 24,
+          f"model averaging, 12 steps a worker per epoch: {len(steps)} traced steps of 24, dropped "
+          f"{rep['trace']['dropped_events']}")
+
+
 def main():
     args = sys.argv[1:]
     sep = args.index("--")
@@ -330,6 +367,7 @@ def main():
         same_w = w_off.keys() == w_on.keys() and all(np.array_equal(w_off[k], w_on[k]) for k in w_off)
         check(losses and same_w, f"{mode}: tracing on vs off, identical losses and weights ({len(w_on)} arrays)")
     check_bad_output(dtnn, work)
+    check_straggler_and_averaging(dtnn, mpirun, work)
     print(f"test_trace: {failures} failed")
     sys.exit(1 if failures else 0)
 
