@@ -274,6 +274,8 @@ TEST_CASE("cli: nonsense values and impossible requests fail before any work, na
   fails_with(synth + "--threads=100000", "--threads: expected an integer in [0, 1024], got '100000'");
   fails_with(synth + "--evaluate_only=True --weights_and_bias_filename=/nonexistent/w.npz",
              "--evaluate_only: weights file /nonexistent/w.npz does not exist");
+  fails_with(synth + "--evaluate_only=True --weights_and_bias_filename=w.npz --tracing=True --tracer_output=t.json",
+             "--tracing and --profile record training steps: --evaluate_only trains none");
   fails_with(synth + "--report=/nonexistent/r.json", "--report=/nonexistent/r.json: directory /nonexistent does not exist");
   fails_with(synth + "--history_file=/nonexistent/h.json", "--history_file");
   const std::string dir = test::temp_path("weights_dir");
