@@ -267,6 +267,45 @@ TEST_CASE("gpu: models give the CPU's outputs, gradients, statistics and steps",
     }
 }
 
+// A batch of one sample gives the BatchNormalization after the FC layer one value per channel: cuDNN's training
+// forward cannot take it (its running variance divides by N - 1), and the layer goes to the own kernels there
+// (backend/gpu/batchnorm.cu), which keep the CPU's biased variance: the same outputs, gradients and finite
+// running statistics as the CPU.
+TEST_CASE("gpu: batch normalization of one value per channel (a batch of one) matches the CPU", "[gpu]") {
+  if (!gpu_ready()) return;
+  for (const ModelCase& c : model_cases()) {
+    if (std::string(c.name) != "grouped and depthwise conv, batch normalization") continue;
+    for (Layout layout : {Layout::nchw, Layout::nhwc}) {
+      INFO(layout_name(layout));
+      auto cpu = build(c, layout, Device::cpu, 4);
+      auto gpu = build(c, layout, Device::gpu, 4);
+      const int64_t S = cpu->slab_size(), n = 1, outs = cpu->output_shape().numel();
+      const size_t top = cpu->num_layers() - 1;
+      Rng rng(9);
+      Tensor x = Tensor::zeros(cpu->input().shape().with_dim0(n));
+      test::fill_uniform(x, rng, -1.0f, 1.0f);
+      std::vector<float> dy(static_cast<size_t>(n * outs));
+      test::fill_uniform(dy, rng, -1.0f, 1.0f);
+      std::copy(x.data(), x.data() + x.numel(), cpu->input().data());
+      gpu->input().batch(n).copy_from(x);
+      cpu->forward(n, Mode::train);
+      gpu->forward(n, Mode::train);
+      const std::vector<float> y = to_host(gpu->output(n).data(), n * outs);
+      CHECK(test::max_rel_error(y.data(), cpu->output(n).data(), n * outs) <= 1e-4);
+      std::copy(dy.begin(), dy.end(), cpu->gradient(top, n).data());
+      gpu::copy_to_device_sync(gpu->gradient(top, n).data(), dy.data(), dy.size() * sizeof(float));
+      cpu->backward(n, top);
+      gpu->backward(n, top);
+      const std::vector<float> g = to_host(gpu->grad_slab(), S);
+      CHECK(test::max_rel_error(g.data(), cpu->grad_slab(), S) <= 1e-4);
+      gpu->download();
+      const float* state = gpu->host_state_slab();
+      CHECK(std::all_of(state, state + cpu->state_size(), [](float v) { return std::isfinite(v); }));
+      CHECK(test::max_rel_error(state, cpu->state_slab(), cpu->state_size()) <= 1e-4);
+    }
+  }
+}
+
 TEST_CASE("gpu: every cuDNN algorithm that accepts a problem matches cpu.reference", "[gpu]") {
   if (!gpu_ready()) return;
   const char* problems[] = {

@@ -24,6 +24,7 @@
 //   backward    per channel sum dy and sum dy*(x - mean) (allreduced when synchronised, for dx only), then
 //               dx = a[c]*dy + b[c]*x + k[c].
 #include <algorithm>
+#include <memory>
 #include <vector>
 
 #include "backend/gpu/gpu_check.h"
@@ -351,11 +352,17 @@ class DtnnBatchNorm final : public BatchNormOp {
   double count_ = 1.0;
 };
 
+// One value per channel (a batch of one sample of a flat or 1x1 input: a rank's short last batch, or its
+// share of an uneven split) is what cuDNN's training forward cannot take: its running variance divides by
+// N - 1 (NaN, or CUDNN_STATUS_BAD_PARAM in some versions). The CPU keeps the biased variance there
+// (unbias = 1); so does the own kernels' finish_forward, which such batches go to, forward and backward,
+// from an instance made with the layer (no allocation in the batch loop).
 class CudnnBatchNorm final : public BatchNormOp {
  public:
   explicit CudnnBatchNorm(const BatchNormShape& s) : s_(s) {
     DTNN_CHECK(s.epsilon >= CUDNN_BN_MIN_EPSILON, "BatchNormalization on the GPU: epsilon ", s.epsilon,
                " is below cuDNN's minimum ", CUDNN_BN_MIN_EPSILON);
+    if (s.h * s.w == 1) single_ = std::make_unique<DtnnBatchNorm>(s, nullptr, nullptr);
     DTNN_CUDNN_CHECK(cudnnCreateTensorDescriptor(&x_));
     DTNN_CUDNN_CHECK(cudnnCreateTensorDescriptor(&param_));
     DTNN_CUDNN_CHECK(cudnnSetTensor4dDescriptor(param_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1,
@@ -373,6 +380,8 @@ class CudnnBatchNorm final : public BatchNormOp {
 
   void forward_training(int64_t n, const float* x, float* y, const float* gamma, const float* beta, float* rmean,
                         float* rvar) override {
+    single_active_ = single_ && n == 1;
+    if (single_active_) return single_->forward_training(n, x, y, gamma, beta, rmean, rvar);
     describe(n);
     const float one = 1.0f, zero = 0.0f;
     DTNN_CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(
@@ -391,6 +400,7 @@ class CudnnBatchNorm final : public BatchNormOp {
   void backward(int64_t n, const float* x, const float* dy, float* dx, const float* gamma, float* dgamma,
                 float* dbeta) override {
     DTNN_ASSERT(dx != nullptr);  // cuDNN always writes dx: the layer passes scratch memory when it wants none
+    if (single_active_) return single_->backward(n, x, dy, dx, gamma, dgamma, dbeta);  // its forward's statistics
     describe(n);
     const float one = 1.0f, zero = 0.0f;
     DTNN_CUDNN_CHECK(cudnnBatchNormalizationBackward(cudnn(), mode(), &one, &zero, &one, &zero, x_, x, x_, dy, x_, dx,
@@ -413,6 +423,8 @@ class CudnnBatchNorm final : public BatchNormOp {
   float* save_mean_ = nullptr;
   float* save_inv_ = nullptr;
   int64_t described_n_ = -1;
+  std::unique_ptr<DtnnBatchNorm> single_;  // one value per channel (above); null unless h * w == 1
+  bool single_active_ = false;             // the last training forward went to single_
 };
 
 }  // namespace
