@@ -51,7 +51,7 @@ class Conv2D final : public Layer, public FoldableConv {
     } else {
       int64_t need = 1;
       for (const ConvAlgorithm* a : algo_) need = std::max(need, a->workspace_floats(p));
-      workspace_ = Tensor::zeros(Shape{need});
+      workspace_ = ctx.zeros(Shape{need});
     }
     // Fans per output unit: the inputs (and outputs) one filter tap connects within its group.
     const int64_t rs = p.r * p.s, fan_in = p.c / p.groups * rs, fan_out = p.k / p.groups * rs;

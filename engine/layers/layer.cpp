@@ -8,6 +8,7 @@
 namespace dtnn {
 
 Tensor BuildContext::zeros(const Shape& shape, Layout layout) const {
+  if (plan_only) return Tensor::wrap(nullptr, shape, layout, device);
   if (device == Device::cpu) return Tensor::zeros(shape, layout);
   DTNN_ASSERT(arena != nullptr);
   return Tensor::wrap(arena->allocate_floats(shape.numel()), shape, layout, Device::gpu);

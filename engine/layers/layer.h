@@ -59,7 +59,12 @@ struct BuildContext {
   Device device = Device::cpu;     // --enable_gpu
   gpu::Arena* arena = nullptr;     // the model's device memory (device == gpu); set by Model::build
   SharedWorkspace* workspace = nullptr;  // GPU scratch shared by the layers; set by Model::build
-  // A zero-filled buffer on the model's device (GPU: carved from the arena; freed with the model).
+  // Shapes only (models/plan.h): the layers declare their shapes and parameters, zeros() below hands out
+  // storage-less tensors, and a layer that runs after such a build is a bug. For listings of the zoo, whose
+  // scratch and activation buffers (an ImageNet convolution's im2col is 100+ MB at batch 1) cost seconds.
+  bool plan_only = false;
+  // A zero-filled buffer on the model's device (GPU: carved from the arena; freed with the model); plan_only:
+  // the shape without storage.
   Tensor zeros(const Shape& shape, Layout layout = Layout::flat) const;
   bool gpu() const { return device == Device::gpu; }
 };

@@ -137,7 +137,8 @@ ModelPlan plan_model(const std::string& name) {
   p.name = name;
   for (const ModelInfo& info : model_zoo())
     if (name == info.name) p.dataset = info.dataset;
-  BuildContext ctx;  // NHWC, batch 1
+  BuildContext ctx;  // NHWC, batch 1, no buffers
+  ctx.plan_only = true;
   Shape shape;
   for (size_t i = 0; i < model->num_layers(); ++i) {
     Layer& layer = model->layer(i);
