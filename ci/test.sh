@@ -10,7 +10,11 @@
 # status is non-zero when any failed (every run still runs, so the count is whole).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+SECONDS=0
+phases=""  # "name N s, ..." (ci/test.sh's time against its ~15-minute budget, phase by phase)
+phase() { phases+="${phases:+, }$1 ${SECONDS} s"; SECONDS=0; }
 bash ci/setup.sh
+phase "setup and build"
 build_dir="${DTNN_BUILD_DIR:-build}"
 junit_dir="$(mktemp -d)"
 trap 'rm -rf "$junit_dir"' EXIT
@@ -18,10 +22,20 @@ failed_runs=0
 # conv_algo=auto reads best_of's cache (engine/conv/conv_select.h): the tests get a fresh one of their own, not
 # the choices this user's ~/.cache/dtnn holds from other builds and runs.
 export DTNN_CONV_CACHE="$junit_dir/conv_best_of.tsv"
-exclude=()
-[ "${DTNN_SLOW_TESTS:-0}" = "1" ] || exclude=(-LE slow)
+# The Slurm tests (label slurm: a slurmctld and slurmd on localhost, jobs waiting out a one-minute time limit)
+# are asleep nearly all their ~2.5 minutes: they run beside the others rather than in one of ctest's two
+# slots. Their output is printed after the main run's.
+exclude=(-LE "slow|slurm")
+[ "${DTNN_SLOW_TESTS:-0}" = "1" ] && exclude=(-LE slurm)
+(cd "$build_dir" && ctest --output-on-failure -j 2 -L slurm --output-junit "$junit_dir/slurm.xml" \
+  > "$junit_dir/slurm.log" 2>&1) &
+slurm_pid=$!
 (cd "$build_dir" && ctest --output-on-failure -j 2 "${exclude[@]}" --output-junit "$junit_dir/main.xml") ||
   failed_runs=$((failed_runs + 1))
+wait "$slurm_pid" || failed_runs=$((failed_runs + 1))
+echo "ci/test.sh: the Slurm tests (run beside the others):"
+cat "$junit_dir/slurm.log"
+phase "tests"
 
 if [ "${DTNN_VARIANT:-1}" = "1" ]; then
   variant="${DTNN_VARIANT_DIR:-build-nocuda}"
@@ -31,6 +45,7 @@ if [ "${DTNN_VARIANT:-1}" = "1" ]; then
   cmake --build "$variant" -j "${DTNN_JOBS:-2}" --target dtnn dtnn_tests dtnn_harness_tests
   (cd "$variant" && ctest --output-on-failure -j 2 -LE slow -R "^(conv|cli|matrix|runner)" \
     --output-junit "$junit_dir/variant.xml") || failed_runs=$((failed_runs + 1))
+  phase "variant build and tests"
 fi
 
 # The libFuzzer targets (ci/fuzz.sh: its own clang build in build-fuzz, then DTNN_FUZZ_SECONDS, default 10 here,
@@ -39,7 +54,9 @@ if [ "${DTNN_FUZZ:-1}" = "1" ]; then
   # 10 s per target here (ci/fuzz.sh's own default is 20; `DTNN_FUZZ_SECONDS=600 ci/fuzz.sh` fuzzes deeply).
   DTNN_FUZZ_SECONDS="${DTNN_FUZZ_SECONDS:-10}" DTNN_FUZZ_JUNIT="$junit_dir/fuzz.xml" bash ci/fuzz.sh ||
     failed_runs=$((failed_runs + 1))
+  phase "fuzz build and targets"
 fi
+echo "ci/test.sh: time by phase: $phases"
 
 # Each skipped test with its reason (the "SKIPPED: ..." line it printed), then the one summary line.
 FAILED_RUNS="$failed_runs" python3 - "$junit_dir"/*.xml <<'PY'
