@@ -197,6 +197,28 @@ std::unique_ptr<Model> build(const ModelCase& c, Layout layout, Device device, i
   return m;
 }
 
+// One training forward and backward of n samples on both devices, from fresh uniform x and dy (-1..1):
+// outputs within 1e-4, parameter gradients within grad_tol (relative).
+void train_step_matches(Model& cpu, Model& gpu, int64_t n, Rng& rng, Tensor& x, std::vector<float>& dy,
+                        double grad_tol) {
+  const size_t top = cpu.num_layers() - 1;
+  const int64_t S = cpu.slab_size(), outs = cpu.output_shape().numel();
+  test::fill_uniform(x, rng, -1.0f, 1.0f);
+  test::fill_uniform(dy, rng, -1.0f, 1.0f);
+  std::copy(x.data(), x.data() + x.numel(), cpu.input().data());
+  gpu.input().batch(n).copy_from(x);
+  cpu.forward(n, Mode::train);
+  gpu.forward(n, Mode::train);
+  const std::vector<float> y = to_host(gpu.output(n).data(), n * outs);
+  CHECK(test::max_rel_error(y.data(), cpu.output(n).data(), n * outs) <= 1e-4);
+  std::copy(dy.begin(), dy.end(), cpu.gradient(top, n).data());
+  gpu::copy_to_device_sync(gpu.gradient(top, n).data(), dy.data(), dy.size() * sizeof(float));
+  cpu.backward(n, top);
+  gpu.backward(n, top);
+  const std::vector<float> g = to_host(gpu.grad_slab(), S);
+  CHECK(test::max_rel_error(g.data(), cpu.grad_slab(), S) <= grad_tol);
+}
+
 }  // namespace
 
 TEST_CASE("gpu: models give the CPU's outputs, gradients, statistics and steps", "[gpu]") {
@@ -222,20 +244,7 @@ TEST_CASE("gpu: models give the CPU's outputs, gradients, statistics and steps",
         // the fused residual model (NHWC; ReLU inputs crossing zero), and 4.5e-4 in NCHW. Session 13's H100
         // run failed this case at step 2 with 4e-3 that way, though steps 0-1 were within 1e-4 and 5e-4.
         const double grad_tol = step == 0 ? 1e-4 : 5e-4;
-        test::fill_uniform(x, rng, -1.0f, 1.0f);
-        test::fill_uniform(dy, rng, -1.0f, 1.0f);
-        std::copy(x.data(), x.data() + x.numel(), cpu->input().data());
-        gpu->input().batch(n).copy_from(x);
-        cpu->forward(n, Mode::train);
-        gpu->forward(n, Mode::train);
-        const std::vector<float> y = to_host(gpu->output(n).data(), n * outs);
-        CHECK(test::max_rel_error(y.data(), cpu->output(n).data(), n * outs) <= 1e-4);
-        std::copy(dy.begin(), dy.end(), cpu->gradient(top, n).data());
-        gpu::copy_to_device_sync(gpu->gradient(top, n).data(), dy.data(), dy.size() * sizeof(float));
-        cpu->backward(n, top);
-        gpu->backward(n, top);
-        const std::vector<float> g = to_host(gpu->grad_slab(), S);
-        CHECK(test::max_rel_error(g.data(), cpu->grad_slab(), S) <= grad_tol);
+        train_step_matches(*cpu, *gpu, n, rng, x, dy, grad_tol);
         for (size_t i = 1; i < top; ++i) {  // activation gradients between layers
           const Tensor gc = cpu->gradient(i, n);
           if (gc.empty()) continue;
@@ -279,25 +288,11 @@ TEST_CASE("gpu: batch normalization of one value per channel (a batch of one) ma
       INFO(layout_name(layout));
       auto cpu = build(c, layout, Device::cpu, 4);
       auto gpu = build(c, layout, Device::gpu, 4);
-      const int64_t S = cpu->slab_size(), n = 1, outs = cpu->output_shape().numel();
-      const size_t top = cpu->num_layers() - 1;
+      const int64_t n = 1;
       Rng rng(9);
       Tensor x = Tensor::zeros(cpu->input().shape().with_dim0(n));
-      test::fill_uniform(x, rng, -1.0f, 1.0f);
-      std::vector<float> dy(static_cast<size_t>(n * outs));
-      test::fill_uniform(dy, rng, -1.0f, 1.0f);
-      std::copy(x.data(), x.data() + x.numel(), cpu->input().data());
-      gpu->input().batch(n).copy_from(x);
-      cpu->forward(n, Mode::train);
-      gpu->forward(n, Mode::train);
-      const std::vector<float> y = to_host(gpu->output(n).data(), n * outs);
-      CHECK(test::max_rel_error(y.data(), cpu->output(n).data(), n * outs) <= 1e-4);
-      std::copy(dy.begin(), dy.end(), cpu->gradient(top, n).data());
-      gpu::copy_to_device_sync(gpu->gradient(top, n).data(), dy.data(), dy.size() * sizeof(float));
-      cpu->backward(n, top);
-      gpu->backward(n, top);
-      const std::vector<float> g = to_host(gpu->grad_slab(), S);
-      CHECK(test::max_rel_error(g.data(), cpu->grad_slab(), S) <= 1e-4);
+      std::vector<float> dy(static_cast<size_t>(n * cpu->output_shape().numel()));
+      train_step_matches(*cpu, *gpu, n, rng, x, dy, 1e-4);
       gpu->download();
       const float* state = gpu->host_state_slab();
       CHECK(std::all_of(state, state + cpu->state_size(), [](float v) { return std::isfinite(v); }));
