@@ -111,10 +111,15 @@ for p in ranks:
                  "exposed_s": r["exposed_s"], "comm_s": r["comm_s"], "samples_per_s": p * per_rank / r["step_s"],
                  "efficiency": eff,
                  "allreduce": "-" if p == 1 else ("smpi ompi selector" if mode == "blocking" else "nbc " + r["nbc"])})
+preset = os.path.basename(platform).removesuffix(".xml")
+preset = {"ib100_fattree": "ib100"}.get(preset, preset)  # the file of the ib100 preset
 doc = {"schema": "dtnn.prediction/1", "source": "simgrid",
        "model_version": "suites/step_replay under " + version.strip(), "model_kind": "dtnn",
        "model": profile["model"], "batch_size": batch, "mode": mode, "scaling": "strong" if strong == "1" else "weak",
-       "rules": "simgrid", "platform": {"name": os.path.basename(platform).removesuffix(".xml"), "file": platform},
+       # The replay runs Open MPI 4.1's choices (SMPI's ompi selector; libnbc's binomial schedule, nbc_binomial.h),
+       # on the platform a preset describes: named as the model's rows, so their curves line up.
+       "rules": "ompi41",
+       "platform": {"name": preset, "file": platform},
        "rows": rows, "notes": [f"SimGrid SMPI replay of {profile_path}, median of the steps after the warm-up"]}
 if "source_run" in profile:
     doc["source_run"] = profile["source_run"]

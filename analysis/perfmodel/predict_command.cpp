@@ -190,6 +190,7 @@ int predict_pydtnn(const PredictCommandOptions& o, const Platform& platform, con
   if (o.json) {
     report["model_kind"] = "pydtnn";
     report["model"] = model;
+    report["batch_size"] = batch;  // the store's batch_size column: per rank (strong: the 1-rank batch)
     report["parameters"] = {{"cpu_speed", prm.cpu_speed}, {"memory_bw", prm.memory_bw},
                             {"network_bw", prm.network_bw}, {"network_lat", prm.network_lat},
                             {"network_alg", prm.network_alg}};

@@ -100,6 +100,14 @@ TEST_CASE("dtnn predict --store: the stored rows are --json's rows, with the cal
   CHECK(*curves.rows[1][0] == "model, eth10g*, blocking (inter 100 Gb/s)");
   CHECK(*curves.rows[2][0] == "model, eth10g, blocking");
   for (const auto& row : curves.rows) CHECK(*row[1] == "7");
+  // PyDTNN's formulas: its batch per rank is stored too (it was NULL), and its options make its variant.
+  REQUIRE(dtnn::test::run_dtnn("predict --model_kind pydtnn --model simplecnn --batch_size 32 --ranks 1,2 "
+                               "--network_bw 1e9 --store --db " + db).status == 0);
+  const dtnn::QueryResult py = dtnn::ResultStore::open_read_only(db).query(
+      "SELECT DISTINCT batch_size, variant FROM predictions WHERE model_kind = 'pydtnn'");
+  REQUIRE(py.rows.size() == 1);
+  CHECK(*py.rows[0][0] == "32");
+  CHECK(*py.rows[0][1] == "batch 32; network_bw 1e+09");
   std::filesystem::remove(db);
 }
 
