@@ -57,9 +57,15 @@ void print_profile(std::ostream& out, const Tracer& tracer, Communicator& comm) 
   std::vector<double> all(mine.size() * comm.size());
   comm.allgather(mine.data(), static_cast<int>(mine.size()), all.data());
   if (comm.rank() != 0) return;
+  // A phase is listed when any rank has calls of it (rank 0 may have none: dynamic blocks give it fewer steps).
+  const auto any_calls = [&](int k) {
+    for (int r = 0; r < comm.size(); ++r)
+      if (all[static_cast<size_t>(r) * mine.size() + 3 * k] > 0) return true;
+    return false;
+  };
   int width = 12;  // the phase column: as wide as the longest name printed
   for (int k = 0; k < n; ++k)
-    if (mine[3 * k] > 0) width = std::max(width, static_cast<int>(rows.names[k].size()));
+    if (any_calls(k)) width = std::max(width, static_cast<int>(rows.names[k].size()));
   char buf[256];
   out << "**** Profile (seconds; the layers of a phase summed; the algorithms' operations, inside forward and "
          "backward, after the phases"
@@ -69,7 +75,7 @@ void print_profile(std::ostream& out, const Tracer& tracer, Communicator& comm) 
   out << buf;
   std::vector<double> totals(static_cast<size_t>(comm.size()));
   for (int k = 0; k < n; ++k) {
-    if (mine[3 * k] == 0) continue;
+    if (!any_calls(k)) continue;
     for (int r = 0; r < comm.size(); ++r) totals[r] = all[static_cast<size_t>(r) * mine.size() + 3 * k + 1];
     std::snprintf(buf, sizeof buf, "  %-*s %10.0f %12.6f %12.6f   %12.6f %12.6f %12.6f\n", width, rows.names[k].c_str(),
                   mine[3 * k], mine[3 * k + 1], mine[3 * k + 2], *std::min_element(totals.begin(), totals.end()),
