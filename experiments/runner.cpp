@@ -479,15 +479,16 @@ int run_matrix(const RunnerOptions& options, std::ostream& out) {
   if (!reaped.empty()) out << "marked " << reaped.size() << " run(s) of an earlier, killed runner as interrupted\n";
   const int64_t matrix_id = store.add_matrix(matrix.name, matrix.path, matrix.hash, matrix.text);
   StoredEnvironment environment = current_environment();
-  if (!options.git_commit.empty()) {  // the trials run another commit's build (ci/perf-regression.sh)
-    environment.git_commit = options.git_commit;
-    environment.git_dirty = false;
-  } else if (!options.dtnn_binary.empty()) {  // another build: its own provenance, from its --version line
+  if (!options.dtnn_binary.empty()) {  // another build: its own provenance and flags, from its --version line
     const BuildProvenance other = binary_provenance(options.dtnn_binary);
     environment.git_commit = other.commit;
     environment.git_dirty = other.dirty;
     environment.build_type = environment.build_type.substr(0, environment.build_type.find(" [")) + " [" +
                              other.flags + "]";
+  }
+  if (!options.git_commit.empty()) {  // the commit stated for that build (it may predate provenance lines)
+    environment.git_commit = options.git_commit;
+    environment.git_dirty = false;
   }
   const int64_t env_id = store.add_environment(environment);
   const fs::path log_dir = db_log_dir / matrix.name;

@@ -75,6 +75,14 @@ TEST_CASE("provenance: the runner stores another build's own commit, dirty state
   CHECK(one(ws.db(), "SELECT e.git_dirty FROM runs r JOIN environments e ON e.id = r.environment_id") == "1");
   CHECK_THAT(one(ws.db(), "SELECT e.build_type FROM runs r JOIN environments e ON e.id = r.environment_id"),
              Catch::Contains("planted flags -march=znver4"));
+  // --commit states the commit; the flags are still the other build's, not this one's.
+  Workspace stated("provenance_stated");
+  const std::string m3 = stated.file("m.toml", std::string("name = \"prov\"\n") + kQuickBase + "[axes]\nmodel = [\"simplecnn\"]\n");
+  REQUIRE(dtnn_cli("run '" + m3 + "' --db '" + stated.db() + "' --dtnn '" + wrapper + "' --commit abc1234",
+                   (stated.dir / "run.log").string()) == 0);
+  CHECK(one(stated.db(), "SELECT e.git_commit FROM runs r JOIN environments e ON e.id = r.environment_id") == "abc1234");
+  CHECK_THAT(one(stated.db(), "SELECT e.build_type FROM runs r JOIN environments e ON e.id = r.environment_id"),
+             Catch::Contains("planted flags -march=znver4"));
   // This binary's own runs: its compiled-in commit, not the tree's (which may have moved on since the build).
   Workspace own("provenance_own");
   const std::string m2 = own.file("m.toml", std::string("name = \"prov\"\n") + kQuickBase + "[axes]\nmodel = [\"simplecnn\"]\n");
