@@ -15,7 +15,8 @@
 // epoch_count counts the on_epoch_end calls (epoch 1 is count 1).
 //
 //   warm_up                  W = steps_per_epoch * --warm_up_epochs (5) steps, with steps_per_epoch the
-//                            global batches per epoch the trainer really runs. Before step b (b = 0, 1, ...)
+//                            steps per epoch the trainer really runs on a rank (the global batches; with
+//                            --model_averaging the rank's own, --num_batches_per_worker). Before step b (b = 0, 1, ...)
 //                            while b <= W: lr = lr0/ranks + b * (lr0 - lr0/ranks) / W, lr0 the optimizer's
 //                            rate at start-up (already scaled by the rank count for sgd). With 1 rank it
 //                            sets lr0 throughout (a no-op, as in PyDTNN). Prints nothing.
@@ -106,7 +107,7 @@ const std::vector<std::string>& lr_scheduler_names();
 struct SchedulerSetup {
   std::vector<std::string> value_names;  // loss name, then metric names (Trainer::value_names())
   bool has_validation = false;           // whether on_epoch_end gets validation values
-  int64_t steps_per_epoch = 0;           // global batches per epoch (warm_up)
+  int64_t steps_per_epoch = 0;           // a rank's training steps per epoch (warm_up; run.cpp)
   int ranks = 1;
   std::string model_name;                // model_checkpoint's file names
   Optimizer* optimizer = nullptr;        // required

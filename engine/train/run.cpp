@@ -233,15 +233,26 @@ Communicator& start_devices(const TrainOptions& o, Communicator& mpi_comm, std::
   return nccl ? *nccl : mpi_comm;
 }
 
+// The training steps a rank takes in an epoch, as Trainer::run_epoch counts them: the global batches of the
+// training set (or --steps_per_epoch); in the model-averaging modes the rank's own batches of its share, or
+// --num_batches_per_worker (per block with --dynamic_blocks, whose blocks a rank claims blocks_per_worker of
+// on average).
+int64_t rank_steps_per_epoch(const TrainOptions& o, int ranks, int64_t train_samples) {
+  const auto ceil_div = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
+  if (o.model_averaging == "none")
+    return o.steps_per_epoch > 0 ? o.steps_per_epoch : ceil_div(train_samples, dtnn::global_batch(o, ranks));
+  if (o.num_batches_per_worker > 0)
+    return o.num_batches_per_worker * (o.dynamic_blocks ? std::max<int64_t>(1, o.blocks_per_worker) : 1);
+  if (o.steps_per_epoch > 0) return o.steps_per_epoch;
+  return ceil_div(ceil_div(train_samples, ranks), std::max<int64_t>(1, o.batch_size));
+}
+
 SchedulerSetup scheduler_setup(const TrainOptions& o, Trainer& trainer, const Splits& splits, Communicator& comm,
                                Model& model, Optimizer& optimizer, std::ostream& out) {
   SchedulerSetup sched;
   sched.value_names = trainer.value_names();
   sched.has_validation = !splits.val.empty();
-  const int64_t global_batch = dtnn::global_batch(o, comm.size());
-  sched.steps_per_epoch = o.steps_per_epoch > 0
-                              ? o.steps_per_epoch
-                              : (static_cast<int64_t>(splits.train.size()) + global_batch - 1) / global_batch;
+  sched.steps_per_epoch = rank_steps_per_epoch(o, comm.size(), static_cast<int64_t>(splits.train.size()));
   sched.ranks = comm.size();
   sched.model_name = o.model_name;
   sched.optimizer = &optimizer;
@@ -317,15 +328,12 @@ std::unique_ptr<Tracer> make_tracer(const TrainOptions& o, const Model& model, c
   const int64_t per_step = trace_events_per_step(static_cast<int64_t>(model.num_layers()),
                                                  static_cast<int64_t>(trainer.reducer().buckets().size()),
                                                  model.trace_op_events());
-  // A rank's training steps per epoch, as Trainer::run_epoch takes them: the global batches (sched), or in the
-  // model-averaging modes --num_batches_per_worker per block, and with --dynamic_blocks as many blocks as one
-  // rank may claim (all of them), each block's last batch possibly short.
+  // A rank's training steps per epoch (sched, rank_steps_per_epoch above) at most: with --dynamic_blocks one
+  // rank may claim every block, each block's last batch possibly short.
   int64_t per_epoch = std::max<int64_t>(1, sched.steps_per_epoch);
-  if (o.model_averaging != "none") {
-    const int64_t blocks = o.dynamic_blocks ? int64_t{ranks} * std::max<int64_t>(1, o.blocks_per_worker) : 1;
-    if (o.num_batches_per_worker > 0) per_epoch = o.num_batches_per_worker * blocks;
-    else per_epoch = (o.dynamic_blocks ? per_epoch * ranks : per_epoch) + blocks;
-  }
+  if (o.model_averaging != "none")
+    per_epoch = o.dynamic_blocks ? per_epoch * ranks + int64_t{ranks} * std::max<int64_t>(1, o.blocks_per_worker)
+                                 : per_epoch + 1;
   const TraceSteps range = parse_trace_steps(o.trace_steps);
   const int64_t steps = range.count(per_epoch * std::max<int64_t>(1, o.num_epochs));
   return std::make_unique<Tracer>(std::min({kMaxEvents, gather_share, per_step * steps + 4 * (o.num_epochs + 2)}),

@@ -44,3 +44,24 @@ if(NOT n EQUAL 2)
   message(FATAL_ERROR "expected one averaging line per epoch from rank 0, got ${n}:\n${out}")
 endif()
 message(STATUS "mpi averaging cli: ok (${averages} averages, ${bytes} bytes per rank, rank 0 waited ${wait0} s)")
+
+# warm_up counts the steps a rank runs (--num_batches_per_worker = 2 a epoch, W = 2 for one warm-up epoch):
+# lr0 / 2 ranks before step 0, 0.0075 before step 1 (epoch 1's rate), lr0 from step 2. It counted the global
+# batches of the training set (60000 / 16: W = 3750, the rate stuck near 0.005 for 1875 epochs).
+file(REMOVE ${WORK}/warm_up.json)
+execute_process(
+  COMMAND ${MPIEXEC} -np 2 ${FLAGS} ${DTNN} train --parallel=data --model=simplemlp --use_synthetic_data=True
+          --model_averaging=synchronous --num_batches_per_worker=2 --num_epochs=2 --batch_size=8 --threads=1
+          --optimizer=sgd --learning_rate=0.01 --lr_schedulers=warm_up --warm_up_epochs=1 --evaluate_on_test=False
+          --progress=False --report=${WORK}/warm_up.json
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "mpirun dtnn train --model_averaging with warm_up failed (${rc}):\n${out}\n${err}")
+endif()
+file(READ ${WORK}/warm_up.json report)
+string(JSON lr1 GET "${report}" epochs 0 lr)
+string(JSON lr2 GET "${report}" epochs 1 lr)
+if(lr1 LESS 0.0074999 OR lr1 GREATER 0.0075001 OR NOT lr2 STREQUAL "0.01")
+  message(FATAL_ERROR "warm_up over 2 steps an epoch: epoch rates ${lr1}, ${lr2} (expected 0.0075, 0.01)")
+endif()
+message(STATUS "mpi averaging cli: warm_up over the rank's own steps (rates ${lr1}, ${lr2})")
