@@ -43,7 +43,13 @@ std::map<std::string, Samples> samples_of(const ResultStore& store, const std::s
   std::vector<double> run_epochs;
   for (size_t i = 0; i < q.rows.size(); ++i) {
     const auto& row = q.rows[i];
-    if (std::stoi(*row[3]) > warmup) run_epochs.push_back(std::stod(*row[4]));
+    if (std::stoi(*row[3]) > warmup) {
+      const double v = row[4] ? std::stod(*row[4]) : 0.0;
+      // log() of it is the test's sample: a run that trained nothing per second is named, not a NaN later.
+      DTNN_CHECK(v > 0 && std::isfinite(v), "run ", *row[2], " epoch ", *row[3], " has samples/s ",
+                 row[4] ? *row[4] : std::string("NULL"), ": not a throughput to compare");
+      run_epochs.push_back(v);
+    }
     const bool last_of_run = i + 1 == q.rows.size() || *q.rows[i + 1][2] != *row[2];
     if (!last_of_run) continue;
     Samples& s = out[*row[0]];
@@ -56,6 +62,17 @@ std::map<std::string, Samples> samples_of(const ResultStore& store, const std::s
     }
     run_epochs.clear();
   }
+  return out;
+}
+
+// Per trial key, the runs that failed, timed out or diverged.
+std::map<std::string, int> failed_runs_by_trial(const ResultStore& store, const std::string& selection) {
+  const QueryResult q = store.query(
+      "SELECT r.trial_key, count(*) FROM runs r JOIN matrices m ON m.id = r.matrix_id JOIN environments e ON e.id = "
+      "r.environment_id WHERE r.status IN ('failed', 'timeout', 'diverged') AND " + selection_sql(selection) +
+      " GROUP BY r.trial_key");
+  std::map<std::string, int> out;
+  for (const auto& row : q.rows) out[*row[0]] = std::stoi(*row[1]);
   return out;
 }
 
@@ -99,6 +116,11 @@ std::string format_trial_row(const std::string& label, const TrialComparison& t)
     std::snprintf(shift, sizeof shift, "%.3f [%.3f, %.3f]", std::exp(t.shift.estimate), std::exp(t.shift.low),
                   std::exp(t.shift.high));
   char line[512];
+  if (t.baseline.empty() || t.candidate.empty()) {  // no steady-state epoch, or a candidate that failed
+    std::snprintf(line, sizeof line, "%-44s %4zu %4zu %11s %11s %7s  %-21s %8s  %s", label.c_str(), t.baseline.size(),
+                  t.candidate.size(), "-", "-", "-", "-", "-", t.verdict.c_str());
+    return line;
+  }
   std::snprintf(line, sizeof line, "%-44s %4zu %4zu %11.1f %11.1f %7.3f  %-21s %8.4f  %s", label.c_str(),
                 t.baseline.size(), t.candidate.size(), median(t.baseline), median(t.candidate), t.ratio, shift,
                 t.p_value, t.verdict.c_str());
@@ -164,12 +186,22 @@ Comparison compare_runs(const ResultStore& store, const CompareOptions& o) {
            "(--cross-machine compares anyway, flagged):", list);
     }
   }
-  const int need = min_repeats_for_significance(o.alpha);
+  const std::map<std::string, int> cand_failed = failed_runs_by_trial(store, o.candidate);
   std::vector<double> ratios;
   for (const auto& [key, b] : base) {
     auto it = cand.find(key);
     if (it == cand.end()) {
-      ++c.only_baseline;
+      if (cand_failed.count(key) && !b.values.empty()) {  // it ran, and failed: a regression, not a gap
+        TrialComparison t;
+        t.trial_key = key;
+        t.label = b.label;
+        t.baseline = b.values;
+        t.verdict = "candidate failed";
+        ++c.candidate_failures;
+        c.trials.push_back(std::move(t));
+      } else {
+        ++c.only_baseline;
+      }
       continue;
     }
     TrialComparison t;
@@ -181,6 +213,7 @@ Comparison compare_runs(const ResultStore& store, const CompareOptions& o) {
     if (t.baseline.empty() || t.candidate.empty()) {
       t.verdict = "no steady-state epoch";
       c.too_few_samples = true;
+      ++c.unjudged;
       c.trials.push_back(std::move(t));
       continue;
     }
@@ -191,8 +224,11 @@ Comparison compare_runs(const ResultStore& store, const CompareOptions& o) {
     for (double v : t.baseline) lb.push_back(std::log(v));
     for (double v : t.candidate) lc.push_back(std::log(v));
     t.shift = hodges_lehmann(lb, lc, o.alpha);
-    const bool enough = static_cast<int>(std::min(t.baseline.size(), t.candidate.size())) >= need;
-    if (!enough) c.too_few_samples = true;
+    const bool enough = separation_can_be_significant(t.baseline.size(), t.candidate.size(), o.alpha);
+    if (!enough) {
+      c.too_few_samples = true;
+      ++c.unjudged;
+    }
     // Fewer runs than an exact test needs get no verdict, whatever p says: with ties (equal medians) the
     // normal approximation can give p < 0.05 for 3 runs a side, where no ordering of 3 and 3 is significant.
     if (!enough) t.verdict = "too few runs";
@@ -206,10 +242,10 @@ Comparison compare_runs(const ResultStore& store, const CompareOptions& o) {
   for (const auto& kv : cand)
     if (!base.count(kv.first)) ++c.only_candidate;
   if (c.trials.empty()) fail("the baseline and candidate selections have no trial in common");
-  if (ratios.empty())
+  if (ratios.empty() && c.candidate_failures == 0)
     fail("no trial has a run with an epoch past the warm-up (--warmup-epochs ", o.warmup_epochs,
          "): nothing to compare");
-  c.geomean_ratio = geometric_mean(ratios);
+  c.geomean_ratio = ratios.empty() ? 0.0 : geometric_mean(ratios);
   return c;
 }
 
@@ -254,9 +290,12 @@ void print_comparison(std::ostream& out, const Comparison& c, const CompareOptio
   if (c.warmup_only_runs)
     out << "note: " << c.warmup_only_runs << " ok run(s) have no epoch past the warm-up and give no sample\n";
   if (c.too_few_samples)
-    out << "warning: some trials have fewer than " << min_repeats_for_significance(o.alpha)
-        << " runs on a side; the U test cannot reach p < " << o.alpha
-        << " with so few (a verdict needs at least that many; Google Benchmark's compare recommends 9 or more)\n";
+    out << "warning: " << c.unjudged << " trial(s) have too few runs on a side for the U test to reach p < "
+        << o.alpha << " at all (" << min_repeats_for_significance(o.alpha)
+        << " a side when equal; Google Benchmark's compare recommends 9 or more): no verdict, exit 2\n";
+  if (c.candidate_failures)
+    out << c.candidate_failures << " trial(s) whose candidate runs all failed, timed out or diverged while the "
+        "baseline's ran (dtnn query runs)\n";
   std::snprintf(line, sizeof line, "%d regression(s) (slower by more than %.1f%% with p < %.2f)\n", c.regressions,
                 100.0 * o.threshold, o.alpha);
   out << line;
@@ -293,6 +332,10 @@ std::string comparison_junit(const Comparison& c, const CompareOptions& o) {
       k.failure_message = "slower by " + std::to_string(static_cast<int>(std::lround(100.0 * (1.0 - t.ratio)))) +
                           " % (threshold " + std::to_string(static_cast<int>(std::lround(100.0 * o.threshold))) + " %)";
       k.failure_text = k.system_out;
+    } else if (t.verdict == "candidate failed") {
+      k.failure_type = "failed";
+      k.failure_message = "every candidate run of this trial failed, timed out or diverged";
+      k.failure_text = k.system_out;
     } else if (t.verdict == "too few runs" || t.verdict == "no steady-state epoch") {
       k.skipped_message = t.verdict + ": a verdict needs " + std::to_string(min_repeats_for_significance(o.alpha)) +
                           " runs a side";
@@ -310,7 +353,8 @@ std::string comparison_markdown(const Comparison& c, const CompareOptions& o) {
       std::snprintf(med, sizeof med, "%.1f / %.1f", median(t.baseline), median(t.candidate));
     rows.push_back({t.label.empty() ? t.trial_key : t.label,
                     std::to_string(t.baseline.size()) + " / " + std::to_string(t.candidate.size()), med, ratio_text(t),
-                    t.verdict == "regression" ? "**regression**" : t.verdict});
+                    t.verdict == "regression" || t.verdict == "candidate failed" ? "**" + t.verdict + "**"
+                                                                                  : t.verdict});
   }
   char head[256];
   std::snprintf(head, sizeof head, "## dtnn compare: %d regression(s), geometric mean of the ratios %.3f over %zu trial(s)\n\n",

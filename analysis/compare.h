@@ -11,7 +11,10 @@
 // page faults, caches and the conv-algorithm search). A trial's ratio is median(candidate) / median(baseline),
 // so above 1 is faster, with the Hodges-Lehmann estimate of the ratio and its confidence interval (the shift of
 // log throughput). A trial regresses when the ratio is below 1 - threshold and the two-sided Mann-Whitney U
-// test gives p < alpha (0.05); that needs at least min_repeats_for_significance(alpha) runs a side (4).
+// test gives p < alpha (0.05); that needs enough runs on both sides that complete separation reaches it
+// (4 and 4; 10 and 3), else the trial gets no verdict ("too few runs"). A trial whose candidate runs all
+// failed, timed out or diverged while its baseline ran is "candidate failed". `dtnn compare` exits 1 for a
+// regression or a failed candidate, 2 when any matched trial got no verdict, else 0.
 #pragma once
 
 #include <iosfwd>
@@ -36,11 +39,16 @@ struct TrialComparison {
   std::vector<double> baseline, candidate;  // samples/s, one per run (empty: no run with a steady-state epoch)
   double ratio = 0.0, p_value = 1.0;
   ShiftEstimate shift;  // Hodges-Lehmann shift of log(samples/s), candidate minus baseline: exp() is a ratio
-  std::string verdict;  // regression | improvement | same | too few runs | no steady-state epoch
+  std::string verdict;  // regression | improvement | same | too few runs | no steady-state epoch | candidate failed
 };
 
 struct Comparison {
-  std::vector<TrialComparison> trials;  // trials present in both selections
+  // Trials present in both selections, and trials whose baseline has ok runs while every candidate run of
+  // them failed, timed out or diverged (verdict "candidate failed": a candidate that cannot run a trial has
+  // regressed on it, not left the comparison).
+  std::vector<TrialComparison> trials;
+  int candidate_failures = 0;           // trials with verdict "candidate failed"
+  int unjudged = 0;                     // matched trials without a verdict (too few runs, no steady-state epoch)
   int only_baseline = 0, only_candidate = 0;
   double geomean_ratio = 0.0;           // over matched trials
   int regressions = 0;

@@ -153,6 +153,14 @@ ShiftEstimate hodges_lehmann(const std::vector<double>& a, const std::vector<dou
   return r;
 }
 
+bool separation_can_be_significant(std::size_t m, std::size_t n, double alpha) {
+  if (m == 0 || n == 0) return false;
+  std::vector<double> low(m), high(n);
+  for (size_t i = 0; i < m; ++i) low[i] = static_cast<double>(i);
+  for (size_t i = 0; i < n; ++i) high[i] = static_cast<double>(m + i);
+  return mann_whitney_u(low, high).p_value < alpha;
+}
+
 int min_repeats_for_significance(double alpha) {
   DTNN_CHECK(alpha > 0.0 && alpha <= 1.0, "min_repeats_for_significance: alpha must be in (0, 1] (got ", alpha, ")");
   // The strongest evidence n repeats can give is complete separation; ask the test itself what p that is,

@@ -2,6 +2,7 @@
 // test (Wilcoxon rank-sum), as Google Benchmark's compare.py uses to tell a regression from noise.
 #pragma once
 
+#include <cstddef>
 #include <vector>
 
 #include "core/median.h"  // median(): the one every timing in dtnn uses
@@ -39,5 +40,9 @@ ShiftEstimate hodges_lehmann(const std::vector<double>& a, const std::vector<dou
 // The smallest per-sample count for which the test can reach p < alpha at all (two-sided, equal sizes):
 // with fewer repeats a regression can never be significant, so compare warns.
 int min_repeats_for_significance(double alpha);
+// Whether m and n samples can reach p < alpha at all (complete separation, two-sided): for unequal sizes
+// (runs that failed on one side) min_repeats_for_significance's equal-size count is not the answer (10 vs 3
+// can: p = 2 / C(13, 3) = 0.007).
+bool separation_can_be_significant(std::size_t m, std::size_t n, double alpha);
 
 }  // namespace dtnn

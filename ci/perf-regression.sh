@@ -60,10 +60,19 @@ fi
 
 # Each side runs its own binary (--dtnn), whose compiled-in commit is what the runs record.
 db="$work/perf-$(date +%Y%m%d-%H%M%S)-$$.db"
+# A run that fails (exit 1 of dtnn run: stored failed, timed out or diverged) is compare's to judge -- a trial
+# whose candidate runs all failed is "candidate failed", exit 1 -- so it does not end the script here: a
+# failing run is not by itself the regression this script's exit 1 means. Other exits (a signal) do.
+side() {
+  local rc=0
+  "$dtnn" run "$matrix" --db "$db" --dtnn "$1" --tag "$2" >/dev/null || rc=$?
+  if [ "$rc" -eq 1 ]; then echo "perf-regression: some $2 runs failed (compare counts them; dtnn query runs)"
+  elif [ "$rc" -ne 0 ]; then echo "perf-regression: dtnn run ($2) exited $rc" >&2; exit 2; fi
+}
 for round in $(seq "$rounds"); do
   echo "perf-regression: round $round/$rounds"
-  "$dtnn" run "$matrix" --db "$db" --dtnn "$base_bin" --tag baseline >/dev/null
-  "$dtnn" run "$matrix" --db "$db" --dtnn "$dtnn" --tag candidate >/dev/null
+  side "$base_bin" baseline
+  side "$dtnn" candidate
 done
 echo "perf-regression: baseline $base_desc vs the candidate ($("$dtnn" --version)); database $db"
 extra=()

@@ -392,7 +392,8 @@ int run_harness_command(HarnessCommands& h) {
     dtnn::print_comparison(std::cout, c, h.compare_options);
     dtnn::write_ci_file(h.junit, dtnn::comparison_junit(c, h.compare_options));
     dtnn::write_ci_file(h.markdown, dtnn::comparison_markdown(c, h.compare_options));
-    return c.regressions > 0 ? 1 : 0;
+    if (c.regressions > 0 || c.candidate_failures > 0) return 1;
+    return c.unjudged > 0 ? 2 : 0;  // could not judge every trial: not a pass
   }
   if (h.history->parsed()) {
     h.history_options.threshold = parse_fraction(h.history_threshold);

@@ -443,6 +443,48 @@ TEST_CASE("compare: a planted regression is found, noise is not", "[compare]") {
   CHECK(dtnn::compare_runs(f.store, o).regressions == 0);
 }
 
+// Review findings of session 24: sizes decide per pair whether a verdict is possible (10 baseline runs against
+// 3 candidate runs can give p = 2 / C(13, 3) = 0.007), a trial whose candidate runs all failed is a failure, not
+// "only in the baseline", and a zero throughput is named instead of turning into a NaN.
+TEST_CASE("compare: unequal run counts, failed candidates and zero throughput", "[compare]") {
+  Fixture f("compare_sizes");
+  for (int i = 0; i < 10; ++i) planted_run(f, "t", {900, 1000.0 + i});      // runs 1-10
+  for (int i = 0; i < 5; ++i) planted_run(f, "crash", {900, 1000.0 + i});  // runs 11-15
+  for (int i = 0; i < 3; ++i) planted_run(f, "t", {900, 600.0 + i});        // runs 16-18: 40 % slower
+  for (int i = 0; i < 3; ++i) {                                             // runs 19-21: every one failed
+    const int64_t id = f.begin("crash");
+    f.store.exec("UPDATE runs SET status = 'failed', error = 'exit 1' WHERE id = " + std::to_string(id));
+  }
+  dtnn::CompareOptions o;
+  o.baseline = "runs=1-15";
+  o.candidate = "runs=16-18";
+  dtnn::Comparison c = dtnn::compare_runs(f.store, o);
+  REQUIRE(c.trials.size() == 1);
+  CHECK(c.trials[0].p_value == Approx(2.0 / 286.0).epsilon(1e-9));
+  CHECK(c.trials[0].verdict == "regression");
+  CHECK(c.unjudged == 0);
+  CHECK(c.only_baseline == 1);  // crash: no candidate run at all in this selection
+  o.candidate = "runs=16-21";
+  c = dtnn::compare_runs(f.store, o);
+  REQUIRE(c.trials.size() == 2);
+  int failed = 0;
+  for (const dtnn::TrialComparison& t : c.trials)
+    if (t.trial_key == "crash") {
+      CHECK(t.verdict == "candidate failed");
+      ++failed;
+    }
+  CHECK(failed == 1);
+  CHECK(c.candidate_failures == 1);
+  CHECK(c.only_baseline == 0);
+  std::ostringstream out;
+  dtnn::print_comparison(out, c, o);
+  CHECK_THAT(out.str(), Contains("1 trial(s) whose candidate runs all failed"));
+  CHECK_THAT(dtnn::comparison_junit(c, o), Contains("every candidate run of this trial failed"));
+  // A run that trained at 0 samples/s is named.
+  f.store.exec("UPDATE epochs SET samples_per_s = 0 WHERE run_id = 17 AND epoch = 2");
+  CHECK_THROWS_WITH(dtnn::compare_runs(f.store, o), Contains("run 17 epoch 2 has samples/s 0"));
+}
+
 TEST_CASE("compare: too few samples are flagged, bad selections refused", "[compare]") {
   Fixture f("compare_few");
   // Three runs a side, eight epochs each: 24 epochs a side would have passed the old per-epoch test, but
@@ -460,7 +502,8 @@ TEST_CASE("compare: too few samples are flagged, bad selections refused", "[comp
   CHECK_FALSE(c.trials[0].shift.bounded);
   std::ostringstream out;
   dtnn::print_comparison(out, c, o);
-  CHECK_THAT(out.str(), Contains("warning: some trials have fewer than 4 runs on a side"));
+  CHECK(c.unjudged == 1);
+  CHECK_THAT(out.str(), Contains("warning: 1 trial(s) have too few runs on a side for the U test to reach p < 0.05"));
   CHECK_THAT(out.str(), Contains("n/a (too few runs)"));
   o.candidate = "commit=abc";  // all runs: the same trial key on both sides
   CHECK(dtnn::compare_runs(f.store, o).trials.size() == 1);
