@@ -143,7 +143,13 @@ History load_history(const ResultStore& store, const HistoryOptions& o) {
                      : step.ratio > 1.0 + o.threshold ? "improvement" : "step";
       s.steps.push_back(step);
     }
-    s.newest_regressed = !s.steps.empty() && s.steps.back().verdict == "regression";
+    // Regressed while the newest level is below the level before the latest regression by more than the
+    // threshold: a further step down (1000 -> 800 -> 776) or a partial recovery (800 -> 824) does not clear it.
+    for (size_t k = s.steps.size(); k-- > 0;)
+      if (s.steps[k].verdict == "regression") {
+        s.newest_regressed = std::exp(fit.segments.back().level) < s.steps[k].before * (1.0 - o.threshold);
+        break;
+      }
     if (s.newest_regressed) ++h.regressed_series;
     h.series.push_back(std::move(s));
   }

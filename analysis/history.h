@@ -54,7 +54,9 @@ struct HistorySeries {
   int older_commits_left_out = 0;    // past max_commits
   std::vector<HistoryPoint> points;  // in commit order
   std::vector<HistoryStep> steps;
-  bool newest_regressed = false;     // the newest segment is below the one before by more than the threshold
+  // The newest segment is below the level before the latest regression step by more than the threshold (a
+  // later step down, or up by less than the regression, does not clear it).
+  bool newest_regressed = false;
 };
 
 struct History {

@@ -209,3 +209,53 @@ TEST_CASE("history: git order, the step's commit, --fail-on-regression and the C
   CHECK(c.status == 2);
   CHECK_THAT(c.err, Contains("no_repo_here: git lists no commit there"));
 }
+
+// A partial recovery after a regression (1000 -> 800 -> 880: the last step an "improvement") left
+// --fail-on-regression passing while throughput stayed 12 % below where it started: the newest level is now
+// judged against the level before the latest regression.
+TEST_CASE("history: a partial recovery does not clear a regression", "[history]") {
+  if (std::system("git --version > /dev/null 2>&1") != 0) DTNN_SKIP("git is not installed (the test makes a repository)");
+  const fs::path dir = dtnn::test::temp_path("history_recovery");
+  const std::vector<std::string> shas = make_repo(dir / "repo", 24);
+  const std::string db = (dir / "h.db").string();
+  {
+    dtnn::ResultStore store = dtnn::ResultStore::open(db);
+    const int64_t matrix = store.add_matrix("m", "m.toml", "h", "name = \"m\"\n");
+    std::mt19937 rng(7);
+    std::normal_distribution<double> noise(0.0, 0.015);
+    for (int i = 0; i < 24; ++i) {
+      dtnn::StoredEnvironment e;
+      e.host = "ci";
+      e.git_commit = shas[i];
+      const int64_t env = store.add_environment(e);
+      for (int r = 0; r < 2; ++r) {
+        dtnn::RunStart s;
+        s.matrix_id = matrix;
+        s.environment_id = env;
+        s.trial_key = s.config_key = s.label = "cnn";
+        s.params = {{"model", "cnn"}};
+        s.command = "dtnn train";
+        s.log_path = "x.log";
+        const int64_t id = store.begin_run(s);
+        const double v = (i < 8 ? 1000.0 : i < 16 ? 800.0 : 880.0) * (1.0 + noise(rng));
+        store.exec("UPDATE runs SET status = 'ok' WHERE id = " + std::to_string(id));
+        for (int ep = 1; ep <= 2; ++ep)
+          store.exec("INSERT INTO epochs (run_id, epoch, samples, time_s, samples_per_s, metrics) VALUES (" +
+                     std::to_string(id) + ", " + std::to_string(ep) + ", 1000, 1.0, " +
+                     std::to_string(ep == 1 ? v / 3 : v) + ", '{}')");
+      }
+    }
+  }
+  const dtnn::ResultStore store = dtnn::ResultStore::open_read_only(db);
+  dtnn::HistoryOptions o;
+  o.repo = (dir / "repo").string();
+  const dtnn::History h = dtnn::load_history(store, o);
+  REQUIRE(h.series.size() == 1);
+  const dtnn::HistorySeries& s = h.series[0];
+  REQUIRE(s.steps.size() == 2);
+  CHECK(s.steps[0].verdict == "regression");
+  CHECK(s.steps[1].verdict == "improvement");
+  CHECK(s.newest_regressed);
+  CHECK(h.regressed_series == 1);
+  fs::remove_all(dir);
+}
