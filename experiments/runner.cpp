@@ -404,7 +404,8 @@ Outcome run_trial(ResultStore& store, int64_t run_id, const Launch& launch, int 
       break;
     }
     case ChildResult::kExited:
-      if (child.code == kUnsupportedExit) {
+      if (child.code == kUnsupportedExit ||
+          (child.code != 0 && unsupported_exit_in_log(read_file(log_path), kUnsupportedExit))) {
         o = {"unsupported", error_line(log_path)};
       } else if (child.code == kDivergedExit && fs::exists(report_path)) {
         // A result, not a failure: stored with its report so the epochs up to the divergence are kept; unless

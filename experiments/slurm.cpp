@@ -57,6 +57,10 @@ SlurmEnd slurm_cancellation(const std::string& log_text) {
     // kill-on-bad-exit never does: after it, a task's exit is the cancellation's doing.
     if (line.rfind("srun: Job step aborted", 0) == 0) aborted = true;
     if (found.empty() && !aborted && task_failed_line(line)) task_failed_first = true;
+    // A rank that failed after MPI started calls MPI_Abort: under srun --mpi=pmix that aborts the step, and srun
+    // and slurmstepd then say "Job step aborted" and CANCELLED as for an scancel. Open MPI's own message
+    // comes first: the trial failed; nobody interrupted it.
+    if (found.empty() && !aborted && line.find("MPI_ABORT was invoked") != std::string::npos) task_failed_first = true;
     const size_t open = line.find("*** ");
     if (open == std::string::npos || line.find(" CANCELLED AT ") == std::string::npos) continue;
     if (line.compare(open + 4, 5, "STEP ") != 0 && line.compare(open + 4, 4, "JOB ") != 0) continue;
@@ -68,6 +72,20 @@ SlurmEnd slurm_cancellation(const std::string& log_text) {
   if (found.empty() || task_failed_first) return {};
   const bool time_limit = found.find("DUE TO TIME LIMIT") != std::string::npos;
   return {time_limit ? "timeout" : "interrupted", "Slurm: " + found};
+}
+
+bool unsupported_exit_in_log(const std::string& log_text, int unsupported_code) {
+  const std::string code = std::to_string(unsupported_code);
+  std::istringstream lines(log_text);
+  std::string line;
+  bool abort_message = false;
+  while (std::getline(lines, line)) {
+    if (task_failed_line(line) && line.substr(line.rfind(' ') + 1) == code) return true;
+    // "MPI_ABORT was invoked on rank 0 in communicator MPI_COMM_WORLD" / "with errorcode 3."
+    if (line.find("MPI_ABORT was invoked") != std::string::npos) abort_message = true;
+    if (abort_message && line.find("errorcode " + code + ".") != std::string::npos) return true;
+  }
+  return false;
 }
 
 std::string slurm_queued_job(const std::string& log_text) {

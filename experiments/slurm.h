@@ -4,8 +4,9 @@
 //   "slurmstepd: error: *** STEP 12.0 ON n1 CANCELLED AT <time> DUE TO TIME LIMIT ***"  -> timeout
 //   "... *** JOB 12 ON n1 CANCELLED AT <time> ***" (scancel), DUE TO PREEMPTION / NODE FAILURE -> interrupted
 // with the line (without its "slurmstepd-<node>: error: " prefix and stars) as the reason.
-// Not when a task had failed before that line ("srun: error: vm: task 0: Exited with exit code 1"): that
-// CANCELLED is srun's --kill-on-bad-exit stopping the others, and the trial failed with its task's exit.
+// Not when a task had failed before that line ("srun: error: vm: task 0: Exited with exit code 1": the
+// CANCELLED is srun's --kill-on-bad-exit stopping the others; or Open MPI's "MPI_ABORT was invoked": a rank's
+// MPI_Abort aborts the step through PMIx): the trial failed with its task's exit.
 #pragma once
 
 #include <string>
@@ -17,6 +18,12 @@ struct SlurmEnd {
   std::string reason;  // "Slurm: STEP 12.0 ON n1 CANCELLED AT 2026-11-24T19:36:28 DUE TO TIME LIMIT"
 };
 SlurmEnd slurm_cancellation(const std::string& log_text);
+
+// Whether a task of the trial exited with `unsupported_code` (dtnn's "this build or machine cannot run it"),
+// by srun's line for the task ("task 1: Exited with exit code 3") or Open MPI's MPI_Abort message ("with
+// errorcode 3."): srun's own exit code is then another (its --kill-on-bad-exit signal, 143), but the trial
+// is unsupported as under mpirun.
+bool unsupported_exit_in_log(const std::string& log_text, int unsupported_code);
 
 // The job srun named in its own lines ("srun: job 12 queued ...", "... allocated resources", "StepId=12.0"),
 // the last one; "" when it named none. srun names it when it queues or signals a step, not in a plain run.

@@ -41,6 +41,24 @@ TEST_CASE("slurm: a cancelled step or job in a trial's log", "[runner]") {
   CHECK(slurm_cancellation("srun: error: vm: tasks 0-1: Exited with exit code 2\n"
                            "slurmstepd-vm: error: *** STEP 1.0 ON vm CANCELLED AT 2026-11-27T19:46:33 ***\n")
             .status.empty());
+  // A rank's MPI_Abort under srun --mpi=pmix: PMIx aborts the step, and srun and slurmstepd say what they say of
+  // an scancel. Open MPI's message comes first: a failure (it was stored 'interrupted' and the matrix exited 0).
+  const std::string mpi_abort =
+      "dtnn: /nonexistent/mnist: neither train-images-idx3-ubyte nor train-images-idx3-ubyte.gz\n"
+      "--------------------------------------------------------------------------\n"
+      "MPI_ABORT was invoked on rank 0 in communicator MPI_COMM_WORLD\nwith errorcode 3.\n\n"
+      "NOTE: invoking MPI_ABORT causes Open MPI to kill all MPI processes.\n"
+      "--------------------------------------------------------------------------\n"
+      "srun: Job step aborted: Waiting up to 32 seconds for job step to finish.\n"
+      "slurmstepd-vm: error: *** STEP 17.0 ON vm CANCELLED AT 2026-11-28T01:50:00 ***\n"
+      "srun: error: vm: task 1: Killed\n";
+  CHECK(slurm_cancellation(mpi_abort).status.empty());
+  // Which of them is dtnn's "cannot run here" (3): by the abort's errorcode, or srun's line for the task.
+  CHECK(dtnn::unsupported_exit_in_log(mpi_abort, 3));
+  CHECK_FALSE(dtnn::unsupported_exit_in_log(mpi_abort, 1));
+  CHECK(dtnn::unsupported_exit_in_log("srun: error: vm: task 0: Exited with exit code 3\n"
+                                      "srun: error: vm: task 1: Terminated\n", 3));
+  CHECK_FALSE(dtnn::unsupported_exit_in_log("srun: error: vm: task 0: Exited with exit code 1\n", 3));
   // A task that exits non-zero after the cancellation (its own handler of SIGTERM) does not hide it.
   CHECK(slurm_cancellation("slurmstepd-vm: error: *** STEP 6.0 ON vm CANCELLED AT 2026-11-24T19:24:47 ***\n"
                            "srun: error: vm: task 0: Exited with exit code 143\n")
