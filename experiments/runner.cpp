@@ -117,7 +117,7 @@ BuildProvenance parse_version_line(const std::string& text) {
 
 BuildProvenance binary_provenance(const std::string& binary) {
   // Bounded: a stand-in trial program (tests) may not know --version and sleep instead.
-  return parse_version_line(capture_command("timeout 5 '" + binary + "' --version 2>/dev/null"));
+  return parse_version_line(capture_command("timeout 5 " + shell_quote(binary) + " --version 2>/dev/null"));
 }
 
 StoredEnvironment current_environment() {
@@ -228,7 +228,9 @@ ChildResult run_child(const std::vector<std::string>& argv, const std::string& l
         if (WIFEXITED(status)) result.kind = ChildResult::kExited, result.code = WEXITSTATUS(status);
         else result.kind = ChildResult::kSignalled, result.code = WTERMSIG(status);
       }
-      ::kill(-pid, SIGKILL);  // stragglers of the group (ranks of a dead mpirun)
+      // Stragglers of the trial's process group (a wrapper script's children). Not mpirun's ranks: Open MPI 4.1 gives each
+      // its own group; they end when they lose mpirun's PMIx server.
+      ::kill(-pid, SIGKILL);
       return result;
     }
     const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -26,11 +27,29 @@ namespace {
 
 std::string absolute(const std::string& path) { return path.empty() ? path : fs::absolute(path).lexically_normal().string(); }
 
+// A program as the job will find it: a path made absolute, a bare name ("python3") left to the job's PATH.
+std::string program_path(const std::string& program) {
+  return program.find('/') == std::string::npos ? program : absolute(program);
+}
+
+// Text for a comment line: control characters (a newline would end the comment) shown as '?'.
+std::string printable(std::string text) {
+  for (char& c : text)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  return text;
+}
+
+// A word for a #SBATCH directive (sbatch splits at spaces and expands '%'): letters, digits and -_. kept.
+std::string slurm_word(std::string text) {
+  for (char& c : text)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
+  return text;
+}
+
 
 }  // namespace
 
-std::string batch_script(const RunnerOptions& options, const std::string& targets_path, const std::string& runner,
-                         const std::string& output_path) {
+std::string batch_script(const RunnerOptions& options, const std::string& targets_path, const std::string& runner) {
   const Matrix matrix = load_matrix(options.matrix_path);
   const std::vector<Trial> trials = filter_trials(matrix.trials, options.only);
   if (trials.empty()) fail("no trial of ", matrix.path, " matches the --only filters");
@@ -40,22 +59,27 @@ std::string batch_script(const RunnerOptions& options, const std::string& target
     ranks = std::max(ranks, l.ranks);
     if (l.given) nodes = std::max(nodes, l.nodes);
   }
+  // Paths go only into the exec line, quoted (and --output onto sbatch's command line, submit_matrix): in a
+  // comment or a directive a newline would end the directives (sbatch reads none after the first command) and
+  // run the rest, a space split a directive, a '%' be expanded by Slurm.
   std::ostringstream s;
   s << "#!/bin/sh\n"
-    << "# Written by dtnn run --submit: matrix " << matrix.name << " (" << absolute(options.matrix_path) << ")\n"
-    << "#SBATCH --job-name=dtnn-" << matrix.name << "\n"
-    << "#SBATCH --output=" << output_path << "\n"
+    << "# Written by dtnn run --submit: matrix " << printable(matrix.name) << "\n"
+    << "#SBATCH --job-name=dtnn-" << slurm_word(matrix.name) << "\n"
     << "#SBATCH --ntasks=" << ranks << "\n";
   if (nodes > 0) s << "#SBATCH --nodes=" << nodes << "\n";
   s << "#SBATCH --exclusive\n";
+  // Slurm requeues a batch job after a node failure or preemption (JobRequeue=1): the requeued job starts this
+  // script again, and must not run the trials that finished before it once more.
+  s << "resume=\n[ \"${SLURM_RESTART_COUNT:-0}\" -gt 0 ] && resume=--resume\n";
   std::vector<std::string> argv = {runner, "run", absolute(options.matrix_path), "--db", absolute(options.db_path)};
   if (options.resume) argv.push_back("--resume");
   for (const std::string& f : options.only) argv.insert(argv.end(), {"--only", f});
   for (const std::string& t : options.tags) argv.insert(argv.end(), {"--tag", t});
-  if (!options.dtnn_binary.empty()) argv.insert(argv.end(), {"--dtnn", absolute(options.dtnn_binary)});
+  if (!options.dtnn_binary.empty()) argv.insert(argv.end(), {"--dtnn", program_path(options.dtnn_binary)});
   if (!options.git_commit.empty()) argv.insert(argv.end(), {"--commit", options.git_commit});
   argv.insert(argv.end(), {"--targets", absolute(targets_path)});
-  s << "exec " << command_string(argv) << "\n";
+  s << "exec " << command_string(argv) << (options.resume ? "" : " $resume") << "\n";
   return s.str();
 }
 
@@ -71,10 +95,13 @@ int submit_matrix(const RunnerOptions& options, const std::string& targets_path,
   const std::time_t now = std::time(nullptr);
   std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", std::gmtime(&now));
   const std::string script_path = (dir / ("sbatch-" + std::string(stamp) + ".sh")).string();
-  const std::string output_path = (dir / "sbatch-%j.out").string();
-  write_file_atomically(script_path, batch_script(options, targets_path, self_executable(), output_path));
+  write_file_atomically(script_path, batch_script(options, targets_path, self_executable()));
 
-  std::vector<std::string> argv = {"sbatch", "--parsable"};
+  // Slurm expands '%' patterns in --output: the directory's own '%' doubled, only %j left to be the job id.
+  std::string output_arg;
+  for (char c : dir.string()) output_arg += c == '%' ? std::string("%%") : std::string(1, c);
+  output_arg += "/sbatch-%j.out";
+  std::vector<std::string> argv = {"sbatch", "--parsable", "--output=" + output_arg};
   std::istringstream words(sbatch_args);
   for (std::string w; words >> w;) argv.push_back(w);
   argv.push_back(script_path);
@@ -97,8 +124,7 @@ int submit_matrix(const RunnerOptions& options, const std::string& targets_path,
     for (size_t at; (at = said.find('\n')) != std::string::npos;) said.replace(at, 1, "; ");
     fail("sbatch refused the job: ", said.empty() ? "exit " + std::to_string(rc) : said);
   }
-  std::string output = output_path;
-  output.replace(output.find("%j"), 2, job);
+  const std::string output = (dir / ("sbatch-" + job + ".out")).string();
   out << "submitted matrix " << matrix.name << " as Slurm job " << job << "; its runner writes "
       << fs::absolute(options.db_path).string() << " (only it); output " << output << "\n";
   if (text.find('\n') != std::string::npos) out << text.substr(text.find('\n') + 1) << "\n";  // --wait's words

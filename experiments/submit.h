@@ -26,8 +26,8 @@ namespace dtnn {
 int submit_matrix(const RunnerOptions& options, const std::string& targets_path, const std::string& sbatch_args,
                   std::ostream& out);
 
-// The batch script for these options (pure; exposed for tests). `runner`: the dtnn binary the job runs.
-std::string batch_script(const RunnerOptions& options, const std::string& targets_path, const std::string& runner,
-                         const std::string& output_path);
+// The batch script for these options (pure; exposed for tests). `runner`: the dtnn binary the job runs. No path
+// stands in a comment or directive (the output file is sbatch's --output argument, submit_matrix).
+std::string batch_script(const RunnerOptions& options, const std::string& targets_path, const std::string& runner);
 
 }  // namespace dtnn

@@ -5,5 +5,5 @@
 set -euo pipefail
 n=${1:?usage: hostfile.sh N [PREFIX]}
 prefix=${2:-node-}
-[[ $n =~ ^[1-9][0-9]*$ ]] || { echo "hostfile.sh: N must be a positive integer (got '$n')" >&2; exit 2; }
+[[ $n =~ ^[1-9][0-9]{0,5}$ ]] || { echo "hostfile.sh: N must be an integer in 1..999999 (got '$n')" >&2; exit 2; }
 for ((i = 0; i < n; i++)); do echo "$prefix$i"; done

@@ -44,7 +44,8 @@ Placement detect_placement(const std::vector<std::string>& rank_hosts, EnvLookup
   // a step id too.
   if (!get("OMPI_MCA_orte_launch").empty() || !get("OMPI_MCA_orte_hnp_uri").empty()) p.launcher = "mpirun";
   else if (!get("SLURM_STEP_ID").empty()) p.launcher = "srun";
-  p.launcher_version = get("DTNN_LAUNCHER_VERSION");
+  // The runner exports its matrix's launcher version to every trial; a 1-rank trial runs without that launcher.
+  if (p.launcher != "none") p.launcher_version = get("DTNN_LAUNCHER_VERSION");
   return p;
 }
 

@@ -2,9 +2,15 @@
 // the lines Slurm 22.05's srun and slurmstepd print and the variables its and Open MPI's launchers set
 // (copied from real runs on the local cluster of ci/slurm_local.sh; tests/experiments/test_slurm.sh runs them).
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <map>
+#include <sstream>
 
+#include "core/file_io.h"
+#include "experiments/runner.h"
 #include "experiments/slurm.h"
+#include "experiments/submit.h"
+#include "helpers.h"
 #include "parallel/placement.h"
 
 using dtnn::slurm_cancellation;
@@ -165,4 +171,36 @@ TEST_CASE("placement: nodes in rank order, launcher and Slurm job from the envir
   p = dtnn::detect_placement({"vm", "vm"}, lookup);
   CHECK(p.scheduler == "none");
   CHECK(p.launcher == "mpirun");
+}
+
+// The batch script of `dtnn run --submit` holds no path outside the quoted exec line: a matrix under a directory
+// whose name holds a newline ran the rest of the name as a command (and sbatch read no directive after it).
+TEST_CASE("submit: paths never leave the quoted exec line; a requeued job resumes", "[runner]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(dtnn::test::temp_path("submit_paths")) / "nl\ntouch PWNED\n% x";
+  fs::create_directories(dir);
+  const std::string matrix = (dir / "m.toml").string();
+  dtnn::write_file_atomically(matrix, "name = \"m\"\n[base]\nmodel = \"simplemlp\"\nuse_synthetic_data = true\n"
+                                      "[axes]\nseed = [1, 2]\n");
+  dtnn::RunnerOptions o;
+  o.matrix_path = matrix;
+  o.db_path = (dir / "r.db").string();
+  const std::string script = dtnn::batch_script(o, (dir / "t.toml").string(), "/usr/bin/dtnn");
+  std::istringstream lines(script);
+  std::string line;
+  bool exec_seen = false;
+  while (std::getline(lines, line)) {
+    INFO(line);
+    if (line.rfind("exec ", 0) == 0) {
+      exec_seen = true;
+      CHECK_THAT(line, Catch::Contains(" $resume"));
+      break;  // the quoted arguments may span lines (the newline in the path)
+    }
+    const bool allowed = line.rfind("#", 0) == 0 || line == "resume=" || line.rfind("[ \"${SLURM_RESTART_COUNT", 0) == 0;
+    CHECK(allowed);
+    CHECK(line.find("PWNED") == std::string::npos);
+    if (line.rfind("#SBATCH", 0) == 0) CHECK(line.find('%') == std::string::npos);
+  }
+  CHECK(exec_seen);
+  fs::remove_all(dtnn::test::temp_path("submit_paths"));
 }
