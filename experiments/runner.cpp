@@ -228,8 +228,8 @@ ChildResult run_child(const std::vector<std::string>& argv, const std::string& l
         if (WIFEXITED(status)) result.kind = ChildResult::kExited, result.code = WEXITSTATUS(status);
         else result.kind = ChildResult::kSignalled, result.code = WTERMSIG(status);
       }
-      // Stragglers of the trial's process group (a wrapper script's children). Not mpirun's ranks: Open MPI 4.1 gives each
-      // its own group; they end when they lose mpirun's PMIx server.
+      // Stragglers of the trial's process group (a wrapper script's children). Not mpirun's ranks: Open MPI
+      // 4.1 gives each its own group; they end when they lose mpirun's PMIx server.
       ::kill(-pid, SIGKILL);
       return result;
     }
