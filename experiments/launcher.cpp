@@ -33,7 +33,9 @@ int ceil_div(int a, int b) { return (a + b - 1) / b; }
 std::vector<std::string> srun_argv(const Matrix& matrix, const Trial& trial, bool mpi) {
   const RankLayout l = layout_of(trial);
   std::vector<std::string> argv = {"srun", "-n", std::to_string(l.ranks)};
-  if (trial.params.count("nodes")) argv.push_back("--nodes=" + trial.params.at("nodes"));
+  // A layout names its node count always: inside a --submit job srun would take the allocation's (sized for the
+  // largest trial) from SLURM_NNODES, and spread a ranks_per_node layout over it.
+  if (l.given) argv.push_back("--nodes=" + std::to_string(l.nodes));
   if (trial.params.count("ranks_per_node")) argv.push_back("--ntasks-per-node=" + trial.params.at("ranks_per_node"));
   const std::string threads = trial.get("threads", "0");
   if (threads != "0") argv.push_back("--cpus-per-task=" + threads);

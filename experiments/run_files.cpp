@@ -12,6 +12,7 @@
 #include "core/file_io.h"
 #include "core/sha256.h"
 #include "core/strings.h"
+#include "experiments/launcher.h"
 
 namespace dtnn {
 
@@ -137,6 +138,38 @@ bool trace_written(const std::string& report_json) {
   } catch (const nlohmann::json::exception&) {
     return false;
   }
+}
+
+// "" when the report's rank count is the trial's; else why not (a launcher that started `ranks` separate
+// worlds of one rank, e.g. srun without PMIx, gives reports of 1 rank each). Under srun with a layout
+// (nodes, ranks_per_node), the hosts the ranks ran on too: inside a --submit job srun takes the allocation's
+// node count from its environment, and --ntasks-per-node is only a maximum, so a layout can be quietly
+// spread over more nodes (1,1,1,1 for ranks_per_node = 2).
+std::string world_mismatch(const std::string& report_path, const RankLayout& layout, bool srun) {
+  const int ranks = layout.ranks;
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(read_file(report_path));
+  } catch (const std::exception&) {
+    return "";  // the store says what is wrong with it
+  }
+  if (!j.is_object() || !j.contains("parallel") || !j["parallel"].contains("ranks")) return "";
+  const nlohmann::json& r = j["parallel"]["ranks"];
+  if (r.is_number_integer() && r.get<int>() != ranks)
+    return "the run reports " + std::to_string(r.get<int>()) + " rank(s) in its MPI world, the trial asked for " +
+           std::to_string(ranks) + ": the launcher did not join them (srun without --mpi=pmix?)";
+  if (!srun || !layout.given || !j.contains("placement") || !j["placement"].is_object()) return "";
+  const std::string tasks = j["placement"].value("tasks_per_node", std::string());
+  if (tasks.empty()) return "";
+  int hosts = 0, most = 0;
+  for (size_t at = 0; at <= tasks.size(); ++hosts) {
+    const size_t comma = std::min(tasks.find(',', at), tasks.size());
+    most = std::max(most, std::atoi(tasks.substr(at, comma - at).c_str()));
+    at = comma + 1;
+  }
+  if (hosts == layout.nodes && (layout.slots == 0 || most <= layout.slots)) return "";
+  return "the ranks ran " + tasks + " per node, the trial's layout is " + std::to_string(layout.nodes) +
+         " node(s) of at most " + std::to_string(layout.slots) + ": Slurm placed them otherwise";
 }
 
 }  // namespace dtnn

@@ -33,6 +33,10 @@ void clear_report_path(const std::string& report_path);
 // write them (its "trace.write_error"), and the store must then name no trace file for the run (a missing one,
 // or an older run's at that path).
 bool trace_written(const std::string& report_json);
+// "" when the report at report_path ran the trial's world: its rank count, and under srun with a layout its hosts
+// (node count, at most ranks_per_node each); else why not. An unreadable report gives "" (the store says why).
+struct RankLayout;
+std::string world_mismatch(const std::string& report_path, const RankLayout& layout, bool srun);
 
 // The files a trial's own options name for it to write (--weights_and_bias_filename, --history_file,
 // --checkpoint_file, --early_stopping_weights_filename) are shared by every run of a matrix that sets them

@@ -313,27 +313,12 @@ struct Outcome {
   std::string status, error;  // status "ok" or "diverged": stored with the report already
 };
 
-// "" when the report's rank count is the trial's; else why not (a launcher that started `ranks` separate
-// worlds of one rank, e.g. srun without PMIx, gives reports of 1 rank each).
-std::string world_mismatch(const std::string& report_path, int ranks) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(read_file(report_path));
-  } catch (const std::exception&) {
-    return "";  // the store says what is wrong with it
-  }
-  if (!j.is_object() || !j.contains("parallel") || !j["parallel"].contains("ranks")) return "";
-  const nlohmann::json& r = j["parallel"]["ranks"];
-  if (!r.is_number_integer() || r.get<int>() == ranks) return "";
-  return "the run reports " + std::to_string(r.get<int>()) + " rank(s) in its MPI world, the trial asked for " +
-         std::to_string(ranks) + ": the launcher did not join them (srun without --mpi=pmix?)";
-}
-
 // Runs one begun run to its outcome: the child, its exit, its report ingested when ok and this attempt's
 // (refused_report_reason). Throws when the runner itself cannot go on with it (no log file, no fork); the
 // caller marks the run failed then.
-Outcome run_trial(ResultStore& store, int64_t run_id, const Launch& launch, int ranks, const fs::path& log_dir,
-                  double timeout_s, double& duration) {
+Outcome run_trial(ResultStore& store, int64_t run_id, const Launch& launch, const RankLayout& layout,
+                  const fs::path& log_dir, double timeout_s, double& duration) {
+  const bool srun = !launch.argv.empty() && launch.argv[0] == "srun";
   const std::string nonce = attempt_nonce();
   const std::string log_path = (log_dir / (std::to_string(run_id) + "-" + nonce + ".log")).string();
   const std::string report_path = report_path_for(log_path);
@@ -413,7 +398,7 @@ Outcome run_trial(ResultStore& store, int64_t run_id, const Launch& launch, int 
         // A result, not a failure: stored with its report so the epochs up to the divergence are kept; unless
         // separate 1-rank worlds diverged (not this trial's run).
         try {
-          if (const std::string why = world_mismatch(report_path, ranks); !why.empty()) fail(why);
+          if (const std::string why = world_mismatch(report_path, layout, srun); !why.empty()) fail(why);
           const std::string report = read_file(report_path);
           store.finish_run_diverged(run_id, report, error_line(log_path), duration);
           if (tracing && trace_written(report)) store.set_trace_path(run_id, trace_base + ".json");  // to the divergence
@@ -425,7 +410,7 @@ Outcome run_trial(ResultStore& store, int64_t run_id, const Launch& launch, int 
         o = {"failed", "exit " + std::to_string(child.code) + ": " + error_line(log_path)};
       } else if (!fs::exists(report_path)) {
         o = {"failed", "exit 0 but no report was written"};
-      } else if (const std::string why = world_mismatch(report_path, ranks); !why.empty()) {
+      } else if (const std::string why = world_mismatch(report_path, layout, srun); !why.empty()) {
         o = {"failed", why};
       } else {
         try {
@@ -558,7 +543,7 @@ int run_matrix(const RunnerOptions& options, std::ostream& out) {
     double duration = 0.0;
     Outcome o;
     try {
-      o = run_trial(store, run_id, launch, trial.ranks(), log_dir, matrix.timeout_s, duration);
+      o = run_trial(store, run_id, launch, layout_of(trial), log_dir, matrix.timeout_s, duration);
     } catch (const std::exception& e) {
       o = {"failed", std::string("runner: ") + e.what()};
     }

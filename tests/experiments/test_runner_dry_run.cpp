@@ -85,6 +85,12 @@ TEST_CASE("runner: --dry-run places nodes x ranks_per_node with srun and with an
   CHECK_THAT(out, Contains("srun -n 4 --nodes=2 --ntasks-per-node=2 "));  // ranks = nodes x ranks_per_node
   CHECK_THAT(out, Contains("srun -n 1 --cpus-per-task=1 "));              // 1 rank is a step too
   CHECK_THAT(out, Contains("--parallel=sequential"));
+  // ranks_per_node alone names its node count too: inside a --submit job srun would otherwise take the
+  // allocation's (SLURM_NNODES) and spread 4 ranks 1 per node.
+  const std::string per_node = ws.file("per_node.toml", std::string("name = \"lay\"\n[launcher]\nkind = \"srun\"\n") +
+                                                            kQuickBase + "ranks = 4\nranks_per_node = 2\n");
+  REQUIRE(dtnn_cli("run " + per_node + " --dry-run", log) == 0);
+  CHECK_THAT(read_text(log), Contains("srun -n 4 --nodes=2 --ntasks-per-node=2 "));
 
   std::ofstream(ws.dir / "hosts") << "# the cluster\nn1 slots=8\nn2\n\nn3 slots=8 max_slots=8\nn1\n";
   const std::string mpi2 = ws.file("mpi2.toml", std::string("name = \"lay\"\n[launcher]\nhostfile = \"hosts\"\n") +

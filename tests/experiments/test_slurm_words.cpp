@@ -7,6 +7,8 @@
 #include <sstream>
 
 #include "core/file_io.h"
+#include "experiments/launcher.h"
+#include "experiments/run_files.h"
 #include "experiments/runner.h"
 #include "experiments/slurm.h"
 #include "experiments/submit.h"
@@ -203,4 +205,28 @@ TEST_CASE("submit: paths never leave the quoted exec line; a requeued job resume
   }
   CHECK(exec_seen);
   fs::remove_all(dtnn::test::temp_path("submit_paths"));
+}
+
+// Under srun a layout is checked against where the ranks ran (the report's placement): inside a --submit job
+// srun takes the allocation's node count from SLURM_NNODES, and --ntasks-per-node is only a maximum.
+TEST_CASE("runner: a report whose ranks ran on other hosts than the srun layout is refused", "[runner]") {
+  const std::string path = dtnn::test::temp_path("layout_report.json");
+  const auto report = [&](int ranks, const std::string& tasks) {
+    dtnn::write_file_atomically(path, "{\"parallel\": {\"ranks\": " + std::to_string(ranks) +
+                                          "}, \"placement\": {\"tasks_per_node\": \"" + tasks + "\"}}");
+    return path;
+  };
+  dtnn::RankLayout l;
+  l.ranks = 4;
+  l.nodes = 2;
+  l.slots = 2;
+  l.given = true;
+  CHECK(dtnn::world_mismatch(report(4, "2,2"), l, true).empty());
+  CHECK_THAT(dtnn::world_mismatch(report(4, "1,1,1,1"), l, true), Catch::Contains("ran 1,1,1,1 per node"));
+  CHECK_THAT(dtnn::world_mismatch(report(4, "3,1"), l, true), Catch::Contains("at most 2"));
+  CHECK(dtnn::world_mismatch(report(4, "1,1,1,1"), l, false).empty());  // mpirun's hostfile places them itself
+  CHECK_THAT(dtnn::world_mismatch(report(1, "1"), l, true), Catch::Contains("reports 1 rank(s)"));
+  l.given = false;
+  CHECK(dtnn::world_mismatch(report(4, "1,1,1,1"), l, true).empty());  // no layout: srun decides
+  std::remove(path.c_str());
 }
