@@ -69,10 +69,17 @@ side() {
   if [ "$rc" -eq 1 ]; then echo "perf-regression: some $2 runs failed (compare counts them; dtnn query runs)"
   elif [ "$rc" -ne 0 ]; then echo "perf-regression: dtnn run ($2) exited $rc" >&2; exit 2; fi
 }
+# The side that runs first alternates: position effects (frequency, caches, a neighbour's load) that drift
+# over the rounds then fall on both sides alike.
 for round in $(seq "$rounds"); do
   echo "perf-regression: round $round/$rounds"
-  side "$base_bin" baseline
-  side "$dtnn" candidate
+  if [ $((round % 2)) -eq 1 ]; then
+    side "$base_bin" baseline
+    side "$dtnn" candidate
+  else
+    side "$dtnn" candidate
+    side "$base_bin" baseline
+  fi
 done
 echo "perf-regression: baseline $base_desc vs the candidate ($("$dtnn" --version)); database $db"
 extra=()
