@@ -14,6 +14,25 @@
 
 namespace dtnn::test {
 
+// Stores a report as an ok run of `store` (matrix `matrix`, environment host "h" at commit "abc"), with this
+// trial key (also its label and configuration) and these trial parameters; returns its id.
+inline int64_t store_report_run(ResultStore& store, const std::string& matrix, const std::string& key,
+                                const std::map<std::string, std::string>& params, const std::string& report) {
+  RunStart s;
+  s.matrix_id = store.add_matrix(matrix, matrix + ".toml", "hash", "name = \"" + matrix + "\"\n");
+  StoredEnvironment e;
+  e.host = "h";
+  e.git_commit = "abc";
+  s.environment_id = store.add_environment(e);
+  s.trial_key = s.label = s.config_key = key;
+  s.params = params;
+  s.command = "dtnn train";
+  s.log_path = key + ".log";
+  const int64_t run = store.begin_run(s);
+  store.finish_run_ok(run, report, 1.0);
+  return run;
+}
+
 // Stores the run in `db` (created if needed) with these trial parameters; returns its id. The report is
 // trained once per test process.
 inline int64_t store_trained_run(const std::string& db, const std::map<std::string, std::string>& params,
@@ -27,20 +46,7 @@ inline int64_t store_trained_run(const std::string& db, const std::map<std::stri
     return text;
   }();
   ResultStore store = ResultStore::open(db);
-  RunStart s;
-  s.matrix_id = store.add_matrix("m", "m.toml", "hash", "name = \"m\"\n");
-  StoredEnvironment e;
-  e.host = "h";
-  e.git_commit = "abc";
-  s.environment_id = store.add_environment(e);
-  s.trial_key = s.label = config_key;
-  s.config_key = config_key;
-  s.params = params;
-  s.command = "dtnn train";
-  s.log_path = "x.log";
-  const int64_t run = store.begin_run(s);
-  store.finish_run_ok(run, report, 1.0);
-  return run;
+  return store_report_run(store, "m", config_key, params, report);
 }
 
 }  // namespace dtnn::test

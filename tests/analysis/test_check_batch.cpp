@@ -11,6 +11,7 @@
 #include "core/file_io.h"
 #include "results/store.h"
 #include "store_value.h"
+#include "stored_run.h"
 
 using Catch::Contains;
 namespace fs = std::filesystem;
@@ -28,18 +29,11 @@ TEST_CASE("check: a strong-scaling run is judged by its batch per rank and its g
   report["parallel"]["ranks"] = 2;
   {
     dtnn::ResultStore store = dtnn::ResultStore::open(db);
-    dtnn::RunStart s;
-    s.matrix_id = store.add_matrix("strong", "strong.toml", "hash", "name = \"strong\"\n");
-    dtnn::StoredEnvironment e;
-    e.host = "h";
-    e.git_commit = "abc";
-    s.environment_id = store.add_environment(e);
-    s.trial_key = s.label = s.config_key = "scaling=strong;ranks=2";
-    s.params = {{"model", "simplemlp"}, {"use_synthetic_data", "True"}, {"ranks", "2"}, {"batch_size", "64"},
-                {"scaling", "strong"}, {"num_epochs", "1"}, {"optimizer", "sgd"}};
-    s.command = "dtnn train";
-    s.log_path = "x.log";
-    store.finish_run_ok(store.begin_run(s), report.dump(), 1.0);
+    dtnn::test::store_report_run(store, "strong", "scaling=strong;ranks=2",
+                                 {{"model", "simplemlp"}, {"use_synthetic_data", "True"}, {"ranks", "2"},
+                                  {"batch_size", "64"}, {"scaling", "strong"}, {"num_epochs", "1"},
+                                  {"optimizer", "sgd"}},
+                                 report.dump());
   }
   REQUIRE(dtnn::test::one(db, "SELECT batch_size FROM runs") == "64");  // the trial's number, as before
   const std::string dataset = dtnn::test::one(db, "SELECT dataset FROM runs");

@@ -13,6 +13,7 @@
 #include "io/npz_values.h"
 #include "results/store.h"
 #include "store_value.h"
+#include "stored_run.h"
 
 using Catch::Contains;
 namespace fs = std::filesystem;
@@ -31,19 +32,12 @@ nlohmann::json train(const std::string& args, const std::string& report) {
 }
 
 void store_run(dtnn::ResultStore& store, const std::string& key, const nlohmann::json& report) {
-  dtnn::RunStart s;
-  s.matrix_id = store.add_matrix("scratch", "scratch.toml", "hash", "name = \"scratch\"\n");
-  dtnn::StoredEnvironment e;
-  e.host = "h";
-  e.git_commit = "abc";
-  s.environment_id = store.add_environment(e);
-  s.trial_key = s.label = s.config_key = key;
   const nlohmann::json& epochs = report["options"]["num_epochs"];
-  s.params = {{"model", "simplemlp"}, {"num_epochs", epochs.is_string() ? epochs.get<std::string>() : epochs.dump()},
-              {"optimizer", "sgd"}};
-  s.command = "dtnn train";
-  s.log_path = key + ".log";
-  store.finish_run_ok(store.begin_run(s), report.dump(), 1.0);
+  dtnn::test::store_report_run(store, "scratch", key,
+                               {{"model", "simplemlp"},
+                                {"num_epochs", epochs.is_string() ? epochs.get<std::string>() : epochs.dump()},
+                                {"optimizer", "sgd"}},
+                               report.dump());
 }
 
 }  // namespace

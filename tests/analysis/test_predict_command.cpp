@@ -13,6 +13,7 @@
 #include "layers/layers.h"
 #include "models/model.h"
 #include "results/store.h"
+#include "stored_run.h"
 #include "train/gradient_reducer.h"
 
 using namespace dtnn::perf;
@@ -156,18 +157,8 @@ TEST_CASE("dtnn predict: --from-run reads runs.report, --fit-collectives db the 
   int64_t run = 0;
   {
     dtnn::ResultStore store = dtnn::ResultStore::open(db);
-    dtnn::RunStart s;
-    s.matrix_id = store.add_matrix("m", "m.toml", "hash", "name = \"m\"\n");
-    dtnn::StoredEnvironment e;
-    e.host = "h";
-    e.git_commit = "abc";
-    s.environment_id = store.add_environment(e);
-    s.trial_key = s.config_key = s.label = "t";
-    s.params = {{"model", "simplecnn"}, {"ranks", "1"}, {"dataset", "mnist"}};
-    s.command = "dtnn train";
-    s.log_path = "x.log";
-    run = store.begin_run(s);
-    store.finish_run_ok(run, dtnn::read_file(report), 1.0);
+    run = dtnn::test::store_report_run(store, "m", "t", {{"model", "simplecnn"}, {"ranks", "1"}, {"dataset", "mnist"}},
+                                       dtnn::read_file(report));
   }
   const StepProfile stored = profile_from_stored_run(dtnn::ResultStore::open_read_only(db), run, {});
   CHECK(stored.source_run == run);
