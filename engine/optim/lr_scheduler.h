@@ -81,6 +81,8 @@ namespace dtnn {
 
 class Model;
 
+// The *_metric defaults are PyDTNN's; with another --loss_func, resolve_options() makes the ones not given
+// follow the loss (val_<loss>, or <loss> for stop_at_loss).
 struct LRSchedulerOptions {
   std::string names;  // --lr_schedulers, comma list; "" = none (dtnn's default; see above)
   int64_t warm_up_epochs = 5;

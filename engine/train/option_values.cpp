@@ -242,6 +242,20 @@ void resolve_options(TrainOptions& o, const std::vector<std::string>& given) {
     o.loss_func = loss;
     o.metrics = metrics;
   }
+  // The schedulers' watched values default to PyDTNN's categorical cross-entropy, a name that does not exist
+  // when the loss is another one: a default left as it is follows the loss instead, so
+  // --loss_func=binary_cross_entropy --lr_schedulers=early_stopping works without naming the metric.
+  // A value given explicitly is kept (and a wrong one is still refused by the scheduler, naming the valid ones).
+  if (o.loss_func != "categorical_cross_entropy" && !o.loss_func.empty()) {
+    const auto follow = [&](const char* option, std::string& metric, bool val) {
+      if (!was_given(option)) metric = (val ? "val_" : "") + o.loss_func;
+    };
+    LRSchedulerOptions& s = o.lr_schedulers;
+    follow("early_stopping_metric", s.early_stopping_metric, true);
+    follow("reduce_lr_on_plateau_metric", s.reduce_lr_on_plateau_metric, true);
+    follow("model_checkpoint_metric", s.model_checkpoint_metric, true);
+    follow("stop_at_loss_metric", s.stop_at_loss_metric, false);
+  }
 }
 
 void validate_options(const TrainOptions& o) {

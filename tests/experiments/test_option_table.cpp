@@ -234,3 +234,34 @@ TEST_CASE("option table: PyDTNN's README command line trains as written",
   CHECK(ok.out.find("optimizer                      : adam") != std::string::npos);
   fs::remove_all(root);
 }
+
+TEST_CASE("option table: the schedulers' default metrics follow a loss other than categorical cross-entropy",
+          "[options][cli]") {
+  {
+    dtnn::TrainOptions o;
+    o.loss_func = "binary_cross_entropy";
+    o.lr_schedulers.reduce_lr_on_plateau_metric = "val_categorical_accuracy";
+    dtnn::resolve_options(o, {"loss_func", "reduce_lr_on_plateau_metric"});
+    CHECK(o.lr_schedulers.early_stopping_metric == "val_binary_cross_entropy");
+    CHECK(o.lr_schedulers.model_checkpoint_metric == "val_binary_cross_entropy");
+    CHECK(o.lr_schedulers.stop_at_loss_metric == "binary_cross_entropy");
+    CHECK(o.lr_schedulers.reduce_lr_on_plateau_metric == "val_categorical_accuracy");  // given: kept
+  }
+  {
+    dtnn::TrainOptions o;  // PyDTNN's loss: PyDTNN's defaults
+    dtnn::resolve_options(o, {});
+    CHECK(o.lr_schedulers.early_stopping_metric == "val_categorical_cross_entropy");
+    CHECK(o.lr_schedulers.stop_at_loss_metric == "categorical_cross_entropy");
+  }
+  // A real run: it failed at start-up with "unknown metric 'val_categorical_cross_entropy'" before.
+  const std::string run = "train --model=simplemlp --use_synthetic_data=True --steps_per_epoch=2 --num_epochs=2 "
+                          "--loss_func=binary_cross_entropy --validation_split=0.2 --evaluate_on_test=False "
+                          "--progress=False --lr_schedulers=early_stopping,reduce_lr_on_plateau,stop_at_loss";
+  const dtnn::test::Command ok = dtnn::test::run_dtnn(run);
+  INFO(ok.out << ok.err);
+  CHECK(ok.status == 0);
+  // A metric named explicitly is still checked against the loss that is there.
+  const dtnn::test::Command named = dtnn::test::run_dtnn(run + " --early_stopping_metric=val_categorical_cross_entropy");
+  CHECK(named.status == 1);
+  CHECK_THAT(named.err, Catch::Contains("unknown metric 'val_categorical_cross_entropy'"));
+}
