@@ -9,7 +9,8 @@ training step of epoch 2 (epoch 1 is warm-up):
   measured   the median rank's step, the compute of the fastest / median / slowest rank, the median rank's
              exposed communication (time waiting after its own backward pass: the transfer and the wait for
              slower ranks alike);
-  from 1     `dtnn predict --from-run <the 1-rank run of the same model and scaling>`: scaling predicted
+  from 1     `dtnn predict --from-run <the 1-rank run of the same configuration>` (analysis/scaling_groups.py:
+             the same environment and parameters, transport and reduction mode aside): scaling predicted
              from one rank (the model assumes a rank computes as fast with 15 neighbours as alone);
   own        `dtnn predict --from-run <this run>`: the same run's layer times (rank 0's), so only the
              communication model and the schedule are tested;
@@ -22,10 +23,14 @@ The link is fitted (`--fit-collectives db`) to the database's bench_allreduce ro
 Usage: /usr/bin/python3 analysis/perfmodel/validate_ranks.py DTNN_BINARY DB > table.md
 """
 import json
+import os
 import sqlite3
 import statistics
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from scaling_groups import base_key  # noqa: E402  (analysis/, beside this folder)
 
 
 def predict(dtnn, db, run_id, ranks, transport, mode, scaling, global_batch):
@@ -48,9 +53,9 @@ def main():
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     runs = con.execute(
         "SELECT id, model, ranks, json_extract(params, '$.transport'), json_extract(params, '$.non_blocking_mpi'),"
-        " json_extract(params, '$.scaling'), json_extract(params, '$.batch_size') FROM runs WHERE status = 'ok'"
-        " ORDER BY model, 6, 4, 5, ranks").fetchall()
-    one = {(m, s): i for i, m, r, t, nb, s, b in runs if r == 1}
+        " json_extract(params, '$.scaling'), json_extract(params, '$.batch_size'), environment_id, config_key"
+        " FROM runs WHERE status = 'ok' ORDER BY model, 6, 4, 5, ranks").fetchall()
+    one = {base_key(env, key): i for i, m, r, t, nb, s, b, env, key in runs if r == 1}
 
     def comm(run_id, stat):
         return con.execute("SELECT step_s / steps, compute_s / steps, exposed_s / steps FROM epoch_comm"
@@ -60,13 +65,14 @@ def main():
           "exposed ms | from 1 rank ms | error | own profile ms | error | own + skew ms | error |")
     print("| --- | --- | --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     errors = {"from 1": [], "own": [], "own+skew": []}
-    for run_id, model, ranks, transport, nb, scaling, batch in runs:  # strong scaling: batch is the global batch
-        if ranks == 1 or (model, scaling) not in one:
+    for run_id, model, ranks, transport, nb, scaling, batch, env, key in runs:  # strong: batch is the global batch
+        base = one.get(base_key(env, key))
+        if ranks == 1 or base is None:
             continue
         mode = "non_blocking" if nb in (1, "true", "True", True) else "blocking"
         step, cmed, exposed = comm(run_id, "median")
         cmin, cmax = comm(run_id, "min")[1], comm(run_id, "max")[1]
-        p1, _ = predict(dtnn, db, one[(model, scaling)], ranks, transport, mode, scaling, batch)
+        p1, _ = predict(dtnn, db, base, ranks, transport, mode, scaling, batch)
         po, pe = predict(dtnn, db, run_id, ranks, transport, mode, scaling, batch)
         ps = cmax + pe
         e = [(p - step) / step * 100 for p in (p1, po, ps)]

@@ -13,9 +13,10 @@ computed by hand below (the expected numbers are literals, not the scripts' own 
    NULL accuracy, seeds other than 0, synchronous every 2 epochs or every N steps, asynchronous every 2 epochs,
    partially asynchronous every 8 steps.
 2. analysis/scaling_table.py DB [EPOCH]: epoch 2 (the default) and epoch 1, the mean over repeats with
-   min-max, speed-up and efficiency against the mean of the ok 1-rank runs of the same model and scaling,
-   the median rank's exposed share from epoch_comm (not the max rank's, not another epoch's; 0 without
-   rows), '-' for missing rank counts or a missing 1-rank run, failed and interrupted runs left out.
+   min-max, speed-up and efficiency against the mean of the ok 1-rank runs of the same configuration (its
+   transport and reduction mode aside; another batch size is another row with its own baseline), the median
+   rank's exposed share from epoch_comm (not the max rank's, not another epoch's; '-' without rows),
+   '-' for missing rank counts or a missing 1-rank run, failed and interrupted runs left out.
 3. analysis/perfmodel/validate_ranks.py DTNN DB:
    a. with a stand-in DTNN that answers `predict` with chosen step/exposed times and logs its arguments: the
       command lines (the 1-rank run of the same model and scaling and the run itself, the transport's fit rows,
@@ -79,6 +80,11 @@ def new_db(dtnn, path, work):
     return con
 
 
+def config_key(params):
+    """The runner's scaling group (experiments/runner.cpp run_start): "k=v;..." sorted, ranks and nodes left out."""
+    return ";".join(f"{k}={v}" for k, v in sorted(params.items()) if k not in ("ranks", "nodes"))
+
+
 def add_run(con, params, status="ok", duration_s=None, test_accuracy=None, train_time_s=None, report=None):
     """A runs row as the runner writes it: every parameter a string in the params JSON (booleans True/False)."""
     p = {k: ("True" if v is True else "False" if v is False else str(v)) for k, v in params.items()}
@@ -89,7 +95,7 @@ def add_run(con, params, status="ok", duration_s=None, test_accuracy=None, train
         " runner_pid, runner_host, duration_s, train_time_s, test_accuracy, report)"
         " VALUES (1, ?, ?, ?, ?, 0, 'dtnn', ?, 'mnist', 'auto', ?, 1, 'cpu', ?, 2, 'sgd', ?, ?, 'dtnn train', 'x.log',"
         " 1, 'h', ?, ?, ?, ?)",
-        (env, json.dumps(p, sort_keys=True), json.dumps(p, sort_keys=True), "label", p["model"], int(p["ranks"]),
+        (env, json.dumps(p, sort_keys=True), config_key(p), "label", p["model"], int(p["ranks"]),
          int(p.get("batch_size", 64)), json.dumps(p), status, duration_s, train_time_s, test_accuracy, report))
     return cur.lastrowid
 
@@ -255,9 +261,9 @@ def scaling_table(dtnn, source, work):
     db = os.path.join(work, "scaling.db")
     con = new_db(dtnn, db, work)
 
-    def r(model, scaling, transport, nb, ranks, ep2, ep1=None, status="ok"):
+    def r(model, scaling, transport, nb, ranks, ep2, ep1=None, status="ok", batch=64):
         i = add_run(con, {"model": model, "scaling": scaling, "transport": transport, "non_blocking_mpi": nb,
-                          "ranks": ranks, "batch_size": 64}, status=status)
+                          "ranks": ranks, "batch_size": batch}, status=status)
         add_epoch(con, i, 2, ep2)
         if ep1 is not None:
             add_epoch(con, i, 1, ep1)
@@ -275,9 +281,12 @@ def scaling_table(dtnn, source, work):
     add_comm(con, b, 2, "median", 10, 1.0, 0.6, 0.3)
     add_comm(con, b, 1, "median", 10, 1.0, 0.2, 0.7)
     c = r(s, "weak", "shm", False, 4, 3300.0, 1000.0)
-    add_comm(con, c, 2, "median", 10, 2.0, 1.5, 0.5)  # no epoch 1 row: exposed 0 % in epoch 1
+    add_comm(con, c, 2, "median", 10, 2.0, 1.5, 0.5)  # no epoch 1 row: exposed '-' in epoch 1
     r(s, "weak", "shm", False, 16, 8800.0)             # no epoch 1: '-' at 16 ranks in epoch 1
-    r(s, "weak", "tcp", True, 2, 1650.0, 700.0)        # no epoch_comm: exposed 0 %
+    r(s, "weak", "tcp", True, 2, 1650.0, 700.0)        # no epoch_comm: exposed '-'
+    # Another batch size: its own row against its own 1-rank run (the rows above must not pool it).
+    r(s, "weak", "shm", False, 1, 2000.0, 1000.0, batch=128)
+    r(s, "weak", "shm", False, 2, 3000.0, 1600.0, batch=128)
     r(s, "weak", "tcp", True, 2, 99999.0, 99999.0, status="interrupted")
     r(s, "strong", "shm", False, 1, 800.0, 300.0)      # a 1-rank run alone: no row
     r("resnet20_cifar10", "weak", "shm", False, 1, 100.0, 50.0)  # another scaling's 1-rank run: not strong's
@@ -287,38 +296,43 @@ def scaling_table(dtnn, source, work):
     con.close()
 
     script = os.path.join(source, "analysis", "scaling_table.py")
-    # epoch -> {(model, scaling, transport, reduction): (1 rank, {ranks: (mean, min, max, speed-up, eff %, exposed %)})}
+    # epoch -> {(model, scaling, transport, reduction, configuration):
+    #           (1 rank, {ranks: (mean, min, max, speed-up, eff %, exposed % or None for '-')})}
+    b64, b128 = "batch_size=64", "batch_size=128"
     want = {
-        2: {(s, "weak", "shm", "blocking"): (1100, {2: (1900, 1800, 2000, 1900 / 1100, 100 * 1900 / 1100 / 2, 20),
-                                                    4: (3300, None, None, 3.0, 75, 25),
-                                                    16: (8800, None, None, 8.0, 50, 0)}),
-            (s, "weak", "tcp", "non-blocking"): (1100, {2: (1650, None, None, 1.5, 75, 0)}),
-            ("resnet20_cifar10", "strong", "shm", "non-blocking"): (None, {2: (500, None, None, None, None, 10)})},
-        1: {(s, "weak", "shm", "blocking"): (500, {2: (1000, 900, 1100, 2.0, 100, 60),
-                                                   4: (1000, None, None, 2.0, 50, 0)}),
-            (s, "weak", "tcp", "non-blocking"): (500, {2: (700, None, None, 1.4, 70, 0)}),
-            ("resnet20_cifar10", "strong", "shm", "non-blocking"): (None, {2: (250, None, None, None, None, 0)})},
+        2: {(s, "weak", "shm", "blocking", b64): (1100, {2: (1900, 1800, 2000, 1900 / 1100, 100 * 1900 / 1100 / 2, 20),
+                                                         4: (3300, None, None, 3.0, 75, 25),
+                                                         16: (8800, None, None, 8.0, 50, None)}),
+            (s, "weak", "shm", "blocking", b128): (2000, {2: (3000, None, None, 1.5, 75, None)}),
+            (s, "weak", "tcp", "non-blocking", b64): (1100, {2: (1650, None, None, 1.5, 75, None)}),
+            ("resnet20_cifar10", "strong", "shm", "non-blocking", b64): (None, {2: (500, None, None, None, None, 10)})},
+        1: {(s, "weak", "shm", "blocking", b64): (500, {2: (1000, 900, 1100, 2.0, 100, 60),
+                                                        4: (1000, None, None, 2.0, 50, None)}),
+            (s, "weak", "shm", "blocking", b128): (1000, {2: (1600, None, None, 1.6, 80, None)}),
+            (s, "weak", "tcp", "non-blocking", b64): (500, {2: (700, None, None, 1.4, 70, None)}),
+            ("resnet20_cifar10", "strong", "shm", "non-blocking", b64): (None, {2: (250, None, None, None, None, None)})},
     }
     for epoch, args in ((2, []), (1, ["1"])):
         out = run(["/usr/bin/python3", script, db] + args)
         print(out)
         check(f"epoch {epoch}: heading names the epoch", out.startswith(f"Epoch {epoch},"), True)
-        rows = {tuple(c[:4]): c for c in table(out, "Epoch")}
-        check(f"epoch {epoch}: rows (model, scaling, transport, reduction)", sorted(rows), sorted(want[epoch]))
+        rows = {tuple(c[:5]): c for c in table(out, "Epoch")}
+        check(f"epoch {epoch}: rows (model, scaling, transport, reduction, configuration)", sorted(rows),
+              sorted(want[epoch]))
         for key, (one, cells) in want[epoch].items():
             c = rows.get(key)
             if c is None:
                 continue
             name = f"epoch {epoch} " + "/".join(key)
-            check(f"{name}: 1 rank (mean of the ok 1-rank runs)", num(c[4]), one, 0.5 if one else None)
-            for col, ranks in enumerate((2, 4, 8, 16), start=5):
+            check(f"{name}: 1 rank (mean of the ok 1-rank runs)", num(c[5]), one, 0.5 if one else None)
+            for col, ranks in enumerate((2, 4, 8, 16), start=6):
                 w = cells.get(ranks)
                 if w is None:
                     check(f"{name}: {ranks} ranks", c[col], "-")
                     continue
                 sps, lo, hi, su, eff, exp = w
                 m = re.fullmatch(r"([0-9]+)(?: \(([0-9]+)-([0-9]+)\))?(?:, ([0-9.]+)x, ([0-9]+) %)?"
-                                 r", exposed ([0-9]+) %", c[col])
+                                 r", exposed (?:([0-9]+) %|-)", c[col])
                 check(f"{name}: {ranks} ranks cell format", m is not None, True)
                 if not m:
                     print("      cell: " + c[col])
@@ -330,7 +344,8 @@ def scaling_table(dtnn, source, work):
                       None if su is None else HALF_CENT)
                 check(f"{name}: {ranks} ranks efficiency %", m.group(5) and float(m.group(5)), eff,
                       None if eff is None else 0.5)
-                check(f"{name}: {ranks} ranks exposed % (median rank)", float(m.group(6)), exp, 0.5)
+                check(f"{name}: {ranks} ranks exposed % (median rank)", m.group(6) and float(m.group(6)), exp,
+                      None if exp is None else 0.5)
 
 
 # ---- 3. analysis/perfmodel/validate_ranks.py -----------------------------------------------------------------
@@ -381,6 +396,7 @@ def validate_ranks_stub(dtnn, source, work):
 
     s = "simplecnn"
     one_weak = r(s, "weak", "shm", False, 1)
+    r(s, "weak", "shm", False, 1, batch=32)  # another configuration's 1-rank run: no run's baseline
     w2 = r(s, "weak", "shm", False, 2)
     w2tcp = r(s, "weak", "tcp", True, 2)
     w4 = r(s, "weak", "shm", False, 4)
