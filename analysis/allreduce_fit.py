@@ -2,7 +2,8 @@
 """bench_allreduce JSON (Google Benchmark, with or without --benchmark_repetitions) -> a markdown table of
 median time per operation and algorithm bandwidth per size for MPI_Allreduce and MPI_Iallreduce, and per
 operation the least-squares fit t = alpha + bytes * beta over sizes from --fit-from (64 KiB) to --fit-to
-(64 MiB) bytes, by absolute and by relative residuals, plus the small-message latency (the 4 B median).
+(64 MiB) bytes, by absolute and by relative residuals, plus the small-message latency (the median at the
+operation's own smallest size, 4 B in bench_allreduce's sweep).
 Usage: allreduce_fit.py FILE.json [LABEL] [--fit-from BYTES] [--fit-to BYTES]"""
 import json
 import sys
@@ -72,11 +73,11 @@ def main():
             continue
         alpha, beta = fit(pts)
         ralpha, rbeta = fit(pts, relative=True)
-        small = m.get((op, min(sizes)))
+        smallest = min(b for o, b in m if o == op)  # this operation's own: the other may have sizes it lacks
         print(f"- {op}, {len(pts)} sizes {fit_from}..{fit_to} B: least squares alpha = {alpha * 1e6:.1f} us, "
               f"beta = {beta * 1e9:.4f} ns/B (1/beta = {rate(beta)}); relative least squares "
               f"alpha = {ralpha * 1e6:.1f} us, 1/beta = {rate(rbeta)}; "
-              f"{min(sizes)} B latency {small * 1e6:.2f} us")
+              f"{smallest} B latency {m[(op, smallest)] * 1e6:.2f} us")
 
 
 if __name__ == "__main__":

@@ -15,10 +15,12 @@ UNITS = {"nsecond": 1e-6, "ns": 1e-6, "usecond": 1e-3, "us": 1e-3, "msecond": 1.
          "second": 1e3, "s": 1e3}
 
 # First match wins: batch normalization and pooling before convolution (cuDNN names them all "cudnn").
+# "conv" but not "convert" (convertTensor_kernel is a copy); cuDNN's scudnn kernels (e.g.
+# ampere_scudnn_128x64_relu_interior_nn_v1) are implicit-GEMM convolutions, not cuBLAS GEMMs.
 CATEGORIES = [
     ("batch normalization", r"bn_|batch_?norm|batchnorm"),
     ("pooling", r"pool"),
-    ("convolution", r"conv|fprop|dgrad|wgrad|winograd|fft|implicit|precomputed"),
+    ("convolution", r"conv(?!ert)|scudnn|fprop|dgrad|wgrad|winograd|fft|implicit|precomputed"),
     ("GEMM (cuBLAS: 1x1 convolutions, FC)", r"gemm|cutlass|sm\d\d_xmma|ampere|cublas"),
     ("softmax / loss / metrics", r"softmax|loss|nll|cross|argmax|metric"),
     ("optimizer", r"sgd|adam|momentum|multi_tensor|foreach|optim|update"),

@@ -21,7 +21,8 @@ when there is something to plot). Sections:
                straggler); per model, dataset and ranks accuracy vs communication rounds and vs time
                (averaging_<model>_<dataset>_<ranks>r.png; analysis/plots/report_averaging.py)
   Accuracy     per-epoch validation (else training) accuracy curves per configuration, with the
-               matching targets as dashed lines; final accuracies; test accuracy vs target (v_accuracy_vs_target)
+               targets v_accuracy_vs_target matched to a plotted run as dashed lines (none on training-accuracy
+               charts); final accuracies; test accuracy vs target (v_accuracy_vs_target)
   History      `--dtnn PATH history --format json` for samples_per_s and test_accuracy (ok runs of clean builds;
                commits in the git order of --repo, default the checkout report.py is in): per metric a table of
                each trial's (and machine's) commits, newest value, steps (short commit, ratio) and verdict; per
@@ -58,6 +59,11 @@ from report_history import HistorySections  # noqa: E402
 from report_scaling import ScalingSections  # noqa: E402
 
 PREFIX = "dtnn report: "
+
+
+def one_line(error):
+    """An error's text on one line (matplotlib's and SQLite's messages can span several)."""
+    return " ".join(str(error).split())
 MAX_FAILED_LISTED = 100
 
 # ---- the report --------------------------------------------------------------------------------------------
@@ -95,7 +101,8 @@ class Report(ScalingSections, AveragingSections, HistorySections):
             by_key[(r["environment_id"], r["trial_key"])].append(r)
         order = ("framework", "model", "dataset", "conv_algo", "ranks", "threads", "device", "batch_size",
                  "num_epochs", "optimizer", "environment_id", "trial_key")
-        groups = [dict({c: runs[0][c] for c in order}, label=runs[0]["label"], runs=runs)
+        groups = [dict({c: runs[0][c] for c in order}, label=runs[0]["label"], rank_batch=runs[0]["rank_batch"],
+                       tensor_format=runs[0]["tensor_format"], runs=runs)
                   for runs in by_key.values()]
         # (is-text, value) keeps the sort safe should a column mix numbers and text.
         return sorted(groups, key=lambda g: tuple((isinstance(g[c], str), g[c]) for c in order))
@@ -192,7 +199,7 @@ class Report(ScalingSections, AveragingSections, HistorySections):
         epochs = defaultdict(list)
         for e in self.store.epochs():
             epochs[e["run_id"]].append(e)
-        targets = self.store.targets()
+        judged = self.store.accuracy_vs_target()
         by_data = defaultdict(list)
         for g in self.config_groups():
             by_data[(g["model"], g["dataset"])].append(g)
@@ -222,12 +229,13 @@ class Report(ScalingSections, AveragingSections, HistorySections):
             lines = [(lab, *s[1:]) for lab, s in zip(labels, series)]
             name = f"accuracy_{file_part(model)}_{file_part(dataset)}.png"
             self.plots.accuracy_curves(os.path.join(self.out, name), f"{model} on {dataset}", ylabel, lines,
-                                       self.matching_targets(targets, model, dataset, groups))
+                                       self.matching_targets(judged, [s[0] for s in series], kinds))
             self.image(name, f"accuracy per epoch, {model} on {dataset}")
 
         self.add("### Test accuracy vs target", "")
-        rows = self.store.accuracy_vs_target()
+        rows = judged
         if not rows:
+            targets = self.store.targets()
             self.add(f"No accuracy target matches the ok runs (table `targets` has {len(targets)} "
                      f"entr{'y' if len(targets) == 1 else 'ies'}).", "")
             return
@@ -248,12 +256,20 @@ class Report(ScalingSections, AveragingSections, HistorySections):
         """Median final accuracies of each configuration of one (model, dataset)."""
         cols = varying(groups, ["framework", "conv_algo", "ranks", "threads", "device", "batch_size",
                                 "num_epochs", "optimizer", "environment_id"]) or ["framework"]
-        rows = [(*(g[c] for c in cols), len(g["runs"]),
+        shown = [tuple(g[c] for c in cols) for g in groups]
+        headers = [SHORT.get(c, c) for c in cols]
+        if len(set(shown)) < len(shown):
+            # Configurations that differ only in other parameters (learning rate, scaling, ...): the trial label
+            # (or key) tells the rows apart, as in the throughput table.
+            name, values = distinguishing(shown, groups, ("label", "trial_key")) or \
+                ("trial_key", [g["trial_key"] for g in groups])
+            shown = [(*s, v) for s, v in zip(shown, values)]
+            headers.append("trial" if name == "label" else "trial key")
+        rows = [(*s, len(g["runs"]),
                  num(median(r["test_accuracy"] for r in g["runs"]), 2),
-                 num(median(r["val_accuracy"] for r in g["runs"]), 2)) for g in groups]
-        self.add(*table([SHORT.get(c, c) for c in cols] + ["runs", "test accuracy % (median)",
-                                                           "last val accuracy % (median)"], rows,
-                        right=numeric(cols, len(cols))))
+                 num(median(r["val_accuracy"] for r in g["runs"]), 2)) for s, g in zip(shown, groups)]
+        self.add(*table(headers + ["runs", "test accuracy % (median)", "last val accuracy % (median)"], rows,
+                        right=numeric(cols, len(headers))))
 
     @staticmethod
     def accuracy_curve(group, epochs):
@@ -272,20 +288,20 @@ class Report(ScalingSections, AveragingSections, HistorySections):
                 [max(per_epoch[x]) for x in xs])
 
     @staticmethod
-    def matching_targets(targets, model, dataset, groups):
-        """(label, value) of the targets for (model, dataset) that match at least one of the runs."""
-        found = []
-        for t in targets:
-            if t["model"] != model or t["dataset"] != dataset:
-                continue
-            if not any(t["num_epochs"] in (0, g["num_epochs"]) and t["optimizer"] in ("", g["optimizer"])
-                       for g in groups):
-                continue
-            label = f"target {t['metric']} {t['target']:g}%"
-            if t["recipe"]:
-                label += f" ({t['recipe'][:40]})"
-            found.append((label, t["target"]))
-        return found
+    def matching_targets(judged, groups, kinds):
+        """(label, value) of the targets v_accuracy_vs_target matched to at least one of the plotted runs (its
+        recipe: epochs, optimizer, learning rate, batch, ranks, trained from scratch, ...). None on a chart of
+        training accuracy (no target is one); on validation curves a test-accuracy target keeps its metric in
+        the label."""
+        if "train" in kinds:
+            return []
+        ids = {r["id"] for g in groups for r in g["runs"]}
+        found = {}
+        for v in judged:
+            if v["run_id"] in ids and v["target"] is not None:
+                label = f"target {v['metric']} {v['target']:g}%" + (f" ({v['source'][:40]})" if v["source"] else "")
+                found.setdefault(label, v["target"])
+        return sorted(found.items(), key=lambda kv: (kv[1], kv[0]))
 
     # ---- per-layer timings
 
@@ -303,7 +319,9 @@ class Report(ScalingSections, AveragingSections, HistorySections):
         for g in self.config_groups():
             if any(r["id"] in timings for r in g["runs"]):
                 by_algo[(g["model"], g["conv_algo"])].append(g)
-        sub_cols = ["framework", "dataset", "device", "ranks", "threads", "batch_size"]
+        # The batch per rank (rank 0's, whose layers are timed) and the tensor format set the layer shapes: a
+        # strong-scaling run's batch_size is its global batch.
+        sub_cols = ["framework", "dataset", "device", "ranks", "threads", "rank_batch", "tensor_format"]
         if self.several_envs:
             sub_cols.append("environment_id")
         for (model, algo), groups in sorted(by_algo.items()):
@@ -314,7 +332,7 @@ class Report(ScalingSections, AveragingSections, HistorySections):
             for g in groups:
                 pooled[tuple(g[c] for c in sub_cols)].extend(r for r in g["runs"] if r["id"] in timings)
             for key, runs in sorted(pooled.items(), key=lambda kv: tuple(str(v) for v in kv[0])):
-                desc = ", ".join(f"{SHORT.get(c, c)} {v}" for c, v in zip(sub_cols, key))
+                desc = ", ".join(f"{SHORT.get(c, c)} {v}" for c, v in zip(sub_cols, key) if v is not None)
                 self.add(f"{desc}; {len(runs)} run(s):", "")
                 self.layer_table(runs, timings)
 
@@ -378,7 +396,10 @@ class Report(ScalingSections, AveragingSections, HistorySections):
                 table_rows.append(row)
             self.add(*table(["layer", "problem"] + [a.split(".", 1)[-1] for a in algos], table_rows, right=(0,)))
             if self.plots is not None and any(v is not None for t in totals for v in t):
-                name = "conv_" + "_".join(str(x) for x in (model, device, threads, "tf32" if tf32 else "fp32", env)) + ".png"
+                # Every part through file_part: the model name comes from an ingested file (a '/' would leave
+                # --out), and the source keeps a bench_conv group from overwriting a model-less layers group.
+                name = "conv_" + "_".join(file_part(x) for x in (source, model, device, threads,
+                                                                 "tf32" if tf32 else "fp32", env)) + ".png"
                 labels = [f"{layer} {problem}" if layer is not None else problem
                           for (problem, layer) in sorted(problems, key=lambda k: (k[1] or 0, k[0]))]
                 self.plots.conv_layer_bars(os.path.join(self.out, name), what, labels, algos, totals)
@@ -444,16 +465,16 @@ def main(argv=None):
         report.conv_algorithms()
         report.write()
     except ReportError as e:
-        sys.stderr.write(f"{PREFIX}{e}\n")
+        sys.stderr.write(f"{PREFIX}{one_line(e)}\n")
         return 1
     except OSError as e:
         where = f"{e.filename}: " if e.filename else ""
-        sys.stderr.write(f"{PREFIX}{where}{e.strerror or e}\n")
+        sys.stderr.write(f"{PREFIX}{where}{one_line(e.strerror or e)}\n")
         return 1
     except Exception as e:  # a bug here must not print a traceback through `dtnn report`
         if os.environ.get("DTNN_REPORT_TRACEBACK"):
             raise
-        sys.stderr.write(f"{PREFIX}internal error: {type(e).__name__}: {e} "
+        sys.stderr.write(f"{PREFIX}internal error: {type(e).__name__}: {one_line(e)} "
                          "(DTNN_REPORT_TRACEBACK=1 shows the traceback)\n")
         return 1
     finally:

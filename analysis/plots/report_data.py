@@ -10,7 +10,7 @@ import urllib.request
 
 REQUIRED_TABLES = ("matrices", "environments", "runs", "epochs", "layer_timings", "targets", "epoch_comm")
 REQUIRED_VIEWS = ("v_scaling", "v_accuracy_vs_target", "v_comm")
-STATUSES = ("ok", "failed", "timeout", "interrupted", "unsupported", "running")
+STATUSES = ("ok", "failed", "diverged", "timeout", "interrupted", "unsupported", "running")
 
 # The columns of an ok run that the report uses (not `report`, which holds the whole JSON document).
 RUN_COLUMNS = ("id", "matrix_id", "environment_id", "trial_key", "config_key", "label", "repeat", "framework",
@@ -129,9 +129,15 @@ class Store:
     # ---- sections --------------------------------------------------------------------------------------------
 
     def ok_runs(self):
+        """The ok runs in scope (RUN_COLUMNS), with `rank_batch` (rank 0's batch: the report's options.batch_size,
+        which is per rank under weak and strong scaling alike, where runs.batch_size is the global batch of a
+        strong-scaling run) and `tensor_format`, which set the layer shapes."""
         cond, params = self._runs_filter()
         cols = ", ".join(f"r.{c}" for c in RUN_COLUMNS)
-        return self._all(f"SELECT {cols} FROM runs r WHERE r.status = 'ok' AND {cond} ORDER BY r.id", params)
+        opt = "CASE WHEN json_valid(r.report) THEN json_extract(r.report, '$.options.{}') END"
+        return self._all(f"SELECT {cols}, coalesce({opt.format('batch_size')}, r.batch_size) AS rank_batch, "
+                         f"{opt.format('tensor_format')} AS tensor_format "
+                         f"FROM runs r WHERE r.status = 'ok' AND {cond} ORDER BY r.id", params)
 
     def scaling(self):
         """v_scaling's rows: measured (source 'measured') and, from schema 8, predicted ones (source 'model' or

@@ -8,7 +8,7 @@ ERROR_CHARS = 120
 
 # Short names for configuration columns in plot labels.
 SHORT = {"conv_algo": "conv", "batch_size": "batch", "environment_id": "env", "num_epochs": "epochs",
-         "config_key": "config"}
+         "config_key": "config", "rank_batch": "batch per rank", "tensor_format": "format"}
 NUMERIC = {"ranks", "threads", "batch_size", "num_epochs", "environment_id"}
 
 

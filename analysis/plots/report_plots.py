@@ -8,6 +8,9 @@ import warnings
 import matplotlib
 
 matplotlib.use("Agg")
+# Labels are trial names and parameter values ("dataset_train_path=$HOME/x"): text, never mathtext, which
+# would fail on an unpaired '$' and silently typeset a paired one.
+matplotlib.rcParams["text.parse_math"] = False
 warnings.filterwarnings("ignore", module="matplotlib")  # layout hints are no use in a batch report
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
 from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter  # noqa: E402

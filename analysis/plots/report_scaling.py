@@ -37,6 +37,7 @@ class ScalingSections:
         if no_base:
             self.add(f"{no_base} configuration(s) ran on several rank counts but never on 1 rank; v_scaling "
                      "needs that baseline, so they are left out.", "")
+        self.orphan_predictions({k: rows for k, rows in predicted.items() if k not in lines})
         if not lines:
             return
         series = sorted(lines.values(), key=lambda rows: (rows[0]["framework"], rows[0]["model"],
@@ -80,6 +81,20 @@ class ScalingSections:
             self.image("scaling.png", "samples/s and parallel efficiency vs ranks")
         self.communication(series, labels)
 
+    def orphan_predictions(self, orphans):
+        """Predicted curves with no measured configuration to draw them beside (a profile read from a file, or
+        runs of another environment or out of scope): a table of their own rather than nothing."""
+        if not orphans:
+            return
+        rows = [(r["framework"], r["model"], r["dataset"], r["environment_id"] or "-", r["curve"] or r["source"],
+                 r["ranks"], num(r["mean_samples_per_s"]), num(r["speedup"], 2), num(r["efficiency"], 2))
+                for key in sorted(orphans, key=lambda k: (str(k[0]), str(k[1])))
+                for r in sorted(orphans[key], key=lambda r: (str(r["curve"]), r["ranks"]))]
+        self.add(f"{len(orphans)} predicted configuration(s) have no measured runs in this report to compare "
+                 "with (e.g. `dtnn predict --store` from a profile file); the model's figures alone:", "")
+        self.add(*table(["framework", "model", "dataset", "env", "curve", "ranks", "predicted samples/s",
+                         "speed-up", "efficiency"], rows, right=(5, 6, 7, 8)))
+
     def communication(self, series, labels):
         """The gradient reduction's cost per step for each scaling configuration, and the stacked chart."""
         comm = {(c["environment_id"], c["config_key"], c["ranks"]): c for c in self.store.communication()}
@@ -89,8 +104,8 @@ class ScalingSections:
             letter = chr(ord("A") + len(bars)) if len(bars) < 26 else str(len(bars) + 1)  # as comm_stacks letters
             for r in group:
                 c = comm.get((r["environment_id"], r["config_key"], r["ranks"]))
-                if c is None:
-                    continue
+                if c is None or not c["step_ms"] or c["compute_ms"] is None or c["exposed_ms"] is None:
+                    continue  # not measured, or no steps counted (v_comm's step_ms is NULL for 0 steps)
                 other = max(0.0, c["step_ms"] - c["compute_ms"] - c["exposed_ms"])
                 rows.append((f"{letter}: {label}", r["ranks"], c["mode"], c["buckets"], num(c["bytes_per_step"] / 2**20, 3),
                              num(c["step_ms"], 2), num(c["compute_ms"], 2), num(c["comm_ms"], 2),
@@ -107,7 +122,7 @@ class ScalingSections:
                  "In comm less exposed is the time in the calls made between layers (non-blocking). The chart "
                  "letters its groups as this table does.", "")
         self.add(*table(["configuration", "ranks", "mode", "buckets", "MiB/step", "step ms", "compute ms",
-                         "in comm ms", "exposed ms", "exposed %"], rows, right=range(1, 10)))
+                         "in comm ms", "exposed ms", "exposed %"], rows, right=(1, *range(3, 10))))
         if self.no_plots():
             return
         self.plots.comm_stacks(os.path.join(self.out, "communication.png"), bars)
