@@ -9,6 +9,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -265,6 +266,17 @@ void validate_options(const TrainOptions& o) {
     const std::string text = option_text(s, o);
     if (s.kind == OptionKind::path || (s.kind == OptionKind::text && text.empty())) continue;
     canonical_option_text(s, text);
+  }
+  // MNIST's and CIFAR-10's test files have names of their own in a shared folder; ImageNet's test pool is
+  // every shard of its folder, so the training folder read as the test folder (the default when
+  // --dataset_test_path is not given) would report training accuracy as test accuracy.
+  if (o.dataset_name == "imagenet" && !o.use_synthetic_data && (o.evaluate_on_test || o.test_as_validation)) {
+    std::error_code ec;
+    DTNN_CHECK(!o.dataset_test_path.empty() &&
+                   !std::filesystem::equivalent(o.dataset_train_path, o.dataset_test_path, ec),
+               "--dataset=imagenet reads every shard of --dataset_test_path as the test set: give a folder other "
+               "than --dataset_train_path (", o.dataset_test_path.empty() ? "not given" : "the same folder",
+               "), or --evaluate_on_test=False without --test_as_validation");
   }
   DTNN_CHECK(o.crop_images_size == 0, "--crop_images_size (PyDTNN's corner-zeroing roll) is not supported: use "
              "--crop_images with --crop_images_padding=P (zero-pad by P, random crop of the original size)");

@@ -42,7 +42,14 @@ std::vector<std::string> collective_options(const TrainOptions& o) {
           "--average_every_steps=" + std::to_string(o.average_every_steps),
           "--average_optimizer_state=" + b(o.average_optimizer_state),
           "--average_bn_statistics=" + b(o.average_bn_statistics),
-          "--dynamic_blocks=" + b(o.dynamic_blocks)};
+          "--dynamic_blocks=" + b(o.dynamic_blocks),
+          // What each rank reads and how: one rank on synthetic data, another dataset or padded MNIST trains
+          // another problem, and unequal augmentation unequal samples.
+          "--dataset=" + o.dataset_name,
+          "--use_synthetic_data=" + b(o.use_synthetic_data),
+          "--pad_to_cifar=" + b(o.pad_to_cifar),
+          "--flip_images=" + b(o.flip_images),
+          "--crop_images=" + b(o.crop_images)};
 }
 
 // "" when this rank's collective options are rank 0's (collective); else the first that differs.
@@ -68,19 +75,24 @@ std::string options_unlike_root(Communicator& comm, const TrainOptions& o) {
 
 }  // namespace
 
-void check_ranks_agree(Communicator& comm, const Model& model, const TrainOptions& o) {
+void check_ranks_agree(Communicator& comm, const Model& model, const TrainOptions& o, const Dataset& data) {
   if (comm.size() == 1) return;
   const std::string options = options_unlike_root(comm, o);
-  constexpr int kFields = 6;
+  constexpr int kFields = 8;
   const char* names[kFields] = {"parameters", "state values", "tensor format", "layers", "global batch",
-                                "batch shares (fingerprint)"};
+                                "batch shares (fingerprint)", "training samples", "test samples"};
   // Shares too: ranks splitting by different weights would train some samples twice and others never, and
   // one rank measuring for auto alone would pair its allreduce with another rank's gradient sum.
   const int64_t global = global_batch(o, comm.size());
   const std::string shares = o.model_averaging == "none" ? o.rank_batch_shares : "";
   const int64_t mine[kFields] = {model.slab_size(), model.state_size(), static_cast<int64_t>(model.layout()),
                                  static_cast<int64_t>(model.num_layers()), global,
-                                 static_cast<int64_t>(shares_fingerprint(shares, comm.size()))};
+                                 static_cast<int64_t>(shares_fingerprint(shares, comm.size())),
+                                 // Every rank shuffles the whole pool with the same seed and takes its slice of
+                                 // each batch: pools of other sizes (node-local copies of a dataset, one with a
+                                 // shard missing) give other permutations, samples trained twice and others
+                                 // never, or unequal step counts that end inside an allreduce.
+                                 data.count(Pool::train), data.count(Pool::test)};
   int64_t root[kFields];
   std::memcpy(root, mine, sizeof mine);
   comm.broadcast_bytes(root, sizeof root, 0);
@@ -96,8 +108,8 @@ void check_ranks_agree(Communicator& comm, const Model& model, const TrainOption
   float differing = why.empty() ? 0.0f : 1.0f;
   comm.allreduce_sum(&differing, 1);
   DTNN_CHECK(why.empty(), "rank ", comm.rank(), " does not train as rank 0: ", why,
-             " (every rank needs the same --model, --tensor_format, batch, --rank_batch_shares and training "
-             "options)");
+             " (every rank needs the same --model, --tensor_format, batch, --rank_batch_shares, training "
+             "options and dataset files)");
   DTNN_CHECK(differing == 0.0f, static_cast<int>(differing), " rank", differing == 1.0f ? "" : "s",
              " do", differing == 1.0f ? "es" : "", " not train as rank 0 (every rank needs the same --model, "
              "--tensor_format, batch, --rank_batch_shares and training options)");

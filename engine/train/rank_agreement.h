@@ -6,15 +6,18 @@
 // model is built and before the weights are shared.
 #pragma once
 
+#include "data/dataset.h"
 #include "models/model.h"
 #include "parallel/communicator.h"
 #include "train/options.h"
 
 namespace dtnn {
 
-// Collective. Compares this rank's parameter and state slab sizes, layout, layer count, global batch and
-// batch shares (train/batch_shares.h shares_fingerprint) with rank 0's; on any difference every rank throws dtnn::Error (the differing ranks say what differs:
-// "rank 1 built another model than rank 0: tensor format NCHW where rank 0 has NHWC; ...").
-void check_ranks_agree(Communicator& comm, const Model& model, const TrainOptions& o);
+// Collective. Compares this rank's parameter and state slab sizes, layout, layer count, global batch, batch
+// shares (train/batch_shares.h shares_fingerprint), training and test sample counts and the options that
+// decide its collectives and data with rank 0's; on any difference every rank throws dtnn::Error (the
+// differing ranks say what differs: "rank 1 does not train as rank 0: tensor format NCHW where rank 0 has
+// NHWC; ...").
+void check_ranks_agree(Communicator& comm, const Model& model, const TrainOptions& o, const Dataset& data);
 
 }  // namespace dtnn

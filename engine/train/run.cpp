@@ -187,7 +187,7 @@ std::unique_ptr<Dataset> open_dataset(const TrainOptions& o, const Model& model)
   const std::string& train = o.dataset_train_path;
   const std::string& test = o.dataset_test_path.empty() ? o.dataset_train_path : o.dataset_test_path;
   if (shape.name == "cifar10") return open_cifar10(train, test);
-  if (shape.name == "imagenet") return open_imagenet(train, test, shape.h, shape.w);
+  if (shape.name == "imagenet") return open_imagenet(train, test, shape.h, shape.w);  // test: validate_options
   // The loader asks for up to the model's batch: more than --batch_size for a rank with a larger share.
   if (o.pad_to_cifar) return pad_to_cifar(open_mnist(train, test), model.max_batch());
   return open_mnist(train, test);
@@ -459,7 +459,7 @@ int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
   if (!o.weights_and_bias_filename.empty() && !load && root)
     out << "**** Weights file " << o.weights_and_bias_filename
         << " does not exist yet: starting from the initial weights; it will be written after training\n";
-  check_ranks_agree(comm, *model, o);
+  check_ranks_agree(comm, *model, o, *data);
   share_root_weights(*model, comm);
 
   TrainerSetup setup = build_trainer(o, *model, *data, comm);

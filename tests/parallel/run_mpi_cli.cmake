@@ -102,6 +102,26 @@ if(out MATCHES "Epoch 1/1")
   message(FATAL_ERROR "ranks with and without --non_blocking_mpi trained:\n${out}")
 endif()
 message(STATUS "mpi cli: ranks with and without --non_blocking_mpi refused")
+# Ranks reading datasets of other sizes (a node-local copy with files missing) shuffle pools of other sizes:
+# samples trained twice and others never, or unequal step counts that died inside MPI_Allreduce with
+# MPI_ERR_TRUNCATE. Refused before training, naming the counts. (Fashion-MNIST: Debian's dataset-fashion-mnist,
+# which ci/setup.sh installs.)
+set(fashion /usr/share/datasets/fashion-mnist)
+if(EXISTS ${fashion}/train-images-idx3-ubyte.gz)
+  set(data_args train --parallel=data --model=simplecnn --dataset=mnist --steps_per_epoch=2 --num_epochs=1
+      --threads=1 --optimizer=sgd --evaluate_on_test=False)
+  execute_process(
+    COMMAND ${MPIEXEC} ${FLAGS} -np 1 ${DTNN} ${data_args} --dataset_train_path=${SRC}/experiments/datasets/mnist-10k
+            : -np 1 ${DTNN} ${data_args} --dataset_train_path=${fashion}
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
+  if(rc EQUAL 0 OR NOT err MATCHES "rank 1 does not train as rank 0: training samples 60000 where rank 0 has 8000")
+    message(FATAL_ERROR "ranks on datasets of 8000 and 60000 samples: exit ${rc}, expected a refusal naming the "
+                        "counts:\n${out}\n${err}")
+  endif()
+  message(STATUS "mpi cli: ranks on datasets of other sizes refused")
+else()
+  message(FATAL_ERROR "${fashion} is missing: ci/setup.sh installs dataset-fashion-mnist")
+endif()
 # MNIST files padded to CIFAR's shape under uneven shares: rank 0 takes 24 of each 32 samples, more than
 # --batch_size=16; the padding's buffers are the model's batch (this aborted on an internal check).
 execute_process(

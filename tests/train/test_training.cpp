@@ -181,6 +181,26 @@ TEST_CASE("cli: a short run writes the report, history and weights file", "[cli]
   for (const auto& f : {report, history, weights}) fs::remove(f);
 }
 
+TEST_CASE("cli: ImageNet's test set is never its training folder", "[cli]") {
+  // Its test pool is every shard of --dataset_test_path, which defaulted to --dataset_train_path: the
+  // reported test accuracy was training accuracy. Refused before any work; the folders need not exist yet.
+  const std::string dir = test::temp_path("imagenet_same");
+  const std::string base = "train --model=alexnet_imagenet --dataset=imagenet --batch_size=1 --dataset_train_path=" + dir;
+  fs::create_directories(dir);
+  for (const std::string& args : {base, base + " --dataset_test_path=" + dir + "/.", base + " --test_as_validation=True "
+                                  "--evaluate_on_test=False"}) {
+    const Command c = run(args);
+    INFO(args);
+    CHECK(c.status == 1);
+    CHECK(one_line_error(c));
+    CHECK(c.err.find("--dataset=imagenet reads every shard of --dataset_test_path as the test set") != std::string::npos);
+  }
+  // Without a test pass the training folder alone is fine (here it then has no shards to read).
+  const Command no_test = run(base + " --evaluate_on_test=False");
+  CHECK(no_test.err.find("no *.npz files") != std::string::npos);
+  fs::remove_all(dir);
+}
+
 TEST_CASE("cli: bad input gives one line on stderr, a non-zero exit and no report", "[cli]") {
   const std::string report = test::temp_path("bad_report.json");
   const std::string tail = " --report=" + report;
