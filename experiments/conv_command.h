@@ -5,7 +5,7 @@
 // GFLOP/s (direct-convolution FLOPs, 2 per multiply-add), % of the SGEMM rate, and the max relative error
 // against cpu.reference. Each algorithm and direction is checked against cpu.reference before it is timed
 // (ConvBench::check: on the problem itself, or on a smaller batch of it where the reference would be slow,
-// which the header says): one whose error exceeds its tolerance() gets a "wrong: ..." row instead of
+// which the header says): one whose error exceeds conv_tolerance() gets a "wrong: ..." row instead of
 // times, and the command returns 1. Declined algorithms get a row with their reason.
 // --device gpu: the GPU algorithms (every cuDNN algorithm per direction, gpu.cudnn_find with the algorithm
 // it chose), timed with CUDA events, against the cuBLAS SGEMM rate in the same math mode (--allow_tf32),

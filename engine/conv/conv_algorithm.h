@@ -68,6 +68,19 @@ class ConvAlgorithm {
                                float* ws) const = 0;
 };
 
+// The number of products summed into one output element of direction `dir`: C/groups x R x S (forward),
+// K/groups x R x S (bwd_data, an upper bound for strided taps), N x P x Q (bwd_filter, and the bias
+// gradient's sum).
+int64_t conv_reduction_length(const ConvProblem& p, ConvDir dir);
+// The tolerance of `algo` on direction `dir` of `p`: algo.tolerance() up to reductions of
+// kConvToleranceReduction terms, then growing with sqrt(length / kConvToleranceReduction). A float sum of L
+// terms of random sign rounds with an error that grows like sqrt(L) relative to the sum (the random-walk
+// model): a weight gradient over a batch of 512 28x28 images sums 401,408 products, and correct float
+// accumulations (convgemm 1.2e-5, direct 1.5e-5) exceeded the flat 1e-5 there while a wrong tap is off by
+// ~1e-1. The tests and ConvBench::check use it.
+constexpr int64_t kConvToleranceReduction = 16384;
+double conv_tolerance(const ConvAlgorithm& algo, const ConvProblem& p, ConvDir dir);
+
 // Bias helpers for algorithms: add bias[k] to / sum channel k of the output rows [m0, m0 + count) of an
 // NHWC problem (a row = one output pixel's K channels), or of whole samples [n0, n0 + count) in NCHW.
 void conv_add_bias(const ConvProblem& p, const float* bias, float* y, int64_t first, int64_t count);

@@ -7,7 +7,7 @@
 //   best_of  times every supporting algorithm except the reference on the layer's real problem in each
 //            direction (forward, backward_data, backward_filter: one warm-up call each, then the median of 3
 //            samples of >= 5 ms), after checking its output there against cpu.reference at its
-//            tolerance() (ConvBench::check: one call; an algorithm that fails is never timed or chosen in
+//            conv_tolerance() (ConvBench::check: one call; an algorithm that fails is never timed or chosen in
 //            that direction), and keeps the fastest per direction: algorithms are stateless, so a layer
 //            may run Winograd forward and oneDNN backward. (PyDTNN's BestOf chooses one algorithm for the
 //            forward+backward pipeline; per direction is never slower.) The choice is appended to the cache

@@ -99,14 +99,14 @@ void ConvBench::run(const ConvAlgorithm& algo, ConvDir dir) {
   if (algo.device() == Device::gpu) {
     make_device_operands();
     switch (dir) {
-      case ConvDir::fwd: algo.forward(p_, gx_.data(), gw_.data(), gbias_.data(), gy_.data(), ws); break;
+      case ConvDir::fwd: algo.forward(p_, gx_.data(), gw_.data(), with_bias_ ? gbias_.data() : nullptr, gy_.data(), ws); break;
       case ConvDir::bwd_data: algo.backward_data(p_, gdy_.data(), gw_.data(), gdx_.data(), ws); break;
       case ConvDir::bwd_filter: algo.backward_filter(p_, gx_.data(), gdy_.data(), gdw_.data(), gdb_.data(), ws); break;
     }
     return;
   }
   switch (dir) {
-    case ConvDir::fwd: algo.forward(p_, x_.data(), w_.data(), bias_.data(), y_.data(), ws); break;
+    case ConvDir::fwd: algo.forward(p_, x_.data(), w_.data(), with_bias_ ? bias_.data() : nullptr, y_.data(), ws); break;
     case ConvDir::bwd_data: algo.backward_data(p_, dy_.data(), w_.data(), dx_.data(), ws); break;
     case ConvDir::bwd_filter: algo.backward_filter(p_, x_.data(), dy_.data(), dw_.data(), db_.data(), ws); break;
   }
@@ -133,34 +133,73 @@ ConvTiming ConvBench::time(const ConvAlgorithm& algo, ConvDir dir, const TimingO
   return summarize(std::move(samples), p_.flops(dir));
 }
 
-const std::vector<float>& ConvBench::reference(ConvDir dir) {
-  auto it = ref_.find(dir);
-  if (it != ref_.end()) return it->second;
-  run(find_conv_algorithm("reference"), dir);
-  const Tensor& out = dir == ConvDir::fwd ? y_ : dir == ConvDir::bwd_data ? dx_ : dw_;
-  return ref_[dir] = std::vector<float>(out.data(), out.data() + out.numel());
-}
+namespace {
 
-double ConvBench::max_rel_error(const ConvAlgorithm& algo, ConvDir dir) {
-  const std::vector<float>& ref = reference(dir);
-  const Tensor& out = dir == ConvDir::fwd ? y_ : dir == ConvDir::bwd_data ? dx_ : dw_;
-  if (algo.device() == Device::gpu) {
-    make_device_operands();
-    const Tensor& dev = dir == ConvDir::fwd ? gy_ : dir == ConvDir::bwd_data ? gdx_ : gdw_;
-    dev.fill(std::nanf(""));  // every element must be written
-    run(algo, dir);
-    out.copy_from(dev);
-  } else {
-    out.fill(std::nanf(""));  // else an algorithm that writes nothing would pass with the reference's output
-    run(algo, dir);
-  }
+// max |out - ref| / max |ref|; infinite when an output is NaN (left unwritten: outputs are NaN-filled first).
+double rel_error(const float* out, const std::vector<float>& ref) {
   double err = 0.0, scale = 1e-30;
   for (size_t i = 0; i < ref.size(); ++i) {
-    const double d = std::fabs(static_cast<double>(out.data()[i]) - ref[i]);
+    const double d = std::fabs(static_cast<double>(out[i]) - ref[i]);
     err = std::isnan(d) ? INFINITY : std::max(err, d);
     scale = std::max(scale, std::fabs(static_cast<double>(ref[i])));
   }
   return err / scale;
+}
+
+}  // namespace
+
+// One direction's outputs after a run: forward's y (with the bias, or without), bwd_data's dx, bwd_filter's
+// dw then db.
+std::vector<const Tensor*> ConvBench::outputs(ConvDir dir) const {
+  switch (dir) {
+    case ConvDir::fwd: return {&y_};
+    case ConvDir::bwd_data: return {&dx_};
+    case ConvDir::bwd_filter: return {&dw_, &db_};
+  }
+  return {};
+}
+
+void ConvBench::run_checked(const ConvAlgorithm& algo, ConvDir dir) {
+  const std::vector<const Tensor*> host = outputs(dir);
+  if (algo.device() == Device::gpu) {
+    make_device_operands();
+    const std::vector<const Tensor*> dev =
+        dir == ConvDir::fwd ? std::vector<const Tensor*>{&gy_}
+        : dir == ConvDir::bwd_data ? std::vector<const Tensor*>{&gdx_} : std::vector<const Tensor*>{&gdw_, &gdb_};
+    for (const Tensor* t : dev) t->fill(std::nanf(""));  // every element must be written
+    run(algo, dir);
+    for (size_t i = 0; i < host.size(); ++i) host[i]->copy_from(*dev[i]);
+  } else {
+    for (const Tensor* t : host) t->fill(std::nanf(""));  // else writing nothing would pass with the reference's
+    run(algo, dir);
+  }
+}
+
+const std::vector<std::vector<float>>& ConvBench::reference(ConvDir dir, bool with_bias) {
+  const auto key = std::make_pair(dir, with_bias);
+  auto it = ref_.find(key);
+  if (it != ref_.end()) return it->second;
+  with_bias_ = with_bias;
+  run_checked(find_conv_algorithm("reference"), dir);
+  with_bias_ = true;
+  std::vector<std::vector<float>> refs;
+  for (const Tensor* t : outputs(dir)) refs.emplace_back(t->data(), t->data() + t->numel());
+  return ref_[key] = std::move(refs);
+}
+
+double ConvBench::max_rel_error(const ConvAlgorithm& algo, ConvDir dir) {
+  // Forward with the bias and without it (a layer with use_bias=false passes none); bwd_filter's weight and
+  // bias gradients: an algorithm wrong in any of them is wrong.
+  double err = 0.0;
+  for (const bool with_bias : dir == ConvDir::fwd ? std::vector<bool>{true, false} : std::vector<bool>{true}) {
+    const std::vector<std::vector<float>>& refs = reference(dir, with_bias);
+    with_bias_ = with_bias;
+    run_checked(algo, dir);
+    with_bias_ = true;
+    const std::vector<const Tensor*> outs = outputs(dir);
+    for (size_t i = 0; i < outs.size(); ++i) err = std::max(err, rel_error(outs[i]->data(), refs[i]));
+  }
+  return err;
 }
 
 std::string ConvCheck::wrong() const {
@@ -187,7 +226,7 @@ ConvCheck ConvBench::check(const ConvAlgorithm& algo, ConvDir dir) {
   ConvBench& on = reduced_ ? *reduced_ : *this;
   ConvCheck c;
   c.error = on.max_rel_error(algo, dir);
-  c.tolerance = algo.tolerance();
+  c.tolerance = conv_tolerance(algo, small, dir);
   return checks_[key] = c;
 }
 

@@ -37,10 +37,10 @@ struct ConvTiming {
   double gflops = 0;  // problem.flops(dir) / median
 };
 
-// One algorithm's output in one direction against cpu.reference, at the algorithm's own tolerance().
+// One algorithm's outputs in one direction against cpu.reference, at conv_tolerance() for the problem checked.
 struct ConvCheck {
   double error = 0.0;      // max |out - ref| / max |ref|; infinite when an output is NaN or left unwritten
-  double tolerance = 0.0;  // the algorithm's tolerance()
+  double tolerance = 0.0;  // conv_tolerance(algo, problem checked, dir)
   bool ok() const { return error <= tolerance; }
   std::string wrong() const;  // "wrong: max rel. error 3.1e-02 > tolerance 1.0e-05"
 };
@@ -60,23 +60,27 @@ class ConvBench {
   // One call of `algo` in direction `dir` on this bench's operands (outputs overwritten).
   void run(const ConvAlgorithm& algo, ConvDir dir);
   ConvTiming time(const ConvAlgorithm& algo, ConvDir dir, const TimingOptions& opt);
-  // max |out - ref| / max |ref| of one direction against cpu.reference (computed once per direction).
+  // max |out - ref| / max |ref| of one direction against cpu.reference (computed once per direction), the
+  // largest over its outputs: forward with the bias and without it, bwd_data's dx, bwd_filter's dw and db.
   double max_rel_error(const ConvAlgorithm& algo, ConvDir dir);
   // max_rel_error on conv_check_problem(problem()) (this bench's operands when that is the problem itself,
-  // else those of a smaller bench this one owns) against algo.tolerance(); once per algorithm and
+  // else those of a smaller bench this one owns) against conv_tolerance(); once per algorithm and
   // direction, later calls return the first verdict. time() does not check: call this first.
   ConvCheck check(const ConvAlgorithm& algo, ConvDir dir);
 
  private:
   float* workspace(const ConvAlgorithm& algo);
-  const std::vector<float>& reference(ConvDir dir);
+  std::vector<const Tensor*> outputs(ConvDir dir) const;
+  void run_checked(const ConvAlgorithm& algo, ConvDir dir);  // run() with the outputs NaN-filled first
+  const std::vector<std::vector<float>>& reference(ConvDir dir, bool with_bias);
   void make_device_operands();
 
   ConvProblem p_;
+  bool with_bias_ = true;  // forward's bias operand (max_rel_error also checks forward without one)
   Tensor x_, w_, dy_, bias_, y_, dx_, dw_, db_;
   Tensor gx_, gw_, gdy_, gbias_, gy_, gdx_, gdw_, gdb_;  // device copies (GPU algorithms)
   std::map<const ConvAlgorithm*, Tensor> ws_;
-  std::map<ConvDir, std::vector<float>> ref_;
+  std::map<std::pair<ConvDir, bool>, std::vector<std::vector<float>>> ref_;  // (dir, with bias) -> outputs()
   std::unique_ptr<ConvBench> reduced_;  // check()'s bench when conv_check_problem(p_) has a smaller batch
   std::map<std::pair<const ConvAlgorithm*, ConvDir>, ConvCheck> checks_;
 };

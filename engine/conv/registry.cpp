@@ -1,5 +1,7 @@
 // The one ordered list of convolution algorithms. Preference order is the fallback order: a layer that
 // asks for an algorithm which declines its problem (or asks for "auto") gets the first one that accepts.
+#include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "conv/conv_algorithm.h"
@@ -66,6 +68,20 @@ void conv_add_bias(const ConvProblem& p, const float* bias, float* y, int64_t fi
       float* row = y + (n * K + k) * PQ;
       for (int64_t i = 0; i < PQ; ++i) row[i] += bias[k];
     }
+}
+
+int64_t conv_reduction_length(const ConvProblem& p, ConvDir dir) {
+  switch (dir) {
+    case ConvDir::fwd: return p.c / p.groups * p.r * p.s;
+    case ConvDir::bwd_data: return p.k / p.groups * p.r * p.s;
+    case ConvDir::bwd_filter: return p.n * p.p() * p.q();
+  }
+  return 1;
+}
+
+double conv_tolerance(const ConvAlgorithm& algo, const ConvProblem& p, ConvDir dir) {
+  const double ratio = static_cast<double>(conv_reduction_length(p, dir)) / kConvToleranceReduction;
+  return algo.tolerance() * std::sqrt(std::max(1.0, ratio));
 }
 
 void conv_sum_bias(const ConvProblem& p, const float* dy, float* db, int64_t first, int64_t count, bool accumulate) {

@@ -60,6 +60,17 @@ TEST_CASE("conv_select: best_of checks every candidate and never picks a wrong o
   CHECK(d.algo[0] == &wrong_bwd_data);
   CHECK(d.algo[1] == &ref);
   CHECK(d.algo[2] == &wrong_bwd_data);
+  // Wrong only in the bias gradient, or only in a forward without a bias (a use_bias=false layer): the check
+  // compares every output, so that direction is the reference's (both passed the check before).
+  const test::PerturbedAlgorithm wrong_db(find_conv_algorithm("convgemm"), {}, test::AlsoWrong::bias_gradient);
+  const ConvChoice e = best_of_among({&wrong_db, &ref}, p, cache);
+  CHECK(e.algo[0] == &wrong_db);
+  CHECK(e.algo[2] == &ref);
+  const test::PerturbedAlgorithm wrong_no_bias(find_conv_algorithm("convgemm"), {},
+                                               test::AlsoWrong::forward_without_bias);
+  const ConvChoice f = best_of_among({&wrong_no_bias, &ref}, p, cache);
+  CHECK(f.algo[0] == &ref);
+  CHECK(f.algo[2] == &wrong_no_bias);
   // Nothing correct in some direction: an error naming the problem, not a wrong choice.
   CHECK_THROWS_WITH(best_of_among({&wrong}, p, cache), Catch::Contains("no candidate computes every direction"));
   std::remove(cache.c_str());

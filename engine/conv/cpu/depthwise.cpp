@@ -196,6 +196,11 @@ class Depthwise final : public ConvAlgorithm {
             }
           }
     }
+    if (chunks == 0) {  // an empty batch: no partial sums were zeroed, and the gradient is zero
+      std::memset(dw, 0, RSK * sizeof(float));
+      if (db) std::memset(db, 0, K * sizeof(float));
+      return;
+    }
     std::memcpy(dw, ws, RSK * sizeof(float));
     for (int64_t chunk = 1; chunk < chunks; ++chunk) {
       const float* part = ws + chunk * RSK;
