@@ -7,10 +7,16 @@
 // one stray run (a noisy neighbour, a frequency dip) cannot form a segment of its own. Boundaries fall only
 // between commits: the runs of one commit are one group.
 //
-// The penalty is gamma = penalty_factor * sigma * ln(N): sigma is the noise, estimated robustly from
-// neighbouring runs (1.4826 * median |y[i+1] - y[i]| / sqrt 2, floored at sigma_floor), N the number of runs
-// -- a BIC-like penalty. Calibrated by simulation (20-80 commits of 1 or 3 runs, 2 % noise, one 50 % outlier):
-// factor 2 found no step in 200 step-free series and the exact commit of an 8 % step in 96.5 % of 200.
+// The penalty is gamma = penalty_factor * sigma * ln(N), N the number of runs -- a BIC-like penalty. sigma is
+// the noise, estimated robustly (1.4826 * median |v[i+1] - v[i]| / sqrt 2) twice: from neighbouring runs, and
+// from neighbouring commit medians put in per-run units (a commit's runs are one job, and jobs differ more
+// than runs of one job: change_points.cpp noise_sigma); the larger, floored at sigma_floor.
+// Calibrated by simulation (build/analysis/change_points_sim: 20-80 commits, one 50 % outlier, 2 % noise
+// within a job, 400 series a row). Without job-to-job noise factor 2 finds no step in step-free series of 2-5
+// runs a commit (0.8 % with 1 run), an 8 % step at its exact commit in 95-100 %, a 15 % step at the newest
+// commit in 96-100 % when it has 2-5 runs. With 4 % between jobs and 3 runs a commit: false steps 3.8 % (1.2 %
+// regression-sized), 8 % steps exact 60 %, a newest-commit 15 % step 20 % (four job sigmas: later commits
+// confirm it); with the noise from runs alone those were 56.5 %, 35.2 %, 28.5 % and 87.5 %.
 // Values are taken as they come: the caller passes log(throughput) so that steps and noise are relative.
 #pragma once
 
@@ -32,7 +38,9 @@ struct Segment {
 
 struct ChangePointFit {
   std::vector<Segment> segments;  // in order; segments[k + 1].first is the first commit after step k
-  double sigma = 0.0, gamma = 0.0;
+  double sigma = 0.0, gamma = 0.0;  // the noise unit (the larger of the two below, floored) and the penalty
+  double sigma_within = 0.0;        // from neighbouring runs
+  double sigma_between = 0.0;       // from neighbouring commit medians, in per-run units (0: < 3 commits)
 };
 
 // groups[i]: the runs of the i-th commit, in commit order (an empty group is allowed: it joins a neighbour).
