@@ -49,8 +49,9 @@ Options: the rows of dtnn's option table flagged "torch" (`dtnn train --list-opt
 script reads `$DTNN_BINARY train --list-options --format json`, default build/experiments/dtnn), with the
 table's names, kinds, defaults and ranges; booleans as --name=True/False:
   --model, --dataset, --dataset_train_path, --dataset_test_path, --batch_size, --num_epochs,
-  --steps_per_epoch (> 0: that many batches per epoch), --optimizer (sgd|adam here), --learning_rate,
-  --momentum, --nesterov, --decay, --beta1, --beta2, --epsilon, --validation_split, --test_as_validation,
+  --steps_per_epoch (> 0: that many full batches per epoch, wrapping over the data as dtnn does),
+  --optimizer (sgd|adam here), --learning_rate, --momentum, --nesterov, --decay, --beta1, --beta2, --epsilon,
+  --validation_split, --test_as_validation,
   --use_synthetic_data, --pad_to_cifar, --seed, --threads (CPU threads; 0: one per core), --report (JSON run
   report), --evaluate_on_test (default True)
   --enable_gpu (False)   train on CUDA device 0: model, loss and optimizer on the GPU; the data stays in
@@ -297,12 +298,15 @@ STEPS_RUN = [0]
 
 def train_epoch(model, optimizer, data, args, rng, feed, device):
     """One epoch over a fresh shuffle; returns (samples, seconds, mean loss, acc %). The sums stay on the
-    device until the epoch ends."""
+    device until the epoch ends. --steps_per_epoch=S trains S full batches, wrapping over the shuffled order
+    when S batches are more than the data (as dtnn's trainer does: engine/train/trainer.cpp)."""
     x, y = data
     order = torch.from_numpy(rng.permutation(y.shape[0]))
     n_batches = (y.shape[0] + args.batch_size - 1) // args.batch_size
     if args.steps_per_epoch > 0:
-        n_batches = min(n_batches, args.steps_per_epoch)
+        n_batches = args.steps_per_epoch
+        if n_batches * args.batch_size > y.shape[0]:  # wrap: order[i % N], every batch full
+            order = order[torch.arange(n_batches * args.batch_size) % y.shape[0]]
     model.train()
     samples = 0
     loss_sum = torch.zeros((), dtype=torch.float64, device=device)
