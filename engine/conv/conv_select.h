@@ -22,7 +22,8 @@
 //
 // The cache is a text file, one choice a line:
 // "<cpu model>\t<threads>\t<problem>\t<algorithm>\t<ms>\tper-direction", the algorithm as ConvChoice::name()
-// writes it (one name, or three joined by '/'); lines without the tag (older builds) are ignored.
+// writes it (one name, or three joined by '/'); lines without the tag (older builds) are ignored. The CPU
+// column carries " max_isa=AVX2" when DTNN_MAX_CPU_ISA caps the kernels (another fastest algorithm).
 // Default path: $DTNN_CONV_CACHE, else $XDG_CACHE_HOME/dtnn/conv_best_of.tsv, else
 // ~/.cache/dtnn/conv_best_of.tsv. Unreadable lines and unknown algorithms in it are ignored (a cache
 // written by another build); a cache that cannot be written is a warning on stderr, not an error.

@@ -2,6 +2,7 @@
 // what later runs (and auto) use.
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -108,6 +109,11 @@ TEST_CASE("conv_select: a cached choice is reused without timing, by best_of and
   CHECK(m.name() == "cpu.reference/cpu.convgemm/cpu.im2row_gemm");
   CHECK(select_conv_algorithm("auto", two, Device::cpu, cache).how == "heuristic");  // the two-name line is ignored
   CHECK(select_conv_algorithm("auto", old, Device::cpu, cache).how == "heuristic");  // so is the untagged line
+  // Kernels capped to AVX2 (DTNN_MAX_CPU_ISA) are another key: the uncapped choice is not reused.
+  ::setenv("DTNN_MAX_CPU_ISA", "AVX2", 1);
+  CHECK(select_conv_algorithm("auto", p, Device::cpu, cache).how == "heuristic");
+  ::unsetenv("DTNN_MAX_CPU_ISA");
+  CHECK(select_conv_algorithm("auto", p, Device::cpu, cache).how == "auto (cache)");
   // Another thread count is another key: auto falls back to the heuristic: oneDNN's JIT on AVX-512 CPUs
   // (layers with 16+ filters), else dtnn's convgemm (the preference order).
   const bool avx512_onednn = cpu_has_avx512() && onednn_version() != "not built";
