@@ -1,11 +1,7 @@
 // The matrix runner. See runner.h.
 #include "experiments/runner.h"
 
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,7 +19,6 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
-#include <thread>
 
 #include "backend/gpu.h"
 #include "core/host.h"
@@ -37,6 +32,7 @@
 #include "experiments/run_files.h"
 #include "experiments/runner_predict.h"
 #include "experiments/slurm.h"
+#include "experiments/trial_process.h"
 #include "results/store.h"
 #include "train/option_table.h"
 
@@ -46,11 +42,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-
-// SIGINT (Ctrl-C), SIGTERM, SIGHUP (the terminal or ssh session went away), SIGQUIT: see StopSignals.
-constexpr std::array<int, 4> kStopSignals = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
-volatile std::sig_atomic_t g_stop_signal = 0;
-extern "C" void on_stop_signal(int sig) { g_stop_signal = sig; }
 
 bool is_error_line(const std::string& line) {
   return line.rfind("dtnn: ", 0) == 0 || line.rfind("torch_train: ", 0) == 0;
@@ -162,90 +153,6 @@ struct Planned {
   int repeat = 0;
 };
 
-struct ChildResult {
-  enum Kind { kExited, kSignalled, kTimeout, kInterrupted } kind = kExited;
-  int code = 0;
-  std::string timeout_note;  // on_timeout's answer, asked before the kill
-};
-
-// Runs argv in its own process group with stdout/stderr appended to log_path and $DTNN_RUN_NONCE set to
-// `nonce`. Kills the whole group on timeout or on a stop signal (SIGTERM, then SIGKILL after 5 s).
-ChildResult run_child(const std::vector<std::string>& argv, const std::string& log_path, const std::string& nonce,
-                      double timeout_s, const std::function<std::string()>& on_timeout) {
-  const int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (log_fd < 0) fail(log_path, ": cannot create the log file (", std::strerror(errno), ")");
-  std::vector<char*> cargv;
-  for (const std::string& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
-  cargv.push_back(nullptr);
-  const pid_t parent = ::getpid();
-  // The child starts with the runner's stop handlers until it execs: a SIGTERM from the runner in that
-  // window would only set the child's copy of the flag. Blocked across fork, reset to the default in the
-  // child, then unblocked: such a signal ends the child at once.
-  sigset_t stop_set, old_mask;
-  sigemptyset(&stop_set);
-  for (const int sig : kStopSignals) sigaddset(&stop_set, sig);
-  ::sigprocmask(SIG_BLOCK, &stop_set, &old_mask);
-  const pid_t pid = ::fork();
-  if (pid != 0) ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
-  if (pid < 0) {
-    const int err = errno;
-    ::close(log_fd);
-    fail("cannot fork a trial process (", std::strerror(err), ")");
-  }
-  if (pid == 0) {
-    struct sigaction dfl {};
-    dfl.sa_handler = SIG_DFL;
-    sigemptyset(&dfl.sa_mask);
-    for (const int sig : kStopSignals) ::sigaction(sig, &dfl, nullptr);
-    ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
-    ::setpgid(0, 0);
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // a runner killed outright takes its trial with it
-    if (::getppid() != parent) ::_exit(127);
-    const int null_fd = ::open("/dev/null", O_RDONLY);
-    ::dup2(null_fd, 0);
-    ::dup2(log_fd, 1);
-    ::dup2(log_fd, 2);
-    if (::getuid() == 0) {  // Open MPI refuses root unless told; containers and CI run as root
-      ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-      ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
-    }
-    ::setenv("DTNN_RUN_NONCE", nonce.c_str(), 1);  // mpirun and srun pass it on to the ranks they start here
-    ::execvp(cargv[0], cargv.data());
-    std::fprintf(stderr, "dtnn: cannot execute %s: %s\n", cargv[0], std::strerror(errno));
-    ::_exit(127);
-  }
-  ::setpgid(pid, pid);
-  ::close(log_fd);
-  const auto start = Clock::now();
-  ChildResult result;
-  bool killing = false;
-  Clock::time_point term_sent;
-  for (;;) {
-    int status = 0;
-    const pid_t r = ::waitpid(pid, &status, WNOHANG);
-    if (r == pid) {
-      if (!killing) {
-        if (WIFEXITED(status)) result.kind = ChildResult::kExited, result.code = WEXITSTATUS(status);
-        else result.kind = ChildResult::kSignalled, result.code = WTERMSIG(status);
-      }
-      // Stragglers of the trial's process group (a wrapper script's children). Not mpirun's ranks: Open MPI
-      // 4.1 gives each its own group; they end when they lose mpirun's PMIx server.
-      ::kill(-pid, SIGKILL);
-      return result;
-    }
-    const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-    if (!killing && (g_stop_signal || elapsed > timeout_s)) {
-      result.kind = g_stop_signal ? ChildResult::kInterrupted : ChildResult::kTimeout;
-      if (!g_stop_signal && on_timeout) result.timeout_note = on_timeout();  // while the child still waits
-      ::kill(-pid, SIGTERM);
-      killing = true;
-      term_sent = Clock::now();
-    }
-    if (killing && Clock::now() - term_sent > std::chrono::seconds(5)) ::kill(-pid, SIGKILL);
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-}
-
 std::string format_duration(double s) {
   if (!std::isfinite(s) || s < 0) return "?";
   const long t = std::lround(s);
@@ -254,28 +161,6 @@ std::string format_duration(double s) {
   else std::snprintf(buf, sizeof buf, "%ld:%02ld", t / 60, t % 60);
   return buf;
 }
-
-
-// The stop signals (kStopSignals) stop the running trial, which is marked interrupted; the runner then exits
-// 128 + the signal. The previous handlers come back on every way out of the runner (an exception included).
-class StopSignals {
- public:
-  StopSignals() {
-    g_stop_signal = 0;
-    struct sigaction sa {};
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    for (size_t i = 0; i < kStopSignals.size(); ++i) sigaction(kStopSignals[i], &sa, &old_[i]);
-  }
-  ~StopSignals() {
-    for (size_t i = 0; i < kStopSignals.size(); ++i) sigaction(kStopSignals[i], &old_[i], nullptr);
-  }
-  StopSignals(const StopSignals&) = delete;
-  StopSignals& operator=(const StopSignals&) = delete;
-
- private:
-  std::array<struct sigaction, kStopSignals.size()> old_{};
-};
 
 // The database path made absolute, with its directory created; a clear error for a path that cannot be one.
 fs::path prepare_db_path(const std::string& db) {
@@ -377,7 +262,7 @@ Outcome run_trial(ResultStore& store, int64_t run_id, const Launch& launch, cons
   Outcome o;
   switch (child.kind) {
     case ChildResult::kInterrupted:
-      o = {"interrupted", "stopped by signal " + std::to_string(g_stop_signal)};
+      o = {"interrupted", "stopped by signal " + std::to_string(stop_signal())};
       break;
     case ChildResult::kTimeout: {
       const std::string after = timeout_s < 60 ? format_double(timeout_s) + " s" : format_duration(timeout_s);
@@ -511,8 +396,8 @@ int run_matrix(const RunnerOptions& options, std::ostream& out) {
   int n_ok = 0, n_failed = 0, n_timeout = 0, n_unsupported = 0, n_diverged = 0, n_predicted = 0;
   int stopped_by = 0;  // the stop signal that ended the runner
   for (size_t i = 0; i < plan.size() && !stopped_by; ++i) {
-    if (g_stop_signal) {  // between trials: start no other
-      stopped_by = g_stop_signal;
+    if (stop_signal()) {  // between trials: start no other
+      stopped_by = stop_signal();
       break;
     }
     const Trial& trial = plan[i].trial;
@@ -547,7 +432,7 @@ int run_matrix(const RunnerOptions& options, std::ostream& out) {
     } catch (const std::exception& e) {
       o = {"failed", std::string("runner: ") + e.what()};
     }
-    if (o.status == "interrupted") stopped_by = g_stop_signal;
+    if (o.status == "interrupted") stopped_by = stop_signal();
     const bool stored = o.status == "ok" || o.status == "diverged";  // with the report already
     if (!stored) store.finish_run(run_id, o.status, o.error, duration);
     if (o.status == "ok") ++n_ok;
