@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <sstream>
+#include <tuple>
 
 #include "analysis/ci_output.h"
 #include "analysis/compare.h"
@@ -33,9 +34,21 @@ std::map<std::string, int> git_order(const std::string& repo) {
 }
 
 struct RunValue {
-  std::string trial_key, label, machine_key, commit, started_at;
+  std::string trial_key, label, machine_key, build, commit, started_at;
   double value = 0.0;
 };
+
+// What kind of build ran, from environments.build_type ("Release [GNU 12.2.0; Release; -O3 ...; backends:
+// cuda=ON onednn=ON mpi=ON sanitize=OFF]"): the build type and the backends, "Release; backends: ...". A
+// Debug or sanitizer build's runs beside Release ones are another series, not a step; compiler versions and
+// flags stay in one series (a commit that changes the flags is a change history should show).
+std::string build_kind(const std::string& build_type) {
+  const std::string type = build_type.substr(0, build_type.find(' '));
+  const size_t backends = build_type.find("backends: ");
+  if (backends == std::string::npos) return type;
+  const size_t end = build_type.find(']', backends);
+  return type + "; " + build_type.substr(backends, end == std::string::npos ? std::string::npos : end - backends);
+}
 
 std::vector<RunValue> run_values(const ResultStore& store, const HistoryOptions& o, History& h) {
   const std::string where = o.selection.empty() ? "" : " AND " + selection_sql(o.selection);
@@ -53,15 +66,18 @@ std::vector<RunValue> run_values(const ResultStore& store, const HistoryOptions&
   // fitted to log values), or no epoch past the warm-up.
   const int clean = std::stoi(*store.query("SELECT count(*)" + from + keep).rows.at(0).at(0));
   if (o.metric == "test_accuracy") {
-    const QueryResult q = store.query("SELECT r.trial_key, r.label, e.machine_key, e.git_commit, r.started_at, "
-                                      "r.test_accuracy" + from + keep + " AND r.test_accuracy > 0 ORDER BY r.id");
-    for (const auto& row : q.rows) out.push_back({*row[0], *row[1], *row[2], *row[3], *row[4], std::stod(*row[5])});
+    const QueryResult q = store.query("SELECT r.trial_key, r.label, e.machine_key, e.build_type, e.git_commit, "
+                                      "r.started_at, r.test_accuracy" + from + keep +
+                                      " AND r.test_accuracy > 0 ORDER BY r.id");
+    for (const auto& row : q.rows)
+      out.push_back({*row[0], *row[1], *row[2], build_kind(*row[3]), *row[4], *row[5], std::stod(*row[6])});
     h.no_value_runs = clean - static_cast<int>(out.size());
     return out;
   }
   // samples_per_s: compare's sample -- the median epoch after the warm-up.
   const QueryResult epochs = store.query(
-      "SELECT r.trial_key, r.label, e.machine_key, e.git_commit, r.started_at, r.id, ep.samples_per_s FROM runs r "
+      "SELECT r.trial_key, r.label, e.machine_key, e.git_commit, r.started_at, r.id, ep.samples_per_s, "
+      "e.build_type FROM runs r "
       "JOIN matrices m ON m.id = r.matrix_id JOIN environments e ON e.id = r.environment_id JOIN epochs ep ON "
       "ep.run_id = r.id WHERE r.status = 'ok'" + where + keep + " AND ep.epoch > " +
       std::to_string(o.warmup_epochs) + " ORDER BY r.id, ep.epoch");
@@ -72,7 +88,7 @@ std::vector<RunValue> run_values(const ResultStore& store, const HistoryOptions&
     if (i + 1 < epochs.rows.size() && *epochs.rows[i + 1][5] == *row[5]) continue;
     const double v = median(run);
     run.clear();
-    if (v > 0.0) out.push_back({*row[0], *row[1], *row[2], *row[3], *row[4], v});
+    if (v > 0.0) out.push_back({*row[0], *row[1], *row[2], build_kind(*row[7]), *row[3], *row[4], v});
   }
   h.no_value_runs = clean - static_cast<int>(out.size());
   return out;
@@ -97,13 +113,14 @@ History load_history(const ResultStore& store, const HistoryOptions& o) {
     fail("--repo ", o.repo, ": git lists no commit there (not a git repository?); leave --repo out to order "
          "commits by the time of their runs");
 
-  // Series by (trial, machine); points by commit.
-  std::map<std::pair<std::string, std::string>, HistorySeries> series;
+  // Series by (trial, machine, build kind); points by commit.
+  std::map<std::tuple<std::string, std::string, std::string>, HistorySeries> series;
   for (const RunValue& r : runs) {
-    HistorySeries& s = series[{r.trial_key, r.machine_key}];
+    HistorySeries& s = series[{r.trial_key, r.machine_key, r.build}];
     s.trial_key = r.trial_key;
     s.label = r.label;
     s.machine_key = r.machine_key;
+    s.build = r.build;
     auto it = std::find_if(s.points.begin(), s.points.end(), [&](const HistoryPoint& p) { return p.commit == r.commit; });
     if (it == s.points.end()) {
       s.points.push_back({r.commit, r.started_at, {}, 0.0});
@@ -153,14 +170,21 @@ History load_history(const ResultStore& store, const HistoryOptions& o) {
     if (s.newest_regressed) ++h.regressed_series;
     h.series.push_back(std::move(s));
   }
-  // Machines numbered in key order, so that series of one trial on two machines have distinct names.
-  std::map<std::string, int> machines;
-  for (const HistorySeries& s : h.series) machines.emplace(s.machine_key, 0);
-  int number = 0;
-  for (auto& [key, index] : machines) index = ++number;
+  // Machines and builds numbered in key order, so that series of one trial on two machines or of two kinds of
+  // build have distinct names.
+  std::map<std::string, int> machines, builds;
+  for (const HistorySeries& s : h.series) {
+    machines.emplace(s.machine_key, 0);
+    builds.emplace(s.build, 0);
+  }
+  for (auto* numbering : {&machines, &builds}) {
+    int number = 0;
+    for (auto& [key, index] : *numbering) index = ++number;
+  }
   for (HistorySeries& s : h.series) {
     s.name = s.label.empty() ? s.trial_key : s.label;
     if (machines.size() > 1) s.name += " [machine " + std::to_string(machines.at(s.machine_key)) + "]";
+    if (builds.size() > 1) s.name += " [build " + std::to_string(builds.at(s.build)) + "]";
   }
   return h;
 }
@@ -169,7 +193,8 @@ void print_history(std::ostream& out, const History& h, const HistoryOptions& o)
   char line[512];
   for (const HistorySeries& s : h.series) {
     out << s.name << "  [machine: "
-        << (s.machine_key.empty() ? "not recorded" : s.machine_key) << "; commit order: " << s.order << "]\n";
+        << (s.machine_key.empty() ? "not recorded" : s.machine_key) << "; build: " << s.build
+        << "; commit order: " << s.order << "]\n";
     std::snprintf(line, sizeof line, "  %-12s %4s %14s  %s\n", "commit", "runs", h.metric.c_str(), "");
     out << line;
     size_t next_step = 0;
@@ -210,7 +235,8 @@ std::string history_json(const History& h, const HistoryOptions& o) {
   nlohmann::json list = nlohmann::json::array();
   for (const HistorySeries& s : h.series) {
     nlohmann::json sj = {{"trial_key", s.trial_key}, {"label", s.label}, {"name", s.name},
-                         {"machine_key", s.machine_key}, {"older_commits_left_out", s.older_commits_left_out},
+                         {"machine_key", s.machine_key}, {"build", s.build},
+                         {"older_commits_left_out", s.older_commits_left_out},
                          {"order", s.order}, {"newest_regressed", s.newest_regressed}};
     nlohmann::json points = nlohmann::json::array();
     for (const HistoryPoint& p : s.points)

@@ -1,7 +1,8 @@
 // `dtnn history`: each trial's values over commits, the steps in them, and whether the newest one regressed.
 //
-// A series is one trial key on one machine (environments.machine_key: a value measured on another machine is
-// another series, never a step). Its points are commits: the runs of ok status built from that commit, one
+// A series is one trial key on one machine and one kind of build (environments.machine_key: a value measured
+// on another machine is another series, never a step; so is one of a Debug or sanitizer build, or of other
+// backends, beside Release runs). Its points are commits: the runs of ok status built from that commit, one
 // value each -- samples_per_s as compare takes it (the median epoch after the warm-up), or test_accuracy.
 // Runs of a dirty build (their commit does not say what ran) and of a binary built outside a checkout are
 // left out and counted.
@@ -49,6 +50,7 @@ struct HistoryStep {
 
 struct HistorySeries {
   std::string trial_key, label, machine_key;
+  std::string build;                 // "Release; backends: cuda=ON ..." (history.cpp build_kind)
   std::string name;                  // label (else trial key), " [machine k]" when the history has several
   std::string order;                 // git | time
   int older_commits_left_out = 0;    // past max_commits

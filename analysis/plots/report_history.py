@@ -120,6 +120,7 @@ class HistorySections:
             self.add(f"No {metric} series.", "")
             return
         machines = list(dict.fromkeys(s["machine_key"] for s in series))
+        builds = list(dict.fromkeys(s.get("build", "") for s in series))  # absent from older dtnn's JSON
         several = len(machines) > 1
         left = [f"{doc[k]} ok run(s) {what}" for k, what in (("dirty_runs", "of dirty builds"),
                                                              ("unknown_commit_runs", "without a recorded commit"))
@@ -131,15 +132,19 @@ class HistorySections:
         for s in series:
             base = s["label"] or s["trial_key"]
             same = sum(1 for t in series[:len(names)] if (t["label"] or t["trial_key"]) == base and
-                       t["machine_key"] == s["machine_key"])
+                       t["machine_key"] == s["machine_key"] and t.get("build", "") == s.get("build", ""))
             names.append(base + (f" #{same + 1}" if same else "") +
-                         (f" (machine {machines.index(s['machine_key']) + 1})" if several else ""))
+                         (f" (machine {machines.index(s['machine_key']) + 1})" if several else "") +
+                         (f" (build {builds.index(s.get('build', '')) + 1})" if len(builds) > 1 else ""))
         rows = [(name, s["order"], len(s["points"]), num(s["points"][-1]["value"] if s["points"] else None, digits),
                  steps_text(s, digits), VERDICT.get(s["steps"][-1]["verdict"], "ok") if s["steps"] else "steady")
                 for s, name in zip(series, names)]
         self.add(*table(["trial", "order", "commits", "newest", "steps", "verdict"], rows, right=(2, 3)))
         if several:
             self.add("Machines: " + "; ".join(f"{i + 1} = `{m or 'not recorded'}`" for i, m in enumerate(machines)) +
+                     ".", "")
+        if len(builds) > 1:
+            self.add("Builds: " + "; ".join(f"{i + 1} = `{b or 'not recorded'}`" for i, b in enumerate(builds)) +
                      ".", "")
         if self.no_plots():
             return

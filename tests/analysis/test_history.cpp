@@ -292,3 +292,64 @@ TEST_CASE("history: a partial recovery does not clear a regression", "[history]"
   CHECK(h.regressed_series == 1);
   fs::remove_all(dir);
 }
+
+TEST_CASE("history: a Debug build's runs are a series of their own, not a step", "[history]") {
+  if (std::system("git --version > /dev/null 2>&1") != 0) DTNN_SKIP("git is not installed (the test makes a repository)");
+  const fs::path dir = dtnn::test::temp_path("history_builds");
+  const std::vector<std::string> shas = make_repo(dir / "repo", 16);
+  const std::string db = (dir / "h.db").string();
+  const std::string release = "Release [GNU 12.2.0; Release; -O3 -DNDEBUG; backends: cuda=OFF onednn=ON mpi=ON sanitize=OFF]";
+  {
+    dtnn::ResultStore store = dtnn::ResultStore::open(db);
+    const int64_t matrix = store.add_matrix("m", "m.toml", "h", "name = \"m\"\n");
+    std::mt19937 rng(9);
+    std::normal_distribution<double> noise(0.0, 0.015);
+    for (int i = 0; i < 16; ++i)
+      // Release runs of every commit at one level; from commit 8 a developer's Debug build too, 3x slower,
+      // and from commit 10 a Release build compiled with another compiler version (same series).
+      for (const char* kind : {"release", "debug"}) {
+        if (std::string(kind) == "debug" && i < 8) continue;
+        dtnn::StoredEnvironment e;
+        e.host = "ci";
+        e.git_commit = shas[i];
+        e.build_type = std::string(kind) == "debug"
+                           ? "Debug [GNU 12.2.0; Debug; -g; backends: cuda=OFF onednn=ON mpi=ON sanitize=OFF]"
+                           : i >= 10 ? "Release [GNU 13.1.0; Release; -O3 -DNDEBUG; backends: cuda=OFF onednn=ON mpi=ON "
+                                       "sanitize=OFF]"
+                                     : release;
+        const int64_t env = store.add_environment(e);
+        for (int r = 0; r < 2; ++r) {
+          dtnn::RunStart s;
+          s.matrix_id = matrix;
+          s.environment_id = env;
+          s.trial_key = s.config_key = s.label = "cnn";
+          s.params = {{"model", "cnn"}};
+          s.command = "dtnn train";
+          s.log_path = "x.log";
+          const int64_t id = store.begin_run(s);
+          const double v = (std::string(kind) == "debug" ? 330.0 : 1000.0) * (1.0 + noise(rng));
+          store.exec("UPDATE runs SET status = 'ok' WHERE id = " + std::to_string(id));
+          for (int ep = 1; ep <= 2; ++ep)
+            store.exec("INSERT INTO epochs (run_id, epoch, samples, time_s, samples_per_s, metrics) VALUES (" +
+                       std::to_string(id) + ", " + std::to_string(ep) + ", 1000, 1.0, " + std::to_string(v) + ", '{}')");
+        }
+      }
+  }
+  const dtnn::ResultStore store = dtnn::ResultStore::open_read_only(db);
+  dtnn::HistoryOptions o;
+  o.repo = (dir / "repo").string();
+  const dtnn::History h = dtnn::load_history(store, o);
+  // One series of Release runs (both compilers) and one of Debug runs; neither has a step. In one series the
+  // Debug runs were a 67 % regression at commit 8.
+  REQUIRE(h.series.size() == 2);
+  CHECK(h.regressed_series == 0);
+  for (const dtnn::HistorySeries& s : h.series) {
+    CHECK(s.steps.empty());
+    const bool debug = s.build.rfind("Debug;", 0) == 0;
+    CHECK(s.points.size() == (debug ? 8u : 16u));
+    CHECK(s.build == (debug ? "Debug; backends: cuda=OFF onednn=ON mpi=ON sanitize=OFF"
+                            : "Release; backends: cuda=OFF onednn=ON mpi=ON sanitize=OFF"));
+    CHECK_THAT(s.name, Contains(debug ? "[build 1]" : "[build 2]"));
+  }
+  fs::remove_all(dir);
+}
