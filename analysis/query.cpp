@@ -61,7 +61,7 @@ const View kViews[] = {
      "ranks' nodes and ranks per node, the scheduler, the launcher's version and the Slurm job the runner itself ran in "
      "(dtnn run --submit)",
      "SELECT id, matrix_id, label, repeat, CASE WHEN status = 'running' AND NOT dtnn_runner_alive(runner_host, "
-     "runner_pid) THEN 'running (runner gone)' ELSE status END AS status, round(duration_s, 1) AS duration_s, "
+     "runner_pid, runner_start) THEN 'running (runner gone)' ELSE status END AS status, round(duration_s, 1) AS duration_s, "
      "round(samples_per_s, 1) AS samples_per_s, round(test_accuracy, 2) AS test_accuracy, error, started_at, "
      "scheduler, launcher, CASE WHEN job_id = '' THEN '' ELSE job_id || '.' || step_id END AS slurm_step, "
      "node_list AS nodes, tasks_per_node, launcher_version, runner_job_id FROM runs ORDER BY id"},

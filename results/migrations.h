@@ -9,6 +9,7 @@
 #include "results/migrations_13.h"
 #include "results/migrations_14.h"
 #include "results/migrations_15.h"
+#include "results/migrations_16.h"
 
 namespace dtnn::schema {
 
@@ -579,6 +580,8 @@ CREATE VIEW v_averaging AS
      kMigration14Sql},
     {15, "predictions.variant (link rates, forced algorithm, bucket cap, batch, gamma or fit beyond the platform's "
          "name), a key of v_scaling's curves", kMigration15Sql},
+    {16, "runs.runner_start: the runner process's boot id and start time beside its pid (a reused pid is not the "
+         "runner)", kMigration16Sql},
 };
 
 }  // namespace dtnn::schema

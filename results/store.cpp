@@ -11,7 +11,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
 #include "core/error.h"
@@ -28,19 +30,43 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// True when a run's runner was on this host and that process no longer exists (a pid of another host
-// cannot be checked: it counts as alive).
-bool runner_gone(const std::string& host, int64_t pid) {
-  return host == host_name() && pid > 0 && pid != ::getpid() && ::kill(static_cast<pid_t>(pid), 0) != 0 &&
-         errno == ESRCH;
+// "<boot id> <start time in clock ticks since boot>" of process `pid` (migrations_16.h), or "" when /proc
+// cannot say (no such process, or not readable).
+std::string process_start(int64_t pid) {
+  std::ifstream boot("/proc/sys/kernel/random/boot_id");
+  std::string boot_id;
+  std::getline(boot, boot_id);
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  std::getline(f, stat);
+  const size_t close = stat.rfind(')');  // the command name may hold spaces and parentheses
+  if (boot_id.empty() || close == std::string::npos) return "";
+  std::istringstream rest(stat.substr(close + 2));  // from field 3, the state
+  std::string field;
+  for (int i = 3; i <= 22 && rest >> field; ++i)
+    if (i == 22) return boot_id + " " + field;
+  return "";
 }
 
-// SQL function dtnn_runner_alive(runner_host, runner_pid), so read-only tools can tell orphaned 'running'
-// rows without writing.
+// True when a run's runner was on this host and is no longer there: no process has its pid, or the one that
+// has it started at another time (a reused pid; `start` '' = not recorded: the pid alone decides). A pid of
+// another host cannot be checked: it counts as alive.
+bool runner_gone(const std::string& host, int64_t pid, const std::string& start) {
+  if (host != host_name() || pid <= 0) return false;
+  if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) return true;
+  if (start.empty()) return false;
+  const std::string now = process_start(pid);
+  return !now.empty() && now != start;
+}
+
+// SQL function dtnn_runner_alive(runner_host, runner_pid, runner_start), so read-only tools can tell orphaned
+// 'running' rows without writing.
 void runner_alive_sql(sqlite3_context* ctx, int, sqlite3_value** argv) {
   const unsigned char* host = sqlite3_value_text(argv[0]);
   const int64_t pid = sqlite3_value_int64(argv[1]);
-  sqlite3_result_int(ctx, runner_gone(host ? reinterpret_cast<const char*>(host) : "", pid) ? 0 : 1);
+  const unsigned char* start = sqlite3_value_text(argv[2]);
+  sqlite3_result_int(ctx, runner_gone(host ? reinterpret_cast<const char*>(host) : "", pid,
+                                      start ? reinterpret_cast<const char*>(start) : "") ? 0 : 1);
 }
 
 sqlite3* open_db(const std::string& path, int flags) {
@@ -53,7 +79,7 @@ sqlite3* open_db(const std::string& path, int flags) {
   }
   sqlite3_busy_timeout(db, 60000);  // two runners, or a reader during a write: wait, do not fail
   sqlite3_extended_result_codes(db, 1);
-  sqlite3_create_function(db, "dtnn_runner_alive", 2, SQLITE_UTF8, nullptr, runner_alive_sql, nullptr, nullptr);
+  sqlite3_create_function(db, "dtnn_runner_alive", 3, SQLITE_UTF8, nullptr, runner_alive_sql, nullptr, nullptr);
   return db;
 }
 
@@ -331,8 +357,8 @@ int64_t ResultStore::begin_run(const RunStart& s) {
   Statement st(db_, path_,
                "INSERT INTO runs (matrix_id, environment_id, trial_key, config_key, label, repeat, framework, model, "
                "dataset, conv_algo, ranks, threads, device, batch_size, num_epochs, optimizer, params, status, "
-               "command, log_path, runner_pid, runner_host, tags, runner_job_id) "
-               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?)");
+               "command, log_path, runner_pid, runner_host, tags, runner_job_id, runner_start) "
+               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?)");
   st.bind(1, s.matrix_id).bind(2, s.environment_id).bind(3, s.trial_key).bind(4, s.config_key).bind(5, s.label);
   st.bind(6, s.repeat).bind(7, param(p, "framework", "dtnn")).bind(8, param(p, "model", "simplecnn"));
   st.bind(9, dataset_label(p)).bind(10, param(p, "conv_algo", "auto"));
@@ -342,6 +368,7 @@ int64_t ResultStore::begin_run(const RunStart& s) {
   st.bind(17, params.dump()).bind(18, s.command).bind(19, s.log_path).bind(20, static_cast<int64_t>(::getpid()));
   const char* job = std::getenv("SLURM_JOB_ID");  // a runner inside a Slurm job (dtnn run --submit)
   st.bind(21, host_name()).bind(22, s.tags).bind(23, std::string(job ? job : ""));
+  st.bind(24, process_start(::getpid()));
   st.run();
   const int64_t id = sqlite3_last_insert_rowid(db_);
   tx.commit();
@@ -399,11 +426,12 @@ std::vector<std::string> ResultStore::reap_orphaned_runs() {
   {
     const std::string host = host_name();
     Statement sel(db_, path_,
-                  "SELECT id, runner_pid, log_path FROM runs WHERE status = 'running' AND runner_host = ?");
+                  "SELECT id, runner_pid, log_path, runner_start FROM runs WHERE status = 'running' AND "
+                  "runner_host = ?");
     sel.bind(1, host);
     while (sel.step()) {
       const int64_t pid = sel.int_column(1);
-      if (!runner_gone(host, pid)) continue;
+      if (!runner_gone(host, pid, sel.text_column(3).value_or(""))) continue;
       gone.emplace_back(sel.int_column(0), pid);
       log_paths.push_back(sel.text_column(2).value_or(""));
     }

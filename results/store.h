@@ -10,8 +10,9 @@
 // and layers) in one transaction, so a killed runner leaves at most a 'running' row, which the next writer
 // marks 'interrupted' once the runner process that owns it is gone. Everything else (query, compare, check,
 // report) opens the file read-only; SQL run through a store can ask dtnn_runner_alive(runner_host,
-// runner_pid) whether a 'running' row still has its runner (0 only when the host is this one and the process
-// is gone), so read-only tools can show orphans without writing.
+// runner_pid, runner_start) whether a 'running' row still has its runner (0 only when the host is this one
+// and no process has that pid, or the one that has it started at another time), so read-only tools can show
+// orphans without writing.
 //
 // Errors (SQLite failures, a malformed report) are dtnn::Error naming the database file and, in words, what
 // was being done ("<db>: committing: disk I/O error").

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "helpers.h"
+#include "results/store.h"
 
 namespace dtnn::test::runner {
 
@@ -49,5 +50,22 @@ num_epochs = 2
 steps_per_epoch = 3
 threads = 1
 )";
+
+// A database holding one run of a simplemlp trial with this status (begun by this process: 'running' rows
+// name it as their runner).
+inline void make_db_with_run(const std::string& db, const std::string& status) {
+  dtnn::ResultStore store = dtnn::ResultStore::open(db);
+  dtnn::RunStart s;
+  s.matrix_id = store.add_matrix("m", "m.toml", "hash", "name = \"m\"\n");
+  dtnn::StoredEnvironment e;
+  e.host = "h";
+  s.environment_id = store.add_environment(e);
+  s.trial_key = s.config_key = s.label = "model=simplemlp";
+  s.params = {{"model", "simplemlp"}, {"dataset", "mnist"}};
+  s.command = "dtnn train";
+  s.log_path = "x.log";
+  const int64_t id = store.begin_run(s);
+  if (status != "running") store.exec("UPDATE runs SET status = '" + status + "' WHERE id = " + std::to_string(id));
+}
 
 }  // namespace dtnn::test::runner

@@ -75,22 +75,6 @@ bool wait_running(const std::string& db) {
   return false;
 }
 
-// A database with one run of matrix "m" in `status`, made through the store (no trial process).
-void make_db_with_run(const std::string& db, const std::string& status) {
-  dtnn::ResultStore store = dtnn::ResultStore::open(db);
-  dtnn::RunStart s;
-  s.matrix_id = store.add_matrix("m", "m.toml", "hash", "name = \"m\"\n");
-  dtnn::StoredEnvironment e;
-  e.host = "h";
-  s.environment_id = store.add_environment(e);
-  s.trial_key = s.config_key = s.label = "model=simplemlp";
-  s.params = {{"model", "simplemlp"}, {"dataset", "mnist"}};
-  s.command = "dtnn train";
-  s.log_path = "x.log";
-  const int64_t id = store.begin_run(s);
-  if (status != "running") store.exec("UPDATE runs SET status = '" + status + "' WHERE id = " + std::to_string(id));
-}
-
 }  // namespace
 
 TEST_CASE("runner: ok, failed, unsupported and timeout runs are recorded with their reasons", "[runner]") {
@@ -449,23 +433,6 @@ TEST_CASE("cli: check of a missing database or of no runs fails", "[runner]") {
   const dtnn::test::Command nosuch = dtnn::test::run_dtnn("check --db " + ws.db() + " --select=matrix=nosuch");
   CHECK(dtnn::test::one_line_error(nosuch));
   CHECK_THAT(nosuch.err, Contains("no ok run matches --select matrix=nosuch"));
-}
-
-TEST_CASE("cli: query runs shows a run whose runner is gone", "[runner]") {
-  Workspace ws("orphan_view");
-  make_db_with_run(ws.db(), "running");
-  {
-    dtnn::ResultStore store = dtnn::ResultStore::open(ws.db());
-    const pid_t child = ::fork();
-    if (child == 0) ::_exit(0);
-    int status = 0;
-    ::waitpid(child, &status, 0);  // the pid is gone now
-    store.exec("UPDATE runs SET runner_pid = " + std::to_string(child));
-  }
-  const dtnn::test::Command q = dtnn::test::run_dtnn("query runs --format csv --db " + ws.db());
-  CHECK(q.status == 0);
-  CHECK_THAT(q.out, Contains(",running (runner gone),"));
-  CHECK(one(ws.db(), "SELECT status FROM runs") == "running");  // shown, not written
 }
 
 TEST_CASE("cli: query reads a database in a directory it cannot write", "[runner]") {
