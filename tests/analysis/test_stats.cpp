@@ -157,7 +157,7 @@ TEST_CASE("Mann-Whitney: identical samples give p = 1", "[stats]") {
   CHECK(dtnn::mann_whitney_u({5.0}, {5.0}).p_value == 1.0);
 }
 
-TEST_CASE("Mann-Whitney: exact and asymptotic agree at n = 20; n = 21 is asymptotic", "[stats]") {
+TEST_CASE("Mann-Whitney: exact and asymptotic agree at n = 20, n = 21 is asymptotic", "[stats]") {
   // Seeded normal samples (numpy default_rng(7)), rounded to 3 decimals, no ties.
   // scipy: U 112.0; exact p 0.016742393803863068; asymptotic p 0.017938612870324673.
   const std::vector<double> a = {10.001, 10.299, 9.726, 9.109, 9.545, 9.008, 10.06, 11.34, 9.508, 9.38,

@@ -126,7 +126,7 @@ Run train(TrainOptions o, const Dataset& data, int epochs) {
 
 }  // namespace
 
-TEST_CASE("training: the loader thread gives bit-identical results; evaluation is never augmented", "[data][train]") {
+TEST_CASE("training: the loader thread gives bit-identical results, evaluation is never augmented", "[data][train]") {
   const auto data = make_synthetic(dataset_shape("mnist"), 0);
   TrainOptions o;
   o.batch_size = 16;

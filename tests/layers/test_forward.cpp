@@ -195,7 +195,7 @@ TEST_CASE("losses and metrics: values worked out by hand", "[forward]") {
   CHECK(dz[2] == Approx((std::exp(3.0 - lse1) - 1.0) / 4).epsilon(1e-6));
 }
 
-TEST_CASE("losses: loss_from_output's gradient against central differences; clipped outputs get none", "[forward]") {
+TEST_CASE("losses: loss_from_output's gradient against central differences, clipped outputs get none", "[forward]") {
   for (LossKind kind : {LossKind::categorical_cross_entropy, LossKind::binary_cross_entropy}) {
     INFO(loss_name(kind));
     Rng rng(14);

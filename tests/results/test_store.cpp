@@ -173,7 +173,7 @@ TEST_CASE("store: a version-3 database gains status 'diverged' and keeps runs, e
   CHECK_THROWS(latest.exec("DELETE FROM matrices"));
 }
 
-TEST_CASE("store: a version-11 database gains targets.momentum; its targets match any momentum until stated", "[store]") {
+TEST_CASE("store: a version-11 database gains targets.momentum, its targets match any momentum until stated", "[store]") {
   const std::string path = fresh_db("v11");
   {
     dtnn::ResultStore v11 = dtnn::ResultStore::open_at_version(path, 11);
@@ -283,7 +283,7 @@ TEST_CASE("store: a good report is ingested with its epochs and layers", "[store
   CHECK(one(f.store, "SELECT node_list FROM runs") == dtnn::host_name());
 }
 
-TEST_CASE("store: a report's placement fills the run's Slurm columns; an older report leaves them empty", "[store]") {
+TEST_CASE("store: a report's placement fills the run's Slurm columns, an older report leaves them empty", "[store]") {
   Fixture f("placement");
   nlohmann::json j = nlohmann::json::parse(real_report());
   j["placement"] = {{"scheduler", "slurm"}, {"cluster", "c"}, {"job_id", "12"}, {"step_id", "3"},
