@@ -129,6 +129,11 @@ struct Parser {
     const OptionSpec* o = find_option(name);
     if (o && (o->flags & kOptPlanned))
       fail_at(where, section + ": '" + name + "' is not implemented yet (" + o->why_not + ")");
+    // device is what the runner turns into --enable_gpu (or the reference's device): a second spelling could
+    // only contradict it, and the run would be stored under the other device.
+    if (name == "enable_gpu")
+      fail_at(where, section + ": 'enable_gpu': a matrix sets device = \"gpu\" (or \"cpu\"), which the runner "
+                               "passes on as --enable_gpu");
     if (o && (o->flags & kOptAlias))
       fail_at(where, section + ": '" + name + "' is PyDTNN's spelling: a matrix sets " +
                          (std::string(name) == "threads_per_process" ? "threads" : "conv_algo"));
@@ -441,6 +446,9 @@ void expand(const Parser& p, const Base& b, const std::vector<Axis>& axes, const
     if (exclude_hits[r] == 0) p.fail_at(excludes[r].where, "exclude #" + std::to_string(r + 1) + " matches no trial");
 
   for (size_t i = 0; i < includes.size(); ++i)
+    if (includes[i].values.empty())  // it would be [base] alone: one more trial, or a duplicate of one
+      p.fail_at(includes[i].where, "include #" + std::to_string(i + 1) + ": empty (name the parameters it sets)");
+  for (size_t i = 0; i < includes.size(); ++i)
     for (const auto& values : include_combinations(p, includes[i])) {
       Trial t;
       t.params = base;
@@ -497,15 +505,40 @@ void check_trials(const Parser& p, const std::vector<Axis>& axes, const Matrix& 
         fail(path, ": launcher kind 'none' cannot start ", t.ranks(), " ranks (trial ", t.label.empty() ? t.key : t.label,
              "): use mpirun or srun, or ranks = 1");
 
+  // Two trials of one configuration: the same parameters once the defaults written out are left out (an
+  // include of ranks = 1 beside an axis trial without ranks, framework = "dtnn", threads = 0). Their keys
+  // differ, so --resume and compare would keep them apart; they would run the same thing twice.
+  {
+    std::map<std::string, const Trial*> seen;
+    for (const Trial& t : m.trials) {
+      const auto [it, fresh] = seen.emplace(make_key(without_defaults(t.params)), &t);
+      if (!fresh)
+        fail(path, ": trials '", it->second->label.empty() ? it->second->key : it->second->label, "' and '",
+             t.label.empty() ? t.key : t.label, "' are one configuration (they differ only in parameters set to "
+             "their defaults): drop one, or the default value");
+    }
+  }
   for (const Trial& t : m.trials) check_layout(path, m, t);
   for (const Trial& t : m.trials)
     if (t.get("transport", "default") != "default" && m.launcher.kind != "mpirun")
       fail(path, ": trial ", t.label.empty() ? t.key : t.label, ": transport is Open MPI's (mpirun --mca btl); launcher kind \"",
            m.launcher.kind, "\" cannot set it");
-  for (const Trial& t : m.trials)
+  for (const Trial& t : m.trials) {
+    const std::string name = t.label.empty() ? t.key : t.label;
     if (t.get("scaling", "weak") == "strong" && t.params.count("global_batch_size"))
-      fail(path, ": trial ", t.label.empty() ? t.key : t.label, ": scaling = \"strong\" makes batch_size the global "
-           "batch; do not also set global_batch_size");
+      fail(path, ": trial ", name, ": scaling = \"strong\" makes batch_size the global batch; do not also set "
+           "global_batch_size");
+    // dtnn train takes --global_batch_size over --batch_size: trials differing only in batch_size would run
+    // one configuration under several names.
+    if (t.params.count("global_batch_size") && t.params.count("batch_size"))
+      fail(path, ": trial ", name, ": global_batch_size = ", t.params.at("global_batch_size"),
+           " sets the batch per rank (global / ranks); do not also set batch_size (", t.params.at("batch_size"), ")");
+    // A measured trial does not read them: axes over them would run one configuration several times.
+    for (const char* predicted_only : {"platform", "predictor"})
+      if (t.params.count(predicted_only) && t.get("mode", "run") != "predict")
+        fail(path, ": trial ", name, ": ", predicted_only, " applies to predicted trials (mode = \"predict\"), and "
+             "this one is measured");
+  }
 
   for (const Axis& axis : axes)
     for (size_t v = 0; v < axis.values.size(); ++v) {

@@ -63,8 +63,10 @@ struct Trial {
   // the command line ("simplecnn", "64", "0.001", "True"). Sorted by name (std::map). conv_algo is stored
   // under the registry's full name ("cpu.im2col_gemm" for "im2col_gemm"), so both spellings give one key.
   std::map<std::string, std::string> params;
-  // Stable identity: "name=value" pairs of `params` in name order joined by ';'. The same configuration has
-  // the same key in every matrix, on every commit; compare and --resume match runs by it.
+  // Stable identity: "name=value" pairs of `params` in name order joined by ';'. The same parameters give the
+  // same key in every matrix, on every commit; compare and --resume match runs by it. A default written out
+  // (`threads = 0`, `ranks = 1`) is part of the key as written: two trials of one matrix that differ only so
+  // are one configuration, which parse_matrix refuses (without_defaults).
   std::string key;
   // Only the axis parameters ("model=simplecnn;ranks=2"), for progress lines and tables.
   std::string label;
@@ -93,8 +95,9 @@ Matrix parse_matrix(const std::string& text, const std::string& path);
 Matrix load_matrix(const std::string& path);  // reads the file; "<path>: cannot read" when it cannot
 
 // Keep only trials whose params match every "name=value" filter (runner's --only); throws on a filter that
-// is not name=value or names an unknown parameter. Values compare as strings; an absent ranks / framework
-// compares as its default ("1" / "dtnn"), and conv_algo accepts the short name ("im2col_gemm").
+// is not name=value or names an unknown parameter. A value is taken in the form trials hold it (an option's
+// canonical text: "nhwc" is "NHWC", "1e-3" is "0.001", "im2col_gemm" is "cpu.im2col_gemm"), and an absent
+// parameter compares as its default (parameter_default: --only device=cpu keeps trials that do not set it).
 std::vector<Trial> filter_trials(const std::vector<Trial>& trials, const std::vector<std::string>& filters);
 
 // Relative paths in a matrix (path options such as dataset_train_path, the launcher's hostfile) name files
@@ -104,6 +107,14 @@ std::vector<Trial> filter_trials(const std::vector<Trial>& trials, const std::ve
 std::string matrix_directory(const std::string& matrix_path);               // absolute, normalised
 std::string resolve_against(const std::string& dir, const std::string& value);  // absolute or empty stay
 bool is_path_parameter(const std::string& name);                            // a path row of the option table
+
+// A matrix parameter's default, in the form trial params hold it: the option table's default for a `dtnn
+// train` option ("64", "False", "auto"), the matrix's own defaults (ranks 1, device cpu, framework dtnn,
+// scaling weak, transport default, tracing False, mode run, platform ib100, predictor model), "" when none
+// (nodes and ranks_per_node: a layout is never the same as none).
+std::string parameter_default(const std::string& name);
+// `params` without the entries whose value is their parameter's default: what identifies a configuration.
+std::map<std::string, std::string> without_defaults(const std::map<std::string, std::string>& params);
 
 // The `dtnn train` option names a matrix may set (besides ranks/device/framework).
 const std::vector<std::string>& matrix_option_names();

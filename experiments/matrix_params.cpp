@@ -6,6 +6,7 @@
 #include <cctype>
 #include <climits>
 #include <filesystem>
+#include <map>
 
 #include "analysis/perfmodel/collective_model.h"
 #include "core/error.h"
@@ -173,6 +174,25 @@ bool is_path_parameter(const std::string& name) {
   return o && o->kind == OptionKind::path;
 }
 
+std::string parameter_default(const std::string& name) {
+  static const std::map<std::string, std::string> own = {
+      {"ranks", "1"},          {"device", "cpu"},      {"framework", "dtnn"}, {"scaling", "weak"},
+      {"transport", "default"}, {"tracing", "False"},  {"mode", "run"},       {"platform", "ib100"},
+      {"predictor", "model"}};
+  if (const auto it = own.find(name); it != own.end()) return it->second;
+  const Spec* s = find_spec(name);
+  return s && s->option ? option_default_text(*s->option) : "";
+}
+
+std::map<std::string, std::string> without_defaults(const std::map<std::string, std::string>& params) {
+  std::map<std::string, std::string> out;
+  for (const auto& [name, value] : params) {
+    const std::string d = parameter_default(name);
+    if (d.empty() || value != d) out.emplace(name, value);
+  }
+  return out;
+}
+
 std::vector<Trial> filter_trials(const std::vector<Trial>& trials, const std::vector<std::string>& filters) {
   std::vector<std::pair<std::string, std::string>> wanted;
   for (const std::string& f : filters) {
@@ -181,9 +201,14 @@ std::vector<Trial> filter_trials(const std::vector<Trial>& trials, const std::ve
     std::string name = f.substr(0, eq), value = f.substr(eq + 1);
     const Spec* s = find_spec(name);
     if (!s) fail("filter '", f, "': unknown parameter '", name, "'");
-    if (name == "conv_algo") {  // the short form the CLI accepts names the same trials
+    if (s->option && s->kind != Kind::boolean && s->option->kind != OptionKind::path) {  // the trials' form
       try {
         value = canonical_option_text(*s->option, value);
+      } catch (const Error&) {  // not a valid value: it matches no trial, which the runner says
+      }
+    } else if (s->canonical) {
+      try {
+        value = s->canonical(value);
       } catch (const Error&) {
       }
     }
@@ -202,10 +227,9 @@ std::vector<Trial> filter_trials(const std::vector<Trial>& trials, const std::ve
   for (const Trial& t : trials) {
     bool match = true;
     for (const auto& [name, value] : wanted) {
-      // ranks and framework have defaults (Trial::ranks(), Trial::framework()); other absent params match
-      // only an empty value.
+      // ranks is also nodes x ranks_per_node (Trial::ranks()); another absent parameter has its default.
       const auto have_of = [&t](const std::string& n) {
-        return n == "ranks" ? std::to_string(t.ranks()) : n == "framework" ? t.framework() : t.get(n);
+        return n == "ranks" ? std::to_string(t.ranks()) : t.get(n, parameter_default(n));
       };
       bool any = false;
       for (const auto& [other, v] : wanted) any = any || (other == name && have_of(name) == v);

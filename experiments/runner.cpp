@@ -324,8 +324,11 @@ int run_matrix(const RunnerOptions& options, std::ostream& out) {
   ::setenv("DTNN_BINARY", dtnn_binary.c_str(), 1);
   if (trials.empty()) fail("no trial of ", matrix.path, " matches the --only filters");
   if (options.dry_run) {
-    out << "matrix " << matrix.name << " (" << matrix.path << "): " << trials.size() << " trial(s) x "
-        << matrix.repeats << " repeat(s) = " << trials.size() * matrix.repeats << " run(s)\n";
+    // Predicted trials are predicted once (they are not measured, so not repeated).
+    const size_t predicted = std::count_if(trials.begin(), trials.end(), is_predicted);
+    out << "matrix " << matrix.name << " (" << matrix.path << "): " << trials.size() - predicted << " trial(s) x "
+        << matrix.repeats << " repeat(s)" << (predicted ? " + " + std::to_string(predicted) + " predicted" : "")
+        << " = " << (trials.size() - predicted) * matrix.repeats + predicted << " run(s)\n";
     const std::string work_dir = (database_log_dir(fs::absolute(options.db_path)) / matrix.name).string();
     for (size_t i = 0; i < trials.size(); ++i) {
       const Launch launch = trial_launch(matrix, trials[i], dtnn_binary, work_dir);
@@ -342,6 +345,12 @@ int run_matrix(const RunnerOptions& options, std::ostream& out) {
     return 0;
   }
 
+  // A missing hostfile fails before any run, whether or not a trial has a layout (without one, mpirun would
+  // fail every multi-rank trial with its own message).
+  if (matrix.launcher.kind == "mpirun" && !matrix.launcher.hostfile.empty() && !fs::is_regular_file(matrix.launcher.hostfile))
+    for (const Trial& t : trials)
+      if (t.ranks() > 1 && !is_predicted(t))
+        fail(matrix.path, ": launcher 'hostfile': ", matrix.launcher.hostfile, " is not a file");
   // Every trial's ranks read it into their report's placement (mpirun passes it on with -x).
   ::setenv("DTNN_LAUNCHER_VERSION", launcher_version(matrix.launcher.kind).c_str(), 1);
   const fs::path db_path = prepare_db_path(options.db_path);

@@ -234,7 +234,7 @@ std::vector<OptionSpec> make_table() {
               "else the cores it may run on / the ranks sharing them)"),
       boolean("flush_denormals", DTNN_FIELD(flush_denormals), M | MM,
               "CPU: flush denormal floats to zero (FTZ/DAZ; decaying optimizer state made Adam a third slower); False: strict IEEE"),
-      boolean("enable_gpu", DTNN_FIELD(enable_gpu), M | T | P, "Train on the GPU (rank r uses GPU r % GPUs of its node)"),
+      boolean("enable_gpu", DTNN_FIELD(enable_gpu), T | P, "Train on the GPU (rank r uses GPU r % GPUs of its node)"),
       boolean("allow_tf32", DTNN_FIELD(allow_tf32), M | T, "GPU: TF32 tensor-core math for float32 convolutions and GEMMs"),
       boolean("enable_nccl", DTNN_FIELD(enable_nccl), M | P, "GPU + --parallel=data: allreduce gradients with NCCL"),
       boolean("enable_cudnn_auto_conv_alg", DTNN_FIELD(enable_cudnn_auto_conv_alg), M | T | P,

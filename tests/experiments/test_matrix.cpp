@@ -471,3 +471,39 @@ TEST_CASE("matrix: absurd input is refused before it is parsed or expanded", "[m
   // A file without an end is refused at the size limit, not read until memory runs out.
   CHECK_THROWS_WITH(dtnn::load_matrix("/dev/zero"), Catch::Contains("larger than 4194304 bytes"));
 }
+
+TEST_CASE("matrix: one configuration twice, and parameters a trial would not honour, are refused", "[matrix]") {
+  const std::string head = "name = \"d\"\n[base]\nuse_synthetic_data = true\n";
+  // Defaults written out: the same command as the trial that leaves them out (these ran it three times).
+  for (const char* include : {"[[include]]\nmodel = \"simplecnn\"\nranks = 1\n",
+                              "[[include]]\nmodel = \"simplecnn\"\nframework = \"dtnn\"\ndevice = \"cpu\"\n",
+                              "[[include]]\nmodel = \"simplecnn\"\nthreads = 0\n"}) {
+    INFO(include);
+    CHECK_THROWS_WITH(parse(head + "[axes]\nmodel = [\"simplecnn\", \"simplemlp\"]\n" + include),
+                      Contains("are one configuration"));
+  }
+  CHECK_THROWS_WITH(parse(head + "[axes]\nranks = [1]\n[[include]]\n"), Contains("include #1: empty"));
+  // dtnn train takes --global_batch_size over --batch_size: two trials would train at one batch.
+  CHECK_THROWS_WITH(parse(head + "global_batch_size = 128\n[axes]\nbatch_size = [32, 64]\n"),
+                    Contains("do not also set batch_size"));
+  // device is the runner's --enable_gpu; a second spelling could contradict it (and store the other device).
+  CHECK_THROWS_WITH(parse(head + "enable_gpu = true\n"), Contains("a matrix sets device = \"gpu\""));
+  // platform and predictor are read by predicted trials only: on measured ones they ran one thing 4 times.
+  CHECK_THROWS_WITH(parse(head + "[axes]\nplatform = [\"eth10g\", \"ib100\"]\n"),
+                    Contains("platform applies to predicted trials"));
+  CHECK_NOTHROW(parse(head + "mode = \"predict\"\n[axes]\nranks = [2, 4]\nplatform = [\"eth10g\", \"ib100\"]\n"));
+}
+
+TEST_CASE("matrix: --only takes values as trials hold them, and an absent parameter as its default", "[matrix]") {
+  const dtnn::Matrix m = parse("name = \"d\"\n[base]\nlearning_rate = 0.001\ntensor_format = \"NHWC\"\n"
+                               "[axes]\nmodel = [\"simplecnn\", \"simplemlp\"]\n");
+  CHECK(dtnn::filter_trials(m.trials, {"tensor_format=nhwc"}).size() == 2);
+  CHECK(dtnn::filter_trials(m.trials, {"learning_rate=1e-3"}).size() == 2);
+  CHECK(dtnn::filter_trials(m.trials, {"device=cpu"}).size() == 2);  // not set: its default
+  CHECK(dtnn::filter_trials(m.trials, {"scaling=weak", "mode=run", "ranks=1"}).size() == 2);
+  CHECK(dtnn::filter_trials(m.trials, {"device=gpu"}).empty());
+  CHECK(dtnn::filter_trials(m.trials, {"threads=0"}).size() == 2);  // the option table's default
+  CHECK(dtnn::parameter_default("nodes").empty());  // a layout is never the same as none
+  CHECK(dtnn::without_defaults({{"ranks", "1"}, {"threads", "0"}, {"model", "simplemlp"}}) ==
+        std::map<std::string, std::string>{{"model", "simplemlp"}});
+}

@@ -148,3 +148,20 @@ TEST_CASE("runner: $DTNN_SOURCE_DIR names the tree dtnn reads its scripts and ta
   CHECK(real != 0);
   CHECK_THAT(read_text(log), Contains(tree + "/analysis/targets.toml"));
 }
+
+TEST_CASE("runner: --dry-run counts predicted trials once, a missing hostfile fails before any run", "[runner]") {
+  Workspace ws("dry_counts");
+  const std::string log = (ws.dir / "dry.log").string();
+  // 1 measured trial x 3 repeats + 2 predicted ones (predicted once each, as the real run does) = 5 runs.
+  const std::string m = ws.file("p.toml", std::string("name = \"p\"\nrepeats = 3\n") + kQuickBase +
+                                              "[axes]\nmodel = [\"simplecnn\"]\n[[include]]\nmode = \"predict\"\n"
+                                              "ranks = [2, 4]\n");
+  REQUIRE(dtnn_cli("run " + m + " --dry-run --db " + ws.db(), log) == 0);
+  CHECK_THAT(read_text(log), Contains("1 trial(s) x 3 repeat(s) + 2 predicted = 5 run(s)"));
+  // The hostfile was checked only for trials with a layout; the others failed one by one in mpirun.
+  const std::string h = ws.file("h.toml", std::string("name = \"h\"\n[launcher]\nhostfile = \"nope.txt\"\n") +
+                                              kQuickBase + "[axes]\nranks = [2]\n");
+  CHECK(dtnn_cli("run " + h + " --db " + ws.db(), log) == 1);
+  CHECK_THAT(read_text(log), Contains("launcher 'hostfile': " + (ws.dir / "nope.txt").string() + " is not a file"));
+  CHECK_FALSE(fs::exists(ws.db()));  // refused before the database was made
+}
