@@ -114,6 +114,7 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from torch_data import DATASETS, DataError, TiledImages, data_shape, gather, load_data, to_nhwc  # noqa: E402
 import torch_checkpoint  # noqa: E402
+from torch_optim import build_optimizer  # noqa: E402
 from torch_models import EXPECTED_PARAMS, MODEL_INPUT, MODELS, build_model, count_params, self_check  # noqa: E402
 
 BOOLS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
@@ -208,14 +209,6 @@ def parse_args(argv):
 def fail(code, message):
     print(f"torch_train: {message}", file=sys.stderr)
     sys.exit(code)
-
-
-def build_optimizer(args, params):
-    if args.optimizer == "sgd":
-        return torch.optim.SGD(params, lr=args.learning_rate, momentum=args.momentum,
-                               nesterov=args.nesterov, weight_decay=args.decay)
-    return torch.optim.Adam(params, lr=args.learning_rate, betas=(args.beta1, args.beta2),
-                            eps=args.epsilon, weight_decay=args.decay)
 
 
 def backend_attr(obj, name):

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The PyTorch reference's parser is built from dtnn's option table: its options are exactly the rows flagged
 # "torch", with the table's defaults, and the runner passes it nothing else (experiments/runner.cpp).
-# An epoch capped past the data has the same length in both.
+# An epoch capped past the data has the same length in both, and the optimizers take dtnn's steps.
 #   test_torch_options.sh SOURCE_DIR DTNN_BINARY
 # Exit 77 (ctest: skipped, with the reason) without Debian's python3-torch.
 set -euo pipefail
@@ -43,4 +43,54 @@ import json, sys
 t, d = (json.load(open(p))["training"]["samples"] for p in sys.argv[1:])
 assert t == d == 10000, f"samples in an epoch of 10 batches of 1000 over 8000: reference {t}, dtnn {d}"
 print("torch reference: --steps_per_epoch wraps over the data as dtnn does (10000 samples of 8000)")
+PY
+# The reference's optimizers take dtnn's steps (engine/optim/optimizer.cpp's rules, written out again here in
+# numpy, in double): Adam with epsilon inside the square root (and nadam's numerator), decay outside the
+# momentum and moments. torch.optim.Adam's first step was ~lr for every weight where dtnn's is not.
+"$py" - "$src/analysis/reference" <<'PY'
+import argparse, sys
+import numpy as np, torch
+sys.path.insert(0, sys.argv[1])
+import torch_optim
+rng = np.random.default_rng(5)
+w0 = rng.normal(size=(3, 4)) * 0.1
+grads = [rng.normal(size=(3, 4)) * s for s in (1e-4, 1e-2, 1.0)]   # small gradients: where eps placement shows
+def run(opt_name, nesterov, decay, momentum=0.9):
+    p = torch.nn.Parameter(torch.tensor(w0, dtype=torch.float64))
+    a = argparse.Namespace(optimizer=opt_name, learning_rate=0.01, momentum=momentum, nesterov=nesterov, decay=decay,
+                           beta1=0.9, beta2=0.999, epsilon=1e-7)
+    opt = torch_optim.build_optimizer(a, [p])
+    for g in grads:
+        p.grad = torch.tensor(g)
+        opt.step()
+    return p.detach().numpy()
+def dtnn_adam(nesterov, decay):
+    w, m, v = w0.copy(), np.zeros_like(w0), np.zeros_like(w0)
+    for t, g in enumerate(grads, 1):
+        m = 0.9 * m + 0.1 * g
+        v = 0.999 * v + 0.001 * g * g
+        c1, c2 = 1 / (1 - 0.9 ** t), 1 / (1 - 0.999 ** t)
+        num = ((m + 0.1 * g) if nesterov else m) * c1
+        w = w - 0.01 * (decay * w + num / np.sqrt(v * c2 + 1e-7))
+    return w
+def dtnn_sgd(nesterov, decay, mu=0.9):
+    w, v = w0.copy(), np.zeros_like(w0)
+    for g in grads:
+        v = mu * v + g
+        w = w - 0.01 * (decay * w + ((g + mu * v) if nesterov else v))
+    return w
+for nesterov in (False, True):
+    for decay in (0.0, 0.5):
+        for name, got, want in (("adam", run("adam", nesterov, decay), dtnn_adam(nesterov, decay)),
+                                ("sgd", run("sgd", nesterov, decay), dtnn_sgd(nesterov, decay))):
+            err = np.abs(got - want).max() / np.abs(want - w0).max()
+            assert err < 1e-9, f"{name} nesterov={nesterov} decay={decay}: step differs from dtnn's by {err:.2e}"
+p = torch.nn.Parameter(torch.tensor(w0, dtype=torch.float64))
+torch_adam = torch.optim.Adam([p], lr=0.01, eps=1e-7)
+p.grad = torch.tensor(grads[0])
+torch_adam.step()
+g = grads[0]
+dtnn_first = w0 - 0.01 * g / np.sqrt(g * g + 1e-7)  # dtnn's first step: m_hat = g, v_hat = g^2
+assert np.abs(p.detach().numpy() - dtnn_first).max() > 1e-3, "torch.optim.Adam now takes dtnn's step: simplify"
+print("torch reference: sgd and adam (nesterov, decay) take dtnn's steps; torch.optim.Adam's would not")
 PY
