@@ -507,3 +507,18 @@ TEST_CASE("matrix: --only takes values as trials hold them, and an absent parame
   CHECK(dtnn::without_defaults({{"ranks", "1"}, {"threads", "0"}, {"model", "simplemlp"}}) ==
         std::map<std::string, std::string>{{"model", "simplemlp"}});
 }
+
+TEST_CASE("matrix: nesting is counted in inline tables' keys, not in multi-line strings", "[matrix]") {
+  // toml++ nests a table per dot of a key inside an inline table too: 150,000 of them overflowed the stack
+  // (dtnn run was killed by SIGSEGV); the scan counted dots only before a line's '='.
+  std::string dotted = "a";
+  for (int i = 0; i < 40; ++i) dotted += ".a";
+  CHECK_THROWS_WITH(parse("name = \"x\"\nbase = {" + dotted + " = 1}\n"), Contains("nested more than 32 levels"));
+  CHECK_THROWS_WITH(parse("name = \"x\"\nbase = {model = \"simplecnn\", " + dotted + " = 1}\n"),
+                    Contains("nested more than 32 levels"));
+  // Brackets and dots inside multi-line strings are text (they were counted as nesting).
+  const std::string brackets(40, '['), version = "1" + std::string(40, '.');
+  CHECK_NOTHROW(parse("name = \"x\"\ndescription = \"\"\"\n" + brackets + "\n" + version + "\n\"\"\"\n"));
+  CHECK_NOTHROW(parse("name = \"x\"\ndescription = '''\n" + brackets + "\n'''\n"));
+  CHECK_NOTHROW(parse("name = \"x\"\n[base]\nmodel = \"simplecnn\"  # " + brackets + "\n"));
+}
