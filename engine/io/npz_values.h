@@ -55,6 +55,14 @@ void require_finite(const T* values, size_t n, const std::string& key, const std
                " (element ", i, "): weights and checkpoints must be finite");
 }
 
+// A count stored as a float64 (an epoch, a step, a sample count): a whole number in [0, 2^40], else throws
+// naming the file and the array. (A cast of 1e300 or NaN to an integer is undefined behaviour.)
+inline int64_t whole_count(double v, const std::string& key, const std::string& path) {
+  DTNN_CHECK(std::isfinite(v) && v >= 0 && v <= 1099511627776.0 && v == std::floor(v), path, ": array '", key,
+             "' holds ", v, " where a count (a whole number in [0, 2^40]) belongs");
+  return static_cast<int64_t>(v);
+}
+
 inline const NpyArray& require_array(const NpyArrayMap& arrays, const std::string& key, const std::string& path) {
   const auto it = arrays.find(key);
   DTNN_CHECK(it != arrays.end(), path, ": no array '", key, "'");

@@ -84,8 +84,8 @@ class WarmUp final : public LRScheduler {
     return {static_cast<double>(batch_count_), static_cast<double>(total_), base_lr_, init_lr_};
   }
   void set_numbers(const std::vector<double>& v) override {
-    batch_count_ = static_cast<int64_t>(v[0]);
-    total_ = static_cast<int64_t>(v[1]);
+    batch_count_ = io::whole_count(v[0], "batch count", "");
+    total_ = io::whole_count(v[1], "total", "");
     base_lr_ = v[2];
     init_lr_ = v[3];
   }
@@ -153,7 +153,7 @@ class EarlyStopping final : public LRScheduler {
   }
   void set_numbers(const std::vector<double>& v) override {
     best_ = v[0];
-    best_epoch_ = static_cast<int64_t>(v[1]);
+    best_epoch_ = io::whole_count(v[1], "best epoch", "");
     has_snapshot_ = v[2] != 0.0;
   }
 
@@ -201,7 +201,7 @@ class ReduceLROnPlateau final : public LRScheduler {
   std::vector<double> numbers() const override { return {best_, static_cast<double>(best_epoch_)}; }
   void set_numbers(const std::vector<double>& v) override {
     best_ = v[0];
-    best_epoch_ = static_cast<int64_t>(v[1]);
+    best_epoch_ = io::whole_count(v[1], "best epoch", "");
   }
 
  private:
@@ -302,16 +302,32 @@ class ModelCheckpoint final : public LRScheduler {
     LRScheduler::save_state(prefix, arrays);
     arrays.push_back(io::make_text(prefix + "_last_file", last_file_));
   }
+  bool is_own_file(const std::string& name) const {
+    const std::string head = "./model-" + setup_.model_name + "-epoch-";
+    if (name.rfind(head, 0) != 0 || name.size() < head.size() + 14) return false;
+    const std::string rest = name.substr(head.size());  // "<N>-<YYYYMMDD>.npz"
+    const size_t dash = rest.find('-');
+    const auto digits = [](const std::string& t) {
+      return !t.empty() && t.find_first_not_of("0123456789") == std::string::npos;
+    };
+    return dash != std::string::npos && digits(rest.substr(0, dash)) && rest.size() == dash + 13 &&
+           digits(rest.substr(dash + 1, 8)) && rest.compare(dash + 9, 4, ".npz") == 0;
+  }
   void load_state(const std::string& prefix, const io::NpyArrayMap& arrays, const std::string& path) override {
     LRScheduler::load_state(prefix, arrays, path);
-    last_file_ = io::read_text(arrays, prefix + "_last_file", path);
+    const std::string last = io::read_text(arrays, prefix + "_last_file", path);
+    // The next save removes this file: only a name this scheduler writes for this model
+    // ("./model-<model>-epoch-<N>-<YYYYMMDD>.npz"), never a path a crafted checkpoint names.
+    DTNN_CHECK(last.empty() || is_own_file(last), path, ": array '", prefix, "_last_file' names '", last,
+               "', not a weights file model_checkpoint writes for ", setup_.model_name, " (it would be removed)");
+    last_file_ = last;
   }
 
  protected:
   std::vector<double> numbers() const override { return {best_, static_cast<double>(best_epoch_)}; }
   void set_numbers(const std::vector<double>& v) override {
     best_ = v[0];
-    best_epoch_ = static_cast<int64_t>(v[1]);
+    best_epoch_ = io::whole_count(v[1], "best epoch", "");
   }
 
  private:
@@ -341,9 +357,17 @@ void LRScheduler::load_state(const std::string& prefix, const io::NpyArrayMap& a
   const std::vector<double> v = io::read_f64(arrays, prefix, path);
   DTNN_CHECK(v.size() == 2 + numbers().size(), path, ": array '", prefix, "' has ", v.size(), " values, expected ",
              2 + numbers().size());
-  epoch_count_ = static_cast<int64_t>(v[0]);
-  stop_training_ = v[1] != 0.0;
-  set_numbers(std::vector<double>(v.begin() + 2, v.end()));
+  // The counts must be whole numbers (a cast of 1e300 or NaN is undefined behaviour); the messages of
+  // set_numbers' checks name this file and array.
+  try {
+    epoch_count_ = io::whole_count(v[0], "epoch count", "");
+    stop_training_ = v[1] != 0.0;
+    set_numbers(std::vector<double>(v.begin() + 2, v.end()));
+  } catch (const Error& e) {
+    std::string why = e.what();
+    if (why.rfind(": ", 0) == 0) why.erase(0, 2);  // whole_count's empty path
+    fail(path, ": array '", prefix, "': ", why);
+  }
 }
 
 LRSchedulers::LRSchedulers(const LRSchedulerOptions& o, const SchedulerSetup& setup) : setup_(setup) {

@@ -165,14 +165,14 @@ CheckpointState load_checkpoint(const std::string& path, Model& model, Optimizer
   for (int64_t e = 0; e < state.epoch; ++e) {
     const double* r = rows.data() + e * cols;
     EpochRecord rec;
-    rec.epoch = static_cast<int>(r[0]);
+    rec.epoch = static_cast<int>(std::min<int64_t>(io::whole_count(r[0], "dtnn_epochs", path), INT32_MAX));
     rec.learning_rate = r[1];
-    rec.train.samples = static_cast<int64_t>(r[2]);
+    rec.train.samples = io::whole_count(r[2], "dtnn_epochs", path);
     rec.train.time_s = r[3];
     rec.train.values.assign(r + 4, r + 4 + k);
     if (r[4 + k] != 0.0) {
       PassResult val;
-      val.samples = static_cast<int64_t>(r[5 + k]);
+      val.samples = io::whole_count(r[5 + k], "dtnn_epochs", path);
       val.time_s = r[6 + k];
       val.values.assign(r + 7 + k, r + 7 + 2 * k);
       rec.val = val;

@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "helpers.h"
 #include "io/npz.h"
+#include "io/npz_values.h"
 
 using namespace dtnn;
 namespace fs = std::filesystem;
@@ -117,4 +118,42 @@ TEST_CASE("cli: an ok run's report says status ok", "[cli]") {
                          report).status == 0);
   CHECK(nlohmann::json::parse(slurp(report))["status"] == "ok");
   fs::remove(report);
+}
+
+TEST_CASE("cli: a checkpoint's scheduler state names no file to remove and holds whole counts", "[cli][checkpoint]") {
+  // model_checkpoint removes its previous weights file when it saves the next; that name came from the
+  // checkpoint unchecked, so a crafted checkpoint removed any file it named. Counts of 1e300 were cast to
+  // integers (undefined behaviour).
+  const fs::path dir = test::temp_path("ckpt_sched"), was = fs::current_path();
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::current_path(dir);  // model_checkpoint writes ./model-...npz
+  const std::string ckpt = (dir / "ck.npz").string(), victim = (dir / "victim.txt").string();
+  std::ofstream(victim) << "keep\n";
+  const std::string run = "train --model=simplemlp --use_synthetic_data=True --steps_per_epoch=2 --threads=1 "
+                          "--validation_split=0.2 --lr_schedulers=model_checkpoint --model_checkpoint_save_freq=1 "
+                          "--num_epochs=2";
+  REQUIRE(test::run_dtnn(run + " --num_epochs=1 --checkpoint_file=" + ckpt).status == 0);
+  const std::string key = "dtnn_scheduler_0_model_checkpoint";
+  std::vector<io::NpyArray> arrays = io::read_npz(ckpt);
+  for (io::NpyArray& a : arrays)
+    if (a.name == key + "_last_file") a = io::make_text(a.name, victim);
+  const std::string hostile = (dir / "hostile.npz").string();
+  io::write_npz(hostile, arrays, false);
+  const test::Command r = test::run_dtnn(run + " --resume_from=" + hostile);
+  INFO(r.out << r.err);
+  CHECK(test::one_line_error(r));
+  CHECK(r.err.find("not a weights file model_checkpoint writes for simplemlp") != std::string::npos);
+  CHECK(fs::exists(victim));
+  for (const auto& [array, says] : {std::pair<std::string, std::string>{key, "holds 1e+300 where a count"},
+                                    {"dtnn_epochs", "holds 1e+300 where a count"}}) {
+    const std::string bad = tampered(ckpt, array, 1e300);
+    const test::Command c = test::run_dtnn(run + " --resume_from=" + bad);
+    INFO(array << ": " << c.err);
+    CHECK(test::one_line_error(c));
+    CHECK(c.err.find(says) != std::string::npos);
+  }
+  CHECK(test::run_dtnn(run + " --resume_from=" + ckpt).status == 0);  // the untouched file resumes
+  fs::current_path(was);
+  fs::remove_all(dir);
 }
