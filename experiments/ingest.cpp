@@ -16,6 +16,7 @@
 #include "conv/conv_algorithm.h"
 #include "conv/conv_problem.h"
 #include "core/error.h"
+#include "core/json_int.h"
 #include "core/file_io.h"
 #include "core/median.h"
 #include "experiments/ingest_collectives.h"
@@ -34,6 +35,7 @@ bool is_direction(const std::string& d) { return d == "fwd" || d == "bwd_data" |
 // A time or rate that cannot be negative; `where` names the file and the case or layer.
 double non_negative(double v, const std::string& where, const std::string& what) {
   if (v < 0) fail(where, ": negative ", what, " (", v, ")");
+  if (!std::isfinite(v)) fail(where, ": ", what, " is not a finite number (", v, ")");
   return v;
 }
 
@@ -159,7 +161,14 @@ std::vector<ConvBenchmarkRow> from_layers(const json& j, const std::string& path
   std::vector<ConvBenchmarkRow> rows;
   const bool gpu = j.contains("device");
   const bool tf32 = j.value("tf32", false);
-  const int64_t threads64 = gpu ? 0 : j.value("threads", int64_t{1});
+  const auto whole = [&](const json& o, const char* key, int64_t fallback) {
+    try {
+      return json_int_or(o, key, fallback);
+    } catch (const Error& e) {
+      fail(path, ": ", e.what());
+    }
+  };
+  const int64_t threads64 = gpu ? 0 : whole(j, "threads", 1);
   if (threads64 < 0 || threads64 > 1 << 20) fail(path, ": threads ", threads64, " is not a thread count");
   const int threads = static_cast<int>(threads64);
   for (const json& l : j.at("layers")) {
@@ -167,7 +176,7 @@ std::vector<ConvBenchmarkRow> from_layers(const json& j, const std::string& path
     base.source = "dtnn_layers";
     base.file = path;
     base.model = j.value("model", "");
-    base.layer = l.value("layer", int64_t{0});
+    base.layer = whole(l, "layer", 0);
     base.problem = l.at("problem").get<std::string>();
     base.algorithm = l.at("algorithm").get<std::string>();
     base.device = gpu ? "gpu" : "cpu";

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/json_int.h"
 #include "core/median.h"
 
 namespace dtnn {
@@ -128,7 +129,11 @@ std::vector<CollectiveBenchmarkRow> read_collective_benchmarks(const json& j, co
     }
     if (aggregate) {
       a.median = t;
-      a.repetitions_field = b.value("repetitions", int64_t{0});
+      try {
+        a.repetitions_field = json_int_or(b, "repetitions", 0);
+      } catch (const Error& e) {
+        fail(where, ": ", e.what());
+      }
     } else {
       a.runs.push_back(t);
     }

@@ -54,11 +54,15 @@ double to_ms(double value, const std::string& unit, const std::string& where) { 
 }  // namespace
 
 double benchmark_ms(double value, const std::string& unit, const std::string& where) {
-  if (unit == "ns") return value * 1e-6;
-  if (unit == "us") return value * 1e-3;
-  if (unit == "ms") return value;
-  if (unit == "s") return value * 1e3;
-  fail(where, ": unknown time_unit '", unit, "' (ns, us, ms or s)");
+  double ms = 0.0;
+  if (unit == "ns") ms = value * 1e-6;
+  else if (unit == "us") ms = value * 1e-3;
+  else if (unit == "ms") ms = value;
+  else if (unit == "s") ms = value * 1e3;
+  else fail(where, ": unknown time_unit '", unit, "' (ns, us, ms or s)");
+  // 1e308 s is a finite number of seconds but no number of milliseconds: it was stored as inf.
+  if (!std::isfinite(ms)) fail(where, ": time ", value, " ", unit, " is not a finite number of milliseconds");
+  return ms;
 }
 
 std::string named_benchmark_source(const json& j) {

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "core/error.h"
+#include "core/json_int.h"
 #include "results/sqlite_util.h"
 #include "results/store.h"
 #include "results/store_averaging.h"
@@ -30,7 +31,7 @@ void store_epoch_comm(sqlite3* db_, const std::string& path_, int64_t run_id, in
                   "INSERT INTO epoch_comm (run_id, epoch, stat, mode, steps, buckets_per_step, bytes_per_step, step_s, "
                   "compute_s, comm_s, exposed_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     row.bind(1, run_id).bind(2, epoch).bind(3, std::string(stat)).bind(4, c.at("mode").get<std::string>());
-    row.bind(5, c.at("steps").get<int64_t>()).bind(6, c.at("buckets_per_step").get<int64_t>());
+    row.bind(5, json_int_at(c, "steps")).bind(6, json_int_at(c, "buckets_per_step"));
     row.bind(7, c.at("bytes_per_step").get<double>()).bind(8, t.at("step_s").get<double>());
     row.bind(9, t.at("compute_s").get<double>()).bind(10, t.at("comm_s").get<double>());
     row.bind(11, t.at("exposed_s").get<double>());
@@ -87,7 +88,7 @@ void ResultStore::finish_run_with_report(int64_t run_id, const std::string& repo
                  "test_accuracy = ?, val_accuracy = ?, report = ? WHERE id = ? AND status = 'running'");
     up.bind(1, status).bind(2, ok ? std::nullopt : std::optional<std::string>(error));
     up.bind(3, duration_s).bind(4, samples_per_s);
-    up.bind(5, training.at("time_s").get<double>()).bind(6, training.at("samples").get<int64_t>());
+    up.bind(5, training.at("time_s").get<double>()).bind(6, json_int_at(training, "samples"));
     up.bind(7, test_loss).bind(8, test_acc).bind(9, val_acc).bind(10, report_json).bind(11, run_id);
     up.run();
     if (sqlite3_changes(db_) != 1) fail(path_, ": run ", run_id, " is not a running run");
@@ -99,21 +100,21 @@ void ResultStore::finish_run_with_report(int64_t run_id, const std::string& repo
       Statement row(db_, path_,
                     "INSERT INTO epochs (run_id, epoch, samples, time_s, samples_per_s, lr, train_loss, "
                     "train_accuracy, val_loss, val_accuracy, metrics) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-      row.bind(1, run_id).bind(2, e.at("epoch").get<int64_t>()).bind(3, e.at("samples").get<int64_t>());
+      row.bind(1, run_id).bind(2, json_int_at(e, "epoch")).bind(3, json_int_at(e, "samples"));
       row.bind(4, e.at("time_s").get<double>()).bind(5, e.at("samples_per_s").get<double>());
       row.bind(6, number_at(e, "lr")).bind(7, metric(train, loss)).bind(8, metric(train, "categorical_accuracy"));
       row.bind(9, metric(val, loss)).bind(10, metric(val, "categorical_accuracy")).bind(11, metrics.dump());
       row.run();
-      if (e.contains("communication")) store_epoch_comm(db_, path_, run_id, e.at("epoch").get<int64_t>(), e["communication"]);
+      if (e.contains("communication")) store_epoch_comm(db_, path_, run_id, json_int_at(e, "epoch"), e["communication"]);
     }
     if (j.contains("model") && j["model"].contains("layers")) {
       for (const nlohmann::json& l : j["model"]["layers"]) {
         Statement row(db_, path_,
                       "INSERT INTO layer_timings (run_id, layer_id, type, conv_algo, problem, output_shape, params, "
                       "forward_ms, backward_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
-        row.bind(1, run_id).bind(2, l.at("id").get<int64_t>()).bind(3, l.at("type").get<std::string>());
+        row.bind(1, run_id).bind(2, json_int_at(l, "id")).bind(3, l.at("type").get<std::string>());
         row.bind(4, l.value("conv_algo", "")).bind(5, l.value("problem", ""));
-        row.bind(6, l.value("output_shape", "")).bind(7, l.value("params", int64_t{0}));
+        row.bind(6, l.value("output_shape", "")).bind(7, json_int_or(l, "params", 0));
         row.bind(8, number_at(l, "forward_ms")).bind(9, number_at(l, "backward_ms"));
         row.run();
       }
@@ -134,6 +135,10 @@ void ResultStore::finish_run_with_report(int64_t run_id, const std::string& repo
     tx.commit();
   } catch (const nlohmann::json::exception& e) {
     fail("run report: missing or mistyped field (", e.what(), ")");
+  } catch (const Error& e) {  // json_int's "field 'epoch' holds 1e+300 ..." says what, not where
+    const std::string why = e.what();
+    if (why.rfind("field '", 0) == 0) fail("run report: ", why);
+    throw;
   }
 }
 

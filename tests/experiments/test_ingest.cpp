@@ -117,6 +117,8 @@ TEST_CASE("ingest: bad cases and layers are refused naming the file and the case
       {bench_file(d, "unit.json", ok_case, R"("real_time": 1, "time_unit": "fortnights")"),
        "unknown time_unit 'fortnights'"},
       {bench_file(d, "algo.json", "whatever/fwd/" + kProblem), "unknown convolution algorithm 'whatever'"},
+      {bench_file(d, "inftime.json", ok_case, R"("real_time": 1e308, "time_unit": "s")"),
+       "time 1e+308 s is not a finite number of milliseconds"},
   };
   std::ofstream(d / "sideways.json") << R"({"model": "simplecnn", "device": "gpu", "layers": [{"layer": 1, )"
                                      << R"("problem": ")" << kProblem << R"(", "algorithm": "gpu.cudnn.fft", "direction": "sideways", )"
@@ -125,6 +127,12 @@ TEST_CASE("ingest: bad cases and layers are refused naming the file and the case
                                   << kProblem << R"(", "algorithm": "cpu.im2row_gemm", "fwd_ms": -1, )"
                                   << R"("fwd_min_ms": 1, "fwd_max_ms": 1}]})";
   std::ofstream(d / "neglayers.json") << R"({"model": "simplecnn", "threads": -3, "layers": []})";
+  // Floats where counts belong were cast (undefined behaviour: -1e300 was stored as layer -2^63), and a time
+  // past the largest double in milliseconds was stored as inf.
+  std::ofstream(d / "floatlayer.json") << R"({"model": "simplecnn", "threads": 1, "layers": [{"layer": -1e300, )"
+                                       << R"("problem": ")" << kProblem << R"(", "algorithm": "cpu.im2row_gemm", )"
+                                       << R"("fwd_ms": 1, "fwd_min_ms": 1, "fwd_max_ms": 1}]})";
+  std::ofstream(d / "floatthreads.json") << R"({"model": "simplecnn", "threads": 1e300, "layers": []})";
   std::ofstream(d / "hugethreads.json") << R"({"model": "simplecnn", "threads": 10000000000, "layers": []})";
   std::ofstream(d / "cpuname.json") << R"({"model": "simplecnn", "threads": 1, "layers": [{"layer": 2, "problem": ")"
                                     << kProblem << R"(", "algorithm": "cpu.nonsense", "declined": "x"}]})";
@@ -135,6 +143,8 @@ TEST_CASE("ingest: bad cases and layers are refused naming the file and the case
   all.emplace_back(d / "negms.json", "layer 1 cpu.im2row_gemm: negative fwd_ms");
   all.emplace_back(d / "neglayers.json", "threads -3 is not a thread count");
   all.emplace_back(d / "hugethreads.json", "threads 10000000000 is not a thread count");  // was stored as 1410065408
+  all.emplace_back(d / "floatlayer.json", "field 'layer' holds -1e+300 where a whole number");
+  all.emplace_back(d / "floatthreads.json", "field 'threads' holds 1e+300 where a whole number");
   all.emplace_back(d / "cpuname.json", "layer 2 cpu.nonsense: unknown convolution algorithm 'cpu.nonsense'");
   all.emplace_back(d / "adir", "adir: is a directory, expected a JSON file");
   for (const auto& [file, message] : all) {

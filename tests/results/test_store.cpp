@@ -314,6 +314,11 @@ TEST_CASE("store: a malformed or truncated report changes nothing", "[store]") {
   std::string no_epochs = good;
   no_epochs.replace(no_epochs.find("\"epochs\""), 8, "\"epochz\"");
   CHECK_THROWS_WITH(f.store.finish_run_ok(id, no_epochs, 1.0), Contains("missing or mistyped"));
+  // A float where a count belongs (a cast of 1e300 to an integer is undefined behaviour).
+  nlohmann::json huge = nlohmann::json::parse(good);
+  huge["epochs"][0]["epoch"] = 1e300;
+  CHECK_THROWS_WITH(f.store.finish_run_ok(id, huge.dump(), 1.0),
+                    Contains("run report: field 'epoch' holds 1e+300 where a whole number"));
   CHECK(one(f.store, "SELECT status FROM runs") == "running");
   CHECK(one(f.store, "SELECT count(*) FROM epochs") == "0");
   CHECK(one(f.store, "SELECT count(*) FROM layer_timings") == "0");
