@@ -36,7 +36,7 @@ void read_exact(gzFile file, const std::string& path, void* dst, size_t n, const
 
 }  // namespace
 
-IdxArray read_idx_u8(const std::string& path, int expected_rank) {
+IdxArray read_idx_u8(const std::string& path, int expected_rank, const std::vector<int64_t>& inner) {
   std::unique_ptr<gzFile_s, GzCloser> file(gzopen(path.c_str(), "rb"));
   DTNN_CHECK(file, path, ": cannot open file");
   uint8_t magic[4];
@@ -57,12 +57,24 @@ IdxArray read_idx_u8(const std::string& path, int expected_rank) {
     DTNN_CHECK(d <= (int64_t{1} << 36) / total, path, ": declared size is implausibly large");
     total *= d;
   }
-  // In chunks that double (1 MiB, then as much as was read so far): a header declaring more than the file
-  // holds fails at the truncation, having allocated at most twice what the file held (plus 1 MiB), never
+  if (!inner.empty()) {
+    DTNN_ASSERT(inner.size() + 1 == static_cast<size_t>(expected_rank));
+    std::vector<int64_t> have(array.dims.begin() + 1, array.dims.end());
+    if (have != inner) {
+      std::string got, want;
+      for (size_t i = 0; i < inner.size(); ++i) {
+        got += (i ? "x" : "") + std::to_string(have[i]);
+        want += (i ? "x" : "") + std::to_string(inner[i]);
+      }
+      fail(path, ": samples are ", got, ", expected ", want);
+    }
+  }
+  // In chunks that double (64 KiB, then as much as was read so far): a header declaring more than the file
+  // holds fails at the truncation, having allocated at most twice what the file held (plus 64 KiB), never
   // the size it declares.
   const size_t size = static_cast<size_t>(total);
   for (size_t done = 0, n = 0; done < size; done += n) {
-    n = std::min(std::max(done, size_t{1} << 20), size - done);
+    n = std::min(std::max(done, size_t{1} << 16), size - done);
     array.data.resize(done + n);
     read_exact(file.get(), path, array.data.data() + done, n, "the data", done, size);
   }

@@ -27,10 +27,8 @@ Images read_pair(const std::string& dir, const std::string& prefix) {
   Images s;
   const std::string image_path = find_file(dir, prefix + "-images-idx3-ubyte");
   const std::string label_path = find_file(dir, prefix + "-labels-idx1-ubyte");
-  s.pixels = read_idx_u8(image_path, 3);
+  s.pixels = read_idx_u8(image_path, 3, {28, 28});
   IdxArray labels = read_idx_u8(label_path, 1);
-  DTNN_CHECK(s.pixels.dims[1] == 28 && s.pixels.dims[2] == 28, image_path, ": images are ", s.pixels.dims[1], "x",
-             s.pixels.dims[2], ", expected 28x28");
   DTNN_CHECK(labels.dims[0] == s.pixels.dims[0], label_path, ": ", labels.dims[0], " labels for ",
              s.pixels.dims[0], " images in ", image_path);
   for (size_t i = 0; i < labels.data.size(); ++i)

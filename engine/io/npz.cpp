@@ -73,12 +73,21 @@ std::vector<uint8_t> inflate_prefix(const std::string& path, const Entry& e, std
                                     size_t want) {
   z_stream z{};
   if (inflateInit2(&z, -15) != Z_OK) fail_entry(path, e.name, "zlib inflateInit2 failed");
-  std::vector<uint8_t> out(want), in;
+  // The buffer grows with what inflates, from 64 KiB: `want` comes from the file (a .npy header length up
+  // to 4 GiB), and allocating it up front made a 1.2 MB shard cost 1.8 GB before its header was refused.
+  std::vector<uint8_t> out(std::min<size_t>(want, 1u << 16)), in;
   uint64_t consumed = 0;
   std::string err;
   z.next_out = out.data();
-  z.avail_out = static_cast<uInt>(want);
-  while (z.avail_out > 0) {
+  z.avail_out = static_cast<uInt>(out.size());
+  for (;;) {
+    const size_t have = out.size() - z.avail_out;  // inflated so far
+    if (have >= want) break;
+    if (z.avail_out == 0) {
+      out.resize(std::min<size_t>(want, out.size() * 2));
+      z.next_out = out.data() + have;
+      z.avail_out = static_cast<uInt>(out.size() - have);
+    }
     if (z.avail_in == 0) {
       if (consumed >= e.csize) { err = "compressed data truncated"; break; }
       in = read_at(path, f, offset + consumed, static_cast<size_t>(std::min<uint64_t>(1u << 16, e.csize - consumed)));
@@ -91,7 +100,7 @@ std::vector<uint8_t> inflate_prefix(const std::string& path, const Entry& e, std
     if (ret == Z_STREAM_END) break;
     if (ret != Z_OK && ret != Z_BUF_ERROR) { err = std::string("inflate failed: ") + (z.msg ? z.msg : "corrupt data"); break; }
   }
-  out.resize(want - z.avail_out);
+  out.resize(out.size() - z.avail_out);
   inflateEnd(&z);
   if (!err.empty()) fail_entry(path, e.name, err);
   return out;

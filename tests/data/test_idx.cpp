@@ -166,6 +166,10 @@ TEST_CASE("mnist: mismatched counts, wrong image size and bad labels are errors"
   CHECK(error_of([&] { open_mnist(dir, ""); }).find("not in 0..9") != std::string::npos);
   write_plain(dir + "/train-images-idx3-ubyte", idx_bytes(8, {10, 27, 28}, std::vector<uint8_t>(10 * 27 * 28)));
   CHECK(error_of([&] { open_mnist(dir, ""); }).find("expected 28x28") != std::string::npos);
+  // The image size is checked before any data is read: a small gzip declaring 1 x 32768 x 32768 was
+  // inflated to 1 GiB first. No data at all here: the refusal must name the size, not the truncation.
+  write_plain(dir + "/train-images-idx3-ubyte", idx_bytes(8, {1, 32768, 32768}, {}));
+  CHECK(error_of([&] { open_mnist(dir, ""); }).find("samples are 32768x32768, expected 28x28") != std::string::npos);
   CHECK(error_of([&] { open_mnist("/nonexistent", ""); }).find("neither") != std::string::npos);
   fs::remove_all(dir);
 }
