@@ -242,7 +242,9 @@ std::vector<NpyArray> read_npz(const std::string& path) {
     } else {
       raw = inflate_raw(path, e.name, src, e.csize, e.usize);
     }
+#ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION  // the fuzz build (CMakeLists.txt): reach the value checks
     if (crc_of(raw.data(), raw.size()) != e.crc) fail_entry(path, e.name, "CRC mismatch");
+#endif
     out.push_back(decode_npy(path, e.name, raw));
   }
   return out;

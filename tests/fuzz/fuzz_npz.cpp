@@ -1,5 +1,5 @@
 // NPZ archives (engine/io/npz.h): read_npz and read_npz_info on the same input. An archive read_npz accepts
-// (it checks everything, CRCs included) must also pass read_npz_info, which reads only the headers, and
+// (it checks everything, CRCs included outside the fuzz build) must also pass read_npz_info, which reads only the headers, and
 // both must describe the same arrays: the ImageNet reader counts samples with one and decodes with the other.
 #include "fuzz_common.h"
 
