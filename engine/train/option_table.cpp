@@ -64,8 +64,11 @@ std::string check_batch_shares(const std::string& v) {
 }
 
 std::string check_metrics(const std::string& v) {
-  parse_metrics(v);
-  return v;
+  std::string list;  // PyDTNN strips the spaces ("categorical_accuracy, categorical_mse")
+  for (const char c : v)
+    if (!std::isspace(static_cast<unsigned char>(c))) list += c;
+  parse_metrics(list);
+  return list;
 }
 
 const std::vector<std::string>& loss_names() {

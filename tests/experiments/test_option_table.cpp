@@ -111,6 +111,7 @@ TEST_CASE("option table: a matrix and the command line accept and refuse the sam
   CHECK(cli_status("--optimizer=Adam") == 0);
   CHECK(cli_status("--threads=2000") == 2);
   CHECK(cli_status("--metrics=accuracy_typo") == 2);
+  CHECK(cli_status("'--metrics=categorical_accuracy, categorical_mse'") == 0);  // PyDTNN strips the spaces
 }
 
 TEST_CASE("option table: PyDTNN's launcher options are accepted with PyDTNN's meaning or refused with a reason",
