@@ -166,14 +166,7 @@ class Report(ScalingSections, AveragingSections, HistorySections):
         cols = ["framework", "model", "dataset", "conv_algo", "ranks", "threads", "device", "batch_size"]
         if self.several_envs:
             cols.append("environment_id")
-        shown = [tuple(g[c] for c in cols) for g in groups]
-        headers = [SHORT.get(c, c) for c in cols]
-        if len(set(shown)) < len(shown):
-            # Configurations that differ only in other parameters: add the trial label (or key) as a column.
-            name, values = distinguishing(shown, groups, ("label", "trial_key")) or \
-                ("trial_key", [g["trial_key"] for g in groups])
-            shown = [(*s, v) for s, v in zip(shown, values)]
-            headers.append("trial" if name == "label" else "trial key")
+        shown, headers = self.row_keys(groups, cols)
         first_number = len(headers)
         headers += ["runs", "median samples/s", "min", "max"]
         rows = [(*s, g["n"], num(g["median"]), num(g["min"]), num(g["max"])) for s, g in zip(shown, groups)]
@@ -252,19 +245,25 @@ class Report(ScalingSections, AveragingSections, HistorySections):
                           r["verdict"] if r["verdict"] != "fail" else "**fail**", r["source"]) for r in rows],
                         right=(0, 4, 7, 8, 9)))
 
-    def accuracy_table(self, groups):
-        """Median final accuracies of each configuration of one (model, dataset)."""
-        cols = varying(groups, ["framework", "conv_algo", "ranks", "threads", "device", "batch_size",
-                                "num_epochs", "optimizer", "environment_id"]) or ["framework"]
+    @staticmethod
+    def row_keys(groups, cols):
+        """(each group's cells for `cols`, the headers): configurations that differ only in parameters without
+        a column (learning rate, scaling, ...) get the trial label (or key) as one more, so no two rows look
+        alike."""
         shown = [tuple(g[c] for c in cols) for g in groups]
         headers = [SHORT.get(c, c) for c in cols]
         if len(set(shown)) < len(shown):
-            # Configurations that differ only in other parameters (learning rate, scaling, ...): the trial label
-            # (or key) tells the rows apart, as in the throughput table.
             name, values = distinguishing(shown, groups, ("label", "trial_key")) or \
                 ("trial_key", [g["trial_key"] for g in groups])
             shown = [(*s, v) for s, v in zip(shown, values)]
             headers.append("trial" if name == "label" else "trial key")
+        return shown, headers
+
+    def accuracy_table(self, groups):
+        """Median final accuracies of each configuration of one (model, dataset)."""
+        cols = varying(groups, ["framework", "conv_algo", "ranks", "threads", "device", "batch_size",
+                                "num_epochs", "optimizer", "environment_id"]) or ["framework"]
+        shown, headers = self.row_keys(groups, cols)
         rows = [(*s, len(g["runs"]),
                  num(median(r["test_accuracy"] for r in g["runs"]), 2),
                  num(median(r["val_accuracy"] for r in g["runs"]), 2)) for s, g in zip(shown, groups)]
