@@ -28,9 +28,9 @@ std::string cache_key(const std::string& cpu, int threads, const std::string& pr
   return cpu + "\t" + std::to_string(threads) + "\t" + problem;
 }
 
-// The CPU column of this process's cache lines: the CPU, and the kernel cap DTNN_MAX_CPU_ISA when set (capped
-// to AVX2 the fastest algorithm of a layer can be another one than with AVX-512).
-std::string cache_cpu() {
+}  // namespace
+
+std::string conv_cache_cpu() {
   std::string cpu = environment().cpu_id;
   if (const char* cap = std::getenv("DTNN_MAX_CPU_ISA"); cap && *cap) {
     std::string c(cap);
@@ -40,6 +40,8 @@ std::string cache_cpu() {
   }
   return cpu;
 }
+
+namespace {
 
 std::map<std::string, CacheEntry> read_cache(const std::string& path) {
   std::map<std::string, CacheEntry> out;
@@ -180,7 +182,7 @@ ConvChoice select_conv_algorithm(std::string_view requested, const ConvProblem& 
   if (device == Device::gpu) return gpu_choice(requested, p);
   if (requested != "auto" && requested != "best_of") return named_cpu_choice(requested, p);
   const std::string path = cache_path.empty() ? default_conv_cache_path() : cache_path;
-  const std::string key = cache_key(cache_cpu(), cpu::threads(), p.str());
+  const std::string key = cache_key(conv_cache_cpu(), cpu::threads(), p.str());
   std::lock_guard<std::mutex> lock(g_mutex);
   auto mem = memo().find(key);
   const auto cache = read_cache(path);
@@ -237,7 +239,7 @@ ConvChoice best_of_among(const std::vector<const ConvAlgorithm*>& candidates, co
   DTNN_CHECK(c.algo[0] && c.algo[1] && c.algo[2], "best_of: no candidate computes every direction of ", p.str(),
              " correctly (", c.note.empty() ? "none supports it" : c.note, ")");
   c.how = "best_of (timed)";
-  append_cache(cache_path, cache_key(cache_cpu(), cpu::threads(), p.str()), {c.name(), c.ms});
+  append_cache(cache_path, cache_key(conv_cache_cpu(), cpu::threads(), p.str()), {c.name(), c.ms});
   return c;
 }
 

@@ -23,7 +23,8 @@
 // The cache is a text file, one choice a line:
 // "<cpu model>\t<threads>\t<problem>\t<algorithm>\t<ms>\tper-direction", the algorithm as ConvChoice::name()
 // writes it (one name, or three joined by '/'); lines without the tag (older builds) are ignored. The CPU
-// column carries " max_isa=AVX2" when DTNN_MAX_CPU_ISA caps the kernels (another fastest algorithm).
+// column carries " max_isa=AVX2" when DTNN_MAX_CPU_ISA caps the kernels (another fastest algorithm):
+// conv_cache_cpu() below.
 // Default path: $DTNN_CONV_CACHE, else $XDG_CACHE_HOME/dtnn/conv_best_of.tsv, else
 // ~/.cache/dtnn/conv_best_of.tsv. Unreadable lines and unknown algorithms in it are ignored (a cache
 // written by another build); a cache that cannot be written is a warning on stderr, not an error.
@@ -72,5 +73,9 @@ std::string conv_direction_names(const ConvAlgorithm* const algo[3]);
 
 std::string default_conv_cache_path();
 bool cpu_has_avx512();         // AVX-512F at run time (auto's heuristic)
+
+// The CPU column of this process's cache lines: environment().cpu_id, and " max_isa=<cap>" when
+// DTNN_MAX_CPU_ISA caps the CPU kernels (capped to AVX2, a layer's fastest algorithm can be another one).
+std::string conv_cache_cpu();
 
 }  // namespace dtnn

@@ -88,12 +88,12 @@ TEST_CASE("conv_select: a cached choice is reused without timing, by best_of and
     // The cache names the reference, which timing would never pick: getting it back proves no timing ran.
     std::ofstream f(cache);
     f << "garbage line without tabs\n";
-    f << environment().cpu_id << "\t1\t" << p.str() << "\tcpu.reference\t1.0\tper-direction\n";
-    f << environment().cpu_id << "\t1\t" << old.str() << "\tcpu.reference\t1.0\n";  // an older build's line
-    f << environment().cpu_id << "\t1\t" << p.str() << "x\tcpu.convgemm\t1.0\tper-direction\n";  // another problem
+    f << conv_cache_cpu() << "\t1\t" << p.str() << "\tcpu.reference\t1.0\tper-direction\n";
+    f << conv_cache_cpu() << "\t1\t" << old.str() << "\tcpu.reference\t1.0\n";  // an older build's line
+    f << conv_cache_cpu() << "\t1\t" << p.str() << "x\tcpu.convgemm\t1.0\tper-direction\n";  // another problem
     // Per-direction choices (fwd/bwd_data/bwd_filter), and a malformed one with two names.
-    f << environment().cpu_id << "\t1\t" << mixed.str() << "\tcpu.reference/cpu.convgemm/cpu.im2row_gemm\t2.0\tper-direction\n";
-    f << environment().cpu_id << "\t1\t" << two.str() << "\tcpu.reference/cpu.convgemm\t2.0\tper-direction\n";
+    f << conv_cache_cpu() << "\t1\t" << mixed.str() << "\tcpu.reference/cpu.convgemm/cpu.im2row_gemm\t2.0\tper-direction\n";
+    f << conv_cache_cpu() << "\t1\t" << two.str() << "\tcpu.reference/cpu.convgemm\t2.0\tper-direction\n";
   }
   const ConvChoice b = select_conv_algorithm("best_of", p, Device::cpu, cache);
   CHECK(b.name() == "cpu.reference");
@@ -109,10 +109,14 @@ TEST_CASE("conv_select: a cached choice is reused without timing, by best_of and
   CHECK(m.name() == "cpu.reference/cpu.convgemm/cpu.im2row_gemm");
   CHECK(select_conv_algorithm("auto", two, Device::cpu, cache).how == "heuristic");  // the two-name line is ignored
   CHECK(select_conv_algorithm("auto", old, Device::cpu, cache).how == "heuristic");  // so is the untagged line
-  // Kernels capped to AVX2 (DTNN_MAX_CPU_ISA) are another key: the uncapped choice is not reused.
-  ::setenv("DTNN_MAX_CPU_ISA", "AVX2", 1);
+  // Another kernel cap (DTNN_MAX_CPU_ISA) is another key: the choice cached without it is not reused. (ctest's
+  // conv.avx2_tiles runs these tests with the cap set: it is restored as it was.)
+  const char* cap = std::getenv("DTNN_MAX_CPU_ISA");
+  const std::string previous = cap ? cap : "";
+  ::setenv("DTNN_MAX_CPU_ISA", previous == "AVX2" ? "none-test" : "AVX2", 1);
   CHECK(select_conv_algorithm("auto", p, Device::cpu, cache).how == "heuristic");
-  ::unsetenv("DTNN_MAX_CPU_ISA");
+  if (cap) ::setenv("DTNN_MAX_CPU_ISA", previous.c_str(), 1);
+  else ::unsetenv("DTNN_MAX_CPU_ISA");
   CHECK(select_conv_algorithm("auto", p, Device::cpu, cache).how == "auto (cache)");
   // Another thread count is another key: auto falls back to the heuristic: oneDNN's JIT on AVX-512 CPUs
   // (layers with 16+ filters), else dtnn's convgemm (the preference order).
