@@ -10,6 +10,7 @@
 #include "results/migrations_14.h"
 #include "results/migrations_15.h"
 #include "results/migrations_16.h"
+#include "results/migrations_17.h"
 
 namespace dtnn::schema {
 
@@ -582,6 +583,8 @@ CREATE VIEW v_averaging AS
          "name), a key of v_scaling's curves", kMigration15Sql},
     {16, "runs.runner_start: the runner process's boot id and start time beside its pid (a reused pid is not the "
          "runner)", kMigration16Sql},
+    {17, "v_scaling: measured speed-up and efficiency against the fewest ranks of the configuration "
+         "(baseline_ranks), not only 1 rank", kMigration17Sql},
 };
 
 }  // namespace dtnn::schema

@@ -18,21 +18,24 @@ RUN_COLUMNS = ("id", "matrix_id", "environment_id", "trial_key", "config_key", "
                "optimizer", "samples_per_s", "test_accuracy", "val_accuracy")
 
 # v_scaling with a matrix filter on the runs it aggregates and the predictions it shows (keep in step with
-# migration 8 in results/migrations.h: the same columns, source 'measured' | 'model' | 'simgrid').
+# migration 17 in results/migrations_17.h: the same columns; speed-up against the fewest ranks, baseline_ranks).
 SCALING_FOR_MATRIX = """
   WITH agg AS (
     SELECT r.environment_id, r.config_key, r.framework, r.model, r.dataset, r.conv_algo, r.threads, r.device, r.ranks,
-           avg(r.samples_per_s) AS sps, count(*) AS n, avg(c.exposed_fraction) AS exposed,
+           avg(r.samples_per_s) AS sps, count(r.samples_per_s) AS n, avg(c.exposed_fraction) AS exposed,
            avg(c.compute_ms / c.step_ms) AS compute
     FROM runs r LEFT JOIN v_comm c ON c.run_id = r.id
     WHERE r.status = 'ok' AND r.matrix_id IN (SELECT id FROM matrices WHERE name = :matrix)
-    GROUP BY r.environment_id, r.config_key, r.ranks)
+    GROUP BY r.environment_id, r.config_key, r.ranks),
+  base AS (
+    SELECT environment_id, config_key, min(ranks) AS ranks FROM agg WHERE sps > 0 GROUP BY environment_id, config_key)
   SELECT a.framework, a.model, a.dataset, a.conv_algo, a.threads, a.device, a.ranks, a.n AS runs,
          round(a.sps, 1) AS mean_samples_per_s, round(a.sps / b.sps, 3) AS speedup,
-         round(a.sps / b.sps / a.ranks, 3) AS efficiency, a.environment_id, a.config_key,
+         round(a.sps / b.sps * b.ranks / a.ranks, 3) AS efficiency, a.environment_id, a.config_key,
          round(a.compute, 4) AS compute_fraction, round(a.exposed, 4) AS exposed_comm_fraction,
-         'measured' AS source, NULL AS platform, NULL AS curve
-  FROM agg a JOIN agg b ON b.environment_id = a.environment_id AND b.config_key = a.config_key AND b.ranks = 1
+         'measured' AS source, NULL AS platform, NULL AS curve, b.ranks AS baseline_ranks
+  FROM agg a JOIN base m ON m.environment_id = a.environment_id AND m.config_key = a.config_key
+  JOIN agg b ON b.environment_id = a.environment_id AND b.config_key = a.config_key AND b.ranks = m.ranks
   ORDER BY a.config_key, a.ranks
 """
 # v_scaling's predicted rows, of the predictions a matrix of that name declared (or calibrated from its runs).
@@ -141,7 +144,8 @@ class Store:
 
     def scaling(self):
         """v_scaling's rows: measured (source 'measured') and, from schema 8, predicted ones (source 'model' or
-        'simgrid', with platform and curve); a database from before has measured rows only."""
+        'simgrid', with platform and curve); a database from before has measured rows only. Speed-up and
+        efficiency are against baseline_ranks (schema 17: the fewest ranks measured; 1 before)."""
         if self.matrix is None:
             rows = self._all("SELECT * FROM v_scaling")
         else:
@@ -151,6 +155,7 @@ class Store:
         for r in rows:
             r.setdefault("source", "measured")
             r.setdefault("curve", None)
+            r.setdefault("baseline_ranks", 1)  # v_scaling before migration 17: 1 rank or no row
         return rows
 
     def communication(self):

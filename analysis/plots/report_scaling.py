@@ -35,8 +35,8 @@ class ScalingSections:
                 lines[key].append(row)
         no_base = len(multi - set(lines))
         if no_base:
-            self.add(f"{no_base} configuration(s) ran on several rank counts but never on 1 rank; v_scaling "
-                     "needs that baseline, so they are left out.", "")
+            self.add(f"{no_base} configuration(s) ran on several rank counts but none of their ok runs has a "
+                     "samples/s to compare against, so they are left out.", "")
         self.orphan_predictions({k: rows for k, rows in predicted.items() if k not in lines})
         if not lines:
             return
@@ -51,18 +51,21 @@ class ScalingSections:
         pct = lambda f: "" if f is None else num(100 * f, 1)
         kind = lambda r: "measured" if r["source"] == "measured" else f"predicted: {r['curve']}"
         table_rows = [(*(r[c] for c in cols), kind(r), r["ranks"], r["runs"], num(r["mean_samples_per_s"]),
-                       num(r["speedup"], 2), num(r["efficiency"], 2), pct(r["compute_fraction"]),
+                       r["baseline_ranks"], num(r["speedup"], 2), num(r["efficiency"], 2), pct(r["compute_fraction"]),
                        pct(r["exposed_comm_fraction"]))
                       for rows in series
                       for r in rows + predicted.get((rows[0]["environment_id"], rows[0]["config_key"]), [])]
         self.add("Mean training samples/s of the ok runs per rank count; speed-up and efficiency relative to "
-                 "1 rank of the same configuration; the median rank's compute and exposed communication as "
+                 "the fewest ranks of the same configuration that were measured (column 'against': 1 rank, or "
+                 "e.g. one node's ranks in a study over nodes with ranks_per_node > 1; efficiency = speed-up x "
+                 "against / ranks); the median rank's compute and exposed communication as "
                  "% of its step time (v_scaling; blank: not measured, e.g. GPU runs or runs stored before dtnn measured it). "
                  "Rows marked predicted are the performance model's (`dtnn predict`, a matrix's mode = \"predict\" "
                  "trials), not measurements: runs is 0, speed-up and efficiency are against the model's own 1-rank "
                  "prediction, compute and exposed % are the model's.", "")
-        self.add(*table([SHORT.get(c, c) for c in cols] + ["source", "ranks", "runs", "mean samples/s", "speed-up",
-                                                           "efficiency", "compute %", "exposed comm %"], table_rows,
+        self.add(*table([SHORT.get(c, c) for c in cols] + ["source", "ranks", "runs", "mean samples/s", "against",
+                                                           "speed-up", "efficiency", "compute %", "exposed comm %"],
+                        table_rows,
                         right=numeric(cols, len(cols) + 1)))
         labels = labels_for(heads, [c for c in cols if c != "config_key"], ["framework", "model"],
                             extra=("config_key",))

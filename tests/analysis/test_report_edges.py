@@ -17,6 +17,9 @@ them, each a database of the store's real schema (test_analysis_scripts.new_db) 
 8. The run status table counts diverged runs.
 9. analysis/allreduce_fit.py: an Iallreduce sweep without Allreduce's smallest size gives its own latency.
 10. analysis/gpu_profile_summary.py: convertTensor is a copy, cuDNN's scudnn kernels are convolutions.
+11. A study over nodes at ranks_per_node = 2 (ranks 2, 4, 8; never 1 rank) has scaling rows, against its
+    fewest ranks (v_scaling since migration 17, and report_data's copy of it for --matrix); an ok run without
+    samples/s is not counted in `runs`.
 
   test_report_edges.py DTNN SOURCE_DIR WORK
 Prints every check; exits 1 on any mismatch.
@@ -188,6 +191,31 @@ def gpu_profile_categories(source):
         check(f"category of {kernel}", g.category(kernel), want)
 
 
+def scaling_without_one_rank(dtnn, source, work):
+    print("\n== 11: scaling against the fewest ranks (ranks_per_node = 2 over 1, 2, 4 nodes) ==")
+    db = os.path.join(work, "nodes.db")
+    con = tas.new_db(dtnn, db, work)
+    for nodes, sps in ((1, 1000.0), (2, 1800.0), (4, 3200.0), (4, None)):
+        run = tas.add_run(con, {"model": "simplemlp", "ranks": 2 * nodes, "nodes": nodes, "ranks_per_node": 2})
+        con.execute("UPDATE runs SET samples_per_s = ? WHERE id = ?", (sps, run))
+    con.commit()
+    # speed-up 1.8 and 3.2 against 2 ranks; efficiency = speed-up x 2 / ranks: 0.9 and 0.8.
+    want = [("2", "1", "1,000.0", "2", "1.00", "1.00"), ("4", "1", "1,800.0", "2", "1.80", "0.90"),
+            ("8", "1", "3,200.0", "2", "3.20", "0.80")]
+    view = con.execute("SELECT ranks, runs, speedup, efficiency, baseline_ranks FROM v_scaling ORDER BY ranks").fetchall()
+    check("v_scaling: rows against 2 ranks", view, [(2, 1, 1.0, 1.0, 2), (4, 1, 1.8, 0.9, 2), (8, 1, 3.2, 0.8, 2)])
+    con.close()
+    for extra in ([], ["--matrix", "m"]):
+        out = os.path.join(work, "out_nodes" + "_".join(extra))
+        p = subprocess.run(["/usr/bin/python3", os.path.join(source, "analysis", "plots", "report.py"), "--db", db,
+                            "--out", out, *extra], capture_output=True, text=True)
+        check(f"nodes {extra}: report exit status", (p.returncode, p.stderr), (0, ""))
+        scaling = section(open(os.path.join(out, "report.md")).read(), "## Scaling")
+        rows = [tuple(c.strip() for c in l.split("|")[1:-1]) for l in scaling.splitlines() if "| measured |" in l]
+        check(f"nodes {extra}: ranks, runs, samples/s, against, speed-up, efficiency",
+              [r[-8:-2] for r in rows], want)
+
+
 def main():
     if len(sys.argv) != 4:
         sys.exit("usage: test_report_edges.py DTNN SOURCE_DIR WORK")
@@ -200,6 +228,7 @@ def main():
     hostile_names_and_degenerate_rows(dtnn, source, work)
     allreduce_fit(source, work)
     gpu_profile_categories(source)
+    scaling_without_one_rank(dtnn, source, work)
     print(f"\n{tas.CHECKS - len(tas.FAILURES)} of {tas.CHECKS} checks passed")
     if tas.FAILURES:
         print("FAILED:\n  " + "\n  ".join(tas.FAILURES))
