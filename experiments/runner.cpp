@@ -384,19 +384,26 @@ int run_matrix(const RunnerOptions& options, std::ostream& out) {
   for (const std::string& t : options.tags) tags += (tags.empty() ? "" : ",") + t;
 
   std::vector<Planned> plan;
-  int skipped = 0;
+  int skipped = 0, skipped_diverged = 0;  // --resume: repeats stored before, those of them diverged
   for (const Trial& t : trials) {
     // A prediction is made once, whatever the repeats; the measured trials first (they calibrate it).
     const int repeats = is_predicted(t) ? 1 : matrix.repeats;
-    const int stored = is_predicted(t) ? store.count_predictions(matrix_id, env_id, t.key)
-                                       : store.count_ok_runs(matrix_id, env_id, t.key);
-    const int done = options.resume ? std::min(stored, repeats) : 0;
+    ResultStore::StoredResults stored;
+    if (options.resume && is_predicted(t)) stored.ok = store.count_predictions(matrix_id, env_id, t.key);
+    else if (options.resume) stored = store.count_stored_results(matrix_id, env_id, t.key);
+    // A diverged repeat is a result: rerunning it (every --resume, every requeue of a --submit job) would
+    // diverge again from the same seed. The ok ones count first.
+    const int done = std::min(stored.ok + stored.diverged, repeats);
     skipped += done;
+    skipped_diverged += std::max(0, done - stored.ok);
     for (int r = done; r < repeats; ++r) plan.push_back({t, r});
   }
   std::stable_partition(plan.begin(), plan.end(), [](const Planned& p) { return !is_predicted(p.trial); });
   out << "matrix " << matrix.name << ": " << trials.size() << " trial(s), " << plan.size() << " run(s) to do";
-  if (options.resume) out << ", " << skipped << " already stored ok";
+  if (options.resume) {
+    out << ", " << skipped << " already stored ok";
+    if (skipped_diverged) out << " or diverged (" << skipped_diverged << " diverged: not rerun)";
+  }
   out << "; database " << db_path.string() << "\n" << std::flush;
 
   const StopSignals stop_signals;
@@ -458,8 +465,12 @@ int run_matrix(const RunnerOptions& options, std::ostream& out) {
       << " failed, " << n_timeout << " timeout, " << n_unsupported << " unsupported, " << n_diverged << " diverged"
       << (n_predicted ? ", " + std::to_string(n_predicted) + " predicted" : std::string())
       << (stopped_by ? ", interrupted by signal " + std::to_string(stopped_by) : std::string()) << "\n";
+  // The exit status is the matrix's: a diverged run stored before and skipped is still news.
+  if (skipped_diverged)
+    out << skipped_diverged << " diverged run(s) stored before were not rerun (run those trials without --resume, "
+        << "e.g. with --only, to try again)\n";
   if (stopped_by) return 128 + stopped_by;
-  return n_failed + n_timeout + n_diverged > 0 ? 1 : 0;
+  return n_failed + n_timeout + n_diverged + skipped_diverged > 0 ? 1 : 0;
 }
 
 }  // namespace dtnn

@@ -39,7 +39,7 @@ namespace dtnn {
 struct RunnerOptions {
   std::string matrix_path;
   std::string db_path = "results/dtnn.db";
-  bool resume = false;      // skip repeats already stored ok for this matrix and environment
+  bool resume = false;      // skip repeats already stored ok or diverged for this matrix and environment
   bool dry_run = false;     // print the expanded trials and their count, run nothing
   std::vector<std::string> only;  // name=value filters
   std::string dtnn_binary;  // the dtnn executable for child runs (default: this process's own)

@@ -446,15 +446,17 @@ std::vector<std::string> ResultStore::reap_orphaned_runs() {
   return log_paths;
 }
 
-int ResultStore::count_ok_runs(int64_t matrix_id, int64_t environment_id, const std::string& trial_key) {
+ResultStore::StoredResults ResultStore::count_stored_results(int64_t matrix_id, int64_t environment_id,
+                                                             const std::string& trial_key) {
   // Any version of the matrix with this name: the trial key holds every parameter of the trial, so an edit
   // that adds an axis value (a new matrix text, a new matrices row) reruns only the new trials.
   Statement st(db_, path_,
-               "SELECT count(*) FROM runs WHERE matrix_id IN (SELECT id FROM matrices WHERE name = "
-               "(SELECT name FROM matrices WHERE id = ?)) AND environment_id = ? AND trial_key = ? AND status = 'ok'");
+               "SELECT count(*) FILTER (WHERE status = 'ok'), count(*) FILTER (WHERE status = 'diverged') FROM runs "
+               "WHERE matrix_id IN (SELECT id FROM matrices WHERE name = (SELECT name FROM matrices WHERE id = ?)) "
+               "AND environment_id = ? AND trial_key = ?");
   st.bind(1, matrix_id).bind(2, environment_id).bind(3, trial_key);
   st.step();
-  return static_cast<int>(st.int_column(0));
+  return {static_cast<int>(st.int_column(0)), static_cast<int>(st.int_column(1))};
 }
 
 void ResultStore::replace_targets(const std::vector<Target>& targets) {

@@ -178,9 +178,13 @@ class ResultStore {
   // their log paths (the runner deletes what their trials may have left next to them).
   std::vector<std::string> reap_orphaned_runs();
 
-  // Number of runs with status ok for this environment and trial key in any version of this matrix (the
-  // matrices of its name: an edited file is a new row) — what --resume skips.
-  int count_ok_runs(int64_t matrix_id, int64_t environment_id, const std::string& trial_key);
+  // Runs with a result (status ok, or diverged: training that blows up does so again from the same seed) for
+  // this environment and trial key in any version of this matrix (the matrices of its name: an edited file is
+  // a new row) — what --resume skips. failed, timeout, interrupted and unsupported runs are run again.
+  struct StoredResults {
+    int ok = 0, diverged = 0;
+  };
+  StoredResults count_stored_results(int64_t matrix_id, int64_t environment_id, const std::string& trial_key);
 
   // Inserts convolution benchmark rows in one transaction (all or none). A row equal in every field to one
   // already stored for this environment (the same file ingested twice) is skipped: returns, per row,

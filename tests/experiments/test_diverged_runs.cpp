@@ -75,6 +75,20 @@ TEST_CASE("runner: a diverged trial is stored 'diverged' and query, check and co
   CHECK(dtnn_cli("compare --baseline runs=1-4 --candidate runs=1-4 --db " + db, log) == 2);
   CHECK_THAT(read_text(log), Contains("note: 2 baseline and 2 candidate run(s) diverged"));
   CHECK_THAT(read_text(log), Contains("over 1 trial(s)"));
+
+  // --resume reruns nothing: the diverged repeats are results (the same seed diverges again), and the exit
+  // status still says the matrix has diverged runs. One more repeat runs both trials once more.
+  CHECK(dtnn_cli("run " + matrix + " --db " + db + " --resume", log) == 1);
+  CHECK_THAT(read_text(log), Contains("0 run(s) to do, 4 already stored ok or diverged (2 diverged: not rerun)"));
+  CHECK_THAT(read_text(log), Contains("2 diverged run(s) stored before were not rerun"));
+  CHECK(one(db, "SELECT count(*) FROM runs") == "4");
+  std::ofstream(matrix) << "name = \"lr\"\ntimeout_s = 60\nrepeats = 3\n[base]\nmodel = \"simplemlp\"\n"
+                           "use_synthetic_data = true\nnum_epochs = 2\nsteps_per_epoch = 3\nthreads = 1\n"
+                           "[axes]\nlearning_rate = [0.01, 3e38]\n";
+  CHECK(dtnn_cli("run " + matrix + " --db " + db + " --resume", log) == 1);
+  CHECK_THAT(read_text(log), Contains("2 run(s) to do, 4 already stored ok or diverged (2 diverged: not rerun)"));
+  CHECK_THAT(read_text(log), Contains("1 ok, 0 failed, 0 timeout, 0 unsupported, 1 diverged"));
+  CHECK(one(db, "SELECT count(*) FROM runs WHERE status = 'diverged'") == "3");
   fs::remove_all(dir);
 }
 
