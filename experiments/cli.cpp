@@ -83,6 +83,7 @@ std::vector<std::string> read_train_options(const TrainFlags& flags, TrainOption
   for (const auto& [spec, opt] : flags.options) {
     if (opt->count() == 0) continue;
     const std::vector<std::string> results = opt->results();
+    // A bare boolean (--evaluate) is True (CLI11 hands "--evaluate=" over the same way: refused in main).
     std::string value = results.empty() ? "" : results.back();
     if (value.empty() && spec->kind == dtnn::OptionKind::boolean) value = "True";
     dtnn::set_option_text(*spec, o, value);
@@ -272,7 +273,8 @@ void add_harness_commands(CLI::App& app, HarnessCommands& h) {
   CLI::App* run = h.run = app.add_subcommand("run", "Run an experiment matrix (experiments/*.toml) into the results store");
   run->add_option("matrix", run_options.matrix_path, "Matrix file")->required();
   run->add_option("--db", run_options.db_path, "Results database")->capture_default_str();
-  run->add_flag("--resume", run_options.resume, "Skip runs already stored ok for this matrix and environment")
+  run->add_flag("--resume", run_options.resume,
+                "Skip runs already stored ok (or diverged) for this matrix and environment")
       ->disable_flag_override();
   run->add_flag("--dry-run", run_options.dry_run, "Print the expanded trials and their count; run nothing")
       ->disable_flag_override();
@@ -511,6 +513,27 @@ bool known_command(const CLI::App& app, int argc, char** argv) {
 
 }  // namespace
 
+// `dtnn train --evaluate=`: an empty value for a boolean row, which CLI11 cannot tell from the bare flag
+// (--evaluate, PyDTNN's True). Printed as the table's own refusal of '' would be; true when found.
+bool empty_boolean_value(int argc, char** argv) {
+  if (argc < 2 || std::string(argv[1]) != "train") return false;
+  for (int i = 2; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--") break;
+    if (a.size() < 4 || a.compare(0, 2, "--") != 0 || a.back() != '=') continue;
+    const dtnn::OptionSpec* s = dtnn::find_option(a.substr(2, a.size() - 3));
+    if (!s || s->kind != dtnn::OptionKind::boolean) continue;
+    try {
+      dtnn::TrainOptions o;
+      dtnn::set_option_text(*s, o, "");
+    } catch (const std::exception& e) {
+      print_error(e.what());
+      return true;
+    }
+  }
+  return false;
+}
+
 int main(int argc, char** argv) {
   std::signal(SIGXFSZ, SIG_IGN);  // past `ulimit -f`, a write fails with EFBIG and is reported, not fatal
   CLI::App app{"dtnn: distributed training of neural networks (a C++ PyDTNN) and its benchmark suite"};
@@ -527,6 +550,7 @@ int main(int argc, char** argv) {
   PredictCommand predict;
   add_predict_command(app, predict);
   if (!known_command(app, argc, argv)) return 2;
+  if (empty_boolean_value(argc, argv)) return 2;
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -105,6 +105,10 @@ struct Parser {
         if (!str) wrong(s, v, where, in_list);
         if (str->get().find_first_of("\n\r") != std::string::npos)
           fail_at(v, where + ": a value cannot hold a line break (it becomes a command-line argument)");
+        // Trial keys and labels are "name=value;name=value": path "x;lr=0.1" would be the key of another trial
+        // (the wrong one skipped by --resume, two configurations in one scaling group).
+        if (str->get().find(';') != std::string::npos)
+          fail_at(v, where + ": a value cannot hold ';' (it separates the parameters of a trial's key)");
         return str->get();
       }
       case Kind::choice: {

@@ -176,8 +176,9 @@ def parse_args(argv):
         value = getattr(args, row["name"])
         if "range" in row and value is not None:
             lo, hi = row["range"]
-            if value < lo or value > hi or (row.get("range_open_above") and value == hi):
-                fail(2, f"--{row['name']}: expected a value in [{lo}, {hi}{')' if row.get('range_open_above') else ']'}, "
+            below, above = row.get("range_open_below"), row.get("range_open_above")
+            if value < lo or value > hi or (below and value == lo) or (above and value == hi):
+                fail(2, f"--{row['name']}: expected a value in {'(' if below else '['}{lo}, {hi}{')' if above else ']'}, "
                         f"got {value}")
     if args.dataset_test_path is None:
         args.dataset_test_path = args.dataset_train_path

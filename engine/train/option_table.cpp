@@ -130,10 +130,11 @@ OptionSpec integer(const char* name, OptionField (*f)(TrainOptions&), uint32_t f
   s.imin = lo, s.imax = hi;
   return s;
 }
+enum Ends { kClosed = 0, kOpenBelow = 1, kOpenAbove = 2 };  // which bounds of a number row are excluded
 OptionSpec number(const char* name, OptionField (*f)(TrainOptions&), uint32_t flags, double lo, double hi,
-                  const char* help, bool hi_open = false) {
+                  const char* help, int ends = kClosed) {
   OptionSpec s{name, OptionKind::number, f, flags, help};
-  s.dmin = lo, s.dmax = hi, s.dmax_open = hi_open;
+  s.dmin = lo, s.dmax = hi, s.dmin_open = ends & kOpenBelow, s.dmax_open = ends & kOpenAbove;
   return s;
 }
 OptionSpec boolean(const char* name, OptionField (*f)(TrainOptions&), uint32_t flags, const char* help) {
@@ -204,7 +205,7 @@ std::vector<OptionSpec> make_table() {
       path("dataset_test_path", DTNN_FIELD(dataset_test_path), M | T | P, "Directory of the test files (default: train path)"),
       boolean("test_as_validation", DTNN_FIELD(test_as_validation), M | MM | T | P, "Use the test set as the validation set"),
       number("validation_split", DTNN_FIELD(validation_split), M | MM | T | P, 0.0, 1.0,
-             "Fraction of the training set held out", true),
+             "Fraction of the training set held out", kOpenAbove),
       boolean("flip_images", DTNN_FIELD(flip_images), M | P, "Randomly flip training images horizontally"),
       number("flip_images_prob", DTNN_FIELD(flip_images_prob), M | P, 0.0, 1.0, "Probability of a flip per sample"),
       boolean("crop_images", DTNN_FIELD(crop_images), M | P, "Random pad-and-crop of training images"),
@@ -217,17 +218,19 @@ std::vector<OptionSpec> make_table() {
       // Optimizer, loss, metrics
       choice("optimizer", DTNN_FIELD(optimizer.name), M | MM | T | P, {"sgd", "rmsprop", "adam", "nadam"},
              "sgd, rmsprop, adam or nadam"),
-      number("learning_rate", DTNN_FIELD(optimizer.learning_rate), M | MM | T | P, 0.0, DBL_MAX, "Learning rate"),
+      number("learning_rate", DTNN_FIELD(optimizer.learning_rate), M | MM | T | P, 0.0, DBL_MAX, "Learning rate",
+             kOpenBelow),
       boolean("learning_rate_scaling", DTNN_FIELD(learning_rate_scaling), M | MM | P,
               "With --parallel=data and sgd, multiply lr by ranks"),
-      number("momentum", DTNN_FIELD(optimizer.momentum), M | MM | T | P, 0.0, DBL_MAX, "SGD momentum"),
+      number("momentum", DTNN_FIELD(optimizer.momentum), M | MM | T | P, 0.0, 1.0, "SGD momentum", kOpenAbove),
       boolean("nesterov", DTNN_FIELD(optimizer.nesterov), M | MM | T | P, "Nesterov momentum"),
       number("decay", DTNN_FIELD(optimizer.decay), M | MM | T | P, 0.0, DBL_MAX, "L2 decay applied to every trainable value"),
-      number("beta1", DTNN_FIELD(optimizer.beta1), M | MM | T | P, 0.0, 1.0, "Adam beta1"),
-      number("beta2", DTNN_FIELD(optimizer.beta2), M | MM | T | P, 0.0, 1.0, "Adam beta2"),
-      number("rho", DTNN_FIELD(optimizer.rho), M | MM | P, 0.0, 1.0, "RMSProp decay of the squared-gradient average"),
+      number("beta1", DTNN_FIELD(optimizer.beta1), M | MM | T | P, 0.0, 1.0, "Adam beta1", kOpenAbove),
+      number("beta2", DTNN_FIELD(optimizer.beta2), M | MM | T | P, 0.0, 1.0, "Adam beta2", kOpenAbove),
+      number("rho", DTNN_FIELD(optimizer.rho), M | MM | P, 0.0, 1.0, "RMSProp decay of the squared-gradient average",
+             kOpenAbove),
       number("epsilon", DTNN_FIELD(optimizer.epsilon), M | MM | T | P, 0.0, DBL_MAX,
-             "RMSProp/Adam/Nadam epsilon (inside the square root)"),
+             "RMSProp/Adam/Nadam epsilon (inside the square root)", kOpenBelow),
       checked("loss_func", DTNN_FIELD(loss_func), M | MM | P, check_loss,
               "categorical_cross_entropy or binary_cross_entropy (PyDTNN's older metric,...,loss list too)"),
       text("metrics", DTNN_FIELD(metrics), M | MM | P, "Comma-separated metrics", check_metrics),

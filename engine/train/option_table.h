@@ -50,8 +50,10 @@ struct OptionSpec {
   uint32_t flags;
   const char* help;
   int64_t imin = 0, imax = INT64_MAX;  // integer rows: inclusive range (a uint64_t member: up to UINT64_MAX)
-  double dmin = -DBL_MAX, dmax = DBL_MAX;  // number rows: finite, in [dmin, dmax] ([dmin, dmax) if dmax_open)
-  bool dmax_open = false;
+  // number rows: finite, in [dmin, dmax]; an open end excludes its bound ((0, inf) for learning_rate, [0, 1)
+  // for momentum and the betas): the optimizer's own limits, so a matrix is refused before anything runs.
+  double dmin = -DBL_MAX, dmax = DBL_MAX;
+  bool dmin_open = false, dmax_open = false;
   std::vector<std::string> choices = {};  // choice rows with a fixed list (canonical spelling)
   // choice/text rows checked by code (models, algorithms, metric lists): the canonical value, or throws
   // dtnn::Error saying why the value is invalid.

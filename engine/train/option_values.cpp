@@ -62,10 +62,14 @@ double parse_number(const OptionSpec& s, const std::string& text) {
   const double v = std::strtod(text.c_str(), &end);
   std::string what = "a finite number";
   if (s.dmin > -DBL_MAX && s.dmax < DBL_MAX)
-    what += " in [" + format_double(s.dmin) + ", " + format_double(s.dmax) + (s.dmax_open ? ")" : "]");
+    what += std::string(" in ") + (s.dmin_open ? "(" : "[") + format_double(s.dmin) + ", " + format_double(s.dmax) +
+            (s.dmax_open ? ")" : "]");
   else if (s.dmin > -DBL_MAX)
-    what += " >= " + format_double(s.dmin);
-  if (text.empty() || *end != '\0' || !std::isfinite(v) || v < s.dmin || v > s.dmax || (s.dmax_open && v == s.dmax))
+    what += (s.dmin_open ? " > " : " >= ") + format_double(s.dmin);
+  // strtod also reads C's hex floats (0x1p-3); PyDTNN's float() and a matrix's TOML do not.
+  const bool hex = text.find_first_of("xX") != std::string::npos;
+  if (text.empty() || *end != '\0' || hex || !std::isfinite(v) || v < s.dmin || v > s.dmax || (s.dmin_open && v == s.dmin) ||
+      (s.dmax_open && v == s.dmax))
     wrong(s, what, text);
   return v;
 }
@@ -299,7 +303,8 @@ std::string option_table_json() {
     nlohmann::json r = {{"name", s.name}, {"kind", kind_name(s.kind)}, {"default", option_default_text(s)},
                         {"help", s.help}, {"flags", flag_names(s.flags)}};
     if (s.kind == OptionKind::integer) r["range"] = {s.imin, s.imax};
-    if (s.kind == OptionKind::number) r["range"] = {s.dmin, s.dmax}, r["range_open_above"] = s.dmax_open;
+    if (s.kind == OptionKind::number)
+      r["range"] = {s.dmin, s.dmax}, r["range_open_below"] = s.dmin_open, r["range_open_above"] = s.dmax_open;
     if (!s.choices.empty()) r["choices"] = s.choices;
     if (s.flags & kOptPlanned) r["planned"] = s.why_not;
     rows.push_back(std::move(r));

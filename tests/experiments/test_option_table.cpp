@@ -103,6 +103,8 @@ TEST_CASE("option table: a matrix and the command line accept and refuse the sam
   CHECK_THROWS_WITH(parse("name = \"d\"\n[base]\nnetwork_bw = 5.0\n"), Catch::Contains("issue 21"));
   CHECK_THROWS_WITH(parse("name = \"d\"\n[base]\nenable_best_of = true\n"), Catch::Contains("sets conv_algo"));
   CHECK_THROWS_WITH(parse("name = \"d\"\n[base]\ndataset_train_path = \"a\\nb\"\n"), Catch::Contains("line break"));
+  CHECK_THROWS_WITH(parse("name = \"d\"\n[base]\ndataset_train_path = \"x;learning_rate=0.1\"\n"),
+                    Catch::Contains("cannot hold ';'"));
   const auto cli_status = [](const std::string& option) {
     return dtnn::test::run_dtnn("train --model=simplemlp --use_synthetic_data=True --steps_per_epoch=1 "
                                 "--evaluate_on_test=False --progress=False " + option).status;
@@ -112,6 +114,23 @@ TEST_CASE("option table: a matrix and the command line accept and refuse the sam
   CHECK(cli_status("--threads=2000") == 2);
   CHECK(cli_status("--metrics=accuracy_typo") == 2);
   CHECK(cli_status("'--metrics=categorical_accuracy, categorical_mse'") == 0);  // PyDTNN strips the spaces
+  CHECK(cli_status("--evaluate") == 0);           // a bare boolean is True (PyDTNN's spelling) ...
+  CHECK(cli_status("--evaluate=") == 2);          // ... an empty value is not
+  CHECK(cli_status("--learning_rate=0x1p-3") == 2);  // C's hex floats: neither PyDTNN's float() nor TOML reads them
+  // The optimizer's own limits, refused by the table (a matrix before any trial runs), not when training starts.
+  for (const char* bad : {"learning_rate = 0.0", "momentum = 1.0", "beta1 = 1.0", "beta2 = 1", "rho = 1.0",
+                          "epsilon = 0.0"}) {
+    const std::string name = std::string(bad).substr(0, std::string(bad).find(' '));
+    CHECK_THROWS_WITH(parse(std::string("name = \"d\"\n[base]\n") + bad + "\n"),
+                      Catch::Contains("'" + name + "': expected") &&
+                          (Catch::Contains(", 1), got") || Catch::Contains("> 0, got")));
+    const dtnn::test::Command r = dtnn::test::run_dtnn(
+        "train --model=simplemlp --use_synthetic_data=True --steps_per_epoch=1 --progress=False --" + name + "=" +
+        std::string(bad).substr(name.size() + 3));
+    CHECK(r.status == 2);
+    CHECK_THAT(r.err, Catch::Contains("--" + name + ": expected"));
+  }
+  CHECK(parse("name = \"d\"\n[base]\nmomentum = 0.99\nlearning_rate = 1e-9\n").trials.size() == 1);
 }
 
 TEST_CASE("option table: PyDTNN's launcher options are accepted with PyDTNN's meaning or refused with a reason",
