@@ -53,7 +53,8 @@ class Shape {
   int rank_ = 0;
 };
 
-// Allocation with 64-byte alignment (a cache line, and enough for any SIMD width used here).
+// Allocation with 64-byte alignment (a cache line, and enough for any SIMD width used here); from 2 MiB on,
+// 2 MiB-aligned whole huge pages advised MADV_HUGEPAGE (tensor.cpp). Contents are not initialised.
 float* aligned_alloc_floats(int64_t count);
 void aligned_free(void* p);
 
