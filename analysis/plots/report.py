@@ -53,7 +53,7 @@ from collections import defaultdict  # noqa: E402
 
 from report_data import STATUSES, ReportError, Store  # noqa: E402
 from report_format import (SHORT, distinguishing, file_part, labels_for, median, num,  # noqa: E402
-                           numeric, short_error, table, varying)
+                           markdown_image, numeric, short_error, table, varying)
 from report_averaging import AveragingSections  # noqa: E402
 from report_history import HistorySections  # noqa: E402
 from report_scaling import ScalingSections  # noqa: E402
@@ -84,7 +84,7 @@ class Report(ScalingSections, AveragingSections, HistorySections):
         self.lines.extend(lines)
 
     def image(self, name, alt):
-        self.add(f"![{alt}]({name})", "")
+        self.add(markdown_image(name, alt), "")
 
     def no_plots(self):
         if self.plots is None:

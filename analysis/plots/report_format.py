@@ -22,6 +22,14 @@ def cell(value):
     return str(value).replace("|", "\\|").replace("\r", " ").replace("\n", " ")
 
 
+def markdown_image(name, alt):
+    """A Markdown image line. The alt text holds model names and trial labels: '[', ']' and '\\' are escaped so
+    a label such as "lr=[0.1]" cannot end it early; a file name with spaces or parentheses goes in <...>."""
+    alt = re.sub(r"([\\\[\]])", r"\\\1", str(alt)).replace("\r", " ").replace("\n", " ")
+    target = f"<{name}>" if re.search(r"[\s()<>]", name) else name
+    return f"![{alt}]({target})"
+
+
 def num(value, digits=1):
     return "-" if value is None else f"{value:,.{digits}f}"
 

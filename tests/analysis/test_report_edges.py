@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """analysis/plots/report.py (`dtnn report`) and the small analysis scripts on the stores and inputs that broke
-them, each a database of the store's real schema (test_analysis_scripts.new_db) with made-up rows:
+them, each a database of the store's real schema (analysis_db.new_db) with made-up rows:
 
 1. Per-layer timings pool runs by the batch per rank (the report's options.batch_size), not runs.batch_size,
    which is the global batch of a strong-scaling run: a weak run at 512 per rank and a strong run at 512
@@ -20,6 +20,7 @@ them, each a database of the store's real schema (test_analysis_scripts.new_db) 
 11. A study over nodes at ranks_per_node = 2 (ranks 2, 4, 8; never 1 rank) has scaling rows, against its
     fewest ranks (v_scaling since migration 17, and report_data's copy of it for --matrix); an ok run without
     samples/s is not counted in `runs`.
+12. Image lines: an alt text with '[', ']' or '\\' (a trial label) is escaped, a file name with spaces goes in <>.
 
   test_report_edges.py DTNN SOURCE_DIR WORK
 Prints every check; exits 1 on any mismatch.
@@ -31,9 +32,9 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import test_analysis_scripts as tas  # noqa: E402  (check, new_db, add_run, add_epoch, add_comm)
+import analysis_db as adb  # noqa: E402  (check, new_db, add_run, add_epoch, add_comm)
 
-check = tas.check
+check = adb.check
 
 
 def report(source, db, out):
@@ -51,10 +52,10 @@ def section(md, heading):
 def layer_pooling_and_accuracy_rows(dtnn, source, work):
     print("\n== 1, 2: per-layer pooling by the batch per rank; accuracy rows told apart ==")
     db = os.path.join(work, "layers.db")
-    con = tas.new_db(dtnn, db, work)
-    weak = tas.add_run(con, {"model": "simplemlp", "ranks": 2, "batch_size": 512, "scaling": "weak"},
+    con = adb.new_db(dtnn, db, work)
+    weak = adb.add_run(con, {"model": "simplemlp", "ranks": 2, "batch_size": 512, "scaling": "weak"},
                        test_accuracy=83.9, report=json.dumps({"options": {"batch_size": 512}}))
-    strong = tas.add_run(con, {"model": "simplemlp", "ranks": 2, "batch_size": 512, "scaling": "strong"},
+    strong = adb.add_run(con, {"model": "simplemlp", "ranks": 2, "batch_size": 512, "scaling": "strong"},
                          test_accuracy=82.85, report=json.dumps({"options": {"batch_size": 256}}))
     con.execute("UPDATE runs SET label = 'scaling=weak' WHERE id = ?", (weak,))
     con.execute("UPDATE runs SET label = 'scaling=strong' WHERE id = ?", (strong,))
@@ -98,8 +99,8 @@ def chart_targets(source):
 def orphan_predictions(dtnn, source, work):
     print("\n== 4: predictions without a measured configuration ==")
     db = os.path.join(work, "pred.db")
-    con = tas.new_db(dtnn, db, work)
-    tas.add_run(con, {"model": "simplemlp", "ranks": 1})
+    con = adb.new_db(dtnn, db, work)
+    adb.add_run(con, {"model": "simplemlp", "ranks": 1})
     for ranks, sps, su, eff in ((1, 640.0, 1.0, 1.0), (4, 2133.0, 3.33, 0.83)):
         con.execute("INSERT INTO predictions (source, model_version, model_kind, model, platform, platform_params, "
                     "rules, mode, scaling, ranks, batch_size, samples_per_rank, global_batch, step_s, compute_s, "
@@ -122,9 +123,9 @@ def orphan_predictions(dtnn, source, work):
 def hostile_names_and_degenerate_rows(dtnn, source, work):
     print("\n== 5-8: a model name with '../', '$' in labels, zero-step communication rows, diverged runs ==")
     db = os.path.join(work, "hostile.db")
-    con = tas.new_db(dtnn, db, work)
-    a = tas.add_run(con, {"model": "simplemlp", "ranks": 1, "lr": "0.1"})
-    b = tas.add_run(con, {"model": "simplemlp", "ranks": 1, "lr": "0.01"})
+    con = adb.new_db(dtnn, db, work)
+    a = adb.add_run(con, {"model": "simplemlp", "ranks": 1, "lr": "0.1"})
+    b = adb.add_run(con, {"model": "simplemlp", "ranks": 1, "lr": "0.01"})
     con.execute("UPDATE runs SET label = 'dataset_train_path=$HOME/x_$;lr=0.1', samples_per_s = 100 WHERE id = ?", (a,))
     con.execute("UPDATE runs SET label = 'lr=$0.01$', samples_per_s = 120 WHERE id = ?", (b,))
     for run_id in (a, b):
@@ -133,20 +134,20 @@ def hostile_names_and_degenerate_rows(dtnn, source, work):
     # Scaling groups whose communication rows count no steps (v_comm's step_ms is NULL) or no time.
     for batch, steps, step_s in ((64, 0, 1.0), (32, 10, 0.0)):
         for ranks in (1, 2):
-            r = tas.add_run(con, {"model": "simplecnn", "ranks": ranks, "batch_size": batch})
+            r = adb.add_run(con, {"model": "simplecnn", "ranks": ranks, "batch_size": batch})
             con.execute("UPDATE runs SET samples_per_s = ? WHERE id = ?", (100.0 * ranks, r))
-            tas.add_comm(con, r, 1, "median", steps, step_s, 0.0, 0.0)
-    tas.add_run(con, {"model": "simplemlp", "ranks": 1, "lr": "9"}, status="diverged")
+            adb.add_comm(con, r, 1, "median", steps, step_s, 0.0, 0.0)
+    adb.add_run(con, {"model": "simplemlp", "ranks": 1, "lr": "9"}, status="diverged")
     con.commit()
     con.close()
     layers = os.path.join(work, "layers.json")
-    tas.run([dtnn, "layers", "--model", "simplecnn", "--batch_size", "2", "--samples", "1", "--conv_algo",
+    adb.run([dtnn, "layers", "--model", "simplecnn", "--batch_size", "2", "--samples", "1", "--conv_algo",
              "im2row_gemm", "--json", layers])
     doc = json.load(open(layers))
     doc["model"] = "../../escaped"
     with open(layers, "w") as f:
         json.dump(doc, f)
-    tas.run([dtnn, "ingest", layers, "--db", db])
+    adb.run([dtnn, "ingest", layers, "--db", db])
     out = os.path.join(work, "deep", "a", "out")
     os.makedirs(os.path.join(work, "deep", "a", "out", "conv_"), exist_ok=True)  # where '../' would lead
     before = set(os.listdir(os.path.join(work, "deep")))
@@ -194,9 +195,9 @@ def gpu_profile_categories(source):
 def scaling_without_one_rank(dtnn, source, work):
     print("\n== 11: scaling against the fewest ranks (ranks_per_node = 2 over 1, 2, 4 nodes) ==")
     db = os.path.join(work, "nodes.db")
-    con = tas.new_db(dtnn, db, work)
+    con = adb.new_db(dtnn, db, work)
     for nodes, sps in ((1, 1000.0), (2, 1800.0), (4, 3200.0), (4, None)):
-        run = tas.add_run(con, {"model": "simplemlp", "ranks": 2 * nodes, "nodes": nodes, "ranks_per_node": 2})
+        run = adb.add_run(con, {"model": "simplemlp", "ranks": 2 * nodes, "nodes": nodes, "ranks_per_node": 2})
         con.execute("UPDATE runs SET samples_per_s = ? WHERE id = ?", (sps, run))
     con.commit()
     # speed-up 1.8 and 3.2 against 2 ranks; efficiency = speed-up x 2 / ranks: 0.9 and 0.8.
@@ -216,6 +217,15 @@ def scaling_without_one_rank(dtnn, source, work):
               [r[-8:-2] for r in rows], want)
 
 
+def image_lines(source):
+    print("\n== 12: Markdown image lines ==")
+    sys.path.insert(0, os.path.join(source, "analysis", "plots"))
+    from report_format import markdown_image  # noqa: E402
+    check("alt text with brackets and a backslash", markdown_image("h.png", "history of lr=[0.1] a\\b"),
+          "![history of lr=\\[0.1\\] a\\\\b](h.png)")
+    check("a file name with a space", markdown_image("conv a (1).png", "x"), "![x](<conv a (1).png>)")
+
+
 def main():
     if len(sys.argv) != 4:
         sys.exit("usage: test_report_edges.py DTNN SOURCE_DIR WORK")
@@ -229,9 +239,10 @@ def main():
     allreduce_fit(source, work)
     gpu_profile_categories(source)
     scaling_without_one_rank(dtnn, source, work)
-    print(f"\n{tas.CHECKS - len(tas.FAILURES)} of {tas.CHECKS} checks passed")
-    if tas.FAILURES:
-        print("FAILED:\n  " + "\n  ".join(tas.FAILURES))
+    image_lines(source)
+    print(f"\n{adb.CHECKS - len(adb.FAILURES)} of {adb.CHECKS} checks passed")
+    if adb.FAILURES:
+        print("FAILED:\n  " + "\n  ".join(adb.FAILURES))
         sys.exit(1)
 
 
