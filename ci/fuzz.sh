@@ -68,7 +68,9 @@ for t in "${targets[@]}"; do
   rc="$(cat "$scratch/$t/rc" 2>/dev/null || echo 1)"
   runs="$(sed -n 's/^Done \([0-9]*\) runs in.*/\1/p' "$log" | tail -1)"
   [ -n "$runs" ] || runs="$(sed -n 's/^#\([0-9]*\).*/\1/p' "$log" | tail -1)"
-  cov="$(grep -o 'cov: [0-9]* ft: [0-9]*' "$log" | tail -1)"
+  # (|| true: a target that fails on its first seed prints no coverage line, and pipefail would end the
+  # script there, before it says which target failed and why.)
+  cov="$(grep -o 'cov: [0-9]* ft: [0-9]*' "$log" | tail -1 || true)"
   inputs="$(find "$scratch/$t/corpus" -type f | wc -l)"
   if [ "$rc" = "0" ]; then
     found="nothing"
