@@ -128,7 +128,10 @@ TEST_CASE("store: a version-1 database migrates to the latest and keeps its runs
   // The views of version 2 work on the migrated rows: 2 ranks at 1900 vs 1 rank at 1000 samples/s.
   CHECK(one(latest, "SELECT speedup FROM v_scaling WHERE ranks = 2") == "1.9");
   CHECK(one(latest, "SELECT efficiency FROM v_scaling WHERE ranks = 2") == "0.95");
-  latest.replace_targets({{"simplecnn", "fashion-mnist", "test_accuracy", 88.3, 0.0, 5, "adam", "r", "s"}});
+  dtnn::ResultStore::Target target;
+  target.model = "simplecnn", target.dataset = "fashion-mnist", target.metric = "test_accuracy";
+  target.target = 88.3, target.num_epochs = 5, target.optimizer = "adam", target.recipe = "r", target.source = "s";
+  latest.replace_targets({target});
   CHECK(one(latest, "SELECT verdict FROM v_accuracy_vs_target WHERE value IS NOT NULL") == "pass");
   CHECK(one(latest, "SELECT verdict FROM v_accuracy_vs_target WHERE value IS NULL") == "no value");
 }
