@@ -10,6 +10,7 @@ bool gpu_built() { return false; }
 int gpu_device_count() { return 0; }
 std::string gpu_description() { return "not built (no CUDA toolkit with cuDNN and NCCL found, or DTNN_CUDA=OFF)"; }
 void require_gpu() { unsupported("--enable_gpu: this dtnn was built without CUDA (configure with -DDTNN_CUDA=ON)"); }
+std::string load_cublas() { unsupported("this dtnn was built without CUDA: no cuBLAS to load"); }
 
 namespace gpu {
 namespace {
