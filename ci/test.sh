@@ -22,6 +22,11 @@ failed_runs=0
 # conv_algo=auto reads best_of's cache (engine/conv/conv_select.h): the tests get a fresh one of their own, not
 # the choices this user's ~/.cache/dtnn holds from other builds and runs.
 export DTNN_CONV_CACHE="$junit_dir/conv_best_of.tsv"
+# ctest runs two tests at once on these 2 cores, each training with 2 OpenMP threads: libgomp's workers spin
+# between parallel regions (they cannot see the other test) and burn the core the other test needs. Passive
+# waiting changes no result (no test times anything against a bound), only the wall time (two runs each,
+# alternating, on a 2-vCPU Zen 5: ctest -j2 took 307 and 289 s spinning, 259 and 254 s passive).
+export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"
 # The Slurm tests (label slurm: a slurmctld and slurmd on localhost, jobs waiting out a one-minute time limit)
 # are asleep nearly all their ~2.5 minutes: they run beside the others rather than in one of ctest's two
 # slots. Their output is printed after the main run's.
