@@ -5,17 +5,13 @@
 #include <cctype>
 #include <climits>
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 #include <toml++/toml.h>
 
-#include "conv/conv_algorithm.h"
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/sha256.h"
 #include "core/strings.h"
-#include "data/dataset.h"
-#include "models/model.h"
 #include "experiments/launcher.h"
 #include "experiments/matrix_params.h"
 #include "train/option_table.h"
@@ -105,8 +101,7 @@ struct Parser {
         if (!str) wrong(s, v, where, in_list);
         if (str->get().find_first_of("\n\r") != std::string::npos)
           fail_at(v, where + ": a value cannot hold a line break (it becomes a command-line argument)");
-        // Trial keys and labels are "name=value;name=value": path "x;lr=0.1" would be the key of another trial
-        // (the wrong one skipped by --resume, two configurations in one scaling group).
+        // Keys are "name=value;name=value": a path "x;lr=0.1" would be another trial's key (and scaling group).
         if (str->get().find(';') != std::string::npos)
           fail_at(v, where + ": a value cannot hold ';' (it separates the parameters of a trial's key)");
         return str->get();
