@@ -41,6 +41,7 @@ class Chain {
     const auto layout_of = [&](const Shape& s) { return s.rank() == 3 ? ctx.layout : Layout::flat; };
     acts_.clear();
     grads_.clear();
+    int buffers = 0;
     for (size_t i = 0; i < layers_.size(); ++i) {
       const Shape prev = shape;
       shape = layers_[i]->build(shape, ctx);
@@ -49,10 +50,12 @@ class Chain {
                             shape == prev;
       if (in_place) {
         acts_.push_back(acts_[i - 1].view());
-        grads_.push_back(grads_[i - 1].view());
+        grads_.push_back(grads_[i - 1]);
       } else {
         acts_.push_back(ctx.zeros(shape.prepend(ctx.max_batch), layout_of(shape)));
-        grads_.push_back(ctx.zeros(shape.prepend(ctx.max_batch), layout_of(shape)));
+        // Consecutive gradients alternate between this level's two chain slots (gradient_scratch.h).
+        const int slot = buffers++ % 2 == 0 ? GradientScratch::kChainA : GradientScratch::kChainB;
+        grads_.push_back(ctx.gradient(ctx.level, slot, shape.prepend(ctx.max_batch), layout_of(shape)));
       }
     }
     return shape;
@@ -97,7 +100,8 @@ class Chain {
 
  private:
   Path layers_;
-  std::vector<Tensor> acts_, grads_;  // boundaries between layers i and i+1
+  std::vector<Tensor> acts_;            // boundaries between layers i and i+1
+  std::vector<GradientBuffer> grads_;
 };
 
 // dst += src, dst = relu(dst + src) and dst = src over n floats, on the block's device (the kernels of
@@ -139,27 +143,36 @@ class Block : public Layer {
   std::string describe() const override { return std::to_string(paths_.size()) + " paths"; }
 
  protected:
-  // Builds every path on `in` and returns their output shapes (the identity's is `in`).
+  // Builds every path on `in` (as chains of the next nesting level: their gradients are live while this
+  // block's dy and dx are) and returns their output shapes (the identity's is `in`).
   std::vector<Shape> build_paths(const Shape& in, const BuildContext& ctx) {
     layout_ = in.rank() == 3 ? ctx.layout : Layout::flat;
     in_sample_ = in;
     ctx_ = &ctx;
     gpu_ = ctx.gpu();
+    BuildContext inner = ctx;
+    inner.level = ctx.level + 1;
     std::vector<Shape> shapes;
-    for (Chain& c : paths_) shapes.push_back(c.empty() ? in : c.build(in, ctx));
-    dx_acc_ = ctx.zeros(in.prepend(ctx.max_batch), layout_);
+    for (Chain& c : paths_) shapes.push_back(c.empty() ? in : c.build(in, inner));
+    dx_acc_ = inner_gradient(GradientScratch::kAccumulator, in);
     return shapes;
   }
   // A buffer for max_batch samples of `sample` on the model's device (only inside build()).
   Tensor full(const Shape& sample, int64_t max_batch) const {
     return ctx_->zeros(sample.prepend(max_batch), sample.rank() == 3 ? layout_ : Layout::flat);
   }
+  // A gradient buffer of max_batch samples of `sample` live only during this block's backward (only
+  // inside build()).
+  GradientBuffer inner_gradient(int slot, const Shape& sample) const {
+    return ctx_->gradient(ctx_->level + 1, slot, sample.prepend(ctx_->max_batch),
+                          sample.rank() == 3 ? layout_ : Layout::flat);
+  }
 
   const BuildContext* ctx_ = nullptr;  // valid during build() only
   bool gpu_ = false;
   std::vector<Chain> paths_;
   Shape in_sample_;
-  Tensor dx_acc_;
+  GradientBuffer dx_acc_;
 };
 
 class AdditionBlock final : public Block {
@@ -297,7 +310,7 @@ class ConcatenationBlock final : public Block {
     dys_.clear();
     for (size_t p = 0; p < paths_.size(); ++p) {
       outs_.push_back(paths_[p].empty() ? Tensor() : full(shapes[p], ctx.max_batch));
-      dys_.push_back(full(shapes[p], ctx.max_batch));
+      dys_.push_back(inner_gradient(GradientScratch::kSlice, shapes[p]));  // one path's at a time: one slot
     }
     return out_sample_ = out;
   }
@@ -317,15 +330,16 @@ class ConcatenationBlock final : public Block {
     }
   }
 
+  // The paths' dy slices share one buffer (dys_ are views of one scratch slot): each is cut out of dy just
+  // before its path's backward, the identity paths' after the others.
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, const Tensor& dx) override {
     const int64_t n = x.dim(0), count = x.numel();
     int64_t offset = 0;
     bool dx_written = false;
-    for (size_t p = 0; p < paths_.size(); ++p) {
+    for (size_t p = 0; p < paths_.size(); offset += channels_[p], ++p) {
+      if (paths_[p].empty()) continue;
       const Tensor dyp = dys_[p].batch(n);
       copy_channels(dyp.data(), channels_[p], dy.data(), total(), offset, n, /*to_slice=*/true);
-      offset += channels_[p];
-      if (paths_[p].empty()) continue;
       const Tensor out = outs_[p].batch(n);
       if (dx.empty()) {
         paths_[p].backward(x, out, dyp, Tensor());
@@ -339,12 +353,15 @@ class ConcatenationBlock final : public Block {
       }
     }
     if (dx.empty()) return;
-    for (size_t p = 0; p < paths_.size(); ++p) {
+    offset = 0;
+    for (size_t p = 0; p < paths_.size(); offset += channels_[p], ++p) {
       if (!paths_[p].empty()) continue;
       if (dx_written) {
-        add_into(dx.data(), dys_[p].data(), count, gpu_);
+        const Tensor dyp = dys_[p].batch(n);
+        copy_channels(dyp.data(), channels_[p], dy.data(), total(), offset, n, /*to_slice=*/true);
+        add_into(dx.data(), dyp.data(), count, gpu_);
       } else {
-        copy_floats(dx.data(), dys_[p].data(), count, gpu_);
+        copy_channels(dx.data(), channels_[p], dy.data(), total(), offset, n, /*to_slice=*/true);
         dx_written = true;
       }
     }
@@ -391,7 +408,8 @@ class ConcatenationBlock final : public Block {
 
   std::vector<int64_t> channels_;
   int64_t spatial_ = 1;
-  std::vector<Tensor> outs_, dys_;
+  std::vector<Tensor> outs_;
+  std::vector<GradientBuffer> dys_;
 };
 
 }  // namespace

@@ -1,5 +1,6 @@
 // Conv2D: the convolution itself is delegated to a ConvAlgorithm chosen at build time (--conv_algo);
-// this layer owns the workspace (sized for the largest batch) and handles the bias.
+// this layer sizes its workspace for the largest batch (in the model's shared one, or its own when built
+// outside a model) and handles the bias.
 // Weights are stored in PyDTNN's CPU layouts: NHWC (C, R, S, K), NCHW (K, C, R, S).
 #include <cstdio>
 #include <cstring>
@@ -43,16 +44,13 @@ class Conv2D final : public Layer, public FoldableConv {
     for (int d = 0; d < 3; ++d) algo_[d] = choice.algo[d];
     algo_how_ = choice.how;
     if (ctx.gpu() || choice.how == "fallback") algo_note_ = choice.note;
-    if (ctx.gpu()) {
-      int64_t need = 1;
-      for (const ConvAlgorithm* a : algo_) need = std::max(need, a->workspace_floats(p));
-      shared_ = ctx.workspace;
+    int64_t need = 1;
+    for (const ConvAlgorithm* a : algo_) need = std::max(need, a->workspace_floats(p));
+    shared_ = ctx.workspace;  // the model's (algorithms keep nothing in it from one call to the next)
+    if (shared_)
       shared_->reserve(need);
-    } else {
-      int64_t need = 1;
-      for (const ConvAlgorithm* a : algo_) need = std::max(need, a->workspace_floats(p));
+    else
       workspace_ = ctx.zeros(Shape{need});
-    }
     // Fans per output unit: the inputs (and outputs) one filter tap connects within its group.
     const int64_t rs = p.r * p.s, fan_in = p.c / p.groups * rs, fan_out = p.k / p.groups * rs;
     params_.push_back({"weights", p.w_shape(), spec_.weights_initializer, fan_in, fan_out, {}, {}, {}});
@@ -128,8 +126,8 @@ class Conv2D final : public Layer, public FoldableConv {
   ConvProblem problem_;
   const ConvAlgorithm* algo_[3] = {nullptr, nullptr, nullptr};  // fwd, bwd_data, bwd_filter
   std::string algo_note_, algo_how_;
-  Tensor workspace_;                  // CPU: this layer's own
-  SharedWorkspace* shared_ = nullptr;  // GPU: the model's shared scratch
+  Tensor workspace_;                  // this layer's own (built outside a model)
+  SharedWorkspace* shared_ = nullptr;  // the model's shared scratch
 };
 
 }  // namespace

@@ -64,11 +64,13 @@ class Fused final : public Layer {
     const Layout layout = shape.rank() == 3 ? ctx.layout : Layout::flat;
     const Shape full = shape.prepend(ctx.max_batch);
     gpu_ = ctx.gpu();
+    // The gradients between the members live only inside this layer's backward: the next nesting level's
+    // chain slots (gradient_scratch.h).
     if (conv_ && bn_) {  // the convolution's output, which BN's backward reads, and its gradient
       mid_ = ctx.zeros(conv_out.prepend(ctx.max_batch), layout);
-      dmid_ = ctx.zeros(conv_out.prepend(ctx.max_batch), layout);
+      dmid_ = ctx.gradient(ctx.level + 1, GradientScratch::kChainB, conv_out.prepend(ctx.max_batch), layout);
     }
-    if (relu_) dpre_ = ctx.zeros(full, layout);  // the gradient before the ReLU
+    if (relu_) dpre_ = ctx.gradient(ctx.level + 1, GradientScratch::kChainA, full, layout);  // before the ReLU
     if (bn_) {
       const auto* affine = dynamic_cast<const InferenceAffine*>(bn_.get());
       DTNN_CHECK(affine, "fusion: ", bn_->type(), " has no inference affine form");
@@ -177,7 +179,8 @@ class Fused final : public Layer {
 
   std::unique_ptr<Layer> conv_, bn_, relu_;
   bool gpu_ = false;
-  Tensor mid_, dmid_, dpre_, scale_, shift_, folded_w_, folded_b_;
+  Tensor mid_, scale_, shift_, folded_w_, folded_b_;
+  GradientBuffer dmid_, dpre_;
 };
 
 bool is(const Path& layers, size_t i, const char* type) { return i < layers.size() && layers[i]->type() == type; }

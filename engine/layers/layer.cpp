@@ -8,10 +8,19 @@
 namespace dtnn {
 
 Tensor BuildContext::zeros(const Shape& shape, Layout layout) const {
+  if (counters) counters->floats += shape.numel();
   if (plan_only) return Tensor::wrap(nullptr, shape, layout, device);
   if (device == Device::cpu) return Tensor::zeros(shape, layout);
   DTNN_ASSERT(arena != nullptr);
   return Tensor::wrap(arena->allocate_floats(shape.numel()), shape, layout, Device::gpu);
+}
+
+GradientBuffer BuildContext::gradient(int at_level, int slot, const Shape& full, Layout layout) const {
+  if (gradients == nullptr) {
+    if (counters) counters->private_gradients += full.numel();
+    return GradientBuffer::own(zeros(full, layout));
+  }
+  return gradients->reserve(at_level, slot, full, layout, device);
 }
 
 Init parse_init(const std::string& name) {

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "core/rng.h"
+#include "layers/gradient_scratch.h"
 #include "tensor/tensor.h"
 
 namespace dtnn {
@@ -38,9 +39,10 @@ using Path = std::vector<std::unique_ptr<Layer>>;
 
 enum class Mode { train, evaluate };
 
-// Scratch memory shared by every layer of a GPU model (they run one at a time on one stream): a layer
-// reserve()s what one of its calls needs while it is built; the Model allocates the largest request once
-// after build, and layers use data() only inside forward/backward.
+// Scratch memory shared by every layer of a model (they run one at a time: on the CPU, and on the GPU's one
+// stream): a layer reserve()s what one of its calls needs while it is built; the Model allocates the largest
+// request once after build, and layers use data() only inside forward/backward, never to keep anything from
+// one call to the next.
 struct SharedWorkspace {
   int64_t floats = 0;
   float* data = nullptr;
@@ -58,7 +60,21 @@ struct BuildContext {
   bool sync_batchnorm = false;     // --sync_batchnorm: every BatchNormalization uses global statistics
   Device device = Device::cpu;     // --enable_gpu
   gpu::Arena* arena = nullptr;     // the model's device memory (device == gpu); set by Model::build
-  SharedWorkspace* workspace = nullptr;  // GPU scratch shared by the layers; set by Model::build
+  SharedWorkspace* workspace = nullptr;  // scratch shared by the layers (null: each its own); set by Model::build
+  // Activation-gradient memory shared by the layers (layers/gradient_scratch.h; null: each buffer its own),
+  // set by Model::build unless private_gradients; `level` is the nesting level of the chain being built (the
+  // model's layers 0, a block's paths one more than the block).
+  GradientScratch* gradients = nullptr;
+  int level = 0;
+  // Every activation gradient in memory of its own, as readable after a whole backward pass as before it
+  // (tests that compare them all; costs the memory the scratch saves).
+  bool private_gradients = false;
+  // What zeros() and gradient() handed out, in floats (Model::build counts its buffers; null: not counted).
+  struct Counters {
+    int64_t floats = 0;            // every zeros() buffer
+    int64_t private_gradients = 0; // of which activation gradients of their own (no scratch)
+  };
+  Counters* counters = nullptr;
   // Shapes only (models/plan.h): the layers declare their shapes and parameters, zeros() below hands out
   // storage-less tensors, and a layer that runs after such a build is a bug. For listings of the zoo, whose
   // scratch and activation buffers (an ImageNet convolution's im2col is 100+ MB at batch 1) cost seconds.
@@ -66,6 +82,9 @@ struct BuildContext {
   // A zero-filled buffer on the model's device (GPU: carved from the arena; freed with the model); plan_only:
   // the shape without storage.
   Tensor zeros(const Shape& shape, Layout layout = Layout::flat) const;
+  // An activation-gradient buffer of `full` (dimension 0: max_batch) in `slot` of nesting level `level`
+  // (GradientScratch::Slot): the shared scratch's, or zeros() of its own when there is no scratch.
+  GradientBuffer gradient(int level, int slot, const Shape& full, Layout layout) const;
   bool gpu() const { return device == Device::gpu; }
 };
 

@@ -31,8 +31,12 @@ void Model::build(const BuildContext& ctx, uint64_t seed, int64_t reduce_tail) {
   if (gpu) {
     arena_ = std::make_unique<gpu::Arena>();
     ctx_.arena = arena_.get();
-    ctx_.workspace = &workspace_;
   }
+  ctx_.workspace = &workspace_;
+  ctx_.level = 0;
+  ctx_.gradients = ctx.private_gradients ? nullptr : &gradients_;
+  BuildContext::Counters counted;
+  ctx_.counters = &counted;
   Shape shape;
   for (auto& layer : layers_) shape = layer->build(shape, ctx_);
   all_.clear();
@@ -54,11 +58,13 @@ void Model::build(const BuildContext& ctx, uint64_t seed, int64_t reduce_tail) {
     }
     for (Param& b : layer->buffers()) state_size_ += padded(b);
   }
+  const int64_t before_slabs = counted.floats;
   params_ = Tensor::zeros(Shape{std::max<int64_t>(slab_size_, 1)});
   state_ = Tensor::zeros(Shape{std::max<int64_t>(state_size_, 1)});
   grads_slab_ = ctx_.zeros(Shape{slab_size_ + reduce_tail});
   dev_params_ = gpu ? ctx_.zeros(params_.shape()) : params_.view();
   dev_state_ = gpu ? ctx_.zeros(state_.shape()) : state_.view();
+  const int64_t slab_floats = counted.floats - before_slabs;
   int64_t offset = 0, state_offset = 0;
   // all_ lists each top-level layer followed by its children, so a top-level layer's parameters are one
   // contiguous range of the slab.
@@ -103,12 +109,13 @@ void Model::build(const BuildContext& ctx, uint64_t seed, int64_t reduce_tail) {
   acts_.clear();
   grads_.clear();
   bool seen_compute = false;
+  int buffers = 0;
   for (size_t i = 0; i < layers_.size(); ++i) {
     const Shape out = layers_[i]->output_shape();
     const Layout layout = layout_of(out);
     if (i > 0 && layers_[i]->is_reshape()) {
       acts_.push_back(acts_[i - 1].reshaped(full(out, layout), layout));
-      grads_.push_back(grads_[i - 1].empty() ? Tensor() : grads_[i - 1].reshaped(full(out, layout), layout));
+      grads_.push_back(grads_[i - 1].alias(full(out, layout), layout));
       continue;
     }
     // In place: y aliases x and the layer's dx aliases its dy (so grads_[i] is grads_[i-1]'s memory).
@@ -117,16 +124,25 @@ void Model::build(const BuildContext& ctx, uint64_t seed, int64_t reduce_tail) {
                           !layers_[i - 1]->backward_reads_output() && layers_[i]->output_shape() == layers_[i - 1]->output_shape();
     if (in_place) {
       acts_.push_back(acts_[i - 1].view());
-      grads_.push_back(grads_[i - 1].view());
+      grads_.push_back(grads_[i - 1]);
       continue;
     }
     acts_.push_back(ctx_.zeros(full(out, layout), layout));
     // Layer i's output gradient exists when some computing layer after Input precedes layer i+1, i.e.
-    // when layer i itself is (or follows) a computing layer.
+    // when layer i itself is (or follows) a computing layer. Consecutive buffers alternate between the
+    // scratch's two chain slots: layer i reads one and writes the other (gradient_scratch.h).
     if (i > 0) seen_compute = true;
-    grads_.push_back(seen_compute ? ctx_.zeros(full(out, layout), layout) : Tensor());
+    const int slot = buffers++ % 2 == 0 ? GradientScratch::kChainA : GradientScratch::kChainB;
+    grads_.push_back(seen_compute ? ctx_.gradient(0, slot, full(out, layout), layout) : GradientBuffer());
   }
-  if (gpu) workspace_.data = arena_->allocate_floats(std::max<int64_t>(workspace_.floats, 1));
+  memory_.activations = (counted.floats - slab_floats - counted.private_gradients) * 4;
+  memory_.gradients = (counted.private_gradients + gradients_.floats()) * 4;
+  memory_.workspace = workspace_.floats * 4;
+  memory_.parameters = (2 * slab_size_ + reduce_tail + state_size_) * 4;
+  workspace_storage_ = ctx_.zeros(Shape{std::max<int64_t>(workspace_.floats, 1)});
+  workspace_.data = workspace_storage_.data();
+  gradients_.allocate(ctx_);
+  ctx_.counters = nullptr;
   times_.assign(layers_.size(), LayerTime{});
   time_layers_ = !gpu;
   built_ = true;

@@ -7,11 +7,14 @@
 //     travel in the same allreduce;
 //   - one activation buffer per layer output and one gradient buffer per layer input that needs one
 //     (the first computing layer gets no dx, as in PyDTNN; Flatten gets views, not buffers; ReLU-like
-//     layers run in place over the previous layer's buffers when that is safe: Layer::can_run_in_place).
+//     layers run in place over the previous layer's buffers when that is safe: Layer::can_run_in_place);
+//     the gradient buffers are slots of one GradientScratch that consecutive layers take in turn
+//     (layers/gradient_scratch.h), so a gradient is readable only until the layer below has consumed it;
+//   - one workspace shared by every layer (convolution scratch: sized for the largest).
 // Activation i is the output of layer i; activation 0 is the input batch, written by the caller.
 //
-// On the GPU (BuildContext::device == gpu) the slabs, activations and every layer buffer live in one
-// device arena owned by the model, plus one scratch workspace shared by all layers. The parameter and
+// On the GPU (BuildContext::device == gpu) the slabs, activations, workspace and every layer buffer live
+// in one device arena owned by the model. The parameter and
 // state slabs also keep a host copy: init_params() writes it and build() uploads it; download() refreshes
 // it from the device (before saving weights or checkpoints), upload() sends it back (after loading). On
 // the CPU the host copy IS the slab and both calls do nothing.
@@ -105,6 +108,15 @@ class Model {
   void upload();          // host copies -> device (GPU)
   // Bytes of device memory the model holds (0 on the CPU).
   size_t device_bytes() const;
+  // Bytes of the buffers build() sized, on the model's device: activations (with the layers' own buffers:
+  // block outputs, dropout masks, ...), activation gradients, the shared workspace, and the parameter and
+  // gradient slabs with the state. Zero before build(); for a plan-only build (BuildContext::plan_only),
+  // what a real build would allocate.
+  struct Memory {
+    int64_t activations = 0, gradients = 0, workspace = 0, parameters = 0;
+    int64_t total() const { return activations + gradients + workspace + parameters; }
+  };
+  const Memory& memory() const { return memory_; }
   // Non-trainable state (BatchNormalization running statistics): one slab of state_size() floats that
   // weight files, checkpoints and early stopping save and restore with the parameters. Empty (nullptr,
   // size 0) for models without such state.
@@ -129,13 +141,17 @@ class Model {
   std::vector<Layer*> all_;
   int next_id_ = 0;
   BuildContext ctx_;
-  std::vector<Tensor> acts_, grads_;
+  std::vector<Tensor> acts_;
+  std::vector<GradientBuffer> grads_;
   std::vector<LayerTime> times_;
   std::vector<int64_t> param_begin_;  // num_layers() + 1 offsets
   Tensor params_, grads_slab_, state_;   // host (params_, state_) and device-side gradient slab
   Tensor dev_params_, dev_state_;         // views of the slabs on the model's device
   std::unique_ptr<gpu::Arena> arena_;
   SharedWorkspace workspace_;
+  Tensor workspace_storage_;     // workspace_'s memory (on the model's device)
+  GradientScratch gradients_;    // the activation gradients' memory (unless BuildContext::private_gradients)
+  Memory memory_;
   int64_t num_params_ = 0, slab_size_ = 0, state_size_ = 0;
   bool built_ = false, time_layers_ = true;
   Tracer* tracer_ = nullptr;

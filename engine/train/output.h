@@ -19,6 +19,8 @@
 namespace dtnn {
 
 void print_model_table(std::ostream& out, const Model& model);
+// One line: the bytes of the model's buffers by kind (Model::memory()), on its device.
+void print_model_memory(std::ostream& out, const Model& model);
 void print_parameters(std::ostream& out, const TrainOptions& options);
 // Per-layer forward/backward milliseconds per batch during training (the Model's layer timers).
 void print_layer_times(std::ostream& out, const Model& model);

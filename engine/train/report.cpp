@@ -150,8 +150,11 @@ void write_report(const std::string& path, const TrainOptions& options, const En
     if (!l->problem_string().empty())
       convs.push_back({{"id", l->id}, {"problem", l->problem_string()}, {"conv_algo", l->algorithm_name()},
                        {"choice", l->algorithm_choice()}});
+  const Model::Memory& mem = model.memory();
   j["model"] = {{"name", model.name()}, {"params", model.num_params()}, {"tensor_format", layout_name(model.layout())},
-                {"layers", layers}, {"conv_layers", convs}};
+                {"layers", layers}, {"conv_layers", convs},
+                {"buffer_bytes", {{"activations", mem.activations}, {"activation_gradients", mem.gradients},
+                                  {"workspace", mem.workspace}, {"parameters", mem.parameters}}}};
   j["parallel"] = {{"ranks", run.ranks}, {"threads", run.threads}, {"mode", options.parallel},
                    {"model_averaging", options.model_averaging}};
   // --rank_batch_shares: how a full global batch was split (auto: as measured after the first steps). Not

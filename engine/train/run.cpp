@@ -447,6 +447,7 @@ int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
 
   auto model = build_training_model(o, comm);
   if (root) print_model_table(out, *model);
+  if (root) print_model_memory(out, *model);
   if (root && o.enable_gpu)
     out << "**** GPU: " << gpu::device_name() << ", model arena " << (model->device_bytes() >> 20) << " MiB\n";
 

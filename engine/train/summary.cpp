@@ -14,6 +14,18 @@ std::string center(const std::string& s, size_t width) {
 
 }  // namespace
 
+void print_model_memory(std::ostream& out, const Model& model) {
+  const Model::Memory& m = model.memory();
+  const auto mib = [](int64_t bytes) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+    return std::string(buf);
+  };
+  out << "**** Model buffers (" << device_name(model.device()) << "): " << mib(m.total()) << ": activations "
+      << mib(m.activations) << ", activation gradients " << mib(m.gradients) << ", workspace " << mib(m.workspace)
+      << ", parameters with their gradients and state " << mib(m.parameters) << "\n";
+}
+
 void print_model_table(std::ostream& out, const Model& model) {
   const std::string line = "+-------+--------------------------+---------+---------------+-------------------+"
                            "-------------------------------------+";

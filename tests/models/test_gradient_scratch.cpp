@@ -1,0 +1,185 @@
+// The shared gradient scratch (layers/gradient_scratch.h) against private gradient buffers: the same model
+// built both ways from the same seed must train bit-identically (outputs, every parameter gradient, the
+// updated parameters), in chains, addition and concatenation blocks (identity paths first and last, a
+// block nested in a block's path), fused layers and dropout, at the largest batch and a shorter one. A layer
+// that reads its dx before writing it, or leaves part of it unwritten, sees zeros in a private buffer and
+// another layer's stale gradient in the scratch, and fails here.
+#include <catch2/catch.hpp>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "backend/gpu_ops.h"
+#include "gpu/gpu_ready.h"
+#include "helpers.h"
+#include "layers/layers.h"
+#include "models/model.h"
+#include "optim/optimizer.h"
+
+using namespace dtnn;
+
+namespace {
+
+// Concatenations with the identity path first (its slice is copied into dx) and last (added to it), one
+// of them holding an addition block in a path (level-2 scratch), and pooling, whose backward scatters.
+Pool2DSpec pool2() {
+  Pool2DSpec p;
+  p.pool_shape = {2, 2};
+  p.stride = {2, 2};
+  return p;
+}
+
+std::unique_ptr<Model> nested_blocks() {
+  auto m = std::make_unique<Model>("nested_blocks");
+  m->add(make_input(8, 8, 3));
+  Conv2DSpec c;
+  c.nfilters = 4;
+  c.filter_shape = {3, 3};
+  c.padding = {1, 1};
+  m->add(make_conv2d(c), "relu");
+  std::vector<Path> first;
+  first.push_back(Path{});
+  Conv2DSpec c2 = c;
+  c2.nfilters = 3;
+  first.push_back(path(make_conv2d(c2), make_activation("relu"), make_conv2d(c2)));
+  m->add(make_concatenation_block(std::move(first)));  // 7 channels
+  std::vector<Path> inner;
+  Conv2DSpec c3 = c;
+  c3.nfilters = 7;
+  inner.push_back(path(make_conv2d(c3), make_batchnorm()));
+  inner.push_back(Path{});
+  std::vector<Path> second;
+  second.push_back(path(make_addition_block(std::move(inner)), make_activation("relu"), make_max_pool2d(pool2())));
+  second.push_back(path(make_max_pool2d(pool2())));
+  m->add(make_concatenation_block(std::move(second)));  // 14 channels of 4x4
+  m->add(make_flatten());
+  m->add(make_fc(5), "softmax");
+  return m;
+}
+
+std::unique_ptr<Model> make(const std::string& name, const FusionOptions& fusion) {
+  auto m = name == "nested_blocks" ? nested_blocks() : create_model(name);
+  m->fuse(fusion);
+  return m;
+}
+
+void build(Model& m, int64_t max_batch, bool private_gradients, Device device = Device::cpu) {
+  BuildContext ctx;
+  ctx.layout = Layout::nhwc;
+  ctx.max_batch = max_batch;
+  ctx.private_gradients = private_gradients;
+  ctx.device = device;
+  m.build(ctx, 5);
+}
+
+std::vector<float> host(const float* data, int64_t n, Device device) {
+  if (device == Device::gpu) return test::to_host(data, n);
+  return std::vector<float>(data, data + n);
+}
+
+void write(float* dst, const std::vector<float>& src, Device device) {
+  if (device == Device::gpu)
+    gpu::copy_to_device_sync(dst, src.data(), src.size() * sizeof(float));
+  else
+    std::copy(src.begin(), src.end(), dst);
+}
+
+// Three SGD steps on both models, from the same random inputs and output gradients, n samples each:
+// outputs, gradients and parameters within `tol` (relative) after each. On the GPU (where cuDNN may pick
+// algorithms that sum in a varying order) each step starts from the private model's parameters and state.
+void train_alike(Model& priv, Model& shared, int64_t n, double tol = 0.0) {
+  const Device device = priv.device();
+  const size_t top = priv.num_layers() - 1;
+  const int64_t in = priv.input_shape().numel() * n, out = priv.output_shape().numel() * n;
+  const int64_t S = priv.slab_size();
+  auto opt_p = make_optimizer(OptimizerOptions{"sgd", 0.05, 0.9}, S, device);
+  auto opt_s = make_optimizer(OptimizerOptions{"sgd", 0.05, 0.9}, S, device);
+  Rng rng(77);
+  std::vector<float> x(static_cast<size_t>(in)), dy(static_cast<size_t>(out));
+  for (int step = 0; step < 3; ++step) {
+    INFO("step " << step << ", " << n << " samples");
+    test::fill_uniform(x, rng);
+    test::fill_uniform(dy, rng);
+    if (device == Device::gpu) {
+      priv.download();
+      std::copy(priv.host_param_slab(), priv.host_param_slab() + S, shared.host_param_slab());
+      std::copy(priv.host_state_slab(), priv.host_state_slab() + priv.state_size(), shared.host_state_slab());
+      shared.upload();
+    }
+    for (Model* m : {&priv, &shared}) {
+      write(m->input().data(), x, device);
+      m->seed_layers(11 + static_cast<uint64_t>(step), 0);
+      m->forward(n, Mode::train);
+      write(m->gradient(top, n).data(), dy, device);
+      m->backward(n, top);
+    }
+    REQUIRE(test::max_rel_error(host(shared.output(n).data(), out, device), host(priv.output(n).data(), out, device)) <= tol);
+    REQUIRE(test::max_rel_error(host(shared.grad_slab(), S, device), host(priv.grad_slab(), S, device)) <= tol);
+    opt_p->step(priv.param_slab(), priv.grad_slab());
+    opt_s->step(shared.param_slab(), shared.grad_slab());
+    REQUIRE(test::max_rel_error(host(shared.param_slab(), S, device), host(priv.param_slab(), S, device)) <= tol);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("gradient scratch: training is bit-identical to private gradient buffers", "[models][scratch]") {
+  FusionOptions none, fused;
+  fused.conv_bn_relu = fused.conv_bn = fused.bn_relu = fused.add_relu = true;
+  const std::vector<std::pair<std::string, FusionOptions>> cases = {
+      {"nested_blocks", none},      {"resnet20_cifar10", none}, {"resnet20_cifar10", fused},
+      {"densenet_cifar10", none},   {"vgg3do", none},           {"mobilenetv1_cifar10", fused},
+      {"simplecnn", none}};
+  for (const auto& [name, fusion] : cases) {
+    INFO(name << (fusion.any() ? " (fused)" : ""));
+    auto priv = make(name, fusion);
+    auto shared = make(name, fusion);
+    build(*priv, 3, true);
+    build(*shared, 3, false);
+    REQUIRE(test::max_rel_error(shared->param_slab(), priv->param_slab(), priv->slab_size()) == 0.0);
+    train_alike(*priv, *shared, 3);
+    train_alike(*priv, *shared, 2);  // a short batch: views of the first samples
+  }
+}
+
+TEST_CASE("gradient scratch: a chain's gradients take two buffers in turn", "[models][scratch]") {
+  // vgg3do: conv-relu pairs run in place, so boundaries alternate between two addresses (and the ones a
+  // layer reads and writes differ unless it runs in place); private buffers give every boundary its own.
+  for (bool private_gradients : {false, true}) {
+    INFO((private_gradients ? "private" : "shared"));
+    auto m = make("vgg3do", FusionOptions{});
+    build(*m, 2, private_gradients);
+    std::set<const float*> addresses;
+    size_t boundaries = 0;
+    for (size_t i = 1; i < m->num_layers(); ++i) {
+      const Tensor g = m->gradient(i, 2);
+      if (g.empty()) continue;
+      ++boundaries;
+      addresses.insert(g.data());
+      const Tensor below = m->gradient(i - 1, 2);
+      if (!below.empty() && !m->layer(i).can_run_in_place() && !m->layer(i).is_reshape())
+        CHECK(below.data() != g.data());  // a layer never reads and writes the same buffer unless in place
+    }
+    CHECK(boundaries > 6);
+    if (private_gradients)
+      CHECK(addresses.size() > 2);
+    else
+      CHECK(addresses.size() == 2);
+  }
+}
+
+TEST_CASE("gradient scratch on the GPU: training matches private gradient buffers", "[gpu][scratch]") {
+  if (!test::gpu_ready()) return;
+  FusionOptions fused;
+  fused.add_relu = true;
+  for (const char* name : {"nested_blocks", "resnet20_cifar10", "densenet_cifar10"}) {
+    INFO(name);
+    auto priv = make(name, fused);
+    auto shared = make(name, fused);
+    build(*priv, 3, true, Device::gpu);
+    build(*shared, 3, false, Device::gpu);
+    train_alike(*priv, *shared, 3, 1e-5);
+    train_alike(*priv, *shared, 2, 1e-5);
+  }
+}
