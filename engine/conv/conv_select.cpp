@@ -11,24 +11,33 @@
 
 #include "backend/cpu/blas.h"
 #include "conv/conv_timing.h"
+#include "core/build_info.h"
 #include "core/environment.h"
+#include "core/sha256.h"
 #include "core/error.h"
 
 namespace dtnn {
 namespace {
 
-constexpr const char* kCacheTag = "per-direction";  // the cache lines' format
+constexpr const char* kCacheTag = "per-direction+build";  // the cache lines' format
 
 struct CacheEntry {
   std::string algo;
   double ms = 0;
 };
 
-std::string cache_key(const std::string& cpu, int threads, const std::string& problem) {
-  return cpu + "\t" + std::to_string(threads) + "\t" + problem;
+std::string cache_key(const std::string& cpu, int threads, const std::string& build, const std::string& problem) {
+  return cpu + "\t" + std::to_string(threads) + "\t" + build + "\t" + problem;
 }
 
+std::string this_key(const ConvProblem& p) { return cache_key(conv_cache_cpu(), cpu::threads(), conv_cache_build(), p.str()); }
+
 }  // namespace
+
+std::string conv_cache_build() {
+  const BuildInfo& b = build_info();
+  return build_commit_label() + " flags=" + sha256_hex(b.flags).substr(0, 12);
+}
 
 std::string conv_cache_cpu() {
   std::string cpu = environment().cpu_id;
@@ -50,11 +59,11 @@ std::map<std::string, CacheEntry> read_cache(const std::string& path) {
     std::vector<std::string> cols;
     std::stringstream ss(line);
     for (std::string col; std::getline(ss, col, '\t');) cols.push_back(col);
-    // Lines of builds before per-direction choices have 5 columns (one algorithm by total time): ignored,
-    // so best_of times those problems again.
-    if (cols.size() != 6 || cols[5] != kCacheTag) continue;
+    // Lines of older builds (5 columns: one algorithm by total time; 6 and "per-direction": no build
+    // column) are ignored, so best_of times those problems again.
+    if (cols.size() != 7 || cols[6] != kCacheTag) continue;
     try {
-      out[cache_key(cols[0], std::stoi(cols[1]), cols[2])] = {cols[3], std::stod(cols[4])};
+      out[cache_key(cols[0], std::stoi(cols[1]), cols[2], cols[3])] = {cols[4], std::stod(cols[5])};
     } catch (const std::exception&) {
       // a malformed line (another build's format, a partial write) is skipped
     }
@@ -182,7 +191,7 @@ ConvChoice select_conv_algorithm(std::string_view requested, const ConvProblem& 
   if (device == Device::gpu) return gpu_choice(requested, p);
   if (requested != "auto" && requested != "best_of") return named_cpu_choice(requested, p);
   const std::string path = cache_path.empty() ? default_conv_cache_path() : cache_path;
-  const std::string key = cache_key(conv_cache_cpu(), cpu::threads(), p.str());
+  const std::string key = this_key(p);
   std::lock_guard<std::mutex> lock(g_mutex);
   auto mem = memo().find(key);
   const auto cache = read_cache(path);
@@ -239,7 +248,7 @@ ConvChoice best_of_among(const std::vector<const ConvAlgorithm*>& candidates, co
   DTNN_CHECK(c.algo[0] && c.algo[1] && c.algo[2], "best_of: no candidate computes every direction of ", p.str(),
              " correctly (", c.note.empty() ? "none supports it" : c.note, ")");
   c.how = "best_of (timed)";
-  append_cache(cache_path, cache_key(conv_cache_cpu(), cpu::threads(), p.str()), {c.name(), c.ms});
+  append_cache(cache_path, this_key(p), {c.name(), c.ms});
   return c;
 }
 

@@ -11,9 +11,10 @@
 //            that direction), and keeps the fastest per direction: algorithms are stateless, so a layer
 //            may run Winograd forward and oneDNN backward. (PyDTNN's BestOf chooses one algorithm for the
 //            forward+backward pipeline; per direction is never slower.) The choice is appended to the cache
-//            file, so a later run on the same CPU model and thread count reads it instead of timing.
+//            file, so a later run of the same build on the same CPU model and thread count reads it instead
+//            of timing.
 //            Identical problems within one process are timed once.
-//   auto     the cache's choice when it has one for (CPU model, threads, problem); otherwise the heuristic:
+//   auto     the cache's choice when it has one for (CPU model, threads, build, problem); otherwise the heuristic:
 //            on AVX-512 CPUs with oneDNN built, onednn for layers with K >= 16 (except NCHW depthwise);
 //            else direct for NHWC first layers (C <= 4, K >= 16), im2row_gemm for other NHWC layers with C < 8
 //            or K < 16, depthwise for NCHW depthwise layers, else the first supporting algorithm in
@@ -21,10 +22,12 @@
 //            grouped and depthwise layers). best_of, once, is faster still: it mixes algorithms.
 //
 // The cache is a text file, one choice a line:
-// "<cpu model>\t<threads>\t<problem>\t<algorithm>\t<ms>\tper-direction", the algorithm as ConvChoice::name()
-// writes it (one name, or three joined by '/'); lines without the tag (older builds) are ignored. The CPU
-// column carries " max_isa=AVX2" when DTNN_MAX_CPU_ISA caps the kernels (another fastest algorithm):
-// conv_cache_cpu() below.
+// "<cpu model>\t<threads>\t<build>\t<problem>\t<algorithm>\t<ms>\tper-direction+build", the algorithm as
+// ConvChoice::name() writes it (one name, or three joined by '/'); lines without the tag (older formats)
+// are ignored. The CPU column carries " max_isa=AVX2" when DTNN_MAX_CPU_ISA caps the kernels (another
+// fastest algorithm): conv_cache_cpu() below. The build column (conv_cache_build()) is the commit and a
+// digest of the compile flags: another build has other kernels (and perhaps another oneDNN), so its
+// timings are not this one's, and a choice it cached is timed again rather than reported as measured.
 // Default path: $DTNN_CONV_CACHE, else $XDG_CACHE_HOME/dtnn/conv_best_of.tsv, else
 // ~/.cache/dtnn/conv_best_of.tsv. Unreadable lines and unknown algorithms in it are ignored (a cache
 // written by another build); a cache that cannot be written is a warning on stderr, not an error.
@@ -77,5 +80,8 @@ bool cpu_has_avx512();         // AVX-512F at run time (auto's heuristic)
 // The CPU column of this process's cache lines: environment().cpu_id, and " max_isa=<cap>" when
 // DTNN_MAX_CPU_ISA caps the CPU kernels (capped to AVX2, a layer's fastest algorithm can be another one).
 std::string conv_cache_cpu();
+// The build column of this binary's cache lines: build_commit_label() (core/build_info.h) and
+// " flags=" with the first 12 hex digits of the SHA-256 of its build flags.
+std::string conv_cache_build();
 
 }  // namespace dtnn

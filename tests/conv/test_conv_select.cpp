@@ -38,7 +38,8 @@ TEST_CASE("conv_select: best_of picks the fastest of a planted pair and records 
   CHECK(c.ms > 0.0);
   const std::string text = slurp(cache);
   CHECK(text.find(p.str() + "\tcpu.convgemm\t") != std::string::npos);
-  CHECK(text.find("\tper-direction\n") != std::string::npos);
+  CHECK(text.find("\t" + conv_cache_build() + "\t") != std::string::npos);
+  CHECK(text.find("\tper-direction+build\n") != std::string::npos);
   CHECK(text.find(environment().cpu_id) == 0);
   std::remove(cache.c_str());
 }
@@ -84,16 +85,23 @@ TEST_CASE("conv_select: a cached choice is reused without timing, by best_of and
   const ConvProblem mixed = ConvProblem::parse("n2_c16h9w9_k32r3s3_st1x1_pd1x1_dl1x1_g1_nhwc_f32");
   const ConvProblem two = ConvProblem::parse("n2_c16h9w9_k40r3s3_st1x1_pd1x1_dl1x1_g1_nhwc_f32");
   const ConvProblem old = ConvProblem::parse("n2_c16h9w9_k48r3s3_st1x1_pd1x1_dl1x1_g1_nhwc_f32");
+  const ConvProblem older = ConvProblem::parse("n2_c16h9w9_k56r3s3_st1x1_pd1x1_dl1x1_g1_nhwc_f32");
+  const ConvProblem other = ConvProblem::parse("n2_c16h9w9_k64r3s3_st1x1_pd1x1_dl1x1_g1_nhwc_f32");
   {
     // The cache names the reference, which timing would never pick: getting it back proves no timing ran.
     std::ofstream f(cache);
     f << "garbage line without tabs\n";
-    f << conv_cache_cpu() << "\t1\t" << p.str() << "\tcpu.reference\t1.0\tper-direction\n";
-    f << conv_cache_cpu() << "\t1\t" << old.str() << "\tcpu.reference\t1.0\n";  // an older build's line
-    f << conv_cache_cpu() << "\t1\t" << p.str() << "x\tcpu.convgemm\t1.0\tper-direction\n";  // another problem
+    const std::string build = "\t" + conv_cache_build() + "\t";
+    f << conv_cache_cpu() << "\t1" << build << p.str() << "\tcpu.reference\t1.0\tper-direction+build\n";
+    f << conv_cache_cpu() << "\t1\t" << old.str() << "\tcpu.reference\t1.0\n";  // an older format's line
+    f << conv_cache_cpu() << "\t1\t" << older.str() << "\tcpu.reference\t1.0\tper-direction\n";  // no build
+    f << conv_cache_cpu() << "\t1\tabc+dirty flags=0123456789ab\t" << other.str()
+      << "\tcpu.reference\t1.0\tper-direction+build\n";  // another build's choice
+    f << conv_cache_cpu() << "\t1" << build << p.str() << "x\tcpu.convgemm\t1.0\tper-direction+build\n";  // another problem
     // Per-direction choices (fwd/bwd_data/bwd_filter), and a malformed one with two names.
-    f << conv_cache_cpu() << "\t1\t" << mixed.str() << "\tcpu.reference/cpu.convgemm/cpu.im2row_gemm\t2.0\tper-direction\n";
-    f << conv_cache_cpu() << "\t1\t" << two.str() << "\tcpu.reference/cpu.convgemm\t2.0\tper-direction\n";
+    f << conv_cache_cpu() << "\t1" << build << mixed.str()
+      << "\tcpu.reference/cpu.convgemm/cpu.im2row_gemm\t2.0\tper-direction+build\n";
+    f << conv_cache_cpu() << "\t1" << build << two.str() << "\tcpu.reference/cpu.convgemm\t2.0\tper-direction+build\n";
   }
   const ConvChoice b = select_conv_algorithm("best_of", p, Device::cpu, cache);
   CHECK(b.name() == "cpu.reference");
@@ -108,7 +116,9 @@ TEST_CASE("conv_select: a cached choice is reused without timing, by best_of and
   CHECK(m.algo[2]->name() == "cpu.im2row_gemm");
   CHECK(m.name() == "cpu.reference/cpu.convgemm/cpu.im2row_gemm");
   CHECK(select_conv_algorithm("auto", two, Device::cpu, cache).how == "heuristic");  // the two-name line is ignored
-  CHECK(select_conv_algorithm("auto", old, Device::cpu, cache).how == "heuristic");  // so is the untagged line
+  CHECK(select_conv_algorithm("auto", old, Device::cpu, cache).how == "heuristic");  // so is the untagged line,
+  CHECK(select_conv_algorithm("auto", older, Device::cpu, cache).how == "heuristic");  // the line without a build
+  CHECK(select_conv_algorithm("auto", other, Device::cpu, cache).how == "heuristic");  // and another build's choice
   // Another kernel cap (DTNN_MAX_CPU_ISA) is another key: the choice cached without it is not reused. (ctest's
   // conv.avx2_tiles runs these tests with the cap set: it is restored as it was.)
   const char* cap = std::getenv("DTNN_MAX_CPU_ISA");
