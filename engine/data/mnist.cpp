@@ -1,4 +1,5 @@
 // MNIST-format datasets from IDX files (MNIST, Fashion-MNIST, the mnist-10k subset).
+#include <array>
 #include <filesystem>
 
 #include "core/error.h"
@@ -48,15 +49,16 @@ class Mnist final : public Dataset {
   const DatasetShape& shape() const override { return shape_; }
   int64_t count(Pool pool) const override { return pool == Pool::train ? shape_.train_count : shape_.test_count; }
 
-  // One channel: NHWC and NCHW hold the same bytes.
+  // One channel: NHWC and NCHW hold the same bytes. Pixels are byte / 255 rounded as float32 division
+  // rounds it (PyDTNN's numpy X.astype(float32) / 255, torchvision's ToTensor), from a table: multiplying by
+  // 1 / 255 would be off by one bit for half the bytes.
   void load_batch(Pool pool, const int64_t* indices, int64_t count, Layout, float* x, float* y) const override {
     const Images& s = pool == Pool::train ? train_ : test_;
     constexpr int64_t kPixels = 28 * 28;
-    constexpr float kScale = 1.0f / 255.0f;
     for (int64_t b = 0; b < count; ++b) {
       const uint8_t* src = s.pixels.data.data() + indices[b] * kPixels;
       float* dst = x + b * kPixels;
-      for (int64_t i = 0; i < kPixels; ++i) dst[i] = static_cast<float>(src[i]) * kScale;
+      for (int64_t i = 0; i < kPixels; ++i) dst[i] = scaled_[src[i]];
       float* label = y + b * 10;
       for (int64_t j = 0; j < 10; ++j) label[j] = 0.0f;
       label[s.labels[indices[b]]] = 1.0f;
@@ -66,6 +68,11 @@ class Mnist final : public Dataset {
  private:
   Images train_, test_;
   DatasetShape shape_;
+  const std::array<float, 256> scaled_ = [] {
+    std::array<float, 256> t{};
+    for (int v = 0; v < 256; ++v) t[static_cast<size_t>(v)] = static_cast<float>(v) / 255.0f;
+    return t;
+  }();
 };
 
 }  // namespace
