@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "backend/cpu/blas.h"
 #include "conv/conv_algorithm.h"
 #include "conv/conv_select.h"
 #include "core/error.h"
@@ -46,11 +47,16 @@ class Conv2D final : public Layer, public FoldableConv {
     if (ctx.gpu() || choice.how == "fallback") algo_note_ = choice.note;
     int64_t need = 1;
     for (const ConvAlgorithm* a : algo_) need = std::max(need, a->workspace_floats(p));
+    gpu_ = ctx.gpu();
+    checked_n_ = p.n;
+    checked_threads_ = cpu::threads();
     shared_ = ctx.workspace;  // the model's (algorithms keep nothing in it from one call to the next)
-    if (shared_)
+    if (shared_) {
       shared_->reserve(need);
-    else
+    } else {
       workspace_ = ctx.zeros(Shape{need});
+      if (ctx.counters) ctx.counters->private_workspaces += need;
+    }
     // Fans per output unit: the inputs (and outputs) one filter tap connects within its group.
     const int64_t rs = p.r * p.s, fan_in = p.c / p.groups * rs, fan_out = p.k / p.groups * rs;
     params_.push_back({"weights", p.w_shape(), spec_.weights_initializer, fan_in, fan_out, {}, {}, {}});
@@ -83,15 +89,16 @@ class Conv2D final : public Layer, public FoldableConv {
   void forward_with(const Tensor& x, const Tensor& y, const float* w, const float* bias) override {
     const ConvProblem p = problem_.with_batch(x.dim(0));
     const OpLayer at(id);  // the algorithm's phases carry this layer's id (inside a block too)
-    algo_[0]->forward(p, x.data(), w, bias, y.data(), ws());
+    algo_[0]->forward(p, x.data(), w, bias, y.data(), ws_for(p));
   }
 
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, const Tensor& dx) override {
     const ConvProblem p = problem_.with_batch(x.dim(0));
     const OpLayer at(id);
+    float* ws = ws_for(p);
     algo_[2]->backward_filter(p, x.data(), dy.data(), params_[0].grad.data(),
-                              spec_.use_bias ? params_[1].grad.data() : nullptr, ws());
-    if (!dx.empty()) algo_[1]->backward_data(p, dy.data(), params_[0].value.data(), dx.data(), ws());
+                              spec_.use_bias ? params_[1].grad.data() : nullptr, ws);
+    if (!dx.empty()) algo_[1]->backward_data(p, dy.data(), params_[0].value.data(), dx.data(), ws);
   }
 
   std::string describe() const override {
@@ -121,11 +128,33 @@ class Conv2D final : public Layer, public FoldableConv {
 
  private:
   float* ws() const { return shared_ ? shared_->data : workspace_.data(); }
+  // The workspace for a call on batch p.n. A CPU algorithm's need is not always largest at the largest
+  // batch: oneDNN picks its implementation, hence its scratchpad and weight formats, per batch size (on 2
+  // threads a 32x32x32 -> 32 3x3 layer needs 39,008 floats at batch 2 and 30,752 at batch 3), so a short
+  // batch may need more than build() sized, and writing past it corrupted the heap. Checked when the batch
+  // size or thread count changes; the buffer then grows, once per such batch size, on its first call (as
+  // oneDNN creates its primitives for a new batch size on the first call). The GPU algorithms fall back
+  // to one that fits instead (conv/gpu/cudnn_conv.cu).
+  float* ws_for(const ConvProblem& p) {
+    if (gpu_ || (p.n == checked_n_ && cpu::threads() == checked_threads_)) return ws();
+    int64_t need = 1;
+    for (const ConvAlgorithm* a : algo_) need = std::max(need, a->workspace_floats(p));
+    if (shared_)
+      shared_->grow_cpu(need);
+    else if (need > workspace_.numel())
+      workspace_ = Tensor::zeros(Shape{need});
+    checked_n_ = p.n;
+    checked_threads_ = cpu::threads();
+    return ws();
+  }
 
   Conv2DSpec spec_;
   ConvProblem problem_;
   const ConvAlgorithm* algo_[3] = {nullptr, nullptr, nullptr};  // fwd, bwd_data, bwd_filter
   std::string algo_note_, algo_how_;
+  bool gpu_ = false;
+  int64_t checked_n_ = 0;             // ws_for: the batch size and thread count the workspace fits
+  int checked_threads_ = 0;
   Tensor workspace_;                  // this layer's own (built outside a model)
   SharedWorkspace* shared_ = nullptr;  // the model's shared scratch
 };

@@ -16,7 +16,7 @@
 // GradientBuffer; once everything is built the Model allocates all slots in one buffer on its device
 // (allocate()); GradientBuffer::batch() looks the slot's address up on each call, so buffers handed out
 // before the allocation are valid after it. Without a GradientScratch (a layer built on its own, or
-// BuildContext::private_gradients) every GradientBuffer owns its own memory, as every boundary had before.
+// BuildContext::private_scratch) every GradientBuffer owns its own memory, as every boundary had before.
 //
 // Consequence for readers of Model::gradient(i): it holds layer i's output gradient from when layer i + 1's
 // backward wrote it until layer i's backward has read it; later layers' gradients reuse that memory.

@@ -15,6 +15,14 @@ Tensor BuildContext::zeros(const Shape& shape, Layout layout) const {
   return Tensor::wrap(arena->allocate_floats(shape.numel()), shape, layout, Device::gpu);
 }
 
+void SharedWorkspace::grow_cpu(int64_t f) {
+  DTNN_ASSERT(storage.device() == Device::cpu);
+  if (f <= floats) return;
+  storage = Tensor::zeros(Shape{f});
+  data = storage.data();
+  floats = f;
+}
+
 GradientBuffer BuildContext::gradient(int at_level, int slot, const Shape& full, Layout layout) const {
   if (gradients == nullptr) {
     if (counters) counters->private_gradients += full.numel();

@@ -41,12 +41,16 @@ enum class Mode { train, evaluate };
 
 // Scratch memory shared by every layer of a model (they run one at a time: on the CPU, and on the GPU's one
 // stream): a layer reserve()s what one of its calls needs while it is built; the Model allocates the largest
-// request once after build, and layers use data() only inside forward/backward, never to keep anything from
-// one call to the next.
+// request once after build, and layers read data() at each call (it may move: grow_cpu) and use it only
+// inside forward/backward, never to keep anything from one call to the next.
 struct SharedWorkspace {
-  int64_t floats = 0;
+  int64_t floats = 0;    // reserved; once allocated, the size of data
   float* data = nullptr;
+  Tensor storage;        // data's memory (on the model's device), set by Model::build
   void reserve(int64_t f) { floats = f > floats ? f : floats; }
+  // CPU: at least f floats from now on (contents not kept). For a batch smaller than the one the model was
+  // built for whose algorithm needs more (Conv2D::ws_for): once per such batch size, on its first call.
+  void grow_cpu(int64_t f);
 };
 
 // What every layer's build() needs to know about the model it is part of.
@@ -61,18 +65,22 @@ struct BuildContext {
   Device device = Device::cpu;     // --enable_gpu
   gpu::Arena* arena = nullptr;     // the model's device memory (device == gpu); set by Model::build
   SharedWorkspace* workspace = nullptr;  // scratch shared by the layers (null: each its own); set by Model::build
+                                         // (on the GPU always: cuDNN's and batch normalization's scratch)
   // Activation-gradient memory shared by the layers (layers/gradient_scratch.h; null: each buffer its own),
-  // set by Model::build unless private_gradients; `level` is the nesting level of the chain being built (the
+  // set by Model::build unless private_scratch; `level` is the nesting level of the chain being built (the
   // model's layers 0, a block's paths one more than the block).
   GradientScratch* gradients = nullptr;
   int level = 0;
-  // Every activation gradient in memory of its own, as readable after a whole backward pass as before it
-  // (tests that compare them all; costs the memory the scratch saves).
-  bool private_gradients = false;
+  // Every activation gradient, and on the CPU every convolution's workspace, in memory of its own, as before
+  // they were shared: the same results (tests/models/test_gradient_scratch.cpp holds the two builds to
+  // it), and every activation gradient still readable after a whole backward pass (tests that compare them
+  // all). Costs the memory sharing saves.
+  bool private_scratch = false;
   // What zeros() and gradient() handed out, in floats (Model::build counts its buffers; null: not counted).
   struct Counters {
-    int64_t floats = 0;            // every zeros() buffer
-    int64_t private_gradients = 0; // of which activation gradients of their own (no scratch)
+    int64_t floats = 0;              // every zeros() buffer
+    int64_t private_gradients = 0;   // of which activation gradients of their own (no scratch)
+    int64_t private_workspaces = 0;  // and workspaces of their own (no shared workspace)
   };
   Counters* counters = nullptr;
   // Shapes only (models/plan.h): the layers declare their shapes and parameters, zeros() below hands out

@@ -32,9 +32,9 @@ void Model::build(const BuildContext& ctx, uint64_t seed, int64_t reduce_tail) {
     arena_ = std::make_unique<gpu::Arena>();
     ctx_.arena = arena_.get();
   }
-  ctx_.workspace = &workspace_;
+  ctx_.workspace = gpu || !ctx.private_scratch ? &workspace_ : nullptr;
   ctx_.level = 0;
-  ctx_.gradients = ctx.private_gradients ? nullptr : &gradients_;
+  ctx_.gradients = ctx.private_scratch ? nullptr : &gradients_;
   BuildContext::Counters counted;
   ctx_.counters = &counted;
   Shape shape;
@@ -135,12 +135,13 @@ void Model::build(const BuildContext& ctx, uint64_t seed, int64_t reduce_tail) {
     const int slot = buffers++ % 2 == 0 ? GradientScratch::kChainA : GradientScratch::kChainB;
     grads_.push_back(seen_compute ? ctx_.gradient(0, slot, full(out, layout), layout) : GradientBuffer());
   }
-  memory_.activations = (counted.floats - slab_floats - counted.private_gradients) * 4;
+  memory_.activations = (counted.floats - slab_floats - counted.private_gradients - counted.private_workspaces) * 4;
   memory_.gradients = (counted.private_gradients + gradients_.floats()) * 4;
-  memory_.workspace = workspace_.floats * 4;
+  memory_.workspace = (counted.private_workspaces + workspace_.floats) * 4;
   memory_.parameters = (2 * slab_size_ + reduce_tail + state_size_) * 4;
-  workspace_storage_ = ctx_.zeros(Shape{std::max<int64_t>(workspace_.floats, 1)});
-  workspace_.data = workspace_storage_.data();
+  workspace_.floats = std::max<int64_t>(workspace_.floats, 1);
+  workspace_.storage = ctx_.zeros(Shape{workspace_.floats});
+  workspace_.data = workspace_.storage.data();
   gradients_.allocate(ctx_);
   ctx_.counters = nullptr;
   times_.assign(layers_.size(), LayerTime{});

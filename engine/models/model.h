@@ -117,6 +117,9 @@ class Model {
     int64_t total() const { return activations + gradients + workspace + parameters; }
   };
   const Memory& memory() const { return memory_; }
+  // Floats in the shared workspace now: what build() reserved, or more once a smaller batch's convolution
+  // needed more (SharedWorkspace::grow_cpu).
+  int64_t workspace_floats() const { return workspace_.floats; }
   // Non-trainable state (BatchNormalization running statistics): one slab of state_size() floats that
   // weight files, checkpoints and early stopping save and restore with the parameters. Empty (nullptr,
   // size 0) for models without such state.
@@ -149,8 +152,7 @@ class Model {
   Tensor dev_params_, dev_state_;         // views of the slabs on the model's device
   std::unique_ptr<gpu::Arena> arena_;
   SharedWorkspace workspace_;
-  Tensor workspace_storage_;     // workspace_'s memory (on the model's device)
-  GradientScratch gradients_;    // the activation gradients' memory (unless BuildContext::private_gradients)
+  GradientScratch gradients_;    // the activation gradients' memory (unless BuildContext::private_scratch)
   Memory memory_;
   int64_t num_params_ = 0, slab_size_ = 0, state_size_ = 0;
   bool built_ = false, time_layers_ = true;

@@ -174,7 +174,7 @@ std::unique_ptr<Model> build(const ModelCase& c, Layout layout, Device device, i
   ctx.layout = layout;
   ctx.max_batch = max_batch;
   ctx.device = device;
-  ctx.private_gradients = true;  // the test compares every activation gradient after the whole backward pass
+  ctx.private_scratch = true;  // the test compares every activation gradient after the whole backward pass
   m->build(ctx, 17);
   return m;
 }

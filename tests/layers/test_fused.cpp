@@ -152,7 +152,7 @@ std::unique_ptr<Model> make_residual(Layout layout, bool add_relu) {
   BuildContext ctx;
   ctx.layout = layout;
   ctx.max_batch = 3;
-  ctx.private_gradients = true;  // the test reads an activation gradient after the whole backward pass
+  ctx.private_scratch = true;  // the test reads an activation gradient after the whole backward pass
   m->build(ctx, 21);
   return m;
 }

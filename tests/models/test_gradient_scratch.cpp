@@ -1,21 +1,28 @@
-// The shared gradient scratch (layers/gradient_scratch.h) against private gradient buffers: the same model
-// built both ways from the same seed must train bit-identically (outputs, every parameter gradient, the
-// updated parameters), in chains, addition and concatenation blocks (identity paths first and last, a
-// block nested in a block's path), fused layers and dropout, at the largest batch and a shorter one. A layer
+// The shared gradient scratch (layers/gradient_scratch.h) and workspace against private gradient buffers and
+// workspaces (BuildContext::private_scratch): the same model built both ways from the same seed must train
+// bit-identically (outputs, every parameter gradient, the updated parameters), in chains, addition and
+// concatenation blocks (identity paths first and last, a block nested in a block's path), fused layers and
+// dropout, at the largest batch and a shorter one. A layer
 // that reads its dx before writing it, or leaves part of it unwritten, sees zeros in a private buffer and
-// another layer's stale gradient in the scratch, and fails here.
+// another layer's stale gradient in the scratch, and fails here; so does a convolution algorithm that keeps
+// something in its workspace from forward to backward (another layer's call overwrites a shared one).
 #include <catch2/catch.hpp>
 
 #include <set>
 #include <string>
 #include <vector>
 
+#include "backend/cpu/blas.h"
 #include "backend/gpu_ops.h"
+#include "conv/conv_algorithm.h"
+#include "conv/conv_problem.h"
+#include "conv/cpu/cpu_algorithms.h"
 #include "gpu/gpu_ready.h"
 #include "helpers.h"
 #include "layers/layers.h"
 #include "models/model.h"
 #include "optim/optimizer.h"
+#include "skip.h"
 
 using namespace dtnn;
 
@@ -64,11 +71,11 @@ std::unique_ptr<Model> make(const std::string& name, const FusionOptions& fusion
   return m;
 }
 
-void build(Model& m, int64_t max_batch, bool private_gradients, Device device = Device::cpu) {
+void build(Model& m, int64_t max_batch, bool private_scratch, Device device = Device::cpu) {
   BuildContext ctx;
   ctx.layout = Layout::nhwc;
   ctx.max_batch = max_batch;
-  ctx.private_gradients = private_gradients;
+  ctx.private_scratch = private_scratch;
   ctx.device = device;
   m.build(ctx, 5);
 }
@@ -146,10 +153,10 @@ TEST_CASE("gradient scratch: training is bit-identical to private gradient buffe
 TEST_CASE("gradient scratch: a chain's gradients take two buffers in turn", "[models][scratch]") {
   // vgg3do: conv-relu pairs run in place, so boundaries alternate between two addresses (and the ones a
   // layer reads and writes differ unless it runs in place); private buffers give every boundary its own.
-  for (bool private_gradients : {false, true}) {
-    INFO((private_gradients ? "private" : "shared"));
+  for (bool private_scratch : {false, true}) {
+    INFO((private_scratch ? "private" : "shared"));
     auto m = make("vgg3do", FusionOptions{});
-    build(*m, 2, private_gradients);
+    build(*m, 2, private_scratch);
     std::set<const float*> addresses;
     size_t boundaries = 0;
     for (size_t i = 1; i < m->num_layers(); ++i) {
@@ -162,7 +169,7 @@ TEST_CASE("gradient scratch: a chain's gradients take two buffers in turn", "[mo
         CHECK(below.data() != g.data());  // a layer never reads and writes the same buffer unless in place
     }
     CHECK(boundaries > 6);
-    if (private_gradients)
+    if (private_scratch)
       CHECK(addresses.size() > 2);
     else
       CHECK(addresses.size() == 2);
@@ -182,4 +189,35 @@ TEST_CASE("gradient scratch on the GPU: training matches private gradient buffer
     train_alike(*priv, *shared, 3, 1e-5);
     train_alike(*priv, *shared, 2, 1e-5);
   }
+}
+
+TEST_CASE("workspace: a smaller batch whose convolution needs more workspace gets it", "[models][scratch]") {
+  // oneDNN chooses its implementation per batch size: on 2 threads this layer's scratchpad is larger at
+  // batch 2 than at batch 3 (39,008 and 30,752 floats on a Zen 5), and writing past the 3-sample
+  // workspace corrupted the heap. Wherever the sizes fall, the workspace must hold what each batch needs.
+  if (onednn_version() == "not built") return test::skip("this dtnn was built without oneDNN");
+  const int threads = cpu::threads();
+  cpu::set_threads(2);
+  auto m = std::make_unique<Model>("workspace_growth");
+  m->add(make_input(32, 32, 32));
+  Conv2DSpec c;
+  c.nfilters = 32;
+  c.padding = {1, 1};
+  m->add(make_conv2d(c), "relu");
+  m->add(make_flatten());
+  m->add(make_fc(4), "softmax");
+  BuildContext ctx;
+  ctx.max_batch = 3;
+  ctx.conv_algo = "onednn";
+  m->build(ctx, 1);
+  const ConvAlgorithm& onednn = find_conv_algorithm("onednn");
+  const ConvProblem p = ConvProblem::parse("n3_c32h32w32_k32r3s3_st1x1_pd1x1_dl1x1_g1_nhwc_f32");
+  CHECK(m->workspace_floats() >= onednn.workspace_floats(p));
+  for (int64_t n : {3, 2, 1, 3}) {
+    INFO(n << " samples");
+    m->forward(n, Mode::train);
+    m->backward(n, m->num_layers() - 1);
+    CHECK(m->workspace_floats() >= onednn.workspace_floats(p.with_batch(n)));
+  }
+  cpu::set_threads(threads);
 }
