@@ -38,12 +38,24 @@ bool runs_open_mpi() {
 
 extern "C" {
 
+// Defined (true) by an executable whose operator new and delete are malloc and free (dtnn_tests:
+// tests/support/alloc_count.cpp counts allocations). ASan's new/delete pairing check then reports blocks its own
+// operator new handed out (before main, to the C++ runtime) being released by that delete's free: a
+// mismatch of the test harness's making, and one it cannot see in dtnn's code (every new there is malloc).
+// The check is off in such an executable only.
+__attribute__((weak)) bool dtnn_replaces_operator_new();
+
 // Except in processes that run Open MPI: it dlopens its components and dlcloses them in MPI_Finalize, so what
 // they keep until exit is reported with "<unknown module>" frames that no suppression can name. Leak
 // checking is off in those processes only; ASan's memory errors and UBSan stay on there, and every other
 // process (the runner that starts mpirun included) checks leaks.
 const char* __asan_default_options() {
-  return runs_open_mpi() ? "detect_leaks=0:check_initialization_order=1" : "detect_leaks=1:check_initialization_order=1";
+  const bool replaced = dtnn_replaces_operator_new != nullptr && dtnn_replaces_operator_new();
+  if (runs_open_mpi())
+    return replaced ? "detect_leaks=0:check_initialization_order=1:alloc_dealloc_mismatch=0"
+                    : "detect_leaks=0:check_initialization_order=1";
+  return replaced ? "detect_leaks=1:check_initialization_order=1:alloc_dealloc_mismatch=0"
+                  : "detect_leaks=1:check_initialization_order=1";
 }
 
 const char* __lsan_default_options() { return "suppressions=" DTNN_LSAN_SUPPRESSIONS ":print_suppressions=0"; }

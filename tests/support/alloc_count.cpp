@@ -32,6 +32,9 @@ void* counted_aligned(std::size_t size, std::align_val_t align) {
 }
 }  // namespace
 
+// Tells the sanitizer options of an ASan build (tests/sanitizers/options.cpp) that new and delete are replaced.
+extern "C" bool dtnn_replaces_operator_new() { return true; }
+
 namespace dtnn::test {
 int64_t allocations() { return g_allocations.load(std::memory_order_relaxed); }
 int64_t library_allocations() { return g_library_allocations.load(std::memory_order_relaxed); }
