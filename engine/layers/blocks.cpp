@@ -53,9 +53,8 @@ class Chain {
         grads_.push_back(grads_[i - 1]);
       } else {
         acts_.push_back(ctx.zeros(shape.prepend(ctx.max_batch), layout_of(shape)));
-        // Consecutive gradients alternate between this level's two chain slots (gradient_scratch.h).
-        const int slot = buffers++ % 2 == 0 ? GradientScratch::kChainA : GradientScratch::kChainB;
-        grads_.push_back(ctx.gradient(ctx.level, slot, shape.prepend(ctx.max_batch), layout_of(shape)));
+        grads_.push_back(ctx.gradient(ctx.level, GradientScratch::chain_slot(buffers++), shape.prepend(ctx.max_batch),
+                                      layout_of(shape)));
       }
     }
     return shape;

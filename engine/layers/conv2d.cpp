@@ -45,8 +45,7 @@ class Conv2D final : public Layer, public FoldableConv {
     for (int d = 0; d < 3; ++d) algo_[d] = choice.algo[d];
     algo_how_ = choice.how;
     if (ctx.gpu() || choice.how == "fallback") algo_note_ = choice.note;
-    int64_t need = 1;
-    for (const ConvAlgorithm* a : algo_) need = std::max(need, a->workspace_floats(p));
+    const int64_t need = workspace_need(p);
     gpu_ = ctx.gpu();
     checked_n_ = p.n;
     checked_threads_ = cpu::threads();
@@ -128,6 +127,12 @@ class Conv2D final : public Layer, public FoldableConv {
 
  private:
   float* ws() const { return shared_ ? shared_->data : workspace_.data(); }
+  // The most any of the three directions' algorithms needs for problem p (at least one float).
+  int64_t workspace_need(const ConvProblem& p) const {
+    int64_t need = 1;
+    for (const ConvAlgorithm* a : algo_) need = std::max(need, a->workspace_floats(p));
+    return need;
+  }
   // The workspace for a call on batch p.n. A CPU algorithm's need is not always largest at the largest
   // batch: oneDNN picks its implementation, hence its scratchpad and weight formats, per batch size (on 2
   // threads a 32x32x32 -> 32 3x3 layer needs 39,008 floats at batch 2 and 30,752 at batch 3), so a short
@@ -137,8 +142,7 @@ class Conv2D final : public Layer, public FoldableConv {
   // to one that fits instead (conv/gpu/cudnn_conv.cu).
   float* ws_for(const ConvProblem& p) {
     if (gpu_ || (p.n == checked_n_ && cpu::threads() == checked_threads_)) return ws();
-    int64_t need = 1;
-    for (const ConvAlgorithm* a : algo_) need = std::max(need, a->workspace_floats(p));
+    const int64_t need = workspace_need(p);
     if (shared_)
       shared_->grow_cpu(need);
     else if (need > workspace_.numel())

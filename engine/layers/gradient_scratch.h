@@ -61,6 +61,9 @@ class GradientScratch {
   // Per nesting level: 0 and 1 alternate along a chain; 2 is a block's dx accumulator; 3 a block's dy slice.
   static constexpr int kSlots = 4;
   enum Slot { kChainA = 0, kChainB = 1, kAccumulator = 2, kSlice = 3 };
+  // The slot of a chain's k-th gradient buffer (k = 0, 1, ...): consecutive ones alternate, so the layer
+  // between them reads one slot and writes the other.
+  static Slot chain_slot(int k) { return k % 2 == 0 ? kChainA : kChainB; }
   GradientScratch() = default;
   GradientScratch(const GradientScratch&) = delete;
   GradientScratch& operator=(const GradientScratch&) = delete;

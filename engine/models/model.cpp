@@ -132,7 +132,7 @@ void Model::build(const BuildContext& ctx, uint64_t seed, int64_t reduce_tail) {
     // when layer i itself is (or follows) a computing layer. Consecutive buffers alternate between the
     // scratch's two chain slots: layer i reads one and writes the other (gradient_scratch.h).
     if (i > 0) seen_compute = true;
-    const int slot = buffers++ % 2 == 0 ? GradientScratch::kChainA : GradientScratch::kChainB;
+    const int slot = GradientScratch::chain_slot(buffers++);
     grads_.push_back(seen_compute ? ctx_.gradient(0, slot, full(out, layout), layout) : GradientBuffer());
   }
   memory_.activations = (counted.floats - slab_floats - counted.private_gradients - counted.private_workspaces) * 4;

@@ -129,6 +129,27 @@ std::vector<std::string> make_repo(const fs::path& dir, int n) {
   return shas;
 }
 
+// One finished run of trial `trial` in environment `env`: two epochs, the first (warm-up) at v/3 unless
+// flat, the second at v samples/s; `started_at` (ISO time) when the order of runs matters.
+void add_ok_run(dtnn::ResultStore& store, int64_t matrix, int64_t env, const std::string& trial, double v,
+                const std::string& started_at = "", bool flat = false) {
+  dtnn::RunStart s;
+  s.matrix_id = matrix;
+  s.environment_id = env;
+  s.trial_key = s.config_key = s.label = trial;
+  s.params = {{"model", trial}};
+  s.command = "dtnn train";
+  s.log_path = "x.log";
+  const int64_t id = store.begin_run(s);
+  store.exec("UPDATE runs SET status = 'ok', test_accuracy = 90" +
+             (started_at.empty() ? std::string() : ", started_at = '" + started_at + "'") +
+             " WHERE id = " + std::to_string(id));
+  for (int ep = 1; ep <= 2; ++ep)
+    store.exec("INSERT INTO epochs (run_id, epoch, samples, time_s, samples_per_s, metrics) VALUES (" +
+               std::to_string(id) + ", " + std::to_string(ep) + ", 1000, 1.0, " +
+               std::to_string(ep == 1 && !flat ? v / 3 : v) + ", '{}')");
+}
+
 }  // namespace
 
 TEST_CASE("history: git order, the step's commit, --fail-on-regression and the CI files", "[history]") {
@@ -151,25 +172,12 @@ TEST_CASE("history: git order, the step's commit, --fail-on-regression and the C
       const int64_t env = store.add_environment(e);
       for (const char* trial : {"cnn", "mlp"})
         for (int r = 0; r < 2; ++r) {
-          dtnn::RunStart s;
-          s.matrix_id = matrix;
-          s.environment_id = env;
-          s.trial_key = s.config_key = s.label = trial;
-          s.params = {{"model", trial}};
-          s.command = "dtnn train";
-          s.log_path = "x.log";
-          const int64_t id = store.begin_run(s);
           char when[64];
           std::snprintf(when, sizeof when, "2026-11-%02dT10:00:0%dZ", 1 + (i * 7) % 24, r);
           double v = 1000.0 * (1.0 + noise(rng));
           if (std::string(trial) == "cnn" && i >= 16) v *= 0.8;
           if (std::string(trial) == "mlp" && i == 5 && r == 0) v *= 1.7;
-          store.exec("UPDATE runs SET status = 'ok', test_accuracy = 90, started_at = '" + std::string(when) +
-                     "' WHERE id = " + std::to_string(id));
-          for (int ep = 1; ep <= 2; ++ep)
-            store.exec("INSERT INTO epochs (run_id, epoch, samples, time_s, samples_per_s, metrics) VALUES (" +
-                       std::to_string(id) + ", " + std::to_string(ep) + ", 1000, 1.0, " +
-                       std::to_string(ep == 1 ? v / 3 : v) + ", '{}')");
+          add_ok_run(store, matrix, env, trial, v, when);
         }
     }
     // A dirty build's runs say nothing about a commit: left out, counted.
@@ -261,22 +269,8 @@ TEST_CASE("history: a partial recovery does not clear a regression", "[history]"
       e.host = "ci";
       e.git_commit = shas[i];
       const int64_t env = store.add_environment(e);
-      for (int r = 0; r < 2; ++r) {
-        dtnn::RunStart s;
-        s.matrix_id = matrix;
-        s.environment_id = env;
-        s.trial_key = s.config_key = s.label = "cnn";
-        s.params = {{"model", "cnn"}};
-        s.command = "dtnn train";
-        s.log_path = "x.log";
-        const int64_t id = store.begin_run(s);
-        const double v = (i < 8 ? 1000.0 : i < 16 ? 800.0 : 880.0) * (1.0 + noise(rng));
-        store.exec("UPDATE runs SET status = 'ok' WHERE id = " + std::to_string(id));
-        for (int ep = 1; ep <= 2; ++ep)
-          store.exec("INSERT INTO epochs (run_id, epoch, samples, time_s, samples_per_s, metrics) VALUES (" +
-                     std::to_string(id) + ", " + std::to_string(ep) + ", 1000, 1.0, " +
-                     std::to_string(ep == 1 ? v / 3 : v) + ", '{}')");
-      }
+      for (int r = 0; r < 2; ++r)
+        add_ok_run(store, matrix, env, "cnn", (i < 8 ? 1000.0 : i < 16 ? 800.0 : 880.0) * (1.0 + noise(rng)));
     }
   }
   const dtnn::ResultStore store = dtnn::ResultStore::open_read_only(db);
@@ -318,21 +312,9 @@ TEST_CASE("history: a Debug build's runs are a series of their own, not a step",
                                        "sanitize=OFF]"
                                      : release;
         const int64_t env = store.add_environment(e);
-        for (int r = 0; r < 2; ++r) {
-          dtnn::RunStart s;
-          s.matrix_id = matrix;
-          s.environment_id = env;
-          s.trial_key = s.config_key = s.label = "cnn";
-          s.params = {{"model", "cnn"}};
-          s.command = "dtnn train";
-          s.log_path = "x.log";
-          const int64_t id = store.begin_run(s);
-          const double v = (std::string(kind) == "debug" ? 330.0 : 1000.0) * (1.0 + noise(rng));
-          store.exec("UPDATE runs SET status = 'ok' WHERE id = " + std::to_string(id));
-          for (int ep = 1; ep <= 2; ++ep)
-            store.exec("INSERT INTO epochs (run_id, epoch, samples, time_s, samples_per_s, metrics) VALUES (" +
-                       std::to_string(id) + ", " + std::to_string(ep) + ", 1000, 1.0, " + std::to_string(v) + ", '{}')");
-        }
+        for (int r = 0; r < 2; ++r)
+          add_ok_run(store, matrix, env, "cnn", (std::string(kind) == "debug" ? 330.0 : 1000.0) * (1.0 + noise(rng)),
+                     "", /*flat=*/true);
       }
   }
   const dtnn::ResultStore store = dtnn::ResultStore::open_read_only(db);
