@@ -71,9 +71,10 @@ std::unique_ptr<Model> make(const std::string& name, const FusionOptions& fusion
   return m;
 }
 
-void build(Model& m, int64_t max_batch, bool private_scratch, Device device = Device::cpu) {
+void build(Model& m, int64_t max_batch, bool private_scratch, Device device = Device::cpu,
+           Layout layout = Layout::nhwc) {
   BuildContext ctx;
-  ctx.layout = Layout::nhwc;
+  ctx.layout = layout;
   ctx.max_batch = max_batch;
   ctx.private_scratch = private_scratch;
   ctx.device = device;
@@ -148,6 +149,16 @@ TEST_CASE("gradient scratch: training is bit-identical to private gradient buffe
     train_alike(*priv, *shared, 3);
     train_alike(*priv, *shared, 2);  // a short batch: views of the first samples
   }
+  // NCHW: the concatenations cut channel slices per sample (copy_channels' other branch).
+  for (const auto& [name, fusion] : {cases[0], cases[2], cases[3]}) {
+    INFO(name << " (NCHW)");
+    auto priv = make(name, fusion);
+    auto shared = make(name, fusion);
+    build(*priv, 3, true, Device::cpu, Layout::nchw);
+    build(*shared, 3, false, Device::cpu, Layout::nchw);
+    train_alike(*priv, *shared, 3);
+    train_alike(*priv, *shared, 2);
+  }
 }
 
 TEST_CASE("gradient scratch: a chain's gradients take two buffers in turn", "[models][scratch]") {
@@ -178,17 +189,25 @@ TEST_CASE("gradient scratch: a chain's gradients take two buffers in turn", "[mo
 
 TEST_CASE("gradient scratch on the GPU: training matches private gradient buffers", "[gpu][scratch]") {
   if (!test::gpu_ready()) return;
-  FusionOptions fused;
-  fused.add_relu = true;
-  for (const char* name : {"nested_blocks", "resnet20_cifar10", "densenet_cifar10"}) {
-    INFO(name);
-    auto priv = make(name, fused);
-    auto shared = make(name, fused);
-    build(*priv, 3, true, Device::gpu);
-    build(*shared, 3, false, Device::gpu);
-    train_alike(*priv, *shared, 3, 1e-5);
-    train_alike(*priv, *shared, 2, 1e-5);
-  }
+  // Both layouts (NCHW is the GPU's default: other concatenation copies and pooling kernels), and every
+  // fusion (the fused layers' own level of slots).
+  FusionOptions add_relu, all;
+  add_relu.add_relu = true;
+  all.conv_bn_relu = all.conv_bn = all.bn_relu = all.add_relu = true;
+  const std::vector<std::pair<std::string, FusionOptions>> cases = {
+      {"nested_blocks", add_relu}, {"resnet20_cifar10", add_relu}, {"resnet20_cifar10", all},
+      {"densenet_cifar10", add_relu}};
+  for (Layout layout : {Layout::nhwc, Layout::nchw})
+    for (const auto& [name, fusion] : cases) {
+      INFO(name << (fusion.conv_bn ? " (all fusions), " : ", ") << (layout == Layout::nhwc ? "NHWC" : "NCHW"));
+      auto priv = make(name, fusion);
+      auto shared = make(name, fusion);
+      build(*priv, 3, true, Device::gpu, layout);
+      build(*shared, 3, false, Device::gpu, layout);
+      CHECK(shared->memory().gradients < priv->memory().gradients);  // the scratch is shared, not per boundary
+      train_alike(*priv, *shared, 3, 1e-5);
+      train_alike(*priv, *shared, 2, 1e-5);
+    }
 }
 
 TEST_CASE("workspace: a smaller batch whose convolution needs more workspace gets it", "[models][scratch]") {
