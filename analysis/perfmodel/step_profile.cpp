@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -30,7 +31,25 @@ double number(const json& j, const char* name, const std::string& where) {
 int64_t integer(const json& j, const char* name, const std::string& where) {
   const json& v = field(j, name, where);
   DTNN_CHECK(v.is_number_integer(), where, ": \"", name, "\" must be an integer");
+  DTNN_CHECK(!v.is_number_unsigned() || v.get<uint64_t>() <= static_cast<uint64_t>(INT64_MAX), where, ": \"", name,
+             "\" is too large");
   return v.get<int64_t>();
+}
+
+// The provenance's optional fields: absent gives `fallback`; present, they must have the documented type
+// (a number where a 1e30 would not fit an int is refused, not cast).
+double optional_number(const json& j, const char* name, double fallback, const std::string& where) {
+  if (!j.contains(name)) return fallback;
+  DTNN_CHECK(j[name].is_number() && std::isfinite(j[name].get<double>()), where, ": \"", name,
+             "\" must be a finite number");
+  return j[name].get<double>();
+}
+
+int optional_count(const json& j, const char* name, const std::string& where) {
+  if (!j.contains(name)) return 0;
+  const int64_t v = integer(j, name, where);
+  DTNN_CHECK(v >= 0 && v <= INT32_MAX, where, ": \"", name, "\" must be an integer from 0 to ", INT32_MAX);
+  return static_cast<int>(v);
 }
 
 }  // namespace
@@ -56,6 +75,9 @@ void check_step_profile(const StepProfile& p, const std::string& where) {
   int64_t sum = 0;
   for (size_t b = 0; b < p.buckets.size(); ++b) {
     DTNN_CHECK(p.buckets[b].floats > 0, where, ": buckets[", b, "].floats must be > 0");
+    // (checked before summing: two huge buckets would overflow the sum)
+    DTNN_CHECK(p.buckets[b].floats <= p.total_floats - sum, where, ": the buckets hold more than total_floats (",
+               p.total_floats, ") floats");
     // ready_after == layers: a model without parameters, whose tail is started at the first chance.
     DTNN_CHECK(p.buckets[b].ready_after <= p.layers.size(), where, ": buckets[", b, "].ready_after ",
                p.buckets[b].ready_after, " is past the last layer (", p.layers.size() - 1, ")");
@@ -90,7 +112,9 @@ StepProfile parse_step_profile(const std::string& text, const std::string& where
     const std::string at = where + ": layers[" + std::to_string(i) + "]";
     DTNN_CHECK(layers[i].is_object(), at, " must be an object");
     ProfileLayer l;
-    l.id = static_cast<int>(integer(layers[i], "id", at));
+    const int64_t id = integer(layers[i], "id", at);
+    DTNN_CHECK(id >= INT32_MIN && id <= INT32_MAX, at, ".id does not fit an int");
+    l.id = static_cast<int>(id);
     if (layers[i].contains("type") && layers[i]["type"].is_string()) l.type = layers[i]["type"].get<std::string>();
     l.params = integer(layers[i], "params", at);
     l.forward_s = number(layers[i], "forward_s", at);
@@ -117,17 +141,21 @@ StepProfile parse_step_profile(const std::string& text, const std::string& where
   p.total_floats = integer(j, "total_floats", where);
   if (j.contains("provenance") && j["provenance"].is_object()) {
     const json& v = j["provenance"];
+    const std::string at = where + ": provenance";
     if (v.contains("notes") && v["notes"].is_array())
       for (const json& n : v["notes"])
         if (n.is_string()) p.provenance.notes.push_back(n.get<std::string>());
-    p.provenance.bucket_mb = v.value("bucket_mb", -1.0);
-    p.provenance.ranks = v.value("ranks", 0);
-    p.provenance.mode = v.value("mode", std::string());
-    p.provenance.measured_step_s = v.value("measured_step_s", 0.0);
-    p.provenance.measured_compute_s = v.value("measured_compute_s", 0.0);
-    p.provenance.measured_exposed_s = v.value("measured_exposed_s", 0.0);
-    p.provenance.threads = v.value("threads", 0);
-    p.provenance.nodes = v.value("nodes", 0);
+    p.provenance.bucket_mb = optional_number(v, "bucket_mb", -1.0, at);
+    p.provenance.ranks = optional_count(v, "ranks", at);
+    if (v.contains("mode")) {
+      DTNN_CHECK(v["mode"].is_string(), at, ": \"mode\" must be a string");
+      p.provenance.mode = v["mode"].get<std::string>();
+    }
+    p.provenance.measured_step_s = optional_number(v, "measured_step_s", 0.0, at);
+    p.provenance.measured_compute_s = optional_number(v, "measured_compute_s", 0.0, at);
+    p.provenance.measured_exposed_s = optional_number(v, "measured_exposed_s", 0.0, at);
+    p.provenance.threads = optional_count(v, "threads", at);
+    p.provenance.nodes = optional_count(v, "nodes", at);
   }
   check_step_profile(p, where);
   return p;

@@ -58,9 +58,16 @@ inline double seconds(const nlohmann::json& j, const char* key, const std::strin
   return v;
 }
 
+// An integer that fits int64 (nlohmann's get<int64_t> would cast a 1e30 or a 2^64-1 out of range).
+inline int64_t integer(const nlohmann::json& v, const std::string& what) {
+  if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)))
+    throw std::runtime_error(what + " must be an integer that fits 64 bits");
+  return v.get<int64_t>();
+}
+
 inline int64_t count(const nlohmann::json& j, const char* key, const std::string& where) {
   if (!j.contains(key)) throw std::runtime_error(where + ": missing \"" + key + "\"");
-  const int64_t v = j.at(key).get<int64_t>();
+  const int64_t v = integer(j.at(key), where + ": \"" + key + "\"");
   if (v < 0) throw std::runtime_error(where + ": \"" + key + "\" must be >= 0");
   return v;
 }
@@ -83,7 +90,7 @@ inline Profile parse_profile(const nlohmann::json& j, const std::string& mode_ov
     const nlohmann::json& l = j.at("layers")[i];
     const std::string where = "layers[" + std::to_string(i) + "]";
     ProfileLayer layer;
-    layer.id = l.value("id", static_cast<int64_t>(i));
+    layer.id = l.contains("id") ? detail::integer(l.at("id"), where + ".id") : static_cast<int64_t>(i);
     layer.type = l.value("type", "");
     layer.params = l.contains("params") ? count(l, "params", where) : 0;
     layer.forward_s = seconds(l, "forward_s", where);
@@ -113,6 +120,10 @@ inline Profile parse_profile(const nlohmann::json& j, const std::string& mode_ov
       if (ready > static_cast<int64_t>(p.layers.size()))
         throw std::runtime_error(where + ": ready_after " + std::to_string(ready) + " is past the layers");
       bucket.ready_after = static_cast<size_t>(ready);
+      // (checked before adding: two huge buckets would overflow the offset)
+      if (bucket.floats > p.total_floats - offset)
+        throw std::runtime_error(where + ": the buckets hold more than total_floats (" +
+                                 std::to_string(p.total_floats) + ")");
       bucket.begin = offset;
       offset += bucket.floats;
       p.buckets.push_back(bucket);

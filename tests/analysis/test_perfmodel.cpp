@@ -251,6 +251,8 @@ TEST_CASE("step profile: JSON round trip and one-line errors", "[perfmodel]") {
   CHECK(back.source_run == 7);
   CHECK(back.provenance.notes == std::vector<std::string>{"hand-made"});
   p.total_floats = 5;
+  CHECK_THROWS_WITH(parse_step_profile(step_profile_json(p), "mem"), Contains("mem: the buckets hold more than total_floats (5)"));
+  p.total_floats = 5000000;
   CHECK_THROWS_WITH(parse_step_profile(step_profile_json(p), "mem"), Contains("mem: the buckets hold 4000000 floats"));
   CHECK_THROWS_WITH(parse_step_profile("{\"schema\": \"x\"}", "f.json"), Contains("f.json: schema must be"));
   CHECK_THROWS_WITH(parse_step_profile("[1,", "f.json"), Contains("f.json: not JSON"));
