@@ -74,7 +74,7 @@ cp "$corpus/fuzz_checkpoint/tiny-checkpoint.npz" "$corpus/fuzz_weights/"  # a ch
 cp "$corpus/fuzz_weights/tiny-weights.npz" "$corpus/fuzz_checkpoint/tiny-checkpoint.npz" "$corpus/fuzz_npz/"
 
 # The repository's experiment matrices.
-cp experiments/*.toml tests/analysis/report_matrix.toml "$corpus/fuzz_matrix_toml/"
+cp experiments/*.toml tests/analysis/report_matrix.toml "$corpus/fuzz_matrix_toml/"  # launcher_*.toml, mpirun_*.toml: hand-written, kept
 
 # Run reports of real `dtnn train` runs: ok (with a validation split and the runner's nonce) and diverged.
 train=("$build/experiments/dtnn" train --model=simplecnn --dataset=mnist --dataset_train_path="$mnist"
