@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/json_int.h"
 
 namespace dtnn::perf {
 
@@ -25,7 +26,7 @@ PredictionOrigin origin_of_run(const ResultStore& store, int64_t run_id) {
 }
 
 std::vector<PredictionRow> prediction_rows(const json& doc, const PredictionOrigin& origin) {
-  DTNN_CHECK(doc.is_object() && doc.value("schema", "") == "dtnn.prediction/1" && doc.contains("rows"),
+  DTNN_CHECK(doc.is_object() && doc.contains("schema") && doc["schema"] == "dtnn.prediction/1" && doc.contains("rows"),
              "not a dtnn.prediction/1 document");
   json provenance = {{"profile", origin.profile}};
   for (const char* key : {"source_run", "measured", "notes", "fit", "parameters"})
@@ -43,8 +44,11 @@ std::vector<PredictionRow> prediction_rows(const json& doc, const PredictionOrig
       if (doc.contains("rules")) p.rules = doc["rules"].get<std::string>();
       p.mode = doc.at("mode").get<std::string>();
       p.scaling = doc.at("scaling").get<std::string>();
-      if (doc.contains("batch_size")) p.batch_size = doc["batch_size"].get<int64_t>();
-      p.ranks = r.at("ranks").get<int>();
+      // (json_int: a 1e30 is refused, not cast)
+      if (doc.contains("batch_size")) p.batch_size = json_int(doc["batch_size"], "batch_size");
+      const int64_t ranks = json_int(r.at("ranks"), "ranks");
+      DTNN_CHECK(ranks >= 1 && ranks <= INT32_MAX, "field 'ranks' holds ", ranks, ", not a rank count");
+      p.ranks = static_cast<int>(ranks);
       p.samples_per_rank = r.at("samples_per_rank").get<double>();
       p.global_batch = p.samples_per_rank * p.ranks;
       p.step_s = r.at("step_s").get<double>();
@@ -101,7 +105,7 @@ int store_simgrid_prediction(const std::string& file, const std::string& db, std
   } catch (const json::exception&) {
     fail(file, ": not JSON (expected analysis/simgrid_replay.sh's PREDICTION_JSON output)");
   }
-  DTNN_CHECK(doc.is_object() && doc.value("source", "") == "simgrid", file,
+  DTNN_CHECK(doc.is_object() && doc.contains("source") && doc["source"] == "simgrid", file,
              ": not a SimGrid prediction (\"source\": \"simgrid\"; analysis/simgrid_replay.sh's PREDICTION_JSON)");
   ResultStore store = ResultStore::open_existing(db);
   PredictionOrigin origin;

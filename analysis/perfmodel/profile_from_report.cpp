@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/json_int.h"
 #include "layers/layers.h"
 #include "models/model.h"
 #include "results/store.h"
@@ -27,6 +28,41 @@ std::string option(const json& options, const char* name, const std::string& fal
 }
 
 bool option_true(const json& options, const char* name) { return option(options, name, "False") == "True"; }
+
+// Typed reads of a report's optional fields (the file may come from anywhere): absent, or `j` not an object,
+// gives the fallback; a field of another type or out of range is refused naming the report and the field.
+// (nlohmann's value() threw its own type_error, without the file's name, and cast a 1e30 to an integer.)
+double number_or(const json& j, const char* key, double fallback, const std::string& where) {
+  if (!j.is_object() || !j.contains(key)) return fallback;
+  const json& v = j[key];
+  DTNN_CHECK(v.is_number() && std::isfinite(v.get<double>()), where, ": \"", key, "\" must be a finite number");
+  return v.get<double>();
+}
+
+// A count in [0, 2^53] (json_int's range).
+int64_t count_or(const json& j, const char* key, int64_t fallback, const std::string& where) {
+  if (!j.is_object() || !j.contains(key)) return fallback;
+  int64_t v = 0;
+  try {
+    v = json_int(j[key], key);
+  } catch (const Error& e) {
+    fail(where, ": ", e.what());
+  }
+  DTNN_CHECK(v >= 0, where, ": \"", key, "\" must be >= 0 (got ", v, ")");
+  return v;
+}
+
+int small_count_or(const json& j, const char* key, int fallback, const std::string& where) {
+  const int64_t v = count_or(j, key, fallback, where);
+  DTNN_CHECK(v <= INT32_MAX, where, ": \"", key, "\" is too large (", v, ")");
+  return static_cast<int>(v);
+}
+
+std::string string_or(const json& j, const char* key, const std::string& fallback, const std::string& where) {
+  if (!j.is_object() || !j.contains(key)) return fallback;
+  DTNN_CHECK(j[key].is_string(), where, ": \"", key, "\" must be a string");
+  return j[key].get<std::string>();
+}
 
 std::string fmt(const char* format, double v) {
   char buf[128];
@@ -87,14 +123,14 @@ StepProfile profile_from_report(const std::string& text, const std::string& wher
   } catch (const json::exception& e) {
     fail(where, ": not JSON (", e.what(), ")");
   }
-  DTNN_CHECK(r.is_object() && r.value("schema", std::string()) == "dtnn.run_report/1", where,
+  DTNN_CHECK(r.is_object() && r.contains("schema") && r["schema"] == "dtnn.run_report/1", where,
              ": not a dtnn run report (schema dtnn.run_report/1)");
   DTNN_CHECK(r.contains("options") && r["options"].is_object() && r.contains("model") && r["model"].is_object() &&
                  r["model"].contains("layers") && r["model"]["layers"].is_array(),
              where, ": a run report needs options and model.layers");
   const json& opts = r["options"];
   StepProfile p;
-  p.model = option(opts, "model", r["model"].value("name", std::string()));
+  p.model = option(opts, "model", string_or(r["model"], "name", "", where));
   try {
     p.batch_size = std::stoll(option(opts, "batch_size", "0"));
   } catch (const std::exception&) {
@@ -105,12 +141,14 @@ StepProfile profile_from_report(const std::string& text, const std::string& wher
   bool timed = false;
   double layer_sum = 0.0;
   for (const json& l : r["model"]["layers"]) {
+    const std::string at = where + ": model.layers[" + std::to_string(p.layers.size()) + "]";
+    DTNN_CHECK(l.is_object(), at, " is not an object");
     ProfileLayer pl;
-    pl.id = l.value("id", 0);
-    pl.type = l.value("type", std::string());
-    pl.params = l.value("params", int64_t{0});
-    pl.forward_s = l.value("forward_ms", 0.0) * 1e-3;
-    pl.backward_s = l.value("backward_ms", 0.0) * 1e-3;
+    pl.id = small_count_or(l, "id", 0, at);
+    pl.type = string_or(l, "type", "", at);
+    pl.params = count_or(l, "params", 0, at);
+    pl.forward_s = number_or(l, "forward_ms", 0.0, at) * 1e-3;
+    pl.backward_s = number_or(l, "backward_ms", 0.0, at) * 1e-3;
     timed |= l.contains("forward_ms");
     layer_sum += pl.forward_s + pl.backward_s;
     p.layers.push_back(pl);
@@ -124,7 +162,11 @@ StepProfile profile_from_report(const std::string& text, const std::string& wher
   std::vector<int64_t> begin = padded_param_begin(opts, p.layers, &why);
   if (begin.empty()) {
     begin = {0};
-    for (const ProfileLayer& l : p.layers) begin.push_back(begin.back() + l.params);
+    // (checked before adding; at most 2^50 floats, 4 PiB, so that plan_buckets' byte sizes stay exact doubles)
+    for (const ProfileLayer& l : p.layers) {
+      DTNN_CHECK(l.params <= (int64_t{1} << 50) - begin.back(), where, ": the layers' parameters add up past 2^50");
+      begin.push_back(begin.back() + l.params);
+    }
     prov.notes.push_back("buckets from the report's unpadded parameter counts (" + why + ")");
   }
   TrainOptions train;
@@ -149,22 +191,26 @@ StepProfile profile_from_report(const std::string& text, const std::string& wher
     for (const json& e : r["epochs"]) {
       if (!e.contains("communication") || !e["communication"].is_object()) continue;
       const json& c = e["communication"];
-      const std::string mode = c.value("mode", std::string());
+      const std::string at = where + ": epochs[].communication";
+      const std::string mode = string_or(c, "mode", "", at);
       if (mode.empty()) continue;
       prov.mode = mode;
-      steps += c.value("steps", int64_t{0});
+      const int64_t n = count_or(c, "steps", 0, at);
+      DTNN_CHECK(n <= INT64_MAX / 2 - steps, at, ": the steps add up past 2^62");
+      steps += n;
       if (c.contains("rank0")) {
-        step += c["rank0"].value("step_s", 0.0);
-        compute += c["rank0"].value("compute_s", 0.0);
-        exposed += c["rank0"].value("exposed_s", 0.0);
+        DTNN_CHECK(c["rank0"].is_object(), at, ".rank0 is not an object");
+        step += number_or(c["rank0"], "step_s", 0.0, at + ".rank0");
+        compute += number_or(c["rank0"], "compute_s", 0.0, at + ".rank0");
+        exposed += number_or(c["rank0"], "exposed_s", 0.0, at + ".rank0");
       }
     }
   if (r.contains("parallel") && r["parallel"].is_object()) {
-    prov.ranks = r["parallel"].value("ranks", 0);
-    prov.threads = r["parallel"].value("threads", 0);
+    prov.ranks = small_count_or(r["parallel"], "ranks", 0, where + ": parallel");
+    prov.threads = small_count_or(r["parallel"], "threads", 0, where + ": parallel");
   }
   if (r.contains("placement") && r["placement"].is_object()) {  // node_list: "n1,n2", the ranks' distinct hosts
-    const std::string nodes = r["placement"].value("node_list", std::string());
+    const std::string nodes = string_or(r["placement"], "node_list", "", where + ": placement");
     if (!nodes.empty()) prov.nodes = 1 + static_cast<int>(std::count(nodes.begin(), nodes.end(), ','));
   }
   DTNN_CHECK(steps > 0, where, ": no epoch measured its steps (epochs[].communication): a GPU run cannot be profiled");
@@ -175,15 +221,18 @@ StepProfile profile_from_report(const std::string& text, const std::string& wher
 
   // Loss, update and the rest.
   const json* phases = r.contains("phases") && r["phases"].is_object() ? &r["phases"] : nullptr;
-  if (phases && phases->value("source", std::string()) == "trace" && (*phases)["rows"].is_array()) {
+  if (phases && string_or(*phases, "source", "", where + ": phases") == "trace" && phases->contains("rows") &&
+      (*phases)["rows"].is_array()) {
     double loss = 0, update = 0;
     int64_t traced_steps = 0;
+    const std::string at = where + ": phases.rows[]";
     for (const json& row : (*phases)["rows"]) {
-      if (row.value("rank", -1) != 0) continue;
-      const std::string phase = row.value("phase", std::string());
-      if (phase == "step") traced_steps = row.value("calls", int64_t{0});
-      if (phase == "loss") loss = row.value("total_s", 0.0);
-      if (phase == "update_dw") update = row.value("total_s", 0.0);
+      DTNN_CHECK(row.is_object(), at, " is not an object");
+      if (!row.contains("rank") || count_or(row, "rank", 0, at) != 0) continue;
+      const std::string phase = string_or(row, "phase", "", at);
+      if (phase == "step") traced_steps = count_or(row, "calls", 0, at);
+      if (phase == "loss") loss = number_or(row, "total_s", 0.0, at);
+      if (phase == "update_dw") update = number_or(row, "total_s", 0.0, at);
     }
     DTNN_CHECK(traced_steps > 0, where, ": phases (trace) have no step row for rank 0");
     p.loss_s = loss / traced_steps;

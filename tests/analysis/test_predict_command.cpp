@@ -2,6 +2,8 @@
 // buckets must be the trainer's own), and `dtnn predict` end to end: its table, JSON, --write-profile, and
 // one-line errors for bad input.
 #include <catch2/catch.hpp>
+
+#include <functional>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -103,6 +105,41 @@ TEST_CASE("profile from report: the trainer's buckets, padding and tail included
                      trainer_buckets("resnet20_cifar10", 0.0, 3));
   CHECK_THROWS_WITH(profile_from_report("{\"schema\": \"dtnn.run_report/0\"}", "r.json", {}),
                     Contains("r.json: not a dtnn run report"));
+}
+
+// A report may come from anywhere (--from-report FILE): nlohmann's value() threw its own type_error on a
+// field of another type (no file name in the message), and cast a 1e30 where an integer belongs.
+TEST_CASE("profile from report: fields of another type or out of range are refused naming them", "[perfmodel]") {
+  const nlohmann::json good = nlohmann::json::parse(fake_report("simplecnn", "25"));
+  REQUIRE_NOTHROW(profile_from_report(good.dump(), "r.json", {}));
+  using Edit = std::function<void(nlohmann::json&)>;
+  const std::vector<std::pair<Edit, std::string>> cases = {
+      {[](nlohmann::json& r) { r["schema"] = 1; }, "r.json: not a dtnn run report"},
+      {[](nlohmann::json& r) { r["model"]["name"] = 7; }, "r.json: \"name\" must be a string"},
+      {[](nlohmann::json& r) { r["model"]["layers"][1] = "conv"; }, "r.json: model.layers[1] is not an object"},
+      {[](nlohmann::json& r) { r["model"]["layers"][1]["id"] = 1e30; }, "r.json: model.layers[1]: field 'id' holds 1e+30"},
+      {[](nlohmann::json& r) { r["model"]["layers"][1]["params"] = -5; }, "r.json: model.layers[1]: \"params\" must be >= 0"},
+      {[](nlohmann::json& r) { r["model"]["layers"][1]["forward_ms"] = "fast"; },
+       "r.json: model.layers[1]: \"forward_ms\" must be a finite number"},
+      {[](nlohmann::json& r) { r["epochs"][0]["communication"]["steps"] = "ten"; },
+       "r.json: epochs[].communication: field 'steps' holds a string"},
+      {[](nlohmann::json& r) { r["epochs"][0]["communication"]["rank0"] = 3; }, "r.json: epochs[].communication.rank0 is not an object"},
+      {[](nlohmann::json& r) { r["parallel"]["ranks"] = 1e12; }, "r.json: parallel: \"ranks\" is too large"},
+      {[](nlohmann::json& r) { r["placement"] = {{"node_list", 3}}; }, "r.json: placement: \"node_list\" must be a string"},
+      {[](nlohmann::json& r) { r["phases"] = {{"source", "trace"}, {"rows", {1}}}; },
+       "r.json: phases.rows[] is not an object"},
+  };
+  for (const auto& [edit, expected] : cases) {
+    INFO(expected);
+    nlohmann::json r = good;
+    edit(r);
+    CHECK_THROWS_WITH(profile_from_report(r.dump(), "r.json", {}), Contains(expected));
+  }
+  // Parameter counts that would overflow the slab's offsets (the report's own counts: no zoo model matches).
+  nlohmann::json r = good;
+  r["options"]["model"] = "not_a_zoo_model";
+  for (auto& l : r["model"]["layers"]) l["params"] = 9007199254740992LL;  // 2^53 each
+  CHECK_THROWS_WITH(profile_from_report(r.dump(), "r.json", {}), Contains("r.json: the layers' parameters add up past 2^50"));
 }
 
 TEST_CASE("profile from report: a real dtnn train report, untraced and traced", "[perfmodel]") {

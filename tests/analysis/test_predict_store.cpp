@@ -4,6 +4,8 @@
 // v_scaling shows them as model rows. Bad input is one line, exit 1, and writes nothing.
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "cli_helpers.h"
@@ -127,6 +129,32 @@ TEST_CASE("dtnn predict --store: bad input is one line, exit 1, and nothing stor
     CHECK(c.status == 1);
     CHECK(dtnn::test::one_line_error(c));
     CHECK_THAT(c.err, Contains(says));
+  }
+  // --from-simgrid reads a file from elsewhere (analysis/simgrid_replay.sh's output): this run's own
+  // prediction marked as SimGrid's, then broken one field at a time. A 1e30 rank count was cast to int
+  // (undefined behaviour); a schema or source of another type escaped as nlohmann's type_error.
+  const dtnn::test::Command good =
+      dtnn::test::run_dtnn("predict --db " + db + " --from-run " + std::to_string(run) + " --json");
+  REQUIRE(good.status == 0);
+  nlohmann::json doc = nlohmann::json::parse(good.out);
+  doc["source"] = "simgrid";
+  doc.erase("source_run");
+  using Edit = std::function<void(nlohmann::json&)>;
+  for (const auto& [edit, says] : std::vector<std::pair<Edit, std::string>>{
+           {[](nlohmann::json& d) { d["source"] = 5; }, "not a SimGrid prediction"},
+           {[](nlohmann::json& d) { d["schema"] = 5; }, "not a dtnn.prediction/1 document"},
+           {[](nlohmann::json& d) { d["rows"][0]["ranks"] = 1e30; }, "field 'ranks' holds 1e+30"},
+           {[](nlohmann::json& d) { d["rows"][0]["ranks"] = 0; }, "field 'ranks' holds 0, not a rank count"},
+           {[](nlohmann::json& d) { d["batch_size"] = "big"; }, "field 'batch_size' holds a string"}}) {
+    INFO(says);
+    nlohmann::json bad = doc;
+    edit(bad);
+    const std::string file = dtnn::test::temp_path("predict_store_bad.json");
+    std::ofstream(file) << bad.dump();
+    const dtnn::test::Command c = dtnn::test::run_dtnn("predict --from-simgrid " + file + " --store --db " + db);
+    CHECK(c.status == 1);
+    CHECK(dtnn::test::one_line_error(c));
+    CHECK_THAT(c.err, Contains(file) && Contains(says));
   }
   CHECK(count_predictions(db) == "0");
   // A database that does not exist is not created.
