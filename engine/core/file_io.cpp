@@ -36,11 +36,15 @@ std::string read_file(const std::string& path, std::size_t max_bytes) {
 namespace {
 
 // `path` as it will be opened: absolute, with "." and ".." and its directory's symlinks resolved (the file
-// itself need not exist). Falls back to the absolute path when that cannot be resolved.
+// itself need not exist). Falls back to the absolute path when that cannot be resolved. Made absolute
+// first: weakly_canonical leaves a bare relative name ("r.json") as it is when nothing on it exists, while
+// "./r.json" or "$PWD/r.json" becomes absolute, so the same new file compared unequal to itself.
 std::filesystem::path resolved(const std::string& path) {
   std::error_code ec;
-  std::filesystem::path p = std::filesystem::weakly_canonical(path, ec);
-  if (ec) p = std::filesystem::absolute(path, ec).lexically_normal();
+  const std::filesystem::path absolute = std::filesystem::absolute(path, ec);
+  if (ec) return std::filesystem::path(path).lexically_normal();
+  std::filesystem::path p = std::filesystem::weakly_canonical(absolute, ec);
+  if (ec) p = absolute.lexically_normal();
   return p;
 }
 

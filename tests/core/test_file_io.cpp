@@ -103,4 +103,21 @@ TEST_CASE("core: check_files_distinct refuses an output that is an input or anot
     fs::current_path(cwd);
     CHECK(refused);
   }
+  SECTION("a bare relative name and another spelling of it, neither existing yet") {
+    // weakly_canonical("new.json") stays relative when nothing on it exists: `--report=new.json
+    // --history_file=$PWD/new.json` wrote both to one file.
+    const fs::path cwd = fs::current_path();
+    fs::current_path(dir.path);
+    int refused = 0;
+    for (const std::string& other : {dir.path + "/new.json", std::string("./new.json"), std::string("sub/../new.json")}) {
+      try {
+        dtnn::check_files_distinct({{"--report", "new.json", true}, {"--history_file", other, true}});
+      } catch (const dtnn::Error&) {
+        ++refused;
+      }
+    }
+    fs::current_path(cwd);
+    CHECK(refused == 3);
+    CHECK_FALSE(fs::exists(dir / "new.json"));
+  }
 }
