@@ -218,7 +218,8 @@ std::vector<OptionSpec> make_table() {
       // Optimizer, loss, metrics
       choice("optimizer", DTNN_FIELD(optimizer.name), M | MM | T | P, {"sgd", "rmsprop", "adam", "nadam"},
              "sgd, rmsprop, adam or nadam"),
-      number("learning_rate", DTNN_FIELD(optimizer.learning_rate), M | MM | T | P, 0.0, DBL_MAX, "Learning rate",
+      // (at most FLT_MAX: the optimizers apply it in float32, where a larger one is infinite)
+      number("learning_rate", DTNN_FIELD(optimizer.learning_rate), M | MM | T | P, 0.0, FLT_MAX, "Learning rate",
              kOpenBelow),
       boolean("learning_rate_scaling", DTNN_FIELD(learning_rate_scaling), M | MM | P,
               "With --parallel=data and sgd, multiply lr by ranks"),

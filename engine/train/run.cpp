@@ -275,9 +275,18 @@ Environment run_environment(const TrainOptions& o, const Communicator& comm) {
   return env;
 }
 
+// Whether every weight is finite (GPU: downloads them first; a slab copy once an epoch).
+bool weights_finite(const Model& model) {
+  model.download();
+  const float* w = model.host_param_slab();
+  for (int64_t i = 0; i < model.slab_size(); ++i)
+    if (!std::isfinite(w[i])) return false;
+  return true;
+}
+
 // The epoch loop: epochs after the checkpointed ones, LR schedulers after each (they may stop training),
 // rank 0 rewriting --checkpoint_file. Returns the number of epochs run; stops after an epoch whose training
-// loss is not finite, with run.diverged saying so.
+// loss or weights are not finite, with run.diverged saying so.
 int train_epochs(const TrainOptions& o, Trainer& trainer, const Splits& splits, LRSchedulers& schedulers, Model& model,
                  Optimizer& optimizer, Communicator& comm, CheckpointState& progress, RunSummary& run,
                  std::ostream& out) {
@@ -285,13 +294,18 @@ int train_epochs(const TrainOptions& o, Trainer& trainer, const Splits& splits, 
   int epochs_run = 0;
   for (int epoch = static_cast<int>(progress.epoch) + 1; epoch <= o.num_epochs && !progress.stopped; ++epoch) {
     EpochRecord rec = trainer.run_epoch(epoch, static_cast<int>(o.num_epochs), splits);
-    if (!std::isfinite(rec.train.values[0])) {
-      // The loss is allreduced, so every rank stops here. Neither the schedulers (which may save weights)
-      // nor the checkpoint see this state: --checkpoint_file keeps the last finite epoch.
-      const double loss = rec.train.values[0];
-      run.diverged = "diverged: the training loss (" + trainer.value_names()[0] + ") is " +
-                     (std::isnan(loss) ? "nan" : format_double(loss)) + " after epoch " + std::to_string(epoch) +
-                     " (learning rate " + format_double(rec.learning_rate) + ")";
+    // The loss is allreduced, so every rank stops here. Neither the schedulers (which may save weights) nor
+    // the checkpoint see this state: --checkpoint_file keeps the last finite epoch. The loss is computed
+    // before each step's update, so the epoch's last updates may leave non-finite weights behind a finite
+    // loss (--learning_rate=3e38 on one step): the weights are checked too (data-parallel ranks hold the
+    // same weights and decide alike; model averaging's ranks do not, agree_on_divergence judges its merge).
+    const double loss = rec.train.values[0];
+    const bool finite_weights = o.model_averaging != "none" || weights_finite(model);
+    if (!std::isfinite(loss) || !finite_weights) {
+      run.diverged = !std::isfinite(loss) ? "diverged: the training loss (" + trainer.value_names()[0] + ") is " +
+                                                (std::isnan(loss) ? "nan" : format_double(loss)) + " after epoch "
+                                          : "diverged: the weights are not finite after epoch ";
+      run.diverged += std::to_string(epoch) + " (learning rate " + format_double(rec.learning_rate) + ")";
       run.train_time_s += rec.train.time_s;
       run.train_samples += rec.train.samples;
       run.epochs.push_back(std::move(rec));
@@ -416,9 +430,12 @@ int finish_diverged(const TrainOptions& o, const Environment& env, const Model& 
                     const RunSummary& run, int epochs_run, bool root) {
   if (!root) return kDivergedExit;
   if (!o.report.empty()) write_report(o.report, o, env, model, trainer, run);
+  // Training diverged in its last epoch, which no checkpoint saw; a test pass that diverged came after the
+  // last epoch's checkpoint, whose weights were finite.
   std::string kept;
-  if (!o.checkpoint_file.empty() && epochs_run > 1)
-    kept = "; --checkpoint_file keeps epoch " + std::to_string(run.epochs.back().epoch - 1);
+  const int64_t last_saved = run.epochs.empty() ? 0 : run.epochs.back().epoch - (run.test ? 0 : 1);
+  if (!o.checkpoint_file.empty() && epochs_run > (run.test ? 0 : 1))
+    kept = "; --checkpoint_file keeps epoch " + std::to_string(last_saved);
   std::cerr << "dtnn: " << run.diverged << ": no weights, history or checkpoint written from it" << kept << std::endl;
   return kDivergedExit;
 }
@@ -567,6 +584,18 @@ int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
   }
   // The trace files last: a trace that cannot be written (a full disk, a path gone) costs the trace, not the
   // trained weights, history or report (write_traces warns and the report says why).
+  // The test pass before the weights and history are written: finite weights whose test loss is NaN or
+  // infinite (weights so large that activations overflow, --learning_rate=3e38 on one step) are no result
+  // either, and nothing is written from them.
+  if (run.diverged.empty() && !test_indices.empty() && o.evaluate_on_test) {
+    if (root) out << "**** Evaluating on test dataset...\n";
+    run.test = trainer.evaluate(Pool::test, test_indices, "Testing");
+    if (root) print_pass(out, trainer, "Testing", *run.test);
+    const double loss = run.test->values[0];
+    if (!std::isfinite(loss))
+      run.diverged = "diverged: the test loss (" + trainer.value_names()[0] + ") is " +
+                     (std::isnan(loss) ? "nan" : format_double(loss)) + " with finite weights";
+  }
   if (!run.diverged.empty()) {
     if (root && tracer && o.tracing) write_traces(o, *tracer, traces, names, clocks, run, out);
     return finish_diverged(o, env, *model, trainer, run, epochs_run, root);
@@ -574,12 +603,6 @@ int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
   if (root && !o.weights_and_bias_filename.empty()) save_weights(*model, o.weights_and_bias_filename);
   if (root && !o.history_file.empty()) write_history(o.history_file, run);
   if (root && tracer && o.tracing) write_traces(o, *tracer, traces, names, clocks, run, out);
-
-  if (!test_indices.empty() && o.evaluate_on_test) {
-    if (root) out << "**** Evaluating on test dataset...\n";
-    run.test = trainer.evaluate(Pool::test, test_indices, "Testing");
-    if (root) print_pass(out, trainer, "Testing", *run.test);
-  }
   if (root && !o.report.empty()) write_report(o.report, o, env, *model, trainer, run);
   return 0;
 }

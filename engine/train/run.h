@@ -20,10 +20,12 @@
 namespace dtnn {
 
 // Returns the process exit code: 0 on success; kDivergedExit (core/error.h) when the training loss became NaN
-// or infinite (checked on every epoch's allreduced loss, so every rank stops after the same epoch). A diverged
-// run writes only its report (--report, "status": "diverged") and one "dtnn: diverged: ..." line on stderr;
-// --weights_and_bias_filename and --history_file are not written, --checkpoint_file keeps the last finite
-// epoch (it is never written from the diverged state), and the test pass is skipped.
+// or infinite or the weights did (checked after every epoch on the allreduced loss and the weights, so every
+// rank stops after the same epoch), or when the test loss is not finite (the test pass runs before anything
+// is written). A diverged run writes only its report (--report, "status": "diverged") and one "dtnn:
+// diverged: ..." line on stderr; --weights_and_bias_filename and --history_file are not written,
+// --checkpoint_file keeps the last finite epoch (it is never written from the diverged state), and the test
+// pass is skipped when training diverged.
 int run_training(TrainOptions options, Communicator& comm, std::ostream& out);
 
 // The model `options` describe, fused as asked, built for its device, layout and batch (every buffer sized

@@ -112,6 +112,37 @@ TEST_CASE("cli: a diverged run exits kDivergedExit with a diverged report and wr
   for (const auto& f : {report, history, weights, ckpt}) fs::remove(f);
 }
 
+TEST_CASE("cli: weights the last update left non-finite, or a non-finite test loss, are a divergence", "[cli]") {
+  // One step: the epoch's loss is computed before its update, so it is finite. RMSprop's first step is
+  // lr * g / sqrt(0.1 g^2) = 3.16 lr: inf at 3e38. SGD's leaves finite weights of ~1e35 whose test pass
+  // overflows to nan. Both ran "ok", the first writing inf/NaN weights (which dtnn then refuses to load).
+  const std::string report = test::temp_path("last_update_report.json"), weights = test::temp_path("last_update.npz");
+  const std::string one_step = "train --model=simplemlp --use_synthetic_data=True --steps_per_epoch=1 --num_epochs=1 "
+                               "--batch_size=8 --threads=1 --learning_rate=3e38 --report=" + report +
+                               " --weights_and_bias_filename=" + weights;
+  for (const auto& [optimizer, says] :
+       {std::pair<std::string, std::string>{"rmsprop", "dtnn: diverged: the weights are not finite after epoch 1 (learning rate"},
+        {"sgd", "dtnn: diverged: the test loss (categorical_cross_entropy) is nan with finite weights"}}) {
+    INFO(optimizer);
+    fs::remove(weights);
+    fs::remove(report);
+    const test::Command c = test::run_dtnn(one_step + " --optimizer=" + optimizer);
+    INFO(c.out << c.err);
+    CHECK(c.status == kDivergedExit);
+    CHECK(test::one_line_error(c));
+    CHECK(c.err.rfind(says, 0) == 0);
+    CHECK_FALSE(fs::exists(weights));
+    const nlohmann::json j = nlohmann::json::parse(slurp(report));
+    CHECK(j["status"] == "diverged");
+    CHECK(j.contains("test") == (optimizer == "sgd"));
+  }
+  // A rate float32 cannot hold is refused before anything runs.
+  const test::Command big = test::run_dtnn("train --model=simplemlp --use_synthetic_data=True --learning_rate=1e300");
+  CHECK(test::one_line_error(big));
+  CHECK(big.err.find("--learning_rate: expected a finite number in (0, 3.4028234663852886e+38], got '1e300'") != std::string::npos);
+  fs::remove(report);
+}
+
 TEST_CASE("cli: an ok run's report says status ok", "[cli]") {
   const std::string report = test::temp_path("ok_report.json");
   REQUIRE(test::run_dtnn("train --model=simplemlp --use_synthetic_data=True --steps_per_epoch=2 --threads=1 --report=" +
