@@ -253,7 +253,7 @@ bool is_conv_benchmark_json(const json& j) {
 std::string read_text(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) fail(path, ": is a directory, expected a JSON file");
-  return read_file(path, size_t{1} << 30);  // 1 GiB: far above any benchmark file, below what fills memory
+  return read_file(path, kMaxJsonFileBytes);
 }
 
 }  // namespace

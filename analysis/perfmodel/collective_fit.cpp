@@ -166,7 +166,7 @@ FitResult fit_link(const std::vector<FitPoint>& all, const FitOptions& options) 
 std::vector<FitPoint> load_bench_points(const std::string& path) {
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(read_file(path));
+    j = nlohmann::json::parse(read_file(path, kMaxJsonFileBytes));
   } catch (const nlohmann::json::exception& e) {
     fail(path, ": not JSON (", e.what(), ")");
   }

@@ -101,7 +101,7 @@ int run_predict_and_store(const PredictCommandOptions& options, std::ostream& ou
 int store_simgrid_prediction(const std::string& file, const std::string& db, std::ostream& out) {
   json doc;
   try {
-    doc = json::parse(read_file(file));
+    doc = json::parse(read_file(file, kMaxJsonFileBytes));
   } catch (const json::exception&) {
     fail(file, ": not JSON (expected analysis/simgrid_replay.sh's PREDICTION_JSON output)");
   }

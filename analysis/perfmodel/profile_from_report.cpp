@@ -253,7 +253,7 @@ StepProfile profile_from_report(const std::string& text, const std::string& wher
 }
 
 StepProfile profile_from_report_file(const std::string& path, const ReportOptions& options) {
-  return profile_from_report(read_file(path), path, options);
+  return profile_from_report(read_file(path, kMaxJsonFileBytes), path, options);
 }
 
 StepProfile profile_from_stored_run(const ResultStore& store, int64_t run_id, ReportOptions options) {

@@ -161,7 +161,7 @@ StepProfile parse_step_profile(const std::string& text, const std::string& where
   return p;
 }
 
-StepProfile read_step_profile(const std::string& path) { return parse_step_profile(read_file(path), path); }
+StepProfile read_step_profile(const std::string& path) { return parse_step_profile(read_file(path, kMaxJsonFileBytes), path); }
 
 std::string step_profile_json(const StepProfile& p) {
   json j;

@@ -13,6 +13,9 @@ namespace dtnn {
 // directory, cannot be opened, or a read fails, and "<path>: larger than <max_bytes> bytes ..." as soon as
 // more than max_bytes were read: a limit stops /dev/zero or a wrong multi-GB file before it fills memory.
 std::string read_file(const std::string& path, std::size_t max_bytes = static_cast<std::size_t>(-1));
+// The limit for a JSON document a user names (benchmark files, run reports, step profiles, predictions):
+// far above any such file, below what fills memory (`--profile /dev/zero` grew to gigabytes without one).
+inline constexpr std::size_t kMaxJsonFileBytes = std::size_t{1} << 30;
 
 // One file a command reads or writes, named as its user gave it ("--db", "c1.db").
 struct CommandFile {
