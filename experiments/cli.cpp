@@ -153,6 +153,9 @@ double parse_fraction(const std::string& text) {
 
 int cmd_report(const std::string& db, const std::string& out_dir, const std::string& matrix) {
   if (!std::ifstream(db)) dtnn::fail(db, ": no such results database (run `dtnn run` first)");
+  // The checks query, check, compare and history make (a dtnn database, a schema this build knows) before
+  // report.py reads it with its own SQL: a newer schema's tables may mean other things.
+  (void)dtnn::ResultStore::open_read_only(db);
   std::string cmd = "/usr/bin/python3 " + shell_quote(dtnn::source_dir() + "/analysis/plots/report.py") +
                     " --db " + shell_quote(db) + " --out " + shell_quote(out_dir);
   if (!matrix.empty()) cmd += " --matrix " + shell_quote(matrix);

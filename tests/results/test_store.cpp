@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "analysis/compare.h"
+#include "cli_helpers.h"
 #include "core/error.h"
 #include "core/host.h"
 #include "helpers.h"
@@ -243,6 +244,16 @@ TEST_CASE("store: files that are not (this version of) a dtnn database are refus
                             std::to_string(dtnn::ResultStore::latest_version()) + "): use that build or a newer one";
   CHECK_THROWS_WITH(dtnn::ResultStore::open(future), newer);
   CHECK_THROWS_WITH(dtnn::ResultStore::open_read_only(future), newer);
+  // dtnn report reads the database with Python's own SQL: it made no such check and wrote a report.
+  const std::string out = fresh_db("future_report");
+  for (const std::string& db : {future, other}) {
+    const dtnn::test::Command c = dtnn::test::run_dtnn("report --db " + db + " --out " + out);
+    INFO(c.out << c.err);
+    CHECK(c.status == 1);
+    CHECK(dtnn::test::one_line_error(c));
+    CHECK_THAT(c.err, Contains(db == future ? newer : "not a dtnn results database"));
+    CHECK_FALSE(fs::exists(out + "/report.md"));
+  }
 }
 
 TEST_CASE("store: paths that cannot be a database file are refused in one clear line", "[store]") {
