@@ -39,6 +39,23 @@ double non_negative(double v, const std::string& where, const std::string& what)
   return v;
 }
 
+// A timed row's times as `dtnn layers` measures them: a median above zero (no convolution takes no time;
+// stored as it was, a 0 made that algorithm the fastest) between the minimum and the maximum.
+void check_times(const ConvBenchmarkRow& r, const std::string& where) {
+  if (!(*r.median_ms > 0)) fail(where, ": a median time of ", *r.median_ms, " ms (a timed convolution takes time)");
+  if (!(*r.min_ms <= *r.median_ms && *r.median_ms <= *r.max_ms))
+    fail(where, ": times out of order (min ", *r.min_ms, ", median ", *r.median_ms, ", max ", *r.max_ms, " ms)");
+}
+
+// The problem as dtnn writes it (ConvProblem::str): "n01_..." and "n1_..." are one problem, one key.
+std::string canonical_problem(const std::string& text, const std::string& path) {
+  try {
+    return ConvProblem::parse(text).str();
+  } catch (const Error& e) {
+    fail(path, ": ", e.what());
+  }
+}
+
 // Only algorithms this build registers (the names bench_conv and `dtnn layers` write). A build without CUDA
 // registers no GPU algorithm, so there a GPU name is checked by its form only: "gpu." and a lowercase name.
 void check_algorithm(const std::string& algo, const std::string& where) {
@@ -95,13 +112,8 @@ std::vector<ConvBenchmarkRow> from_google_benchmark(const json& j, const std::st
     ConvBenchmarkRow row;
     row.algorithm = c.algo;
     row.direction = c.dir;
-    row.problem = c.problem;
+    row.problem = canonical_problem(c.problem, path);
     const int threads = c.threads;
-    try {
-      ConvProblem::parse(row.problem);
-    } catch (const Error& e) {
-      fail(path, ": ", e.what());
-    }
     auto [it, fresh] = cases.emplace(run_name, Acc{});
     Acc& a = it->second;
     if (fresh) {
@@ -177,7 +189,7 @@ std::vector<ConvBenchmarkRow> from_layers(const json& j, const std::string& path
     base.file = path;
     base.model = j.value("model", "");
     base.layer = whole(l, "layer", 0);
-    base.problem = l.at("problem").get<std::string>();
+    base.problem = canonical_problem(l.at("problem").get<std::string>(), path);
     base.algorithm = l.at("algorithm").get<std::string>();
     base.device = gpu ? "gpu" : "cpu";
     const std::string where = path + ": layer " + std::to_string(*base.layer) + " " + base.algorithm;
@@ -186,12 +198,7 @@ std::vector<ConvBenchmarkRow> from_layers(const json& j, const std::string& path
       fail(where, ": a ", gpu ? "CPU" : "GPU", " algorithm in a ", gpu ? "GPU" : "CPU", " file");
     base.threads = threads;
     base.tf32 = tf32;
-    ConvProblem p;
-    try {
-      p = ConvProblem::parse(base.problem);
-    } catch (const Error& e) {
-      fail(path, ": ", e.what());
-    }
+    const ConvProblem p = ConvProblem::parse(base.problem);
     const auto rate = [&](const std::string& dir, double ms) {
       const ConvDir d = dir == "fwd" ? ConvDir::fwd : dir == "bwd_data" ? ConvDir::bwd_data : ConvDir::bwd_filter;
       return ms > 0 ? std::optional<double>(p.flops(d) / (ms * 1e6)) : std::nullopt;
@@ -208,6 +215,7 @@ std::vector<ConvBenchmarkRow> from_layers(const json& j, const std::string& path
         r.median_ms = non_negative(l.at("ms").get<double>(), w, "ms");
         r.min_ms = non_negative(l.at("min_ms").get<double>(), w, "min_ms");
         r.max_ms = non_negative(l.at("max_ms").get<double>(), w, "max_ms");
+        check_times(r, w);
         r.gflops = rate(r.direction, *r.median_ms);
       }
       rows.push_back(r);
@@ -223,6 +231,7 @@ std::vector<ConvBenchmarkRow> from_layers(const json& j, const std::string& path
         r.median_ms = non_negative(l.at(d + "_ms").get<double>(), where, d + "_ms");
         r.min_ms = non_negative(l.at(d + "_min_ms").get<double>(), where, d + "_min_ms");
         r.max_ms = non_negative(l.at(d + "_max_ms").get<double>(), where, d + "_max_ms");
+        check_times(r, where + " " + d);
         r.gflops = rate(d, *r.median_ms);
       }
       rows.push_back(r);

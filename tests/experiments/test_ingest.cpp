@@ -136,8 +136,19 @@ TEST_CASE("ingest: bad cases and layers are refused naming the file and the case
   std::ofstream(d / "hugethreads.json") << R"({"model": "simplecnn", "threads": 10000000000, "layers": []})";
   std::ofstream(d / "cpuname.json") << R"({"model": "simplecnn", "threads": 1, "layers": [{"layer": 2, "problem": ")"
                                     << kProblem << R"(", "algorithm": "cpu.nonsense", "declined": "x"}]})";
+  // Times no measurement gives: a zero median made its algorithm the fastest in `dtnn query conv`.
+  const auto timed = [&](const std::string& name, const std::string& fwd) {
+    std::ofstream(d / name) << R"({"model": "simplecnn", "threads": 1, "layers": [{"layer": 1, "problem": ")" << kProblem
+                            << R"(", "algorithm": "cpu.im2row_gemm", )" << fwd
+                            << R"(, "bwd_data_ms": 1, "bwd_data_min_ms": 1, "bwd_data_max_ms": 1, "bwd_filter_ms": 1, )"
+                            << R"("bwd_filter_min_ms": 1, "bwd_filter_max_ms": 1}]})";
+  };
+  timed("zeroms.json", R"("fwd_ms": 0, "fwd_min_ms": 0, "fwd_max_ms": 0)");
+  timed("disorder.json", R"("fwd_ms": 2, "fwd_min_ms": 10, "fwd_max_ms": 1)");
   fs::create_directories(d / "adir");
   std::vector<std::pair<std::string, std::string>> all;
+  all.emplace_back(d / "zeroms.json", "layer 1 cpu.im2row_gemm fwd: a median time of 0 ms");
+  all.emplace_back(d / "disorder.json", "layer 1 cpu.im2row_gemm fwd: times out of order (min 10, median 2, max 1 ms)");
   for (const auto& c : cases) all.emplace_back(c.file, c.message);
   all.emplace_back(d / "sideways.json", "layer 1 gpu.cudnn.fft: unknown direction 'sideways'");
   all.emplace_back(d / "negms.json", "layer 1 cpu.im2row_gemm: negative fwd_ms");
@@ -167,6 +178,20 @@ TEST_CASE("ingest: the same file twice stores its rows once", "[ingest]") {
   REQUIRE(dtnn::test::run_dtnn("ingest " + (d.path / "." / "b.json").string() + " --db " + (d / "t.db")).status == 0);
   const dtnn::ResultStore s = dtnn::ResultStore::open_read_only(d / "t.db");
   CHECK(one(s, "SELECT count(*) FROM conv_benchmarks") == "1");
+}
+
+TEST_CASE("ingest: a problem is stored as dtnn writes it, one key however it was spelled", "[ingest]") {
+  Dir d;
+  const std::string padded = "n04_c08h10w10_k16r3s3_st1x1_pd1x1_dl1x1_g1_nhwc_f32";
+  REQUIRE(padded != kProblem);
+  for (const std::string& problem : {kProblem, padded}) {
+    const std::string file = bench_file(d, "b" + std::to_string(problem.size()) + ".json",
+                                        "cpu.im2row_gemm/fwd/" + problem + "/threads:1");
+    REQUIRE(dtnn::test::run_dtnn("ingest " + file + " --db " + (d / "t.db")).status == 0);
+  }
+  const dtnn::ResultStore s = dtnn::ResultStore::open_read_only(d / "t.db");
+  CHECK(one(s, "SELECT count(DISTINCT problem) FROM conv_benchmarks") == "1");
+  CHECK(one(s, "SELECT DISTINCT problem FROM conv_benchmarks") == kProblem);
 }
 
 TEST_CASE("ingest: a dtnn layers entry whose check failed is stored untimed, with the verdict", "[ingest]") {
