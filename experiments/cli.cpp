@@ -7,6 +7,7 @@
 // judge (a bad file, an empty selection, mixed machines), so that CI tells a regression from a broken job.
 #include <CLI/CLI.hpp>
 #include <cerrno>
+#include <climits>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -309,7 +310,7 @@ void add_harness_commands(CLI::App& app, HarnessCommands& h) {
   compare->add_option("--threshold", threshold, "Slowdown that counts as a regression (5% or 0.05)")->capture_default_str();
   compare->add_option("--warmup-epochs", compare_options.warmup_epochs,
                       "Leading epochs of each run left out of its sample (its median steady-state epoch)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()->check(CLI::Range(0, INT_MAX));
   compare->add_flag("--cross-machine", compare_options.cross_machine,
                     "Compare runs of different machines (refused by default), flagged in the output");
   compare->add_option("--db", db, "Results database")->capture_default_str();
@@ -328,9 +329,9 @@ void add_harness_commands(CLI::App& app, HarnessCommands& h) {
   history->add_option("--threshold", h.history_threshold, "A step down by more than this is a regression (5% or 0.05)")
       ->capture_default_str();
   history->add_option("--warmup-epochs", ho.warmup_epochs, "Leading epochs of each run left out (samples_per_s)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()->check(CLI::Range(0, INT_MAX));
   history->add_option("--max-commits", ho.max_commits, "Newest commits per series to fit (0 = all)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()->check(CLI::Range(0, INT_MAX));
   history->add_flag("--fail-on-regression", h.fail_on_regression, "Exit 1 when a series' newest segment regressed");
   history->add_option("--format", h.history_format, "table or json")->capture_default_str()
       ->check(CLI::IsMember({"table", "json"}));

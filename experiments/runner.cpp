@@ -320,6 +320,12 @@ int run_matrix(const RunnerOptions& options, std::ostream& out) {
   const Matrix matrix = load_matrix(options.matrix_path);
   const std::vector<Trial> trials = filter_trials(matrix.trials, options.only);
   const std::string dtnn_binary = options.dtnn_binary.empty() ? self_executable() : options.dtnn_binary;
+  // Before anything runs or is stored: a --dtnn that cannot run made every trial a stored failure.
+  if (!options.dtnn_binary.empty()) {
+    std::error_code ec;
+    if (!fs::is_regular_file(dtnn_binary, ec) || ::access(dtnn_binary.c_str(), X_OK) != 0)
+      fail("--dtnn ", dtnn_binary, ": not an executable file (a dtnn binary the trials run)");
+  }
   // The PyTorch reference reads the option table from the binary whose runs it is compared with.
   ::setenv("DTNN_BINARY", dtnn_binary.c_str(), 1);
   if (trials.empty()) fail("no trial of ", matrix.path, " matches the --only filters");

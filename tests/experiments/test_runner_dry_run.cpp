@@ -39,6 +39,12 @@ args = ["--bind-to", "core"]
   // An --only that matches nothing fails the dry run as it fails a real one.
   CHECK(dtnn_cli("run " + slurm + " --dry-run --only ranks=3", log) == 1);
   CHECK_THAT(read_text(log), Contains("matches the --only filters"));
+  // A --dtnn that cannot run is refused before anything runs (it made every trial a stored failure).
+  for (const std::string& binary : {(ws.dir / "no_such_dtnn").string(), ws.dir.string(), mpi}) {
+    CHECK(dtnn_cli("run " + mpi + " --dtnn " + binary + " --db " + ws.db(), log) == 1);
+    CHECK_THAT(read_text(log), Contains("--dtnn " + binary + ": not an executable file"));
+  }
+  CHECK_FALSE(fs::exists(ws.db()));
 
   // Strong scaling: batch_size is the global batch, passed as --global_batch_size (no --batch_size).
   const std::string strong = ws.file("strong.toml", std::string("name = \"strong\"\n") + kQuickBase +
