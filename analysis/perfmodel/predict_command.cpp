@@ -222,8 +222,9 @@ std::vector<int> parse_rank_list(const std::string& text) {
       dots = true;
       dots_at = values.size();
     } else {
-      DTNN_CHECK(!item.empty() && item.size() <= 7 && item.find_first_not_of("0123456789") == std::string::npos,
+      DTNN_CHECK(!item.empty() && item.find_first_not_of("0123456789") == std::string::npos,
                  "--ranks: expected positive integers separated by commas, e.g. 1,2,4,...,256 (got '", text, "')");
+      DTNN_CHECK(item.size() <= 7, "--ranks: ", item, " is not in 1..1048576");
       values.push_back(std::stoll(item));
       DTNN_CHECK(values.back() >= 1 && values.back() <= 1048576, "--ranks: ", values.back(), " is not in 1..1048576");
     }
@@ -242,6 +243,9 @@ std::vector<int> parse_rank_list(const std::string& text) {
     out.push_back(static_cast<int>(values[i]));
   }
   DTNN_CHECK(!dots || dots_at < values.size(), "--ranks: \"...\" needs a last rank count after it");
+  // One row per rank count, in order: a repeated or decreasing count is a typing slip (and stored twice).
+  for (size_t i = 1; i < out.size(); ++i)
+    DTNN_CHECK(out[i] > out[i - 1], "--ranks: the counts must increase (", out[i], " after ", out[i - 1], ")");
   return out;
 }
 
@@ -284,7 +288,10 @@ int run_predict_command(const PredictCommandOptions& o, std::ostream& out) {
   DTNN_CHECK(o.scaling == "weak" || o.scaling == "strong", "--scaling must be weak or strong (got '", o.scaling, "')");
   DTNN_CHECK(o.mode.empty() || o.mode == "blocking" || o.mode == "non_blocking",
              "--mode must be blocking or non_blocking (got '", o.mode, "')");
-  DTNN_CHECK(o.global_batch >= 0 && std::isfinite(o.global_batch), "--global_batch must be >= 0");
+  // A whole number of samples (a fraction was stored as its floor beside a variant naming the fraction).
+  DTNN_CHECK(o.global_batch >= 0 && o.global_batch <= 1e9 && o.global_batch == std::floor(o.global_batch),
+             "--global_batch must be a whole number of samples from 0 (the profile's batch) to 1e9 (got ",
+             o.global_batch, ")");
   DTNN_CHECK(!o.bucket_mb || (*o.bucket_mb >= 0 && std::isfinite(*o.bucket_mb)), "--bucket_mb must be >= 0");
   const int sources = (o.from_run ? 1 : 0) + (o.from_report.empty() ? 0 : 1) + (o.profile.empty() ? 0 : 1);
   DTNN_CHECK(sources <= 1, "give one of --from-run, --from-report and --profile");
