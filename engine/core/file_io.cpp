@@ -107,7 +107,20 @@ std::string output_path_problem(const std::string& path, std::string* target) {
   if (target) *target = t;
   if (!why.empty()) return why;
   struct stat st {};
-  if (::lstat(t.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return "";  // absent (created) or regular
+  if (::lstat(t.c_str(), &st) != 0) return "";  // absent: created
+  if (S_ISREG(st.st_mode)) {
+    // A results database is the one regular file an output option must never replace: `--report=results.db`
+    // (a slip of the tab key) destroyed every stored run. Recognised by SQLite's 16-byte header.
+    char head[16] = {};
+    std::FILE* f = std::fopen(t.c_str(), "rb");
+    const bool sqlite = f && std::fread(head, 1, sizeof head, f) == sizeof head &&
+                        std::memcmp(head, "SQLite format 3", sizeof head) == 0;  // (the 16th byte is the NUL)
+    if (f) std::fclose(f);
+    if (sqlite)
+      return std::string("is an SQLite database (a results store?)") + (t == path ? "" : " (the symlink's target " + t + ")") +
+             "; dtnn does not replace one with another file (remove it first if that is meant)";
+    return "";
+  }
   return std::string("is ") + kind_of(st.st_mode) + (t == path ? "" : " (the symlink's target " + t + ")") +
          "; dtnn writes regular files only and replaces nothing else";
 }

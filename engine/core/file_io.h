@@ -30,7 +30,8 @@ void check_files_distinct(const std::vector<CommandFile>& files);
 // Whether a and b name one file, by the rule above.
 bool same_file(const std::string& a, const std::string& b);
 
-// What may be written at an output path. Regular files are replaced atomically (AtomicFile). A symlink
+// What may be written at an output path. Regular files are replaced atomically (AtomicFile), except an SQLite
+// database (a results store: refused, never replaced by an output). A symlink
 // is followed (up to 40 links): its final target is written atomically, in the target's directory, and
 // the link stays. Anything else - a directory, FIFO, character or block device (/dev/full, /dev/null),
 // socket - is refused and never replaced: rename() would put a regular file in its place. An absent path

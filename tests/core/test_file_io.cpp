@@ -39,6 +39,18 @@ TEST_CASE("core: AtomicFile replaces regular files and a symlink's target, never
     CHECK(fs::is_empty(dir / "real") == false);
     CHECK(std::distance(fs::directory_iterator(dir / "real"), fs::directory_iterator()) == 1);  // no temp left
   }
+  SECTION("a results database is never replaced by an output; a file that only starts alike is") {
+    // SQLite's header (tests/results/test_store.cpp tries a real store through dtnn's options).
+    const std::string db = dir / "results.db";
+    const std::string before = std::string("SQLite format 3") + '\0' + std::string(100, 'x');
+    dtnn::write_file_atomically(db, before);
+    CHECK_THROWS_WITH(dtnn::write_file_atomically(db, "{}"), Catch::Contains(db) && Catch::Contains("is an SQLite database"));
+    fs::create_symlink("results.db", dir / "report.json");
+    CHECK(dtnn::output_path_problem(dir / "report.json").find("is an SQLite database") != std::string::npos);
+    CHECK(dtnn::read_file(db) == before);
+    dtnn::write_file_atomically(dir / "notes.txt", "SQLite format 2 is not 3");
+    CHECK_NOTHROW(dtnn::write_file_atomically(dir / "notes.txt", "x"));
+  }
   SECTION("a symlink to a FIFO is refused, naming the target") {
     const std::string fifo = dir / "fifo2";
     REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);

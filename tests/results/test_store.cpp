@@ -13,6 +13,7 @@
 #include "analysis/compare.h"
 #include "cli_helpers.h"
 #include "core/error.h"
+#include "core/file_io.h"
 #include "core/host.h"
 #include "helpers.h"
 #include "results/store.h"
@@ -254,6 +255,23 @@ TEST_CASE("store: files that are not (this version of) a dtnn database are refus
     CHECK_THAT(c.err, Contains(db == future ? newer : "not a dtnn results database"));
     CHECK_FALSE(fs::exists(out + "/report.md"));
   }
+}
+
+TEST_CASE("store: no output option replaces a results database", "[store]") {
+  // `--report=results.db` (the tab key's slip) replaced every stored run with one report.
+  const std::string db = fresh_db("not_an_output");
+  dtnn::ResultStore::open(db).add_matrix("m", "m.toml", "h", "name = \"m\"\n");
+  const std::string before = dtnn::read_file(db);
+  for (const char* option : {"--report=", "--history_file=", "--weights_and_bias_filename="}) {
+    const dtnn::test::Command c =
+        dtnn::test::run_dtnn(std::string("train --model=simplemlp --use_synthetic_data=True --steps_per_epoch=1 ") + option + db);
+    INFO(option << ": " << c.err);
+    CHECK(c.status == 1);
+    CHECK(dtnn::test::one_line_error(c));
+    CHECK_THAT(c.err, Contains(db + ": is an SQLite database"));
+  }
+  CHECK(dtnn::read_file(db) == before);
+  fs::remove(db);
 }
 
 TEST_CASE("store: paths that cannot be a database file are refused in one clear line", "[store]") {
