@@ -322,7 +322,8 @@ int run_layers_command(const LayersCommandOptions& o, std::ostream& out) {
              plan.dataset, " (got '", o.dataset, "')");
   DTNN_CHECK(o.batch_size >= 1, "--batch_size must be at least 1 (got ", o.batch_size, ")");
   DTNN_CHECK(o.threads >= 1 && o.threads <= 1024, "--threads must be in [1, 1024] (got ", o.threads, ")");
-  DTNN_CHECK(o.samples >= 1, "--samples must be at least 1 (got ", o.samples, ")");
+  // (a billion timed calls was accepted and would have run for months)
+  DTNN_CHECK(o.samples >= 1 && o.samples <= 100000, "--samples must be in [1, 100000] (got ", o.samples, ")");
   DTNN_CHECK(!o.list || o.json_path.empty(), "--json records measurements; --list measures nothing");
   DTNN_CHECK(!plan.conv_problems.empty(), "model ", o.model, " has no convolution layers");
   const Layout layout = parse_layout(o.tensor_format);

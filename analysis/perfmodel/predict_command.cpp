@@ -151,7 +151,7 @@ int predict_pydtnn(const PredictCommandOptions& o, const Platform& platform, con
   prm.network_alg = o.network_alg;
   for (double v : {prm.cpu_speed, prm.memory_bw, prm.network_bw})
     DTNN_CHECK(v > 0 && std::isfinite(v), "--cpu_speed, --memory_bw and --network_bw must be positive");
-  DTNN_CHECK(prm.network_lat >= 0, "--network_lat must be >= 0");
+  DTNN_CHECK(prm.network_lat >= 0 && std::isfinite(prm.network_lat), "--network_lat must be finite and >= 0");
   const int64_t batch = o.batch_size > 0 ? o.batch_size : profile ? profile->batch_size : 64;
   const bool strong = o.scaling == "strong";
   const double global = o.global_batch > 0 ? o.global_batch : static_cast<double>(batch);

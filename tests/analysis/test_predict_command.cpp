@@ -300,6 +300,7 @@ TEST_CASE("dtnn predict: bad input is one line and a non-zero exit", "[perfmodel
       {"predict --from-report " + report + " --ranks 4,2,1", "the counts must increase (2 after 4)"},
       {"predict --from-report " + report + " --scaling strong --global_batch 100.5", "--global_batch must be a whole number"},
       {"predict --from-report " + report + " --scaling strong --global_batch 1e30", "--global_batch must be a whole number"},
+      {"predict --model simplecnn --model_kind pydtnn --network_lat inf", "--network_lat must be finite and >= 0"},
       {"predict --from-report " + report + " --profile " + not_profile, "give one of --from-run"},
       {"predict --model resnet20_cifar10", "the dtnn model needs measured times"},
       {"predict --from-report " + report + " --mode sometimes", "--mode must be blocking or non_blocking"},

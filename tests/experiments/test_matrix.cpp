@@ -213,6 +213,8 @@ TEST_CASE("matrix: errors name the file, the line and the key", "[matrix]") {
       {"name = \"x\"\nrepeats = 0\n", "experiments/x.toml:2: 'repeats': expected a positive integer (got 0)"},
       {"name = \"x\"\nrepeats = 1.5\n", "experiments/x.toml:2: 'repeats': expected a positive integer (got 1.5)"},
       {"name = \"x\"\ntimeout_s = -1\n", "experiments/x.toml:2: 'timeout_s': expected a positive number"},
+      {"name = \"x\"\ntimeout_s = 1e300\n",
+       "experiments/x.toml:2: 'timeout_s': expected a positive number of seconds up to 1e7"},
       {"name = \"x\"\ntimeout_s = \"1h\"\n", "experiments/x.toml:2: 'timeout_s'"},
       {"name = \"x\"\ntags = [\"a\", 1]\n", "experiments/x.toml:2: 'tags': expected a list of strings (got 1)"},
       {"name = \"x\"\ntags = \"a\"\n", "experiments/x.toml:2: 'tags': expected a list of strings"},

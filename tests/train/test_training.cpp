@@ -316,7 +316,9 @@ TEST_CASE("cli: nonsense values and impossible requests fail before any work, na
   const Command declined = run("conv --algo=cpu.depthwise --samples=1 n1" + tail);
   CHECK(declined.status == kUnsupportedExit);
   CHECK(declined.err.find("no algorithm ran") != std::string::npos);
-  fails_with("layers --model=simplecnn --samples=0", "--samples must be at least 1");
+  fails_with("layers --model=simplecnn --samples=0", "--samples must be in [1, 100000] (got 0)");
+  fails_with("conv n1_c8h10w10_k16r3s3_st1x1_pd1x1_dl1x1_g1_nhwc_f32 --samples=1000000000",
+             "--samples must be in [1, 100000] (got 1000000000)");
   fails_with("layers --model=simplecnn --list --json=/tmp/l.json", "--list measures nothing");
 
   const Command version = run("--version");
