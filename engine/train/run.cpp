@@ -25,6 +25,7 @@
 #include "parallel/placement.h"
 #include "train/batch_shares.h"
 #include "train/checkpoint.h"
+#include "train/divergence.h"
 #include "train/option_table.h"
 #include "train/output.h"
 #include "train/rank_agreement.h"
@@ -275,15 +276,6 @@ Environment run_environment(const TrainOptions& o, const Communicator& comm) {
   return env;
 }
 
-// Whether every weight is finite (GPU: downloads them first; a slab copy once an epoch).
-bool weights_finite(const Model& model) {
-  model.download();
-  const float* w = model.host_param_slab();
-  for (int64_t i = 0; i < model.slab_size(); ++i)
-    if (!std::isfinite(w[i])) return false;
-  return true;
-}
-
 // The epoch loop: epochs after the checkpointed ones, LR schedulers after each (they may stop training),
 // rank 0 rewriting --checkpoint_file. Returns the number of epochs run; stops after an epoch whose training
 // loss or weights are not finite, with run.diverged saying so.
@@ -398,46 +390,6 @@ void print_done(std::ostream& out, const RunSummary& run, int epochs_run) {
                 run.wall_time_s, epochs_run == 0 ? 0.0 : run.wall_time_s / epochs_run,
                 run.train_time_s > 0 ? run.train_samples / run.train_time_s : 0.0, run.train_time_s);
   out << buf;
-}
-
-// Model averaging: the asynchronous modes judge each rank's own loss, and every mode merges the model after
-// the last check. So, collectively after finish_training(): the run diverged when any rank's loss did, or
-// when the merged model holds a non-finite weight; every rank then takes finish_diverged(), and rank 0's
-// report names the rank. Without this, a rank whose loss stayed finite would save the NaN merged weights as
-// a good result, or wait in the test pass for a rank that had left.
-void agree_on_divergence(Communicator& comm, Model& model, RunSummary& run) {
-  bool finite_model = true;
-  const float* w = model.host_param_slab();  // averaging runs on CPU models only (model_averager.cpp)
-  for (int64_t i = 0; i < model.slab_size() && finite_model; ++i) finite_model = std::isfinite(w[i]);
-  const double mine = !run.diverged.empty() ? 2.0 : finite_model ? 0.0 : 1.0;
-  if (comm.max(mine) == 0.0) return;
-  std::vector<std::string> why;
-  comm.gather_bytes(run.diverged, why);
-  if (comm.rank() != 0 || !run.diverged.empty()) {
-    if (run.diverged.empty()) run.diverged = "diverged";  // ranks other than 0 only exit kDivergedExit
-    return;
-  }
-  for (size_t r = 1; r < why.size() && run.diverged.empty(); ++r)
-    if (!why[r].empty()) run.diverged = "diverged on rank " + std::to_string(r) + why[r].substr(std::string("diverged").size());
-  if (run.diverged.empty())
-    run.diverged = "diverged: the merged model holds non-finite weights after epoch " +
-                   std::to_string(run.epochs.empty() ? 0 : run.epochs.back().epoch);
-}
-
-// A diverged run writes its report (status "diverged", the epochs up to the non-finite one) and nothing
-// else: no weights, history or test pass from a NaN state. Rank 0 says why on stderr.
-int finish_diverged(const TrainOptions& o, const Environment& env, const Model& model, const Trainer& trainer,
-                    const RunSummary& run, int epochs_run, bool root) {
-  if (!root) return kDivergedExit;
-  if (!o.report.empty()) write_report(o.report, o, env, model, trainer, run);
-  // Training diverged in its last epoch, which no checkpoint saw; a test pass that diverged came after the
-  // last epoch's checkpoint, whose weights were finite.
-  std::string kept;
-  const int64_t last_saved = run.epochs.empty() ? 0 : run.epochs.back().epoch - (run.test ? 0 : 1);
-  if (!o.checkpoint_file.empty() && epochs_run > (run.test ? 0 : 1))
-    kept = "; --checkpoint_file keeps epoch " + std::to_string(last_saved);
-  std::cerr << "dtnn: " << run.diverged << ": no weights, history or checkpoint written from it" << kept << std::endl;
-  return kDivergedExit;
 }
 
 }  // namespace
