@@ -2,13 +2,13 @@
 
 #include "analysis/perfmodel/profile_from_report.h"
 
+#include "analysis/perfmodel/json_fields.h"
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "core/file_io.h"
-#include "core/json_int.h"
 #include "layers/layers.h"
 #include "models/model.h"
 #include "results/store.h"
@@ -28,41 +28,6 @@ std::string option(const json& options, const char* name, const std::string& fal
 }
 
 bool option_true(const json& options, const char* name) { return option(options, name, "False") == "True"; }
-
-// Typed reads of a report's optional fields (the file may come from anywhere): absent, or `j` not an object,
-// gives the fallback; a field of another type or out of range is refused naming the report and the field.
-// (nlohmann's value() threw its own type_error, without the file's name, and cast a 1e30 to an integer.)
-double number_or(const json& j, const char* key, double fallback, const std::string& where) {
-  if (!j.is_object() || !j.contains(key)) return fallback;
-  const json& v = j[key];
-  DTNN_CHECK(v.is_number() && std::isfinite(v.get<double>()), where, ": \"", key, "\" must be a finite number");
-  return v.get<double>();
-}
-
-// A count in [0, 2^53] (json_int's range).
-int64_t count_or(const json& j, const char* key, int64_t fallback, const std::string& where) {
-  if (!j.is_object() || !j.contains(key)) return fallback;
-  int64_t v = 0;
-  try {
-    v = json_int(j[key], key);
-  } catch (const Error& e) {
-    fail(where, ": ", e.what());
-  }
-  DTNN_CHECK(v >= 0, where, ": \"", key, "\" must be >= 0 (got ", v, ")");
-  return v;
-}
-
-int small_count_or(const json& j, const char* key, int fallback, const std::string& where) {
-  const int64_t v = count_or(j, key, fallback, where);
-  DTNN_CHECK(v <= INT32_MAX, where, ": \"", key, "\" is too large (", v, ")");
-  return static_cast<int>(v);
-}
-
-std::string string_or(const json& j, const char* key, const std::string& fallback, const std::string& where) {
-  if (!j.is_object() || !j.contains(key)) return fallback;
-  DTNN_CHECK(j[key].is_string(), where, ": \"", key, "\" must be a string");
-  return j[key].get<std::string>();
-}
 
 std::string fmt(const char* format, double v) {
   char buf[128];

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 
+#include "analysis/perfmodel/json_fields.h"
 #include "core/error.h"
 #include "core/file_io.h"
 
@@ -34,22 +35,6 @@ int64_t integer(const json& j, const char* name, const std::string& where) {
   DTNN_CHECK(!v.is_number_unsigned() || v.get<uint64_t>() <= static_cast<uint64_t>(INT64_MAX), where, ": \"", name,
              "\" is too large");
   return v.get<int64_t>();
-}
-
-// The provenance's optional fields: absent gives `fallback`; present, they must have the documented type
-// (a number where a 1e30 would not fit an int is refused, not cast).
-double optional_number(const json& j, const char* name, double fallback, const std::string& where) {
-  if (!j.contains(name)) return fallback;
-  DTNN_CHECK(j[name].is_number() && std::isfinite(j[name].get<double>()), where, ": \"", name,
-             "\" must be a finite number");
-  return j[name].get<double>();
-}
-
-int optional_count(const json& j, const char* name, const std::string& where) {
-  if (!j.contains(name)) return 0;
-  const int64_t v = integer(j, name, where);
-  DTNN_CHECK(v >= 0 && v <= INT32_MAX, where, ": \"", name, "\" must be an integer from 0 to ", INT32_MAX);
-  return static_cast<int>(v);
 }
 
 }  // namespace
@@ -145,17 +130,14 @@ StepProfile parse_step_profile(const std::string& text, const std::string& where
     if (v.contains("notes") && v["notes"].is_array())
       for (const json& n : v["notes"])
         if (n.is_string()) p.provenance.notes.push_back(n.get<std::string>());
-    p.provenance.bucket_mb = optional_number(v, "bucket_mb", -1.0, at);
-    p.provenance.ranks = optional_count(v, "ranks", at);
-    if (v.contains("mode")) {
-      DTNN_CHECK(v["mode"].is_string(), at, ": \"mode\" must be a string");
-      p.provenance.mode = v["mode"].get<std::string>();
-    }
-    p.provenance.measured_step_s = optional_number(v, "measured_step_s", 0.0, at);
-    p.provenance.measured_compute_s = optional_number(v, "measured_compute_s", 0.0, at);
-    p.provenance.measured_exposed_s = optional_number(v, "measured_exposed_s", 0.0, at);
-    p.provenance.threads = optional_count(v, "threads", at);
-    p.provenance.nodes = optional_count(v, "nodes", at);
+    p.provenance.bucket_mb = number_or(v, "bucket_mb", -1.0, at);
+    p.provenance.ranks = small_count_or(v, "ranks", 0, at);
+    p.provenance.mode = string_or(v, "mode", "", at);
+    p.provenance.measured_step_s = number_or(v, "measured_step_s", 0.0, at);
+    p.provenance.measured_compute_s = number_or(v, "measured_compute_s", 0.0, at);
+    p.provenance.measured_exposed_s = number_or(v, "measured_exposed_s", 0.0, at);
+    p.provenance.threads = small_count_or(v, "threads", 0, at);
+    p.provenance.nodes = small_count_or(v, "nodes", 0, at);
   }
   check_step_profile(p, where);
   return p;

@@ -98,7 +98,7 @@ TEST_CASE("step profile readers: dtnn's reader checks the provenance's types", "
     json j = valid();
     j["provenance"][key] = value;
     const std::string why = dtnn_refusal(j);
-    CHECK_THAT(why, Contains("p.json: provenance: \"" + key + "\" must be"));
+    CHECK_THAT(why, Contains("p.json: provenance: ") && Contains(key));
     CHECK(why.find('\n') == std::string::npos);
   }
 }
