@@ -31,11 +31,14 @@ export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"
 # are asleep nearly all their ~2.5 minutes: they run beside the others rather than in one of ctest's two
 # slots. Their output is printed after the main run's.
 exclude=(-LE "slow|slurm")
+# A test without a TIMEOUT of its own (the Catch2 cases) that hangs fails after 15 minutes, with its name,
+# instead of running the whole CI job into its 90-minute limit. The slowest such case takes ~2 minutes here.
+hang=(--timeout 900)
 [ "${DTNN_SLOW_TESTS:-0}" = "1" ] && exclude=(-LE slurm)
-(cd "$build_dir" && ctest --output-on-failure -j 2 -L slurm --output-junit "$junit_dir/slurm.xml" \
+(cd "$build_dir" && ctest --output-on-failure -j 2 "${hang[@]}" -L slurm --output-junit "$junit_dir/slurm.xml" \
   > "$junit_dir/slurm.log" 2>&1) &
 slurm_pid=$!
-(cd "$build_dir" && ctest --output-on-failure -j 2 "${exclude[@]}" --output-junit "$junit_dir/main.xml") ||
+(cd "$build_dir" && ctest --output-on-failure -j 2 "${hang[@]}" "${exclude[@]}" --output-junit "$junit_dir/main.xml") ||
   failed_runs=$((failed_runs + 1))
 wait "$slurm_pid" || failed_runs=$((failed_runs + 1))
 echo "ci/test.sh: the Slurm tests (run beside the others):"
@@ -54,7 +57,7 @@ if [ "${DTNN_VARIANT:-1}" = "1" ]; then
   # rest of cli and runner does not depend on the switches and runs in the main build.)
   variant_tests='^(conv|matrix)|^cli: (a short run writes|bad input gives|training options reach|nonsense values'
   variant_tests+='|dtnn models lists)|^runner: (ok, failed, unsupported|--dry-run prints)'
-  (cd "$variant" && ctest --output-on-failure -j 2 -LE slow -R "$variant_tests" \
+  (cd "$variant" && ctest --output-on-failure -j 2 "${hang[@]}" -LE slow -R "$variant_tests" \
     --output-junit "$junit_dir/variant.xml") || failed_runs=$((failed_runs + 1))
   phase "variant build and tests"
 fi

@@ -79,8 +79,7 @@ RankLayout layout_of(const Trial& trial) {
 std::vector<std::string> hostfile_hosts(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) fail(path, ": is a directory, expected a hostfile (one host per line)");
-  std::ifstream f(path);
-  if (!f) fail(path, ": cannot read the hostfile");
+  std::istringstream f(read_file(path, std::size_t{1} << 24));  // lines of names: 16 MiB is plenty  // a hostfile is lines of names: 16 MiB is plenty
   std::vector<std::string> hosts;
   std::string line;
   while (std::getline(f, line)) {

@@ -9,27 +9,45 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 
 #include "core/error.h"
 
 namespace dtnn {
 
+int open_input(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) fail(path, ": cannot read the file (", std::strerror(errno), ")");
+  struct stat st {};
+  const bool is_dir = ::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (is_dir || flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0) {
+    const int err = errno;
+    ::close(fd);
+    fail(path, ": cannot read the file (", is_dir ? "it is a directory" : std::strerror(err), ")");
+  }
+  return fd;
+}
+
 std::string read_file(const std::string& path, std::size_t max_bytes) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) fail(path, ": cannot read the file (it is a directory)");
-  std::ifstream f(path, std::ios::binary);
-  if (!f) fail(path, ": cannot read the file (", std::strerror(errno), ")");
+  const int fd = open_input(path);
   std::string bytes;
   char chunk[1 << 16];
-  while (f) {  // in chunks, so the limit holds for files whose size stat() does not tell (/dev/zero, a FIFO)
-    f.read(chunk, sizeof chunk);
-    const std::size_t got = static_cast<std::size_t>(f.gcount());
-    if (got > max_bytes - std::min(max_bytes, bytes.size()))
+  for (;;) {  // in chunks, so the limit holds for files whose size stat() does not tell (/dev/zero, a FIFO)
+    const ssize_t got = ::read(fd, chunk, sizeof chunk);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      const int err = errno;
+      ::close(fd);
+      fail(path, ": cannot read the file (", std::strerror(err), ")");
+    }
+    if (got == 0) break;
+    if (static_cast<std::size_t>(got) > max_bytes - std::min(max_bytes, bytes.size())) {
+      ::close(fd);
       fail(path, ": larger than ", max_bytes, " bytes, more than such a file can be (not the file meant?)");
-    bytes.append(chunk, got);
+    }
+    bytes.append(chunk, static_cast<std::size_t>(got));
   }
-  if (f.bad()) fail(path, ": cannot read the file (read error)");
+  ::close(fd);
   return bytes;
 }
 
@@ -174,6 +192,18 @@ void AtomicFile::commit() {
   if (dfd >= 0) {
     ::fsync(dfd);
     ::close(dfd);
+  }
+}
+
+void check_outputs_writable(const std::vector<std::pair<std::string, std::string>>& outputs) {
+  for (const auto& [option, path] : outputs) {
+    if (path.empty()) continue;
+    std::error_code ec;
+    const std::filesystem::path dir = std::filesystem::absolute(path, ec).parent_path();
+    if (ec || !std::filesystem::is_directory(dir, ec))
+      fail(option, "=", path, ": directory ", dir.string(), " does not exist");
+    const std::string why = output_path_problem(path);
+    if (!why.empty()) fail(option, "=", path, ": ", why);
   }
 }
 

@@ -5,12 +5,19 @@
 #include <cstdio>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace dtnn {
 
-// The whole file as bytes. Throws dtnn::Error "<path>: cannot read the file (<reason>)" when it is a
-// directory, cannot be opened, or a read fails, and "<path>: larger than <max_bytes> bytes ..." as soon as
+// A read-only file descriptor (O_CLOEXEC) of an input file; the caller closes it. Opened without blocking,
+// then made blocking: a FIFO nobody writes to reads as an empty file instead of hanging in open() (a pipe
+// from `<(...)` that has a writer reads as it should). Throws dtnn::Error "<path>: cannot read the file
+// (<reason>)" when it cannot be opened or is a directory.
+int open_input(const std::string& path);
+
+// The whole file as bytes (opened by open_input). Throws dtnn::Error "<path>: cannot read the file
+// (<reason>)" when it is a directory, cannot be opened, or a read fails, and "<path>: larger than <max_bytes> bytes ..." as soon as
 // more than max_bytes were read: a limit stops /dev/zero or a wrong multi-GB file before it fills memory.
 std::string read_file(const std::string& path, std::size_t max_bytes = static_cast<std::size_t>(-1));
 // The limit for a JSON document a user names (benchmark files, run reports, step profiles, predictions):
@@ -67,6 +74,11 @@ class AtomicFile {
   std::FILE* file_ = nullptr;
   bool synced_ = false;              // sync() done, the temporary not yet renamed
 };
+
+// Throws dtnn::Error "<option>=<path>: ..." for the first output (option, path; "" paths skipped) that
+// cannot be written: its directory does not exist, or output_path_problem refuses it. Called before a
+// command measures or trains, so a typo in an output's directory fails at once, not after the work.
+void check_outputs_writable(const std::vector<std::pair<std::string, std::string>>& outputs);
 
 // One AtomicFile holding `bytes`.
 void write_file_atomically(const std::string& path, std::string_view bytes);

@@ -1,11 +1,13 @@
 #include "data/idx.h"
 
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
 #include <memory>
 
 #include "core/error.h"
+#include "core/file_io.h"
 
 namespace dtnn {
 namespace {
@@ -37,7 +39,9 @@ void read_exact(gzFile file, const std::string& path, void* dst, size_t n, const
 }  // namespace
 
 IdxArray read_idx_u8(const std::string& path, int expected_rank, const std::vector<int64_t>& inner) {
-  std::unique_ptr<gzFile_s, GzCloser> file(gzopen(path.c_str(), "rb"));
+  const int fd = open_input(path);  // throws with the reason; a FIFO without a writer does not block
+  std::unique_ptr<gzFile_s, GzCloser> file(gzdopen(fd, "rb"));
+  if (!file) ::close(fd);
   DTNN_CHECK(file, path, ": cannot open file");
   uint8_t magic[4];
   read_exact(file.get(), path, magic, 4, "the header");

@@ -27,8 +27,12 @@ namespace {
 // ---- file I/O ----
 // fopen for reading, refusing what is not a regular file (a directory opens, then reads as garbage).
 std::FILE* open_for_reading(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) fail(path, std::string("cannot open: ") + std::strerror(errno));
+  const int fd = open_input(path);  // a FIFO without a writer must not block open()
+  std::FILE* f = ::fdopen(fd, "rb");
+  if (!f) {
+    ::close(fd);
+    fail(path, std::string("cannot open: ") + std::strerror(errno));
+  }
   struct stat st {};
   if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
     std::fclose(f);

@@ -1,10 +1,13 @@
 // What AtomicFile may replace (core/file_io.h): regular files atomically, a symlink's target, and nothing
 // else - a FIFO, a device or a directory is refused and left as it was.
 #include <catch2/catch.hpp>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
 #include "core/error.h"
 #include "core/file_io.h"
@@ -70,6 +73,34 @@ TEST_CASE("core: read_file stops at its limit, even on a file without an end", "
   CHECK(dtnn::read_file(f).size() == 100);  // no limit by default
   // /dev/zero never ends: without the limit this would fill memory.
   CHECK_THROWS_WITH(dtnn::read_file("/dev/zero", 1 << 20), Catch::Contains("larger than 1048576 bytes"));
+}
+
+TEST_CASE("core: read_file of a FIFO nobody writes to is empty (not a hang), a pipe with a writer reads", "[core]") {
+  const dtnn::test::ScratchDir dir("file_io_fifo");
+  const std::string fifo = dir / "fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  // Before open_input, std::ifstream blocked in open() until a writer came: `dtnn run fifo` hung.
+  CHECK(dtnn::read_file(fifo).empty());
+  // `<(...)`: a writer holds the other end and writes after the reader opened; the reader waits for it.
+  std::thread writer([&] {
+    const int fd = ::open(fifo.c_str(), O_WRONLY);  // blocks until the reader has opened
+    if (fd >= 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      (void)!::write(fd, "abc", 3);
+      ::close(fd);
+    }
+  });
+  std::string got;
+  for (int tries = 0; tries < 500 && got.empty(); ++tries) {  // empty until the writer thread has opened
+    got = dtnn::read_file(fifo);
+    if (got.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const int late = got.empty() ? ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK) : -1;  // a late writer's open returns
+  writer.join();
+  if (late >= 0) ::close(late);
+  CHECK(got == "abc");
+  CHECK_THROWS_WITH(dtnn::read_file(dir.path), Catch::Contains("it is a directory"));
+  CHECK_THROWS_WITH(dtnn::open_input(dir / "none"), Catch::Contains("none: cannot read the file (No such file"));
 }
 
 TEST_CASE("core: check_files_distinct refuses an output that is an input or another output", "[core]") {
