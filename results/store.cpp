@@ -478,16 +478,56 @@ void ResultStore::replace_targets(const std::vector<Target>& targets) {
   tx.commit();
 }
 
-QueryResult ResultStore::query(const std::string& sql) const {
+namespace {
+
+// sqlite3_progress_handler's callback: non-zero interrupts the statement (SQLITE_INTERRUPT).
+int past_deadline(void* deadline) {
+  return std::chrono::steady_clock::now() > *static_cast<std::chrono::steady_clock::time_point*>(deadline);
+}
+
+// Removes the progress handler however the statement ends.
+struct ProgressHandlerOff {
+  sqlite3* db;
+  ~ProgressHandlerOff() { sqlite3_progress_handler(db, 0, nullptr, nullptr); }
+};
+
+}  // namespace
+
+QueryResult ResultStore::query(const std::string& sql, double time_limit_s, std::size_t max_result_bytes) const {
   Statement st(db_, path_, sql);
   // VACUUM INTO has no authorizer action (read_only_guard.h); it would create its file before failing.
   if (read_only_ && !st.read_only())
     fail(path_, ": the database is open read-only: only statements that read run (not \"", sql.substr(0, 40), "\")");
+  auto deadline = std::chrono::steady_clock::time_point::max();
+  if (time_limit_s > 0) {
+    deadline = std::chrono::steady_clock::now() +
+               std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                   std::chrono::duration<double>(std::min(time_limit_s, 1e9)));
+    sqlite3_progress_handler(db_, 100000, past_deadline, &deadline);  // ~1 ms of virtual-machine steps
+  }
+  const ProgressHandlerOff off{db_};
   QueryResult r;
   for (int i = 0; i < st.columns(); ++i) r.columns.push_back(st.column_name(i));
-  while (st.step()) {
+  std::size_t bytes = 0;
+  for (;;) {
+    bool row_ready = false;
+    try {
+      row_ready = st.step();
+    } catch (const Error&) {
+      if (std::chrono::steady_clock::now() > deadline)
+        fail(path_, ": the statement ran longer than ", time_limit_s,
+             " s and was stopped (a recursive WITH without LIMIT? raise --timeout, or 0 for none)");
+      throw;
+    }
+    if (!row_ready) break;
     std::vector<std::optional<std::string>> row;
-    for (int i = 0; i < st.columns(); ++i) row.push_back(st.text_column(i));
+    for (int i = 0; i < st.columns(); ++i) {
+      row.push_back(st.text_column(i));
+      bytes += row.back() ? row.back()->size() + 1 : 1;
+    }
+    if (bytes > max_result_bytes)
+      fail(path_, ": the result passed ", max_result_bytes, " bytes after ", r.rows.size(),
+           " rows and was stopped (add WHERE or LIMIT)");
     r.rows.push_back(std::move(row));
   }
   return r;

@@ -222,8 +222,12 @@ class ResultStore {
   };
   void replace_targets(const std::vector<Target>& targets);
 
-  // Runs one SQL statement and returns its rows (for read-only stores, any write fails).
-  QueryResult query(const std::string& sql) const;
+  // Runs one SQL statement and returns its rows (for read-only stores, any write fails). A statement that
+  // would not end or fill memory (a recursive CTE without LIMIT) fails with one line instead: after
+  // time_limit_s seconds when it is > 0, and as soon as its rows' text passes max_result_bytes.
+  static constexpr std::size_t kMaxQueryResultBytes = std::size_t{1} << 30;
+  QueryResult query(const std::string& sql, double time_limit_s = 0,
+                    std::size_t max_result_bytes = kMaxQueryResultBytes) const;
   // Statements without results (tests, maintenance); on a read-only store, one statement as query runs it.
   void exec(const std::string& sql);
 

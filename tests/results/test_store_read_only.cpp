@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -53,6 +54,22 @@ TEST_CASE("store: a read-only store refuses VACUUM, ATTACH, writes, writing prag
   CHECK(ro.query("SELECT count(*) FROM runs").rows.at(0).at(0) == "0");
   dtnn::ResultStore rw = dtnn::ResultStore::open(db);
   CHECK(rw.query("PRAGMA user_version").rows.at(0).at(0) == "0");
+}
+
+TEST_CASE("store: a query that would never end or fill memory is stopped with one line", "[store]") {
+  const std::string db = made_db("ro_limits");
+  const dtnn::ResultStore ro = dtnn::ResultStore::open_read_only(db);
+  const std::string endless = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) ";
+  const auto start = std::chrono::steady_clock::now();
+  CHECK_THROWS_WITH(ro.query(endless + "SELECT count(*) FROM c", 0.3),
+                    Contains(db + ": the statement ran longer than 0.3 s") && Contains("--timeout"));
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(30));  // stopped, not run to the end
+  // Rows of 100 bytes: the 10th passes 1000 bytes (each value counts one byte more, its separator).
+  CHECK_THROWS_WITH(ro.query(endless + "SELECT printf('%.100c', 'x') FROM c", 0, 1000),
+                    Contains(db + ": the result passed 1000 bytes after 9 rows") && Contains("LIMIT"));
+  // A statement that ends is not touched by either limit, and the store stays usable after a stop.
+  CHECK(ro.query(endless + "SELECT count(*) FROM (SELECT x FROM c LIMIT 1000)", 5, 1000).rows.at(0).at(0) == "1000");
+  CHECK(ro.query("SELECT count(*) FROM runs").rows.at(0).at(0) == "0");
 }
 
 TEST_CASE("store: a WAL with no -shm in a directory the reader cannot write says what to do", "[store]") {
