@@ -16,6 +16,7 @@
 #include "conv/conv_algorithm.h"
 #include "conv/conv_problem.h"
 #include "core/error.h"
+#include "core/json_parse.h"
 #include "core/json_int.h"
 #include "core/file_io.h"
 #include "core/median.h"
@@ -269,12 +270,7 @@ std::string read_text(const std::string& path) {
 
 IngestFile read_benchmark_file(const std::string& path) {
   const std::string text = read_text(path);
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::exception& e) {
-    fail(path, ": not valid JSON (", e.what(), ")");
-  }
+  const json j = parse_json(text, path);
   IngestFile f;
   try {
     if (j.is_object() && j.contains("benchmarks") && j["benchmarks"].is_array()) {

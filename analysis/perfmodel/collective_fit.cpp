@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json_parse.h"
 #include "core/file_io.h"
 #include "experiments/ingest_collectives.h"
 #include "results/store.h"
@@ -164,12 +165,7 @@ FitResult fit_link(const std::vector<FitPoint>& all, const FitOptions& options) 
 }
 
 std::vector<FitPoint> load_bench_points(const std::string& path) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(read_file(path, kMaxJsonFileBytes));
-  } catch (const nlohmann::json::exception& e) {
-    fail(path, ": not JSON (", e.what(), ")");
-  }
+  const nlohmann::json j = parse_json(read_file(path, kMaxJsonFileBytes), path);
   DTNN_CHECK(is_collective_benchmark_json(j), path, ": not a bench_allreduce Google Benchmark file");
   std::vector<FitPoint> out;
   for (const CollectiveBenchmarkRow& r : read_collective_benchmarks(j, path))

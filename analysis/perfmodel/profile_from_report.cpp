@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json_parse.h"
 #include "core/file_io.h"
 #include "layers/layers.h"
 #include "models/model.h"
@@ -82,12 +83,7 @@ std::vector<int64_t> padded_param_begin(const json& options, const std::vector<P
 }  // namespace
 
 StepProfile profile_from_report(const std::string& text, const std::string& where, const ReportOptions& options) {
-  json r;
-  try {
-    r = json::parse(text);
-  } catch (const json::exception& e) {
-    fail(where, ": not JSON (", e.what(), ")");
-  }
+  const json r = parse_json(text, where);
   DTNN_CHECK(r.is_object() && r.contains("schema") && r["schema"] == "dtnn.run_report/1", where,
              ": not a dtnn run report (schema dtnn.run_report/1)");
   DTNN_CHECK(r.contains("options") && r["options"].is_object() && r.contains("model") && r["model"].is_object() &&

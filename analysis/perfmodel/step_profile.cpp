@@ -7,6 +7,7 @@
 
 #include "analysis/perfmodel/json_fields.h"
 #include "core/error.h"
+#include "core/json_parse.h"
 #include "core/file_io.h"
 
 namespace dtnn::perf {
@@ -75,12 +76,7 @@ void check_step_profile(const StepProfile& p, const std::string& where) {
 }
 
 StepProfile parse_step_profile(const std::string& text, const std::string& where) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::exception& e) {
-    fail(where, ": not JSON (", e.what(), ")");
-  }
+  const json j = parse_json(text, where);
   DTNN_CHECK(j.is_object(), where, ": not a JSON object");
   const json& schema = field(j, "schema", where);
   DTNN_CHECK(schema.is_string() && schema.get<std::string>() == kStepProfileSchema, where, ": schema must be \"",

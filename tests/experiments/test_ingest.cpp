@@ -75,7 +75,8 @@ TEST_CASE("ingest: unreadable, malformed or foreign files store nothing and fail
       << R"({"benchmarks": [{"name": "cpu.im2row_gemm/fwd/n4_c8h10w10_k16r3s3_st1x1_pd1x1_dl1x1_g1_nhwc_f32/threads:1",)"
       << R"( "run_name": "cpu.im2row_gemm/fwd/n4_c8h10w10_k16r3s3_st1x1_pd1x1_dl1x1_g1_nhwc_f32/threads:1",)"
       << R"( "run_type": "iteration", "real_time": 0.25, "time_unit": "ms", "FLOP/s": 9.2e9}]})";
-  for (const char* f : {"missing.json", "bad.json", "other.json", "badname.json", "badproblem.json"}) {
+  std::ofstream(d / "empty.json") << "\n";
+  for (const char* f : {"missing.json", "bad.json", "other.json", "badname.json", "badproblem.json", "empty.json"}) {
     INFO(f);
     const auto c = dtnn::test::run_dtnn("ingest " + (d / "good.json") + " " + (d / f) + " --db " + (d / "t.db"));
     CHECK(dtnn::test::one_line_error(c));
