@@ -127,6 +127,13 @@ std::string format_trial_row(const std::string& label, const TrialComparison& t)
   return line;
 }
 
+std::string tag_problem(const std::string& tag) {
+  if (tag.empty()) return "a tag may not be empty";
+  if (tag.find(',') != std::string::npos)
+    return "a tag may not hold a comma (tags are stored comma-separated; give several tags instead)";
+  return "";
+}
+
 std::string selection_sql(const std::string& selection) {
   if (selection.empty()) fail("empty run selection (expected e.g. commit=abc123 or matrix=quickstart,tag=ci)");
   std::string sql;
@@ -150,7 +157,11 @@ std::string selection_sql(const std::string& selection) {
     } else if (key == "runs") {
       const size_t dash = value.find('-');
       const std::string a = value.substr(0, dash), b = dash == std::string::npos ? a : value.substr(dash + 1);
-      if (!all_digits(a) || !all_digits(b)) fail("run selection '", selection, "': runs=", value, " is not N or N-M");
+      // Up to 18 digits: run ids are int64; a longer number became an SQLite real compared inexactly.
+      if (!all_digits(a) || !all_digits(b) || a.size() > 18 || b.size() > 18)
+        fail("run selection '", selection, "': runs=", value, " is not N or N-M (run ids, up to 18 digits)");
+      if (std::stoll(a) > std::stoll(b))
+        fail("run selection '", selection, "': runs=", value, " is an empty range (write the lower id first)");
       cond = "r.id BETWEEN " + a + " AND " + b;
     } else {
       fail("run selection '", selection, "': unknown key '", key, "' (keys: commit, matrix, tag, runs)");

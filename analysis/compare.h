@@ -66,6 +66,10 @@ struct Comparison {
 // a malformed selection.
 std::string selection_sql(const std::string& selection);
 
+// "" when `tag` can be stored on runs and selected by tag=, else why not: a run's tags are stored
+// comma-separated and a selection splits at commas, so "a,b" would be two tags and tag=a,b no selection.
+std::string tag_problem(const std::string& tag);
+
 // Throws dtnn::Error when the selections ran on more than one machine (recorded machine_key) unless
 // options.cross_machine, and for empty or trial-disjoint selections.
 Comparison compare_runs(const ResultStore& store, const CompareOptions& options);

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <toml++/toml.h>
 
+#include "analysis/compare.h"
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/sha256.h"
@@ -340,6 +341,7 @@ void read_header(const Parser& p, const toml::table& root, Matrix& m) {
     if (!a) p.fail_at(*n, "'tags': expected a list of strings (got " + describe(*n) + ")");
     for (const toml::node& e : *a) {
       if (!e.is_string()) p.fail_at(e, "'tags': expected a list of strings (got " + describe(e) + ")");
+      if (const std::string why = tag_problem(e.as_string()->get()); !why.empty()) p.fail_at(e, "'tags': " + why);
       m.tags.push_back(e.as_string()->get());
     }
   }

@@ -20,6 +20,7 @@
 #include <random>
 #include <set>
 
+#include "analysis/compare.h"
 #include "backend/gpu.h"
 #include "core/host.h"
 #include "core/environment.h"
@@ -329,6 +330,8 @@ int run_matrix(const RunnerOptions& options, std::ostream& out) {
   // The PyTorch reference reads the option table from the binary whose runs it is compared with.
   ::setenv("DTNN_BINARY", dtnn_binary.c_str(), 1);
   if (trials.empty()) fail("no trial of ", matrix.path, " matches the --only filters");
+  for (const std::string& t : options.tags)
+    if (const std::string why = tag_problem(t); !why.empty()) fail("--tag '", t, "': ", why);
   if (options.dry_run) {
     // Predicted trials are predicted once (they are not measured, so not repeated).
     const size_t predicted = std::count_if(trials.begin(), trials.end(), is_predicted);

@@ -218,6 +218,7 @@ TEST_CASE("matrix: errors name the file, the line and the key", "[matrix]") {
       {"name = \"x\"\ntimeout_s = \"1h\"\n", "experiments/x.toml:2: 'timeout_s'"},
       {"name = \"x\"\ntags = [\"a\", 1]\n", "experiments/x.toml:2: 'tags': expected a list of strings (got 1)"},
       {"name = \"x\"\ntags = \"a\"\n", "experiments/x.toml:2: 'tags': expected a list of strings"},
+      {"name = \"x\"\ntags = [\"ci\", \"a,b\"]\n", "experiments/x.toml:2: 'tags': a tag may not hold a comma"},
       {"name = \"x\"\nbase = 3\n", "experiments/x.toml:2: 'base': expected a table (got 3)"},
       {"name = \"x\"\naxes = [1]\n", "experiments/x.toml:2: 'axes': expected a table"},
       // launcher

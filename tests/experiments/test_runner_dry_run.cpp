@@ -44,6 +44,9 @@ args = ["--bind-to", "core"]
     CHECK(dtnn_cli("run " + mpi + " --dtnn " + binary + " --db " + ws.db(), log) == 1);
     CHECK_THAT(read_text(log), Contains("--dtnn " + binary + ": not an executable file"));
   }
+  // A tag with a comma was stored as two tags, and tag=a,b selected nothing.
+  CHECK(dtnn_cli("run " + mpi + " --tag=ci --tag=a,b --db " + ws.db(), log) == 1);
+  CHECK_THAT(read_text(log), Contains("--tag 'a,b': a tag may not hold a comma"));
   CHECK_FALSE(fs::exists(ws.db()));
 
   // Strong scaling: batch_size is the global batch, passed as --global_batch_size (no --batch_size).
@@ -119,7 +122,7 @@ TEST_CASE("runner: --dry-run places nodes x ranks_per_node with srun and with an
       {"ranks = 3\n[axes]\nnodes = [2]\nranks_per_node = [2]\n", "ranks = 3 but nodes x ranks_per_node = 2 x 2 = 4"},
       {"ranks = 2\n[launcher]\nkind = \"srun\"\n[axes]\nnodes = [3]\n", "ranks = 2 cannot fill nodes = 3"},
       {"[launcher]\nkind = \"none\"\n[axes]\nranks_per_node = [2]\n", "launcher kind 'none' cannot start 2 ranks"},
-      {"[launcher]\nhostfile = \"nosuch\"\n[axes]\nnodes = [2]\n", "nosuch: cannot read the hostfile"},
+      {"[launcher]\nhostfile = \"nosuch\"\n[axes]\nnodes = [2]\n", "nosuch: cannot read the file (No such file"},
   };
   for (const Bad& b : bad) {
     INFO(b.matrix);
