@@ -1,6 +1,6 @@
 // The dtnn command line: `dtnn train`, `models`, `algos`, `conv`, `layers` (the engine), `run`, `query`, `check`,
-// `compare`, `report` (the harness) and `predict` (the performance model, analysis/perfmodel). The only translation unit that includes CLI11 (it is heavy to
-// compile). Bad input prints one line, "dtnn: <what>", and exits non-zero: 2 for a malformed command line,
+// `compare`, `report` (the harness) and `predict` (the performance model, analysis/perfmodel; its options in
+// cli_predict.cpp). Only these two translation units include CLI11 (it is heavy to compile). Bad input prints one line, "dtnn: <what>", and exits non-zero: 2 for a malformed command line,
 // 3 (kUnsupportedExit) for a valid request this build or machine cannot run, 4 (kDivergedExit) for a `dtnn train`
 // whose loss became NaN or infinite, 1 for everything else. The judging commands (check, compare, history)
 // exit 1 only for their verdict (a failed target, a regression) and 2 (kNoVerdictExit) when they could not
@@ -12,15 +12,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 
 #include "analysis/check.h"
 #include "analysis/ci_output.h"
 #include "analysis/compare.h"
 #include "analysis/history.h"
-#include "analysis/perfmodel/predict_command.h"
-#include "analysis/perfmodel/predict_store.h"
 #include "analysis/query.h"
 #include "experiments/submit.h"
 #include "experiments/source_dir.h"
@@ -31,6 +28,7 @@
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/strings.h"
+#include "experiments/cli_predict.h"
 #include "experiments/conv_command.h"
 #include "experiments/ingest.h"
 #include "experiments/layers_command.h"
@@ -127,7 +125,7 @@ int cmd_algos() {
 const std::string kDefaultDb = "results/dtnn.db";
 const std::string kDefaultTargets = dtnn::source_dir() + "/analysis/targets.toml";  // $DTNN_SOURCE_DIR too
 
-int cmd_query(const std::string& db, const std::string& what, const std::string& format) {
+int cmd_query(const std::string& db, const std::string& what, const std::string& format, double timeout_s) {
   if (what.empty()) {
     std::printf("Named views (dtnn query VIEW), or give one SQL statement:\n");
     for (const auto& [name, description] : dtnn::query_views()) std::printf("  %-13s %s\n", name.c_str(), description.c_str());
@@ -136,7 +134,7 @@ int cmd_query(const std::string& db, const std::string& what, const std::string&
   const std::string sql = dtnn::query_sql(what);
   if (format != "table" && format != "csv" && format != "json") dtnn::fail("unknown --format '", format, "' (table, csv or json)");
   const dtnn::ResultStore store = dtnn::ResultStore::open_read_only(db);
-  dtnn::print_query(std::cout, store.query(sql), format);
+  dtnn::print_query(std::cout, store.query(sql, timeout_s), format);
   return 0;
 }
 
@@ -153,7 +151,8 @@ double parse_fraction(const std::string& text) {
 }
 
 int cmd_report(const std::string& db, const std::string& out_dir, const std::string& matrix) {
-  if (!std::ifstream(db)) dtnn::fail(db, ": no such results database (run `dtnn run` first)");
+  std::error_code ec;  // not by opening it: a FIFO would block
+  if (!std::filesystem::exists(db, ec)) dtnn::fail(db, ": no such results database (run `dtnn run` first)");
   // The checks query, check, compare and history make (a dtnn database, a schema this build knows) before
   // report.py reads it with its own SQL: a newer schema's tables may mean other things.
   (void)dtnn::ResultStore::open_read_only(db);
@@ -161,7 +160,6 @@ int cmd_report(const std::string& db, const std::string& out_dir, const std::str
                     " --db " + shell_quote(db) + " --out " + shell_quote(out_dir);
   if (!matrix.empty()) cmd += " --matrix " + shell_quote(matrix);
   // The history page asks this binary for `dtnn history --format json` (the change points live in C++).
-  std::error_code ec;
   const std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
   if (!ec) cmd += " --dtnn " + shell_quote(self);
   const int rc = std::system(cmd.c_str());
@@ -255,6 +253,7 @@ struct HarnessCommands {
   std::string history_threshold = "5%", history_format = "table";
   bool fail_on_regression = false, submit = false;
   std::string sbatch_args;  // run --submit
+  double query_timeout_s = 600;  // query --timeout: minutes for any real store, not forever
   std::string junit, markdown;  // check, compare, history: CI outputs
   std::string out_dir, report_matrix;
   dtnn::IngestOptions ingest_options;
@@ -297,6 +296,8 @@ void add_harness_commands(CLI::App& app, HarnessCommands& h) {
   query->add_option("view_or_sql", query_what, "A view name (list them with no argument) or an SQL statement");
   query->add_option("--db", db, "Results database")->capture_default_str();
   query->add_option("--format", format, "table, csv or json")->capture_default_str();
+  query->add_option("--timeout", h.query_timeout_s, "Stop a statement running longer (seconds; 0: no limit)")
+      ->capture_default_str()->check(CLI::Range(0.0, 1e9));
 
   CLI::App* check = h.check = app.add_subcommand("check", "Check stored runs against the accuracy targets; exit 1 on a failure");
   check->add_option("--db", db, "Results database")->capture_default_str();
@@ -353,7 +354,8 @@ int cmd_run(const dtnn::RunnerOptions& options, const std::string& targets_path)
   if (options.dry_run) return dtnn::run_matrix(options, std::cout);
   const std::vector<dtnn::ResultStore::Target> targets = dtnn::load_targets(targets_path);
   const int rc = dtnn::run_matrix(options, std::cout);
-  if (std::ifstream(options.db_path)) dtnn::ResultStore::open(options.db_path).replace_targets(targets);
+  std::error_code ec;
+  if (std::filesystem::exists(options.db_path, ec)) dtnn::ResultStore::open(options.db_path).replace_targets(targets);
   return rc;
 }
 
@@ -370,6 +372,7 @@ void check_harness_files(const HarnessCommands& h) {
     for (const std::string& f : h.ingest_options.files) files.push_back({"the input file", f, false});
     dtnn::check_files_distinct(files);
   }
+  if (h.judging()) dtnn::check_outputs_writable({{"--junit", h.junit}, {"--markdown", h.markdown}});
   if (h.judging())
     dtnn::check_files_distinct({{"--junit", h.junit, true},
                                 {"--markdown", h.markdown, true},
@@ -383,7 +386,7 @@ int run_harness_command(HarnessCommands& h) {
     return dtnn::submit_matrix(h.run_options, h.targets, h.sbatch_args, std::cout);
   if (h.run->parsed() && !h.sbatch_args.empty()) dtnn::fail("--sbatch-args needs --submit");
   if (h.run->parsed()) return cmd_run(h.run_options, h.targets);
-  if (h.query->parsed()) return cmd_query(h.db, h.query_what, h.format);
+  if (h.query->parsed()) return cmd_query(h.db, h.query_what, h.format, h.query_timeout_s);
   if (h.check->parsed()) {
     const dtnn::ResultStore store = dtnn::ResultStore::open_read_only(h.db);
     const dtnn::CheckCounts c = dtnn::check_targets(store, h.targets, h.select, std::cout);
@@ -418,86 +421,6 @@ int run_harness_command(HarnessCommands& h) {
 
 // `dtnn predict` (analysis/perfmodel/predict_command.h). PyDTNN's performance-model options keep PyDTNN's
 // names (--cpu_speed, --memory_bw, --network_bw, --network_lat, --network_alg).
-struct PredictCommand {
-  dtnn::perf::PredictCommandOptions options;
-  int64_t from_run = 0;
-  double bucket_mb = 0, gamma = 0, cpu_speed = 0, memory_bw = 0, network_bw = 0, network_lat = 0;
-  double inter_gbps = 0, inter_alpha_us = 0, intra_gbps = 0, intra_alpha_us = 0;
-  int ranks_per_node = 0;
-  CLI::Option *inter_gbps_opt = nullptr, *inter_alpha_opt = nullptr, *intra_gbps_opt = nullptr,
-              *intra_alpha_opt = nullptr, *rpn_opt = nullptr;
-  CLI::App* app = nullptr;
-  CLI::Option *from_run_opt = nullptr, *bucket_opt = nullptr, *gamma_opt = nullptr, *cpu_opt = nullptr,
-              *mem_opt = nullptr, *nbw_opt = nullptr, *nlat_opt = nullptr;
-};
-
-void add_predict_command(CLI::App& app, PredictCommand& p) {
-  dtnn::perf::PredictCommandOptions& o = p.options;
-  CLI::App* c = p.app = app.add_subcommand(
-      "predict", "Predict step time, throughput and efficiency for 1..N ranks on a platform (a model, not a measurement)");
-  c->add_option("--model", o.model, "Zoo model name (required with --model_kind pydtnn; else checked against the profile)");
-  c->add_option("--ranks", o.ranks, "Rank counts, e.g. 1,2,4,...,256")->capture_default_str();
-  c->add_option("--platform", o.platform, "eth10g, ib100, nvlink8, horovod_roce25, dgx1v_ib4x100, localhost2 or localhost2_tcp")->capture_default_str();
-  p.from_run_opt = c->add_option("--from-run", p.from_run, "Profile a stored run (its report) of --db");
-  c->add_option("--db", o.db, "Results database (--from-run, --fit-collectives db)")->capture_default_str();
-  c->add_option("--from-report", o.from_report, "Profile a dtnn run report (--report file)");
-  c->add_option("--profile", o.profile, "A dtnn.step_profile/1 JSON file");
-  c->add_option("--mode", o.mode, "blocking or non_blocking (default: the profile's)");
-  c->add_option("--scaling", o.scaling, "weak (batch per rank fixed) or strong (global batch fixed)")->capture_default_str();
-  c->add_option("--global_batch", o.global_batch, "Strong scaling's global batch (default: the profile's batch)");
-  p.bucket_opt = c->add_option("--bucket_mb", p.bucket_mb, "Re-plan the gradient buckets with this cap (MiB; 0: one per layer)");
-  c->add_option("--model_kind", o.model_kind, "dtnn (measured layer times) or pydtnn (PyDTNN's formulas)")->capture_default_str();
-  c->add_option("--write-profile", o.write_profile, "Also write the step profile (the SimGrid proxy's input)");
-  c->add_flag("--json", o.json, "Print JSON instead of the table")->disable_flag_override();
-  c->add_option("--from-simgrid", o.from_simgrid, "With --store: store analysis/simgrid_replay.sh's PREDICTION_JSON "
-                "output (source simgrid) instead of predicting");
-  c->add_flag("--store", o.store, "Also store the predicted rows in --db (the predictions table; dtnn query predictions)")
-      ->disable_flag_override();
-  c->add_option("--collectives", o.collectives, "Algorithm choice: ompi41 (Open MPI 4.1) or simgrid (SimGrid SMPI's)")->capture_default_str();
-  c->add_option("--algorithm", o.algorithm, "Force one allreduce algorithm (ring, recursive_doubling, rabenseifner, binomial, ...)")->capture_default_str();
-  c->add_option("--fit-collectives", o.fit_collectives, "Fit the platform's link to a bench_allreduce JSON file, or to the store's rows (db)");
-  c->add_option("--fit-transport", o.fit_transport, "--fit-collectives db: the rows' transport")->capture_default_str();
-  c->add_option("--fit-op", o.fit_op, "allreduce, iallreduce or both")->capture_default_str();
-  c->add_option("--fit-max-bytes", o.fit_max_bytes, "Leave out larger sizes from the fit (0: none)");
-  c->add_flag("--fit-gamma", o.fit_gamma, "Fit gamma too (2-rank data cannot tell it from beta)")->disable_flag_override();
-  p.gamma_opt = c->add_option("--gamma", p.gamma, "Reduction seconds per byte (overrides the platform's)");
-  p.inter_gbps_opt = c->add_option("--inter_gbps", p.inter_gbps, "Platform change: the link between nodes, Gb/s");
-  p.inter_alpha_opt = c->add_option("--inter_alpha_us", p.inter_alpha_us, "Platform change: its latency, microseconds");
-  p.intra_gbps_opt = c->add_option("--intra_gbps", p.intra_gbps, "Platform change: the link inside a node, Gb/s");
-  p.intra_alpha_opt = c->add_option("--intra_alpha_us", p.intra_alpha_us, "Platform change: its latency, microseconds");
-  p.rpn_opt = c->add_option("--ranks_per_node", p.ranks_per_node, "Platform change: ranks sharing a node");
-  p.cpu_opt = c->add_option("--cpu_speed", p.cpu_speed, "PyDTNN model: FLOP/s (default 4e12)");
-  p.mem_opt = c->add_option("--memory_bw", p.memory_bw, "PyDTNN model: bytes/s (default 50e9)");
-  p.nbw_opt = c->add_option("--network_bw", p.network_bw, "PyDTNN model: bits/s (default: the platform's)");
-  p.nlat_opt = c->add_option("--network_lat", p.network_lat, "PyDTNN model: seconds (default: the platform's)");
-  c->add_option("--network_alg", o.network_alg, "PyDTNN model: bta or vdg")->capture_default_str();
-  c->add_option("--batch_size", o.batch_size, "Samples per rank: restates a profile's batch (layer times scale "
-                "linearly); PyDTNN model without a profile: default 64");
-  c->add_option("--rank_samples_per_s", o.rank_samples_per_s, "Scale the profile's compute so one rank alone trains "
-                "this many samples/s (e.g. a published per-GPU throughput)");
-}
-
-int cmd_predict(PredictCommand& p) {
-  dtnn::perf::PredictCommandOptions o = p.options;
-  if (p.from_run_opt->count()) o.from_run = p.from_run;
-  if (p.bucket_opt->count()) o.bucket_mb = p.bucket_mb;
-  if (p.gamma_opt->count()) o.gamma = p.gamma;
-  if (p.inter_gbps_opt->count()) o.inter_gbps = p.inter_gbps;
-  if (p.inter_alpha_opt->count()) o.inter_alpha_us = p.inter_alpha_us;
-  if (p.intra_gbps_opt->count()) o.intra_gbps = p.intra_gbps;
-  if (p.intra_alpha_opt->count()) o.intra_alpha_us = p.intra_alpha_us;
-  if (p.rpn_opt->count()) o.ranks_per_node = p.ranks_per_node;
-  if (p.cpu_opt->count()) o.cpu_speed = p.cpu_speed;
-  if (p.mem_opt->count()) o.memory_bw = p.memory_bw;
-  if (p.nbw_opt->count()) o.network_bw = p.network_bw;
-  if (p.nlat_opt->count()) o.network_lat = p.network_lat;
-  if (!o.from_simgrid.empty()) {
-    DTNN_CHECK(o.store, "--from-simgrid stores a SimGrid replay's rows: add --store (and --db)");
-    return dtnn::perf::store_simgrid_prediction(o.from_simgrid, o.db, std::cout);
-  }
-  return o.store ? dtnn::perf::run_predict_and_store(o, std::cout) : dtnn::perf::run_predict_command(o, std::cout);
-}
-
 // CLI11 would say only "A subcommand is required" for a misspelt command.
 bool known_command(const CLI::App& app, int argc, char** argv) {
   if (argc > 1 && argv[1][0] != '-') {
@@ -551,8 +474,8 @@ int main(int argc, char** argv) {
   add_engine_commands(app, engine);
   HarnessCommands harness;
   add_harness_commands(app, harness);
-  PredictCommand predict;
-  add_predict_command(app, predict);
+  dtnn::cli::PredictCommand predict;
+  dtnn::cli::add_predict_command(app, predict);
   if (!known_command(app, argc, argv)) return 2;
   if (empty_boolean_value(argc, argv)) return 2;
   try {
@@ -575,7 +498,7 @@ int main(int argc, char** argv) {
     if (engine.conv->parsed()) return dtnn::run_conv_command(engine.conv_options, std::cout);
     if (engine.layers->parsed()) return dtnn::run_layers_command(engine.layers_options, std::cout);
     if (engine.train->parsed()) return cmd_train(engine, comm);
-    if (predict.app->parsed()) return cmd_predict(predict);
+    if (predict.app->parsed()) return dtnn::cli::cmd_predict(predict);
     return run_harness_command(harness);
   } catch (const dtnn::Unsupported& e) {
     print_error(e.what());

@@ -4,7 +4,6 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <ostream>
@@ -14,6 +13,7 @@
 #include "conv/conv_select.h"
 #include "conv/conv_timing.h"
 #include "core/error.h"
+#include "core/file_io.h"
 #include "models/plan.h"
 
 namespace dtnn {
@@ -147,13 +147,12 @@ int run_layers_gpu(const LayersCommandOptions& o, const std::vector<LayerProblem
   out << line;
   if (wrong > 0) out << wrong << " algorithm x direction(s) computed wrong results (a bug): not timed\n";
   if (!o.json_path.empty()) {
-    std::ofstream f(o.json_path);
-    DTNN_CHECK(f.good(), o.json_path, ": cannot write");
-    f << nlohmann::json{{"model", o.model}, {"batch_size", o.batch_size}, {"device", gpu::device_name()},
-                        {"tensor_format", o.tensor_format}, {"tf32", o.allow_tf32}, {"fastest_ms", best_total},
-                        {"cudnn_find_ms", find_total}, {"pydtnn_fixed_ms", fixed_total}, {"layers", rows}}
-             .dump(1)
-      << "\n";
+    write_file_atomically(o.json_path,
+                          nlohmann::json{{"model", o.model}, {"batch_size", o.batch_size}, {"device", gpu::device_name()},
+                                         {"tensor_format", o.tensor_format}, {"tf32", o.allow_tf32},
+                                         {"fastest_ms", best_total}, {"cudnn_find_ms", find_total},
+                                         {"pydtnn_fixed_ms", fixed_total}, {"layers", rows}}
+                                  .dump(1) + "\n");
   }
   return wrong > 0 ? 1 : 0;
 }
@@ -305,11 +304,9 @@ int run_layers_cpu(const LayersCommandOptions& o, const std::vector<LayerProblem
   out << model_totals(layers, algos, m, topt, summary);
   if (wrong > 0) out << wrong << " algorithm x layer(s) computed wrong results (a bug): not timed\n";
   if (!o.json_path.empty()) {
-    std::ofstream f(o.json_path);
-    DTNN_CHECK(f.good(), o.json_path, ": cannot write");
     summary.update(nlohmann::json{{"model", o.model}, {"batch_size", o.batch_size}, {"threads", o.threads},
                                   {"tensor_format", o.tensor_format}, {"layers", rows}});
-    f << summary.dump(1) << "\n";
+    write_file_atomically(o.json_path, summary.dump(1) + "\n");
   }
   return wrong > 0 ? 1 : 0;
 }
@@ -326,6 +323,12 @@ int run_layers_command(const LayersCommandOptions& o, std::ostream& out) {
   DTNN_CHECK(o.samples >= 1 && o.samples <= 100000, "--samples must be in [1, 100000] (got ", o.samples, ")");
   DTNN_CHECK(!o.list || o.json_path.empty(), "--json records measurements; --list measures nothing");
   DTNN_CHECK(!plan.conv_problems.empty(), "model ", o.model, " has no convolution layers");
+  DTNN_CHECK(o.device == "cpu" || o.device == "gpu", "--device must be cpu or gpu (got '", o.device, "')");
+  // Before anything is measured: an unknown algorithm (also with --list, which then measures nothing) and an
+  // output that cannot be written (`--json nodir/x.json` failed after minutes of timing).
+  for (const std::string& name : o.algos)
+    if (name != "all") (void)canonical_conv_algorithm_name(name);  // GPU names are known to every build
+  check_outputs_writable({{"--json", o.json_path}});
   const Layout layout = parse_layout(o.tensor_format);
   const std::vector<LayerProblem> layers = distinct_problems(plan, o.batch_size, layout);
   if (o.list) {
@@ -334,7 +337,6 @@ int run_layers_command(const LayersCommandOptions& o, std::ostream& out) {
     for (const LayerProblem& l : layers) out << l.problem.str() << "  # x" << l.count << "\n";
     return 0;
   }
-  DTNN_CHECK(o.device == "cpu" || o.device == "gpu", "--device must be cpu or gpu (got '", o.device, "')");
   if (o.device == "gpu") return run_layers_gpu(o, layers, out);
   return run_layers_cpu(o, layers, out);
 }

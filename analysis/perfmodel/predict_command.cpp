@@ -295,6 +295,7 @@ int run_predict_command(const PredictCommandOptions& o, std::ostream& out) {
   DTNN_CHECK(!o.bucket_mb || (*o.bucket_mb >= 0 && std::isfinite(*o.bucket_mb)), "--bucket_mb must be >= 0");
   const int sources = (o.from_run ? 1 : 0) + (o.from_report.empty() ? 0 : 1) + (o.profile.empty() ? 0 : 1);
   DTNN_CHECK(sources <= 1, "give one of --from-run, --from-report and --profile");
+  check_outputs_writable({{"--write-profile", o.write_profile}});
   // --write-profile=p.json beside --profile=p.json would replace the measured profile with a restated one.
   check_files_distinct({{"--write-profile", o.write_profile, true},
                         {"--profile", o.profile, false},

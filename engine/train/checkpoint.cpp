@@ -149,7 +149,9 @@ CheckpointState load_checkpoint(const std::string& path, Model& model, Optimizer
   DTNN_CHECK(state.epoch >= 0, path, ": negative epoch count");
   if (const std::string* initial = lookup("~initial_weights")) state.initial_weights = *initial;
   else state.initial_weights = std::nullopt;  // written before dtnn recorded it
-  state.stopped = io::read_i64(arrays, "dtnn_stopped", path) != 0;
+  const int64_t stopped = io::read_i64(arrays, "dtnn_stopped", path);
+  DTNN_CHECK(stopped == 0 || stopped == 1, path, ": array 'dtnn_stopped' must be 0 or 1 (holds ", stopped, ")");
+  state.stopped = stopped == 1;
   const std::vector<double> lr = io::read_f64(arrays, "dtnn_learning_rate", path);
   DTNN_CHECK(lr.size() == 1 && lr[0] > 0 && std::isfinite(lr[0]), path,
              ": array 'dtnn_learning_rate' must hold one positive finite rate");

@@ -66,18 +66,11 @@ void validate(const TrainOptions& o, const Communicator& comm) {
                  std::filesystem::exists(o.weights_and_bias_filename),
              "--evaluate_only: weights file ", o.weights_and_bias_filename, " does not exist");
   // Output files are checked before training, not found unwritable after it.
-  for (const auto& [option, path] :
-       {std::pair<const char*, const std::string&>{"--report", o.report},
-        {"--history_file", o.history_file},
-        {"--weights_and_bias_filename", o.weights_and_bias_filename},
-        {"--checkpoint_file", o.checkpoint_file},
-        {"--early_stopping_weights_filename", o.lr_schedulers.early_stopping_weights_filename}}) {
-    if (path.empty()) continue;
-    const std::filesystem::path dir = std::filesystem::absolute(path).parent_path();
-    DTNN_CHECK(std::filesystem::is_directory(dir), option, "=", path, ": directory ", dir.string(), " does not exist");
-    const std::string why = output_path_problem(path);
-    DTNN_CHECK(why.empty(), option, "=", path, ": ", why);
-  }
+  check_outputs_writable({{"--report", o.report},
+                          {"--history_file", o.history_file},
+                          {"--weights_and_bias_filename", o.weights_and_bias_filename},
+                          {"--checkpoint_file", o.checkpoint_file},
+                          {"--early_stopping_weights_filename", o.lr_schedulers.early_stopping_weights_filename}});
   if (o.tracing)
     for (const std::string& output : trace_outputs(o.tracer_output))
       for (const std::string& path : trace_files(output)) {  // Paraver: the three files of X.prv or DIR

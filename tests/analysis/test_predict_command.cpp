@@ -324,6 +324,7 @@ TEST_CASE("dtnn predict: bad input is one line and a non-zero exit", "[perfmodel
       {"predict --from-report " + report + " --intra_alpha_us -1", "--intra_alpha_us must be >= 0"},
       {"predict --from-report " + report + " --ranks_per_node 0", "--ranks_per_node must be >= 1"},
       {"predict --from-report " + report + " --batch_size -3", "--batch_size must be > 0"},
+      {"predict --from-report " + report + " --batch_size 0", "--batch_size must be > 0 (got 0)"},  // 0 was "unset"
       {"predict --from-report " + report + " --rank_samples_per_s -1", "--rank_samples_per_s must be > 0"},
       {"predict --from-report " + report + " --ranks 2,4,...,3", "the count after \"...\" (3) must be above"},
       {"predict --from-report " + report + " --scaling strong --global_batch 4 --ranks 1,8", "leaves some rank no sample"},

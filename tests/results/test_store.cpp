@@ -270,8 +270,22 @@ TEST_CASE("store: no output option replaces a results database", "[store]") {
     CHECK(dtnn::test::one_line_error(c));
     CHECK_THAT(c.err, Contains(db + ": is an SQLite database"));
   }
+  // The other commands' outputs, refused before they measure or judge anything (`layers --json` wrote its
+  // file with std::ofstream after timing every layer).
+  const std::string other = fresh_db("not_an_output_other");
+  dtnn::ResultStore::open(other);
+  for (const std::string& command :
+       {"layers --model=simplecnn --samples=1 --json=" + db, "check --db " + other + " --junit " + db,
+        "history --db " + other + " --markdown " + db, "predict --model simplecnn --model_kind pydtnn --write-profile " + db}) {
+    const dtnn::test::Command c = dtnn::test::run_dtnn(command);
+    INFO(command << ": " << c.err);
+    CHECK(c.status != 0);
+    CHECK(dtnn::test::one_line_error(c));
+    CHECK_THAT(c.err, Contains(db + ": is an SQLite database"));
+  }
   CHECK(dtnn::read_file(db) == before);
   fs::remove(db);
+  fs::remove(other);
 }
 
 TEST_CASE("store: paths that cannot be a database file are refused in one clear line", "[store]") {
@@ -556,6 +570,13 @@ TEST_CASE("compare: too few samples are flagged, bad selections refused", "[comp
   CHECK_THROWS_WITH(dtnn::compare_runs(f.store, o), Contains("unknown key 'colour'"));
   o.candidate = "runs=a-b";
   CHECK_THROWS_WITH(dtnn::compare_runs(f.store, o), Contains("is not N or N-M"));
+  o.candidate = "runs=1-100000000000000000000";  // was an SQLite real, compared inexactly
+  CHECK_THROWS_WITH(dtnn::compare_runs(f.store, o), Contains("is not N or N-M (run ids, up to 18 digits)"));
+  o.candidate = "runs=5-3";
+  CHECK_THROWS_WITH(dtnn::compare_runs(f.store, o), Contains("runs=5-3 is an empty range"));
+  CHECK(dtnn::tag_problem("ci").empty());
+  CHECK_THAT(dtnn::tag_problem("a,b"), Contains("may not hold a comma"));
+  CHECK_THAT(dtnn::tag_problem(""), Contains("may not be empty"));
   o.candidate = "matrix=nothing";
   CHECK_THROWS_WITH(dtnn::compare_runs(f.store, o), Contains("has no ok runs"));
 }

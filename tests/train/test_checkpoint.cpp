@@ -175,6 +175,14 @@ TEST_CASE("checkpoint: a resume with other options, a truncated file or a missin
   io::write_npz(missing, arrays, false);
   CHECK_THROWS_WITH(train(o, *data, 2, "", missing), missing + ": no array 'dtnn_optimizer_v'");
 
+  // A stop flag other than 0 or 1 (read as "stopped" before: any non-zero value passed).
+  std::vector<io::NpyArray> flagged;
+  for (auto& a : io::read_npz(path))
+    flagged.push_back(a.name == "dtnn_stopped" ? io::make_i64("dtnn_stopped", 7) : std::move(a));
+  const std::string seven = test::temp_path("stopped7.npz");
+  io::write_npz(seven, flagged, false);
+  CHECK_THROWS_WITH(train(o, *data, 2, "", seven), seven + ": array 'dtnn_stopped' must be 0 or 1 (holds 7)");
+
   // A weights file is not a checkpoint.
   const std::string weights = test::temp_path("weights_only.npz");
   {
@@ -191,7 +199,7 @@ TEST_CASE("checkpoint: a resume with other options, a truncated file or a missin
   fs::copy_file(path, cut, fs::copy_options::overwrite_existing);
   fs::resize_file(cut, fs::file_size(cut) / 2);
   CHECK_THROWS_WITH(train(o, *data, 2, "", cut), Contains(cut));
-  for (const auto& f : {path, missing, weights, cut}) fs::remove(f);
+  for (const auto& f : {path, missing, seven, weights, cut}) fs::remove(f);
 }
 
 TEST_CASE("cli: --checkpoint_file then --resume_from gives the uninterrupted run's weights and history", "[checkpoint][cli]") {

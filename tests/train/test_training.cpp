@@ -320,6 +320,9 @@ TEST_CASE("cli: nonsense values and impossible requests fail before any work, na
   fails_with("conv n1_c8h10w10_k16r3s3_st1x1_pd1x1_dl1x1_g1_nhwc_f32 --samples=1000000000",
              "--samples must be in [1, 100000] (got 1000000000)");
   fails_with("layers --model=simplecnn --list --json=/tmp/l.json", "--list measures nothing");
+  // Refused before anything is timed (both measured every layer first).
+  fails_with("layers --model=simplecnn --conv_algo=bogus --list", "unknown convolution algorithm 'bogus'");
+  fails_with("layers --model=simplecnn --json=/nonexistent/l.json", "--json=/nonexistent/l.json: directory /nonexistent does not exist");
 
   const Command version = run("--version");
   CHECK(version.status == 0);
