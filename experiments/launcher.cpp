@@ -79,13 +79,25 @@ RankLayout layout_of(const Trial& trial) {
 std::vector<std::string> hostfile_hosts(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) fail(path, ": is a directory, expected a hostfile (one host per line)");
-  std::istringstream f(read_file(path, std::size_t{1} << 24));  // lines of names: 16 MiB is plenty  // a hostfile is lines of names: 16 MiB is plenty
+  std::istringstream f(read_file(path, std::size_t{1} << 24));  // lines of names: 16 MiB is plenty
   std::vector<std::string> hosts;
   std::string line;
-  while (std::getline(f, line)) {
+  for (int number = 1; std::getline(f, line); ++number) {
     std::istringstream words(line.substr(0, line.find('#')));
     std::string host;
-    if (words >> host && std::find(hosts.begin(), hosts.end(), host) == hosts.end()) hosts.push_back(host);
+    if (!(words >> host)) continue;
+    if (std::find(hosts.begin(), hosts.end(), host) == hosts.end()) hosts.push_back(host);
+    // Open MPI's slot counts (its other keywords pass through): a bad one failed every trial with mpirun's
+    // own message, stored as each run's error.
+    for (std::string word; words >> word;) {
+      const std::string::size_type eq = word.find('=');
+      const std::string key = word.substr(0, eq);
+      if (key != "slots" && key != "max_slots" && key != "max-slots") continue;
+      const std::string value = eq == std::string::npos ? "" : word.substr(eq + 1);
+      if (value.empty() || value.size() > 6 || value.find_first_not_of("0123456789") != std::string::npos ||
+          std::stoi(value) == 0)
+        fail(path, ":", number, ": '", word, "' is not ", key, "=N with N a positive count of slots");
+    }
   }
   if (hosts.empty()) fail(path, ": the hostfile lists no host");
   return hosts;

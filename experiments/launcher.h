@@ -38,7 +38,8 @@ struct RankLayout {
 RankLayout layout_of(const Trial& trial);
 
 // The hosts of an Open MPI hostfile, in order, each once (the first word of each line; blank lines and
-// '#' comments skipped). Throws dtnn::Error "<path>: cannot read the hostfile" / "...: lists no host".
+// '#' comments skipped). Throws dtnn::Error "<path>: cannot read the file (...)", "...: lists no host", or
+// "<path>:<line>: 'slots=x' is not slots=N ..." (also max_slots, max-slots; other keywords are not checked).
 std::vector<std::string> hostfile_hosts(const std::string& path);
 
 struct Launch {

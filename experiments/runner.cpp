@@ -354,12 +354,16 @@ int run_matrix(const RunnerOptions& options, std::ostream& out) {
     return 0;
   }
 
-  // A missing hostfile fails before any run, whether or not a trial has a layout (without one, mpirun would
-  // fail every multi-rank trial with its own message).
-  if (matrix.launcher.kind == "mpirun" && !matrix.launcher.hostfile.empty() && !fs::is_regular_file(matrix.launcher.hostfile))
+  // A missing, empty or malformed hostfile fails before any run, whether or not a trial has a layout
+  // (without one, mpirun would fail every multi-rank trial with its own message, stored as each run's error).
+  if (matrix.launcher.kind == "mpirun" && !matrix.launcher.hostfile.empty())
     for (const Trial& t : trials)
-      if (t.ranks() > 1 && !is_predicted(t))
-        fail(matrix.path, ": launcher 'hostfile': ", matrix.launcher.hostfile, " is not a file");
+      if (t.ranks() > 1 && !is_predicted(t)) {
+        if (!fs::is_regular_file(matrix.launcher.hostfile))
+          fail(matrix.path, ": launcher 'hostfile': ", matrix.launcher.hostfile, " is not a file");
+        (void)hostfile_hosts(matrix.launcher.hostfile);
+        break;
+      }
   // Every trial's ranks read it into their report's placement (mpirun passes it on with -x).
   ::setenv("DTNN_LAUNCHER_VERSION", launcher_version(matrix.launcher.kind).c_str(), 1);
   const fs::path db_path = prepare_db_path(options.db_path);

@@ -173,4 +173,17 @@ TEST_CASE("runner: --dry-run counts predicted trials once, a missing hostfile fa
   CHECK(dtnn_cli("run " + h + " --db " + ws.db(), log) == 1);
   CHECK_THAT(read_text(log), Contains("launcher 'hostfile': " + (ws.dir / "nope.txt").string() + " is not a file"));
   CHECK_FALSE(fs::exists(ws.db()));  // refused before the database was made
+  // An empty hostfile, or one whose slot count mpirun rejects, was stored as every run's error (mpirun's).
+  const std::string hosts = (ws.dir / "hosts.txt").string();
+  const std::string listed = ws.file("l.toml", std::string("name = \"l\"\n[launcher]\nhostfile = \"hosts.txt\"\n") +
+                                                   kQuickBase + "[axes]\nranks = [2]\n");
+  for (const auto& [text, error] : std::vector<std::pair<std::string, std::string>>{
+           {"# nothing\n\n", hosts + ": the hostfile lists no host"},
+           {"n1 slots=2\nn2 slots=two\n", hosts + ":2: 'slots=two' is not slots=N with N a positive count of slots"},
+           {"n1 max_slots=0\n", hosts + ":1: 'max_slots=0' is not max_slots=N"}}) {
+    std::ofstream(hosts) << text;
+    CHECK(dtnn_cli("run " + listed + " --db " + ws.db(), log) == 1);
+    CHECK_THAT(read_text(log), Contains(error));
+    CHECK_FALSE(fs::exists(ws.db()));
+  }
 }
