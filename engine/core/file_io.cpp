@@ -14,17 +14,27 @@
 
 namespace dtnn {
 
-int open_input(const std::string& path) {
+int try_open_input(const std::string& path, std::string* why) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) fail(path, ": cannot read the file (", std::strerror(errno), ")");
+  if (fd < 0) {
+    *why = std::strerror(errno);
+    return -1;
+  }
   struct stat st {};
   const bool is_dir = ::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
   const int flags = ::fcntl(fd, F_GETFL);
   if (is_dir || flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0) {
-    const int err = errno;
+    *why = is_dir ? "it is a directory" : std::strerror(errno);
     ::close(fd);
-    fail(path, ": cannot read the file (", is_dir ? "it is a directory" : std::strerror(err), ")");
+    return -1;
   }
+  return fd;
+}
+
+int open_input(const std::string& path) {
+  std::string why;
+  const int fd = try_open_input(path, &why);
+  if (fd < 0) fail(path, ": cannot read the file (", why, ")");
   return fd;
 }
 

@@ -15,6 +15,8 @@ namespace dtnn {
 // from `<(...)` that has a writer reads as it should). Throws dtnn::Error "<path>: cannot read the file
 // (<reason>)" when it cannot be opened or is a directory.
 int open_input(const std::string& path);
+// open_input for readers with their own error type (.npz): -1 and the reason in *why instead of a throw.
+int try_open_input(const std::string& path, std::string* why);
 
 // The whole file as bytes (opened by open_input). Throws dtnn::Error "<path>: cannot read the file
 // (<reason>)" when it is a directory, cannot be opened, or a read fails, and "<path>: larger than <max_bytes> bytes ..." as soon as

@@ -27,7 +27,9 @@ namespace {
 // ---- file I/O ----
 // fopen for reading, refusing what is not a regular file (a directory opens, then reads as garbage).
 std::FILE* open_for_reading(const std::string& path) {
-  const int fd = open_input(path);  // a FIFO without a writer must not block open()
+  std::string why;
+  const int fd = try_open_input(path, &why);  // a FIFO without a writer must not block open()
+  if (fd < 0) fail(path, why == "it is a directory" ? "is a directory, not an .npz file" : "cannot open: " + why);
   std::FILE* f = ::fdopen(fd, "rb");
   if (!f) {
     ::close(fd);
