@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -48,8 +49,11 @@ class MpiGeneralWindow final : public GeneralWindow {
     }
     DTNN_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));  // no merge before the window holds the initial weights
   }
+  // MPI_Win_free is collective: while an exception unwinds on this rank alone the others are elsewhere
+  // (a test pass's allreduce, the next step), and it would wait for them for ever, so the job hung instead
+  // of reaching cli.cpp's MPI_Abort. Then the window is left to the abort (or to the process's end).
   ~MpiGeneralWindow() override {
-    if (win_ != MPI_WIN_NULL) MPI_Win_free(&win_);
+    if (win_ != MPI_WIN_NULL && std::uncaught_exceptions() == 0) MPI_Win_free(&win_);
   }
   int64_t merge(Rule& rule, float* general, float* delta) override {
     DTNN_MPI_CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win_));
@@ -116,8 +120,8 @@ class MpiBlockCounter final : public BlockCounter {
     }
     DTNN_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));  // no claim before the counters are zero
   }
-  ~MpiBlockCounter() override {
-    if (win_ != MPI_WIN_NULL) MPI_Win_free(&win_);
+  ~MpiBlockCounter() override {  // not while unwinding, as ~MpiGeneralWindow
+    if (win_ != MPI_WIN_NULL && std::uncaught_exceptions() == 0) MPI_Win_free(&win_);
   }
   int64_t claim(int64_t slot) override {
     DTNN_ASSERT(slot >= 0 && slot < slots_);

@@ -3,53 +3,51 @@
 
 #include <cstdio>
 #include <cstring>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
 #include "train/batch_shares.h"
+#include "train/option_table.h"
 
 namespace dtnn {
 
 namespace {
 
-// The options that decide which collectives a rank calls, how many and how large (an MPMD command line
-// gives each rank its own): "name=value" pairs, in a fixed order. One rank's blocking allreduce of the whole
-// slab against another's per-bucket requests, or one rank validating while another does not, is a hang or
-// a wrong sum; so is a different shuffle seed (samples trained twice, others never).
+// The options that decide which collectives a rank calls, how many and how large, and the update every rank
+// must apply alike (an MPMD command line gives each rank its own): "--name=value" lines in the option
+// table's order. One rank's blocking allreduce of the whole slab against another's per-bucket requests, one
+// rank validating, stopping early or syncing trace clocks while another does not, is a hang or a wrong sum;
+// a different shuffle seed or block split trains samples twice and others never; another learning rate or
+// optimizer leaves the ranks' weights apart while the job goes on. They are the rows a resumed run must
+// share with its checkpoint (kOptMustMatch: model, batch, optimizer, losses, schedulers, seed, dataset...)
+// and the rows below; left free: threads, devices (a GPU rank beside CPU ranks), conv algorithms, fusions,
+// prefetching, outputs and paths (node-local copies), the injected straggler delays.
+const std::set<std::string> kAlsoCollective = {
+    "num_epochs", "evaluate", "evaluate_only", "evaluate_on_test", "pad_to_cifar", "flip_images",
+    "flip_images_prob", "crop_images", "crop_images_prob", "crop_images_padding", "crop_images_size",
+    "enable_nccl", "non_blocking_mpi", "gradient_bucket_mb", "model_averaging", "average_every_epochs",
+    "average_every_steps", "average_optimizer_state", "average_bn_statistics", "blocks_per_worker",
+    "shuffle_blocks", "shuffle_block_data", "num_batches_per_worker", "dynamic_blocks", "tracing", "trace_steps",
+    "profile"};
+
+// The update rule: under model averaging the ranks' models are merged, not kept equal step by step, so a
+// rank may step otherwise (what dislib's workers do is theirs; the collectives do not depend on it).
+const std::set<std::string> kUpdateRule = {"optimizer", "learning_rate", "learning_rate_scaling", "momentum",
+                                           "nesterov", "decay", "beta1", "beta2", "rho", "epsilon"};
+
 std::vector<std::string> collective_options(const TrainOptions& o) {
-  auto b = [](bool v) { return std::string(v ? "True" : "False"); };
-  auto n = [](double v) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.17g", v);
-    return std::string(buf);
-  };
-  return {"--num_epochs=" + std::to_string(o.num_epochs),
-          "--steps_per_epoch=" + std::to_string(o.steps_per_epoch),
-          "--evaluate=" + b(o.evaluate),
-          "--evaluate_only=" + b(o.evaluate_only),
-          "--evaluate_on_test=" + b(o.evaluate_on_test),
-          "--test_as_validation=" + b(o.test_as_validation),
-          "--validation_split=" + n(o.validation_split),
-          "--loss_func=" + o.loss_func,
-          "--metrics=" + o.metrics,
-          "--seed=" + std::to_string(o.seed),
-          "--sync_batchnorm=" + b(o.sync_batchnorm),
-          "--non_blocking_mpi=" + b(o.non_blocking_mpi),
-          "--gradient_bucket_mb=" + n(o.gradient_bucket_mb),
-          "--model_averaging=" + o.model_averaging,
-          "--average_every_epochs=" + std::to_string(o.average_every_epochs),
-          "--average_every_steps=" + std::to_string(o.average_every_steps),
-          "--average_optimizer_state=" + b(o.average_optimizer_state),
-          "--average_bn_statistics=" + b(o.average_bn_statistics),
-          "--dynamic_blocks=" + b(o.dynamic_blocks),
-          // What each rank reads and how: one rank on synthetic data, another dataset or padded MNIST trains
-          // another problem, and unequal augmentation unequal samples.
-          "--dataset=" + o.dataset_name,
-          "--use_synthetic_data=" + b(o.use_synthetic_data),
-          "--pad_to_cifar=" + b(o.pad_to_cifar),
-          "--flip_images=" + b(o.flip_images),
-          "--crop_images=" + b(o.crop_images)};
+  std::vector<std::string> out;
+  const bool averaging = o.model_averaging != "none";
+  for (const OptionSpec& spec : train_option_table())
+    if (((spec.flags & kOptMustMatch) || kAlsoCollective.count(spec.name)) && !(averaging && kUpdateRule.count(spec.name)))
+      out.push_back("--" + std::string(spec.name) + "=" +
+                    // AUTO beside the layout it resolves to on this rank's device is no difference
+                    (spec.name == std::string("tensor_format") ? resolved_tensor_format(o) : option_text(spec, o)));
+  // A resumed rank starts at the checkpoint's epoch: one resumed beside one starting anew trains more epochs.
+  out.push_back(o.resume_from.empty() ? "no --resume_from" : "--resume_from (given)");
+  return out;
 }
 
 // "" when this rank's collective options are rank 0's (collective); else the first that differs.
@@ -75,9 +73,10 @@ std::string options_unlike_root(Communicator& comm, const TrainOptions& o) {
 
 }  // namespace
 
-void check_ranks_agree(Communicator& comm, const Model& model, const TrainOptions& o, const Dataset& data) {
+void check_ranks_agree(Communicator& comm, const Model& model, const TrainOptions& o, const TrainOptions& given,
+                       const Dataset& data) {
   if (comm.size() == 1) return;
-  const std::string options = options_unlike_root(comm, o);
+  const std::string options = options_unlike_root(comm, given);
   constexpr int kFields = 8;
   const char* names[kFields] = {"parameters", "state values", "tensor format", "layers", "global batch",
                                 "batch shares (fingerprint)", "training samples", "test samples"};

@@ -389,6 +389,7 @@ void print_done(std::ostream& out, const RunSummary& run, int epochs_run) {
 
 int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
   validate(o, mpi_comm);
+  const TrainOptions given = o;  // before the defaults and scalings below: what check_ranks_agree names
   std::unique_ptr<Communicator> nccl;
   Communicator& comm = start_devices(o, mpi_comm, nccl);
   const bool root = comm.rank() == 0;
@@ -422,7 +423,7 @@ int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
   if (!o.weights_and_bias_filename.empty() && !load && root)
     out << "**** Weights file " << o.weights_and_bias_filename
         << " does not exist yet: starting from the initial weights; it will be written after training\n";
-  check_ranks_agree(comm, *model, o, *data);
+  check_ranks_agree(comm, *model, o, given, *data);
   share_root_weights(*model, comm);
 
   TrainerSetup setup = build_trainer(o, *model, *data, comm);

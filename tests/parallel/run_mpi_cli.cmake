@@ -102,6 +102,23 @@ if(out MATCHES "Epoch 1/1")
   message(FATAL_ERROR "ranks with and without --non_blocking_mpi trained:\n${out}")
 endif()
 message(STATUS "mpi cli: ranks with and without --non_blocking_mpi refused")
+# Options the check did not compare: early stopping on one rank left the epoch loop for a barrier while the
+# other entered the next allreduce (a hang); tracing or profiling (clock syncing) on one rank only, likewise; another learning
+# rate left the ranks' weights apart for the rest of the run.
+foreach(pair "--lr_schedulers=early_stopping|--lr_schedulers=early_stopping where rank 0 has --lr_schedulers="
+             "--profile=True|--profile=True where rank 0 has --profile=False"
+             "--learning_rate=0.02|--learning_rate=0.02 where rank 0 has --learning_rate=0.01")  # as given, not scaled
+  string(REPLACE "|" ";" pair "${pair}")
+  list(GET pair 0 option)
+  list(GET pair 1 expected)
+  execute_process(
+    COMMAND ${MPIEXEC} ${FLAGS} -np 1 ${DTNN} ${args} : -np 1 ${DTNN} ${args} ${option}
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
+  if(rc EQUAL 0 OR NOT err MATCHES "rank 1 does not train as rank 0: ${expected}" OR out MATCHES "Epoch 1/1")
+    message(FATAL_ERROR "rank 1 alone with ${option}: exit ${rc}, expected a refusal naming it:\n${out}\n${err}")
+  endif()
+  message(STATUS "mpi cli: rank 1 alone with ${option} refused")
+endforeach()
 # Ranks reading datasets of other sizes (a node-local copy with files missing) shuffle pools of other sizes:
 # samples trained twice and others never, or unequal step counts that died inside MPI_Allreduce with
 # MPI_ERR_TRUNCATE. Refused before training, naming the counts. (Fashion-MNIST: Debian's dataset-fashion-mnist,

@@ -313,9 +313,13 @@ def check_straggler_and_averaging(dtnn, mpirun, work):
     rep, _ = run(dtnn, mpirun, work, "straggler", ["--non_blocking_mpi=True", "--gradient_bucket_mb=0.05",
                                                    "--straggler_ms=1:40", "--tracing=True", "--tracer_output=" + js])
     rows = rep["trace"]["stragglers"]
-    # lag: behind the median of the two ranks' busy times, half the 40 ms
-    check(rows and all(r["slowest_rank"] == 1 and r["lag_s"] > 0.015 for r in rows),
-          f"--straggler_ms=1:40: every step's slowest rank is 1, 15+ ms behind the median ({len(rows)} steps)")
+    # lag: behind the median of the two ranks' busy times, half the 40 ms. On average: one step's share moves
+    # between neighbouring steps on a loaded 2-core machine (lags of 3.8 to 46 ms, mean 20.2, were seen).
+    mean_lag = sum(r["lag_s"] for r in rows) / len(rows) if rows else 0.0
+    check(rows and all(r["slowest_rank"] == 1 for r in rows) and 0.015 < mean_lag < 0.030,
+          f"--straggler_ms=1:40: every step's slowest rank is 1, on average {mean_lag * 1e3:.1f} ms (15 to 30) "
+          f"behind the median ({len(rows)} steps: "
+          + ", ".join(f"rank {r['slowest_rank']} {r['lag_s'] * 1e3:.1f} ms" for r in rows) + ")")
     events = rep["trace"]["timeline"]["events"]
     layer_ids = {e["id"] for e in events if e["kind"] == "backward"} | {0}  # 0: the Input, after backward ends
     comm_ids = {e["id"] for e in events if e["kind"] == "comm_calls"}
