@@ -168,10 +168,7 @@ int cmd_report(const std::string& db, const std::string& out_dir, const std::str
   return 0;
 }
 
-void print_error(const char* what) {
-  const std::string msg = what;
-  std::cerr << (msg.rfind("dtnn: ", 0) == 0 ? "" : "dtnn: ") << msg << std::endl;
-}
+void print_error(const char* what) { dtnn::print_error_line(what); }
 
 // The engine's commands: train, models, algos, conv, layers.
 struct EngineCommands {

@@ -363,7 +363,10 @@ int64_t ResultStore::begin_run(const RunStart& s) {
   st.bind(6, s.repeat).bind(7, param(p, "framework", "dtnn")).bind(8, param(p, "model", "simplecnn"));
   st.bind(9, dataset_label(p)).bind(10, param(p, "conv_algo", "auto"));
   st.bind(11, int64_t{std::stoll(param(p, "ranks", "1"))}).bind(12, int64_t{std::stoll(param(p, "threads", "0"))});
-  st.bind(13, param(p, "device", "cpu")).bind(14, int64_t{std::stoll(param(p, "batch_size", "64"))});
+  // The trial's batch: batch_size, which a strong-scaling trial gives as the global batch, or the global batch
+  // a trial sets as global_batch_size (stored as the default 64 before, beside real batch-64 runs).
+  st.bind(13, param(p, "device", "cpu"))
+      .bind(14, int64_t{std::stoll(param(p, "batch_size", param(p, "global_batch_size", "64")))});
   st.bind(15, int64_t{std::stoll(param(p, "num_epochs", "1"))}).bind(16, param(p, "optimizer", "sgd"));
   st.bind(17, params.dump()).bind(18, s.command).bind(19, s.log_path).bind(20, static_cast<int64_t>(::getpid()));
   const char* job = std::getenv("SLURM_JOB_ID");  // a runner inside a Slurm job (dtnn run --submit)

@@ -82,6 +82,9 @@ void ResultStore::finish_run_with_report(int64_t run_id, const std::string& repo
     // that sums or averages those columns can count it.
     std::optional<double> samples_per_s = training.at("samples_per_s").get<double>();
     if (!ok) samples_per_s = test_loss = test_acc = val_acc = std::nullopt;
+    // A run that trained no sample (num_epochs = 0, --evaluate_only, a resume with nothing left) measured no
+    // throughput: NULL, not 0 samples/s, which the throughput and scaling views would average in.
+    if (json_int_at(training, "samples") == 0) samples_per_s = std::nullopt;
     Statement up(db_, path_,
                  "UPDATE runs SET status = ?, error = ?, finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), "
                  "duration_s = ?, samples_per_s = ?, train_time_s = ?, train_samples = ?, test_loss = ?, "

@@ -34,6 +34,11 @@ inline constexpr const char* kOutOfMemoryLine =
     "out of memory: a size (--batch_size, a convolution's dimensions, --threads) or a file's declared "
     "contents need more memory than this machine has";
 
+// Prints "dtnn: <what>\n" on stderr ("dtnn: " not doubled) in one write(2): the ranks of an mpirun job
+// share one stderr, and a line written in three pieces (prefix, message, newline) came out interleaved with
+// another rank's ("dtnn: dtnn: 1 rank does not ...").
+void print_error_line(const std::string& what);
+
 namespace detail {
 template <typename... Args>
 std::string concat(const Args&... args) {

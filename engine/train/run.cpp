@@ -349,7 +349,7 @@ void write_traces(const TrainOptions& o, const Tracer& tracer, const std::vector
       for (const std::string& file : trace_files(output)) run.trace_files.push_back(file);
     } catch (const std::exception& e) {
       const std::string what = e.what();
-      std::cerr << "dtnn: warning: the trace was not written: " << what << std::endl;
+      print_error_line(std::string("warning: the trace was not written: ") + what);
       run.trace_write_error += (run.trace_write_error.empty() ? "" : "; ") + what;
     }
   }
@@ -502,7 +502,7 @@ int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
     // the job, would never be reached.
     if (comm.size() > 1) {
       const std::string what = dynamic_cast<const std::bad_alloc*>(&e) ? kOutOfMemoryLine : e.what();
-      std::cerr << (what.rfind("dtnn: ", 0) == 0 ? "" : "dtnn: ") << what << std::endl;
+      print_error_line(what);
       mpi_comm.abort(dynamic_cast<const Unsupported*>(&e) ? kUnsupportedExit : 1);
     }
     throw;

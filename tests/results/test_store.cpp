@@ -329,6 +329,29 @@ TEST_CASE("store: a good report is ingested with its epochs and layers", "[store
   CHECK(one(f.store, "SELECT node_list FROM runs") == dtnn::host_name());
 }
 
+TEST_CASE("store: a run that trained no sample has no throughput, and a global-batch trial stores its batch", "[store]") {
+  Fixture f("no_samples");
+  // num_epochs = 0 (or --evaluate_only): the report says 0 samples/s, which v_throughput averaged in.
+  nlohmann::json j = nlohmann::json::parse(real_report());
+  j["training"]["samples"] = 0;
+  j["training"]["samples_per_s"] = 0.0;
+  const int64_t none = f.begin("none");
+  f.store.finish_run_ok(none, j.dump(), 1.0);
+  CHECK(one(f.store, "SELECT status || '|' || ifnull(samples_per_s, 'NULL') FROM runs WHERE id = " +
+                         std::to_string(none)) == "ok|NULL");
+  CHECK(one(f.store, "SELECT count(samples_per_s) FROM v_throughput") == "0");  // averages skip NULL
+  // A trial that sets global_batch_size (no batch_size) was stored as the default batch 64.
+  dtnn::RunStart s;
+  s.matrix_id = f.matrix;
+  s.environment_id = f.env;
+  s.trial_key = s.config_key = s.label = "global";
+  s.params = {{"model", "simplemlp"}, {"ranks", "2"}, {"dataset", "mnist"}, {"global_batch_size", "512"}};
+  s.command = "dtnn train";
+  s.log_path = "x.log";
+  const int64_t global = f.store.begin_run(s);
+  CHECK(one(f.store, "SELECT batch_size FROM runs WHERE id = " + std::to_string(global)) == "512");
+}
+
 TEST_CASE("store: a report's placement fills the run's Slurm columns, an older report leaves them empty", "[store]") {
   Fixture f("placement");
   nlohmann::json j = nlohmann::json::parse(real_report());
