@@ -6,6 +6,8 @@
 // model is built and before the weights are shared.
 #pragma once
 
+#include <string>
+
 #include "data/dataset.h"
 #include "models/model.h"
 #include "parallel/communicator.h"
@@ -21,5 +23,11 @@ namespace dtnn {
 // `given` as the command line gave them, which are the ones compared and named.
 void check_ranks_agree(Communicator& comm, const Model& model, const TrainOptions& o, const TrainOptions& given,
                        const Dataset& data);
+
+// Collective, for a resumed run: every rank's --resume_from file has rank 0's SHA-256 (copies on node-local
+// disks agree). A rank resuming at another epoch trained more epochs than the others and hung in their last
+// allreduce; one resuming another run's checkpoint of the same epoch trained apart with exit 0. Else every
+// rank throws dtnn::Error (the differing ones name their file and both digests).
+void check_same_checkpoint(Communicator& comm, const std::string& path);
 
 }  // namespace dtnn

@@ -440,6 +440,7 @@ int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
   CheckpointState progress;
   progress.initial_weights = load ? o.weights_and_bias_filename : std::string();
   if (!o.resume_from.empty()) {
+    check_same_checkpoint(comm, o.resume_from);  // before loading: a refusal names the files, not a later hang
     progress = load_checkpoint(o.resume_from, *model, optimizer, schedulers, o, comm.size(), root ? &out : nullptr);
     // Stored as a run of --num_epochs, it would have trained more: refused (every rank reads the same file).
     DTNN_CHECK(o.evaluate_only || progress.epoch <= o.num_epochs, o.resume_from, ": checkpoint holds ", progress.epoch,

@@ -136,6 +136,29 @@ if(EXISTS ${fashion}/train-images-idx3-ubyte.gz)
                         "counts:\n${out}\n${err}")
   endif()
   message(STATUS "mpi cli: ranks on datasets of other sizes refused")
+  # Equal counts, other contents: a copy of mnist-10k with every training label moved by one trained with
+  # exit 0 beside the real one (only the counts were compared).
+  set(src ${SRC}/experiments/datasets/mnist-10k)
+  file(REMOVE_RECURSE ${WORK}/shifted)
+  file(MAKE_DIRECTORY ${WORK}/shifted)
+  file(COPY ${src}/train-images-idx3-ubyte.gz ${src}/t10k-images-idx3-ubyte.gz ${src}/t10k-labels-idx1-ubyte.gz
+       DESTINATION ${WORK}/shifted)
+  execute_process(COMMAND /usr/bin/python3 -c "import gzip,sys; b=bytearray(gzip.open(sys.argv[1]).read()); \
+b[8:]=bytes((v+1)%10 for v in b[8:]); gzip.open(sys.argv[2],'wb').write(bytes(b))"
+                          ${src}/train-labels-idx1-ubyte.gz ${WORK}/shifted/train-labels-idx1-ubyte.gz
+                  RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "could not write the shifted copy of mnist-10k")
+  endif()
+  execute_process(
+    COMMAND ${MPIEXEC} ${FLAGS} -np 1 ${DTNN} ${data_args} --dataset_train_path=${src}
+            : -np 1 ${DTNN} ${data_args} --dataset_train_path=${WORK}/shifted
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
+  if(rc EQUAL 0 OR NOT err MATCHES "rank 1 does not train as rank 0: training data \\(fingerprint of the first samples\\)"
+     OR out MATCHES "Epoch 1/1")
+    message(FATAL_ERROR "ranks on mnist-10k and a copy with other labels: exit ${rc}, expected a refusal:\n${out}\n${err}")
+  endif()
+  message(STATUS "mpi cli: ranks on datasets of equal size and other contents refused")
 else()
   message(FATAL_ERROR "${fashion} is missing: ci/setup.sh installs dataset-fashion-mnist")
 endif()
@@ -164,3 +187,33 @@ foreach(sync False True)
   endif()
 endforeach()
 message(STATUS "mpi cli: uneven shares over per-rank BatchNormalization noted once, not with --sync_batchnorm")
+# Ranks resuming other checkpoints: one at epoch 1 beside one at epoch 2 trained an epoch more and hung in
+# the others' last allreduce; two runs' checkpoints of one epoch trained apart with exit 0. Refused before
+# loading; a copy of rank 0's file (a node-local disk) is the same checkpoint.
+set(ck_args train --parallel=data --model=simplemlp --use_synthetic_data=True --steps_per_epoch=2 --threads=1
+    --optimizer=sgd --evaluate_on_test=False)
+file(REMOVE ${WORK}/ck1.npz ${WORK}/ck2.npz ${WORK}/ck1_copy.npz)
+execute_process(COMMAND ${MPIEXEC} -np 2 ${FLAGS} ${DTNN} ${ck_args} --num_epochs=1 --checkpoint_file=${WORK}/ck1.npz
+                RESULT_VARIABLE rc1 OUTPUT_QUIET ERROR_VARIABLE err1 TIMEOUT 120)
+execute_process(COMMAND ${MPIEXEC} -np 2 ${FLAGS} ${DTNN} ${ck_args} --num_epochs=2 --resume_from=${WORK}/ck1.npz
+                        --checkpoint_file=${WORK}/ck2.npz
+                RESULT_VARIABLE rc2 OUTPUT_QUIET ERROR_VARIABLE err2 TIMEOUT 120)
+if(NOT rc1 EQUAL 0 OR NOT rc2 EQUAL 0)
+  message(FATAL_ERROR "checkpoints for the resume check: exit ${rc1}, ${rc2}:\n${err1}\n${err2}")
+endif()
+execute_process(
+  COMMAND ${MPIEXEC} ${FLAGS} -np 1 ${DTNN} ${ck_args} --num_epochs=3 --resume_from=${WORK}/ck1.npz
+          : -np 1 ${DTNN} ${ck_args} --num_epochs=3 --resume_from=${WORK}/ck2.npz
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
+if(rc EQUAL 0 OR NOT err MATCHES "rank 1 resumes from another checkpoint than rank 0: --resume_from=${WORK}/ck2.npz")
+  message(FATAL_ERROR "ranks resuming epoch 1 and epoch 2: exit ${rc}, expected a refusal:\n${out}\n${err}")
+endif()
+file(COPY_FILE ${WORK}/ck1.npz ${WORK}/ck1_copy.npz)
+execute_process(
+  COMMAND ${MPIEXEC} ${FLAGS} -np 1 ${DTNN} ${ck_args} --num_epochs=2 --resume_from=${WORK}/ck1.npz
+          : -np 1 ${DTNN} ${ck_args} --num_epochs=2 --resume_from=${WORK}/ck1_copy.npz
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "Resuming from ${WORK}/ck1.npz after epoch 1")
+  message(FATAL_ERROR "ranks resuming one checkpoint and its copy: exit ${rc}:\n${out}\n${err}")
+endif()
+message(STATUS "mpi cli: ranks resuming other checkpoints refused, a copy of the same accepted")
