@@ -27,6 +27,7 @@
 #include "core/build_info.h"
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/temp_cleanup.h"
 #include "core/strings.h"
 #include "experiments/cli_predict.h"
 #include "experiments/conv_command.h"
@@ -460,6 +461,9 @@ bool empty_boolean_value(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   std::signal(SIGXFSZ, SIG_IGN);  // past `ulimit -f`, a write fails with EFBIG and is reported, not fatal
+  // A stop signal while an output is half written removes the partial `.tmp.<pid>` file (dtnn run's own
+  // handlers replace these during its trials and put them back after).
+  dtnn::remove_temp_files_on_stop_signals();
   CLI::App app{"dtnn: distributed training of neural networks (a C++ PyDTNN) and its benchmark suite"};
   app.require_subcommand(1);
   // "dtnn 0.9.0 (commit <sha>[+dirty]; <flags>)": the runner reads another build's commit from this line.

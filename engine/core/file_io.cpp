@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "core/temp_cleanup.h"
 
 namespace dtnn {
 
@@ -159,11 +160,13 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
   tmp_ = target_ + ".tmp." + std::to_string(::getpid());
   file_ = std::fopen(tmp_.c_str(), "wb");
   if (!file_) fail(path_, ": cannot create ", tmp_, " (", std::strerror(errno), ")");
+  cleanup_slot_ = register_temp_file(tmp_);  // removed if a stop signal ends the process before the rename
 }
 
 AtomicFile::~AtomicFile() {
   if (file_) std::fclose(file_);
   if (file_ || synced_) std::remove(tmp_.c_str());  // written (or synced) but never renamed into place
+  unregister_temp_file(cleanup_slot_);
 }
 
 void AtomicFile::write(const void* data, std::size_t size) {
@@ -194,6 +197,8 @@ void AtomicFile::commit() {
     std::remove(tmp_.c_str());
     fail(path_, ": cannot rename ", tmp_, " into place (", std::strerror(err), ")");
   }
+  unregister_temp_file(cleanup_slot_);  // the name is the target's now: a signal must not remove it
+  cleanup_slot_ = -1;
   // The rename is durable only once the directory entry is on disk. A directory that cannot be opened
   // or synced (some network file systems) leaves the file written but not crash-proof: not an error.
   std::string dir = std::filesystem::path(target_).parent_path().string();

@@ -55,7 +55,8 @@ std::string output_path_problem(const std::string& path, std::string* target = n
 // directory, so after commit() returns the new file survives a crash. Destroyed without commit() (an
 // exception on the way), it removes the temporary file and leaves whatever was at `path` untouched.
 // Every failure (a write error such as a full disk or a file-size limit included) throws dtnn::Error
-// naming `path` and the reason.
+// naming `path` and the reason. A stop signal before commit() removes the temporary file where the command
+// called remove_temp_files_on_stop_signals (core/temp_cleanup.h).
 class AtomicFile {
  public:
   explicit AtomicFile(std::string path);
@@ -75,6 +76,7 @@ class AtomicFile {
   std::string path_, target_, tmp_;  // as given; where it resolves to; the temporary beside target_
   std::FILE* file_ = nullptr;
   bool synced_ = false;              // sync() done, the temporary not yet renamed
+  int cleanup_slot_ = -1;            // core/temp_cleanup.h: removed if a stop signal ends the process
 };
 
 // Throws dtnn::Error "<option>=<path>: ..." for the first output (option, path; "" paths skipped) that

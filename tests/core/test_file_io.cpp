@@ -3,14 +3,17 @@
 #include <catch2/catch.hpp>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <thread>
 
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/temp_cleanup.h"
 #include "data/data_helpers.h"
 
 namespace fs = std::filesystem;
@@ -101,6 +104,43 @@ TEST_CASE("core: read_file of a FIFO nobody writes to is empty (not a hang), a p
   CHECK(got == "abc");
   CHECK_THROWS_WITH(dtnn::read_file(dir.path), Catch::Contains("it is a directory"));
   CHECK_THROWS_WITH(dtnn::open_input(dir / "none"), Catch::Contains("none: cannot read the file (No such file"));
+}
+
+TEST_CASE("core: a stop signal before commit removes AtomicFile's temporary file and still ends the process", "[core]") {
+  const dtnn::test::ScratchDir dir("file_io_signal");
+  const std::string out = dir / "out.npz", kept = dir / "kept.tmp";
+  dtnn::write_file_atomically(kept, "not registered");
+  for (const int sig : {SIGTERM, SIGINT}) {
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {  // a command half way through writing an output when the signal comes
+      for (const int s : {SIGTERM, SIGINT, SIGHUP}) std::signal(s, SIG_DFL);  // as a fresh process (not Catch's)
+      dtnn::remove_temp_files_on_stop_signals();
+      dtnn::AtomicFile f(out);
+      f.write(std::string(1 << 20, 'x'));
+      std::raise(sig);
+      ::_exit(0);  // not reached: the signal ends the process
+    }
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    CHECK(WIFSIGNALED(status));  // still ended by the signal (exit status 128 + N for a shell)
+    CHECK(WTERMSIG(status) == sig);
+    CHECK_FALSE(fs::exists(out + ".tmp." + std::to_string(child)));  // was left behind, 1 MiB per run
+    CHECK_FALSE(fs::exists(out));
+  }
+  CHECK(fs::exists(kept));  // only registered temporaries are removed
+  // A signal the process ignores stays ignored (dtnn run's handlers, nohup's SIG_IGN).
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    std::signal(SIGHUP, SIG_IGN);
+    dtnn::remove_temp_files_on_stop_signals();
+    std::raise(SIGHUP);
+    ::_exit(7);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 7));
 }
 
 TEST_CASE("core: check_files_distinct refuses an output that is an input or another output", "[core]") {
