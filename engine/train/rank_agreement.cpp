@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
+#include <utility>
 #include <set>
 #include <string>
 #include <vector>
@@ -147,6 +149,24 @@ void check_ranks_agree(Communicator& comm, const Model& model, const TrainOption
            (layout ? layout_name(static_cast<Layout>(root[i])) : std::to_string(root[i]));
   }
   if (!options.empty()) why += std::string(why.empty() ? "" : "; ") + options;
+  // Outputs: only rank 0 writes them (and loads the weights file), so one named on another rank alone was
+  // silently never written. Rank 0 naming one that the others lack is the usual MPMD command line.
+  const std::pair<const char*, const std::string*> outputs[] = {
+      {"--report", &given.report},
+      {"--history_file", &given.history_file},
+      {"--weights_and_bias_filename", &given.weights_and_bias_filename},
+      {"--checkpoint_file", &given.checkpoint_file},
+      {"--early_stopping_weights_filename", &given.lr_schedulers.early_stopping_weights_filename},
+      {"--tracer_output", &given.tracer_output}};
+  int64_t named = 0;
+  for (size_t i = 0; i < std::size(outputs); ++i)
+    if (!outputs[i].second->empty()) named |= int64_t{1} << i;
+  int64_t root_named = named;
+  comm.broadcast_bytes(&root_named, sizeof root_named, 0);
+  for (size_t i = 0; i < std::size(outputs); ++i)
+    if ((named & ~root_named) >> i & 1)
+      why += std::string(why.empty() ? "" : "; ") + outputs[i].first + "=" + *outputs[i].second +
+             " where rank 0 names none (only rank 0 reads and writes it: give it to rank 0)";
   float differing = why.empty() ? 0.0f : 1.0f;
   comm.allreduce_sum(&differing, 1);
   DTNN_CHECK(why.empty(), "rank ", comm.rank(), " does not train as rank 0: ", why,

@@ -104,10 +104,12 @@ endif()
 message(STATUS "mpi cli: ranks with and without --non_blocking_mpi refused")
 # Options the check did not compare: early stopping on one rank left the epoch loop for a barrier while the
 # other entered the next allreduce (a hang); tracing or profiling (clock syncing) on one rank only, likewise; another learning
-# rate left the ranks' weights apart for the rest of the run.
+# rate left the ranks' weights apart for the rest of the run; an output named on rank 1 alone was never written.
 foreach(pair "--lr_schedulers=early_stopping|--lr_schedulers=early_stopping where rank 0 has --lr_schedulers="
              "--profile=True|--profile=True where rank 0 has --profile=False"
-             "--learning_rate=0.02|--learning_rate=0.02 where rank 0 has --learning_rate=0.01")  # as given, not scaled
+             "--learning_rate=0.02|--learning_rate=0.02 where rank 0 has --learning_rate=0.01"  # as given, not scaled
+             # only rank 0 writes outputs: one named on rank 1 alone was silently never written
+             "--report=${WORK}/r1.json|--report=${WORK}/r1.json where rank 0 names none")
   string(REPLACE "|" ";" pair "${pair}")
   list(GET pair 0 option)
   list(GET pair 1 expected)
