@@ -1,6 +1,8 @@
 #include "train/divergence.h"
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <iostream>
 
 #include "core/error.h"
@@ -14,6 +16,31 @@ bool weights_finite(const Model& model) {
   for (int64_t i = 0; i < model.slab_size(); ++i)
     if (!std::isfinite(w[i])) return false;
   return true;
+}
+
+bool weights_finite_on_every_rank(Communicator& comm, const Model& model, int epoch, RunSummary& run,
+                                  std::ostream* out) {
+  float not_finite = weights_finite(model) ? 0.0f : 1.0f;  // downloads a GPU model's weights first
+  comm.allreduce_sum(&not_finite, 1);
+  const float* w = model.host_param_slab();
+  uint64_t h = 1469598103934665603ull;
+  for (int64_t i = 0; i < model.slab_size(); ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &w[i], sizeof bits);
+    h = (h ^ bits) * 1099511628211ull;
+  }
+  uint64_t root = h;
+  comm.broadcast_bytes(&root, sizeof root, 0);
+  float differ = h == root ? 0.0f : 1.0f;
+  comm.allreduce_sum(&differ, 1);
+  if (differ > 0.0f && run.weights_differ_after_epoch == 0) {
+    run.weights_differ_after_epoch = epoch;
+    if (out)
+      *out << "**** Warning: after epoch " << epoch << " the weights of " << static_cast<int>(differ) << " rank"
+           << (differ == 1.0f ? "" : "s") << " differ from rank 0's (devices rounding the update otherwise?): the "
+           << "ranks train apart; the report records weights_differ_after_epoch\n";
+  }
+  return not_finite == 0.0f;
 }
 
 void agree_on_divergence(Communicator& comm, Model& model, RunSummary& run) {

@@ -17,6 +17,14 @@ namespace dtnn {
 // non-finite weights behind a finite loss: the epoch loop asks this after every epoch.
 bool weights_finite(const Model& model);
 
+// Data parallelism with more than one rank, after every epoch, collective: whether every rank's weights are
+// finite (all ranks decide alike, even if their copies differ: one rank stopping alone hung the others in
+// the next allreduce), and whether they are rank 0's (an FNV-1a of the slab). The first epoch they are not
+// sets run.weights_differ_after_epoch and rank 0 says so once on `out`. Two allreduces of one float and a
+// broadcast of 8 bytes per epoch.
+bool weights_finite_on_every_rank(Communicator& comm, const Model& model, int epoch, RunSummary& run,
+                                  std::ostream* out);
+
 // Model averaging: the asynchronous modes judge each rank's own loss, and every mode merges the model after
 // the last check. So, collectively after finish_training(): the run diverged when any rank's loss did, or
 // when the merged model holds a non-finite weight; every rank then takes finish_diverged(), and rank 0's

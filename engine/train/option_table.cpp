@@ -234,7 +234,7 @@ std::vector<OptionSpec> make_table() {
              "RMSProp/Adam/Nadam epsilon (inside the square root)", kOpenBelow),
       checked("loss_func", DTNN_FIELD(loss_func), M | MM | P, check_loss,
               "categorical_cross_entropy or binary_cross_entropy (PyDTNN's older metric,...,loss list too)"),
-      text("metrics", DTNN_FIELD(metrics), M | MM | P, "Comma-separated metrics", check_metrics),
+      text("metrics", DTNN_FIELD(metrics), M | MM | P, "Comma-separated metrics (empty: the loss only)", check_metrics),
       // Parallelism and devices
       choice("parallel", DTNN_FIELD(parallel), R | MM | P, {"sequential", "data"}, "sequential or data (run under mpirun)"),
       integer("threads", DTNN_FIELD(threads), M | T, 0, kMaxThreads, "Threads per rank (0: the cores the rank gets: OMP_NUM_THREADS, SLURM_CPUS_PER_TASK, "

@@ -67,6 +67,10 @@ struct RunSummary {
   std::optional<AveragingStats> averaging;
   // Where the ranks ran and what started them (rank 0's copy; parallel/placement.h).
   Placement placement;
+  // Data parallelism: the first epoch after which a rank's weights were not rank 0's (0: never). They are
+  // equal by construction (one summed gradient, one update rule); a rank on another device may round the
+  // update otherwise (an FMA the CPU code has not), and its copy would drift apart unseen.
+  int weights_differ_after_epoch = 0;
 };
 
 // The dtnn.run_report/1 JSON, written atomically. It carries "run_nonce" copied from $DTNN_RUN_NONCE when

@@ -114,6 +114,7 @@ void write_report(const std::string& path, const TrainOptions& options, const En
   j["framework"] = "dtnn";
   j["status"] = run.diverged.empty() ? "ok" : "diverged";
   if (!run.diverged.empty()) j["error"] = run.diverged;
+  if (run.weights_differ_after_epoch > 0) j["weights_differ_after_epoch"] = run.weights_differ_after_epoch;
   // The runner (experiments/runner.cpp) names each attempt; a report naming another attempt is not ingested.
   if (const char* nonce = std::getenv("DTNN_RUN_NONCE"); nonce && *nonce) j["run_nonce"] = nonce;
   nlohmann::json opts = nlohmann::json::object();

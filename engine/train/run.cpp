@@ -282,10 +282,12 @@ int train_epochs(const TrainOptions& o, Trainer& trainer, const Splits& splits, 
     // The loss is allreduced, so every rank stops here. Neither the schedulers (which may save weights) nor
     // the checkpoint see this state: --checkpoint_file keeps the last finite epoch. The loss is computed
     // before each step's update, so the epoch's last updates may leave non-finite weights behind a finite
-    // loss (--learning_rate=3e38 on one step): the weights are checked too (data-parallel ranks hold the
-    // same weights and decide alike; model averaging's ranks do not, agree_on_divergence judges its merge).
+    // loss (--learning_rate=3e38 on one step): the weights are checked too (data-parallel ranks decide
+    // together and learn whether their copies still agree; agree_on_divergence judges model averaging's merge).
     const double loss = rec.train.values[0];
-    const bool finite_weights = o.model_averaging != "none" || weights_finite(model);
+    const bool finite_weights = o.model_averaging != "none" ||
+                                (comm.size() > 1 ? weights_finite_on_every_rank(comm, model, epoch, run, root ? &out : nullptr)
+                                                 : weights_finite(model));
     if (!std::isfinite(loss) || !finite_weights) {
       run.diverged = !std::isfinite(loss) ? "diverged: the training loss (" + trainer.value_names()[0] + ") is " +
                                                 (std::isnan(loss) ? "nan" : format_double(loss)) + " after epoch "

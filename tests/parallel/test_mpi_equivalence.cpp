@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <sstream>
 #include <string>
 
 #include "core/error.h"
@@ -24,6 +25,7 @@
 #include "models/model.h"
 #include "parallel/communicator.h"
 #include "train/batch_shares.h"
+#include "train/divergence.h"
 #include "train/trainer.h"
 
 using namespace dtnn;
@@ -198,6 +200,36 @@ int main() {
                     "trained (expected 130), ranks' weights and statistics differ by %.3g\n",
                     static_cast<long long>(r.samples), r.rank_spread);
         (r.samples == 130 && r.rank_spread <= 1e-6 ? passed : failed) += 1;
+      }
+    }
+    {  // train/divergence.h weights_finite_on_every_rank: the per-epoch check of data parallelism
+      TrainOptions o;
+      o.batch_size = 4;
+      auto m = small_cnn(o, *world);
+      RunSummary run;
+      std::ostringstream out;
+      std::ostream* says = world->rank() == 0 ? &out : nullptr;
+      const bool equal_ok = weights_finite_on_every_rank(*world, *m, 1, run, says);
+      const int after_equal = run.weights_differ_after_epoch;
+      if (world->rank() == 1) m->host_param_slab()[3] = std::nextafter(m->host_param_slab()[3], 1e30f);  // 1 ulp
+      const bool drift_ok = weights_finite_on_every_rank(*world, *m, 2, run, says);
+      const bool drift_again_ok = weights_finite_on_every_rank(*world, *m, 3, run, says);  // warned once
+      if (world->rank() == 1) m->host_param_slab()[5] = std::nanf("");  // not finite on rank 1 alone
+      const bool nan_ok = weights_finite_on_every_rank(*world, *m, 4, run, says);
+      // Every rank must decide alike: a rank stopping alone hung the other in its next allreduce.
+      float agreed = equal_ok && drift_ok && drift_again_ok && !nan_ok ? 1.0f : 0.0f;
+      world->allreduce_sum(&agreed, 1);
+      if (world->rank() == 0) {
+        const std::string said = out.str();
+        const size_t warnings = std::count(said.begin(), said.end(), '\n');
+        std::printf("weights check after each epoch: equal copies pass (%d), 1 ulp on rank 1 flagged after epoch %d "
+                    "with %zu warning line(s), a NaN on rank 1 alone stops both ranks (%g of 2 agreed)\n",
+                    after_equal, run.weights_differ_after_epoch, warnings, agreed);
+        (after_equal == 0 && run.weights_differ_after_epoch == 2 && warnings == 1 &&
+                 said.find("after epoch 2 the weights of 1 rank differ from rank 0's") != std::string::npos &&
+                 agreed == 2.0f
+             ? passed
+             : failed) += 1;
       }
     }
     int ok = 1;
