@@ -30,6 +30,7 @@ struct RunFixture {
     matrix = store.add_matrix("m", "m.toml", "h", "name = \"m\"\n");
     StoredEnvironment e;
     e.host = "h";
+    e.git_commit = "abc123";  // compare's selections by commit= (test_compare.cpp)
     env = store.add_environment(e);
   }
   // A run whose trial key, configuration and label are `key`; `extra` adds trial parameters.
