@@ -36,6 +36,10 @@ struct RankLayout {
   bool given = false;  // the trial sets nodes or ranks_per_node
 };
 RankLayout layout_of(const Trial& trial);
+// When the matrix loads (`path` names it in messages): a trial's nodes, ranks_per_node and ranks agree, and
+// its launcher can place them (kind "none" starts one rank; an mpirun hostfile lists enough hosts). Throws
+// dtnn::Error "<path>: trial <name>: ...".
+void check_trial_layout(const std::string& path, const Matrix& m, const Trial& t);
 
 // The hosts of an Open MPI hostfile, in order, each once (the first word of each line; blank lines and
 // '#' comments skipped). Throws dtnn::Error "<path>: cannot read the file (...)", "...: lists no host", or

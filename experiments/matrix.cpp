@@ -470,34 +470,6 @@ void expand(const Parser& p, const Base& b, const std::vector<Axis>& axes, const
 
 }
 
-// A trial's nodes / ranks_per_node / ranks agree, and its launcher can place them (launcher.h).
-void check_layout(const std::string& path, const Matrix& m, const Trial& t) {
-  const bool has_nodes = t.params.count("nodes"), has_rpn = t.params.count("ranks_per_node");
-  if (!has_nodes && !has_rpn) return;
-  const std::string name = t.label.empty() ? t.key : t.label;
-  const int ranks = t.ranks();
-  const int nodes = has_nodes ? std::stoi(t.params.at("nodes")) : 0;
-  const int rpn = has_rpn ? std::stoi(t.params.at("ranks_per_node")) : 0;
-  if (t.params.count("ranks")) {
-    if (has_nodes && has_rpn && ranks != int64_t{nodes} * rpn)
-      fail(path, ": trial ", name, ": ranks = ", ranks, " but nodes x ranks_per_node = ", nodes, " x ", rpn, " = ",
-           int64_t{nodes} * rpn);
-    if (has_nodes && ranks < nodes)
-      fail(path, ": trial ", name, ": ranks = ", ranks, " cannot fill nodes = ", nodes, " (one rank per node at least)");
-  }
-  if (m.launcher.kind == "none" && (nodes > 1 || ranks > 1))
-    fail(path, ": launcher kind 'none' cannot start ", ranks, " ranks on ", std::max(nodes, 1),
-         " node(s) (trial ", name, "): use mpirun or srun");
-  if (m.launcher.kind == "mpirun" && ranks > 1) {
-    const int need = layout_of(t).nodes;
-    const size_t have = m.launcher.hostfile.empty() ? 1 : hostfile_hosts(m.launcher.hostfile).size();
-    if (static_cast<size_t>(need) > have)
-      fail(path, ": trial ", name, ": ", need, " nodes need a [launcher] hostfile listing at least ", need,
-           " hosts (", m.launcher.hostfile.empty() ? std::string("none is given")
-                                                    : m.launcher.hostfile + " lists " + std::to_string(have), ")");
-  }
-}
-
 // What the whole matrix must satisfy once expanded.
 void check_trials(const Parser& p, const std::vector<Axis>& axes, const Matrix& m) {
   const std::string& path = p.path;
@@ -520,7 +492,7 @@ void check_trials(const Parser& p, const std::vector<Axis>& axes, const Matrix& 
              "their defaults): drop one, or the default value");
     }
   }
-  for (const Trial& t : m.trials) check_layout(path, m, t);
+  for (const Trial& t : m.trials) check_trial_layout(path, m, t);
   for (const Trial& t : m.trials)
     if (t.get("transport", "default") != "default" && m.launcher.kind != "mpirun")
       fail(path, ": trial ", t.label.empty() ? t.key : t.label, ": transport is Open MPI's (mpirun --mca btl); launcher kind \"",
