@@ -124,7 +124,8 @@ const char* const kRunRecipeColumns =
     "0) AS INTEGER), CAST(coalesce(json_extract(r.report, '$.options.learning_rate'), "
     "json_extract(r.params, '$.learning_rate'), 0) AS REAL), CAST(coalesce(json_extract(r.report, "
     "'$.options.momentum'), json_extract(r.params, '$.momentum')) AS REAL), "
-    "CAST(coalesce(nullif(json_extract(r.report, '$.options.global_batch_size'), 0), "
+    // Cast before nullif: a report's options are text, and nullif('0', 0) is '0' (migration 18).
+    "CAST(coalesce(nullif(CAST(json_extract(r.report, '$.options.global_batch_size') AS INTEGER), 0), "
     "coalesce(json_extract(r.report, '$.options.batch_size'), r.batch_size) * r.ranks) AS INTEGER), "
     DTNN_SQL_NOT_FROM_SCRATCH;
 

@@ -11,6 +11,7 @@
 #include "results/migrations_15.h"
 #include "results/migrations_16.h"
 #include "results/migrations_17.h"
+#include "results/migrations_18.h"
 
 namespace dtnn::schema {
 
@@ -585,6 +586,8 @@ CREATE VIEW v_averaging AS
          "runner)", kMigration16Sql},
     {17, "v_scaling: measured speed-up and efficiency against the fewest ranks of the configuration "
          "(baseline_ranks), not only 1 rank", kMigration17Sql},
+    {18, "v_accuracy_vs_target: a weak-scaling run's global batch (its report's text \"0\" made it 0)",
+     kMigration18Sql},
 };
 
 }  // namespace dtnn::schema

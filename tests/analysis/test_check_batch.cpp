@@ -25,7 +25,7 @@ TEST_CASE("check: a strong-scaling run is judged by its batch per rank and its g
                                "--optimizer=sgd --learning_rate=0.01 --momentum=0.9 --progress=False --report=" + path)
               .status == 0);
   nlohmann::json report = nlohmann::json::parse(dtnn::read_file(path));
-  report["options"]["global_batch_size"] = 64;  // what `dtnn train --global_batch_size=64` on 2 ranks records
+  report["options"]["global_batch_size"] = "64";  // what `dtnn train --global_batch_size=64` on 2 ranks records (text)
   report["parallel"]["ranks"] = 2;
   {
     dtnn::ResultStore store = dtnn::ResultStore::open(db);
@@ -88,5 +88,54 @@ TEST_CASE("check: a strong-scaling run is judged by its batch per rank and its g
     store.replace_targets({t});
     CHECK(dtnn::test::one(db, "SELECT count(*) FROM v_accuracy_vs_target") == "1");
   }
+  fs::remove_all(dir);
+}
+
+// A report writes its options as text: a weak-scaling run says "global_batch_size": "0", and nullif('0', 0)
+// kept the text, so its global batch came out 0 and no target stated as a global batch (the CIFAR ResNets,
+// VGG, ImageNet in analysis/targets.toml) ever judged a weak-scaling dtnn run (migration 18).
+TEST_CASE("check: a weak-scaling run's global batch is its batch per rank times its ranks", "[runner]") {
+  const fs::path dir = dtnn::test::temp_path("check_weak_batch");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string db = (dir / "r.db").string(), path = (dir / "report.json").string();
+  REQUIRE(dtnn::test::run_dtnn("train --model=simplemlp --use_synthetic_data=True --steps_per_epoch=2 --batch_size=32 "
+                               "--optimizer=sgd --learning_rate=0.01 --progress=False --report=" + path)
+              .status == 0);
+  const std::string report = dtnn::read_file(path);
+  REQUIRE(nlohmann::json::parse(report)["options"]["global_batch_size"] == "0");  // as dtnn writes it
+  {
+    dtnn::ResultStore store = dtnn::ResultStore::open(db);
+    dtnn::test::store_report_run(store, "weak", "ranks=1",
+                                 {{"model", "simplemlp"}, {"use_synthetic_data", "True"}, {"ranks", "1"},
+                                  {"batch_size", "32"}, {"num_epochs", "1"}, {"optimizer", "sgd"}},
+                                 report);
+  }
+  const std::string dataset = dtnn::test::one(db, "SELECT dataset FROM runs");
+  const std::string targets = (dir / "t.toml").string();
+  dtnn::write_file_atomically(targets, "[[target]]\nmodel = \"simplemlp\"\ndataset = \"" + dataset +
+                                           "\"\nmetric = \"test_accuracy\"\ntarget = 1.0\ntolerance = 1.0\nsource = \"x\"\n"
+                                           "num_epochs = 1\noptimizer = \"sgd\"\nlearning_rate = 0.01\n"
+                                           "steps_per_epoch = 2\nglobal_batch_size = 32\n");
+  const dtnn::test::Command c = dtnn::test::run_dtnn("check --db " + db + " --targets " + targets);
+  INFO(c.out << c.err);
+  CHECK(c.status == 0);
+  CHECK_THAT(c.out, Contains("1 pass, 0 fail"));  // was "global batch 0, target's 32"
+  {
+    dtnn::ResultStore store = dtnn::ResultStore::open(db);
+    dtnn::ResultStore::Target t;
+    t.model = "simplemlp";
+    t.dataset = dataset;
+    t.metric = "test_accuracy";
+    t.target = t.tolerance = 1.0;
+    t.num_epochs = 1;
+    t.optimizer = "sgd";
+    t.source = "x";
+    t.learning_rate = 0.01;
+    t.steps_per_epoch = 2;
+    t.global_batch_size = 32;
+    store.replace_targets({t});
+  }
+  CHECK(dtnn::test::one(db, "SELECT count(*) FROM v_accuracy_vs_target") == "1");
   fs::remove_all(dir);
 }
