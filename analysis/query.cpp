@@ -68,25 +68,40 @@ const View kViews[] = {
     {"epochs", "per-epoch metrics of every run",
      "SELECT run_id, epoch, samples, round(time_s, 3) AS time_s, round(samples_per_s, 1) AS samples_per_s, lr, "
      "train_loss, train_accuracy, val_loss, val_accuracy FROM epochs ORDER BY run_id, epoch"},
-    {"layers", "median per-layer forward/backward ms per model, algorithm and layer",
-     "SELECT r.model, r.conv_algo AS requested_algo, l.layer_id, l.type, l.conv_algo, l.problem, count(*) AS runs, "
+    // Grouped by everything that changes a layer's time (device, threads, batch per rank, machine, the
+    // algorithm that ran): one row averaged CPU and GPU runs of other batches under the labels of one of them.
+    {"layers", "mean per-layer forward/backward ms per machine, model, device, threads, batch per rank, requested "
+     "algorithm and layer (and the algorithm that ran)",
+     "SELECT r.environment_id, r.model, r.device, r.threads, "
+     "CAST(coalesce(json_extract(r.report, '$.options.batch_size'), r.batch_size) AS INTEGER) AS batch_per_rank, "
+     "r.conv_algo AS requested_algo, l.layer_id, l.type, l.conv_algo, l.problem, count(*) AS runs, "
      "round(avg(l.forward_ms), 4) AS forward_ms, round(avg(l.backward_ms), 4) AS backward_ms "
      "FROM layer_timings l JOIN runs r ON r.id = l.run_id WHERE r.status = 'ok' AND r.framework = 'dtnn' "
-     "GROUP BY r.model, r.conv_algo, l.layer_id ORDER BY r.model, r.conv_algo, l.layer_id"},
+     "GROUP BY r.environment_id, r.model, r.device, r.threads, batch_per_rank, r.conv_algo, l.layer_id, l.conv_algo, "
+     "l.problem ORDER BY r.environment_id, r.model, r.device, r.threads, batch_per_rank, r.conv_algo, l.layer_id"},
+    // One row per dtnn configuration and recipe, against PyTorch runs of the same recipe, threads and device.
+    // Grouped by fewer keys than the join, it averaged dtnn over batch sizes against one arbitrary PyTorch
+    // batch (a 2.0 ratio at both batches showed as 6.0), PyTorch over thread counts, and weak with strong
+    // scaling. Runs without a samples/s (nothing trained) are left out.
     {"vs_pytorch",
-     "dtnn against the PyTorch reference on the same model, data and recipe (the newest environment's runs)",
+     "dtnn against the PyTorch reference on the same model, data, recipe, device and threads (the newest "
+     "environment's runs)",
      "WITH latest AS (SELECT environment_id AS id FROM runs WHERE status = 'ok' ORDER BY id DESC LIMIT 1), "
-     "ok AS (SELECT * FROM runs WHERE status = 'ok' AND environment_id = (SELECT id FROM latest)), "
-     "torch AS (SELECT model, dataset, num_epochs, batch_size, optimizer, avg(samples_per_s) AS sps, "
-     "avg(test_accuracy) AS acc FROM ok WHERE framework = 'pytorch' GROUP BY model, dataset, num_epochs, "
-     "batch_size, optimizer) "
-     "SELECT d.model, d.dataset, d.conv_algo, d.ranks, d.threads, count(*) AS runs, "
-     "round(avg(d.samples_per_s), 1) AS dtnn_samples_per_s, round(t.sps, 1) AS pytorch_samples_per_s, "
-     "round(avg(d.samples_per_s) / t.sps, 2) AS dtnn_over_pytorch, round(avg(d.test_accuracy), 2) AS dtnn_test_acc, "
-     "round(t.acc, 2) AS pytorch_test_acc "
+     "ok AS (SELECT *, CASE WHEN json_extract(params, '$.scaling') = 'strong' OR "
+     "json_extract(params, '$.global_batch_size') IS NOT NULL THEN 'strong' ELSE 'weak' END AS scaling "
+     "FROM runs WHERE status = 'ok' AND samples_per_s IS NOT NULL AND environment_id = (SELECT id FROM latest)), "
+     "torch AS (SELECT model, dataset, num_epochs, batch_size, optimizer, device, threads, count(*) AS n, "
+     "avg(samples_per_s) AS sps, avg(test_accuracy) AS acc FROM ok WHERE framework = 'pytorch' "
+     "GROUP BY model, dataset, num_epochs, batch_size, optimizer, device, threads) "
+     "SELECT d.model, d.dataset, d.device, d.batch_size, d.scaling, d.num_epochs, d.optimizer, d.conv_algo, d.ranks, "
+     "d.threads, count(*) AS runs, t.n AS pytorch_runs, round(avg(d.samples_per_s), 1) AS dtnn_samples_per_s, "
+     "round(t.sps, 1) AS pytorch_samples_per_s, round(avg(d.samples_per_s) / t.sps, 2) AS dtnn_over_pytorch, "
+     "round(avg(d.test_accuracy), 2) AS dtnn_test_acc, round(t.acc, 2) AS pytorch_test_acc "
      "FROM ok d JOIN torch t ON t.model = d.model AND t.dataset = d.dataset AND t.num_epochs = d.num_epochs "
-     "AND t.batch_size = d.batch_size AND t.optimizer = d.optimizer WHERE d.framework = 'dtnn' "
-     "GROUP BY d.model, d.dataset, d.conv_algo, d.ranks, d.threads ORDER BY d.model, d.dataset, d.conv_algo, d.ranks"},
+     "AND t.batch_size = d.batch_size AND t.optimizer = d.optimizer AND t.device = d.device AND t.threads = d.threads "
+     "WHERE d.framework = 'dtnn' "
+     "GROUP BY d.model, d.dataset, d.device, d.batch_size, d.scaling, d.num_epochs, d.optimizer, d.conv_algo, "
+     "d.ranks, d.threads ORDER BY d.model, d.dataset, d.device, d.batch_size, d.scaling, d.conv_algo, d.ranks"},
     {"conv", "the fastest algorithm per conv problem, direction, device and threads (`dtnn ingest`ed benchmarks)",
      "SELECT * FROM v_best_conv"},
     {"conv_benchmarks", "every ingested convolution benchmark row",
