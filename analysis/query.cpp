@@ -22,8 +22,8 @@ struct View {
 
 const View kViews[] = {
     {"throughput", "samples/s of every ok run", "SELECT * FROM v_throughput ORDER BY run_id"},
-    {"scaling", "speed-up and parallel efficiency against the 1-rank run of the same configuration (source "
-     "'measured'), and predicted curves beside them (source 'model' or 'simgrid': against their own 1-rank prediction)",
+    {"scaling", "speed-up and parallel efficiency against the fewest ranks (baseline_ranks) the same configuration "
+     "ran on (source 'measured'), and predicted curves beside them (source 'model' or 'simgrid': against their own 1-rank prediction)",
      "SELECT * FROM v_scaling"},
     {"predictions", "every predicted row (dtnn predict --store, a matrix's mode = \"predict\" trials): never a "
      "measurement; calibration_runs: the measured runs its profile came from",

@@ -185,10 +185,12 @@ RunStart run_start(int64_t matrix_id, int64_t env_id, const Planned& planned, co
   rs.tags = tags;
   if (!rs.params.count("ranks")) rs.params["ranks"] = std::to_string(planned.trial.ranks());  // nodes x ranks_per_node
   std::map<std::string, std::string> config = planned.trial.params;
-  // The scaling group: the same configuration at another rank count, or on another number of nodes (a study
-  // over nodes keeps ranks_per_node).
+  // The scaling group: the same configuration at another rank count, or on another number of nodes when that
+  // is what sets the ranks (a study over nodes keeps ranks_per_node). A trial naming both ranks and nodes keeps
+  // its nodes: 2 ranks on one node and 2 ranks on two are other configurations, and v_scaling averaged them
+  // into one row describing neither.
   config.erase("ranks");
-  config.erase("nodes");
+  if (config.count("ranks_per_node") || !planned.trial.params.count("ranks")) config.erase("nodes");
   for (const auto& [name, value] : config) rs.config_key += (rs.config_key.empty() ? "" : ";") + name + "=" + value;
   rs.command = command;
   rs.log_path = "(pending)";

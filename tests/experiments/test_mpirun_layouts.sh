@@ -89,4 +89,18 @@ fi
 [ "$(wc -l < "$work/two.err")" = 1 ] && grep -q "2 nodes need a \[launcher\] hostfile listing at least 2 hosts" "$work/two.err" ||
   fail "2 nodes: $(cat "$work/two.err")"
 [ "$(q "SELECT count(*) FROM runs")" = 2 ] || fail "the refused matrix stored runs"
+
+# The scaling group (config_key) of a trial naming ranks and nodes keeps its nodes: 2 ranks on one node and 2
+# on two are other configurations (v_scaling averaged them into one row). A layout trial (ranks_per_node)
+# varies its nodes within its group.
+matrix ranked '[axes]' 'ranks = [2]' 'nodes = [1]'
+"$dtnn" run ../matrices/ranked.toml --db "$work/l.db" > "$work/ranked.out" 2>&1 || { cat "$work/ranked.out"; fail "matrix ranked failed"; }
+got="$(q "SELECT id, (';' || config_key || ';') LIKE '%;nodes=1;%' FROM runs ORDER BY id")"
+want="1,0
+2,0
+3,1"
+[ "$got" = "$want" ] || fail "nodes in the scaling groups (run, has nodes=1): got
+$got
+want
+$want"
 echo "mpirun layouts: ok (threads per rank $expect, $version)"
