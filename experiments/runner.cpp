@@ -439,7 +439,7 @@ int run_matrix(const RunnerOptions& options, std::ostream& out) {
         << format_duration(eta) << (tty ? "" : "\n") << std::flush;
 
     if (is_predicted(trial)) {  // no process: a row of predictions, or a failed run saying why
-      const PredictedOutcome p = run_predicted_trial(store, matrix_id, trial);
+      const PredictedOutcome p = run_predicted_trial(store, matrix_id, trial, env_id);
       if (p.status == "ok") {
         ++n_predicted;
         continue;

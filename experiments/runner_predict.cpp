@@ -130,16 +130,17 @@ bool is_predicted(const Trial& trial) { return trial.get("mode", "run") == "pred
 std::string predicted_description(const Trial& trial) {
   return "predicted (" + trial.get("predictor", "model") + ", platform " + trial.get("platform", "ib100") + ", " +
          std::to_string(trial.ranks()) + " ranks), calibrated from the store's measured run of this configuration "
-         "with the fewest ranks";
+         "with the fewest ranks on this machine and commit";
 }
 
-int64_t calibration_run(const ResultStore& store, const Trial& trial) {
+int64_t calibration_run(const ResultStore& store, const Trial& trial, int64_t env_id) {
   const std::map<std::string, std::string> want = measured_params(trial.params);
   // The model narrows the candidates; the parameters decide.
   const std::string model = trial.get("model");
   std::string quoted = "'";
   for (char c : model) quoted += c == '\'' ? std::string("''") : std::string(1, c);
-  const QueryResult r = store.query("SELECT id, params FROM runs WHERE status = 'ok' AND model = " + quoted +
+  const QueryResult r = store.query("SELECT id, params FROM runs WHERE status = 'ok' AND samples_per_s IS NOT NULL "
+                                    "AND environment_id = " + std::to_string(env_id) + " AND model = " + quoted +
                                     "' ORDER BY ranks, id DESC");
   for (const auto& row : r.rows) {
     std::map<std::string, std::string> have;
@@ -151,15 +152,16 @@ int64_t calibration_run(const ResultStore& store, const Trial& trial) {
   return 0;
 }
 
-PredictedOutcome run_predicted_trial(ResultStore& store, int64_t matrix_id, const Trial& trial) {
+PredictedOutcome run_predicted_trial(ResultStore& store, int64_t matrix_id, const Trial& trial, int64_t env_id) {
   PredictedOutcome out;
-  const int64_t run = calibration_run(store, trial);
+  const int64_t run = calibration_run(store, trial, env_id);
   perf::PredictCommandOptions o = predict_options(store.path(), trial, run);
   out.command = command_line(o);
   if (trial.framework() != "dtnn") return {"unsupported", "the performance model predicts dtnn, not " + trial.framework(), out.command};
   if (run == 0)
     return {"failed",
-            "no ok measured run of this configuration in " + store.path() + " to calibrate the prediction from: add "
+            "no ok measured run of this configuration on this machine and commit in " + store.path() +
+            " to calibrate the prediction from: add "
             "the same trial with mode = \"run\" (e.g. ranks = 1) to the matrix, or run it first",
             out.command};
   if (trial.get("predictor", "model") == "simgrid") return simgrid_trial(store, matrix_id, trial, run, o);

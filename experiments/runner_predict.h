@@ -22,9 +22,11 @@ bool is_predicted(const Trial& trial);  // mode = "predict"
 // What a dry run prints for a predicted trial.
 std::string predicted_description(const Trial& trial);
 
-// The measured run a predicted trial is calibrated from: an ok run of `store` whose parameters equal the
-// trial's except ranks and the prediction parameters, the smallest rank count, then the newest. 0 if none.
-int64_t calibration_run(const ResultStore& store, const Trial& trial);
+// The measured run a predicted trial is calibrated from: an ok run of `store` in environment `env_id` (this
+// machine and commit: another's run calibrated the curve before, and it was stored under that environment)
+// that trained samples, whose parameters equal the trial's except ranks and the prediction parameters; the
+// smallest rank count, then the newest. 0 if none.
+int64_t calibration_run(const ResultStore& store, const Trial& trial, int64_t env_id);
 
 struct PredictedOutcome {
   std::string status;  // ok (stored in predictions) | failed | unsupported (with the error line)
@@ -32,8 +34,9 @@ struct PredictedOutcome {
   std::string command;  // the equivalent dtnn predict command line
 };
 
-// Makes and stores the trial's prediction (matrix_id: the matrix that declares it). Never throws for the
-// trial's own problems (they are the outcome); throws when the store cannot be written.
-PredictedOutcome run_predicted_trial(ResultStore& store, int64_t matrix_id, const Trial& trial);
+// Makes and stores the trial's prediction (matrix_id: the matrix that declares it; env_id: the runner's
+// environment, where its calibration run must be). Never throws for the trial's own problems (they are the
+// outcome); throws when the store cannot be written.
+PredictedOutcome run_predicted_trial(ResultStore& store, int64_t matrix_id, const Trial& trial, int64_t env_id);
 
 }  // namespace dtnn

@@ -122,6 +122,21 @@ TEST_CASE("runner: a predicted trial without a measured run fails saying what to
                                                    Contains("mode = \"run\""));
   CHECK(one(s, "SELECT count(*) FROM predictions") == "0");
   CHECK(one(s, "SELECT count(*) FROM v_scaling") == "0");
+  // A measured run of another commit (another environment) does not calibrate it: it did, and the curve was
+  // stored under that other environment.
+  const std::string measured = w.file("measured.toml", std::string("name = \"measured\"\n") + kQuickBase +
+                                                          "model = \"simplemlp\"\n[axes]\nranks = [1]\n");
+  REQUIRE(dtnn_cli("run " + measured + " --db " + w.db() + " --commit c0ffee", log) == 0);
+  CHECK(dtnn_cli("run " + matrix + " --db " + w.db(), log) == 1);
+  CHECK(one(dtnn::ResultStore::open_read_only(w.db()), "SELECT error FROM runs ORDER BY id DESC LIMIT 1")
+            .find("on this machine and commit") != std::string::npos);
+  // Measured here, it does.
+  REQUIRE(dtnn_cli("run " + measured + " --db " + w.db(), log) == 0);
+  REQUIRE(dtnn_cli("run " + matrix + " --db " + w.db(), log) == 0);
+  const dtnn::ResultStore after = dtnn::ResultStore::open_read_only(w.db());
+  CHECK(one(after, "SELECT count(*) FROM predictions p JOIN prediction_runs l ON l.prediction_id = p.id JOIN runs r "
+                   "ON r.id = l.run_id WHERE p.environment_id = (SELECT environment_id FROM runs ORDER BY id DESC "
+                   "LIMIT 1) AND r.environment_id = p.environment_id") == "1");
 }
 
 TEST_CASE("runner: predictor = \"simgrid\" stores the calibration run's SimGrid replay with source simgrid",
