@@ -12,6 +12,7 @@
 #include "results/migrations_16.h"
 #include "results/migrations_17.h"
 #include "results/migrations_18.h"
+#include "results/migrations_19.h"
 
 namespace dtnn::schema {
 
@@ -588,6 +589,8 @@ CREATE VIEW v_averaging AS
          "(baseline_ranks), not only 1 rank", kMigration17Sql},
     {18, "v_accuracy_vs_target: a weak-scaling run's global batch (its report's text \"0\" made it 0)",
      kMigration18Sql},
+    {19, "v_throughput: each run's batch per rank and scaling mode (batch_size is the global batch of a "
+         "strong-scaling trial)", kMigration19Sql},
 };
 
 }  // namespace dtnn::schema

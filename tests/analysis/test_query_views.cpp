@@ -68,6 +68,20 @@ TEST_CASE("query: vs_pytorch compares one batch, device, thread count and scalin
             "dataset=mnist batch_size=256 scaling=weak threads=1 ranks=1 dtnn_over_pytorch=2.0"});
 }
 
+TEST_CASE("query: throughput says each run's batch per rank and scaling mode", "[query]") {
+  Fixture f("throughput_view");
+  // 4 ranks x 256 (global 1024) and 256 in all on 4 ranks: both showed "ranks 4, batch_size 256".
+  ok_run(f, "weak", 4, 4000, {{"batch_size", "256"}});
+  ok_run(f, "strong", 4, 1500, {{"batch_size", "256"}, {"scaling", "strong"}});
+  ok_run(f, "global", 2, 900, {{"global_batch_size", "128"}});
+  // What their reports say they trained per rank (dtnn writes options as text).
+  f.store.exec("UPDATE runs SET report = '{\"options\": {\"batch_size\": \"64\"}}' WHERE label IN ('strong', 'global')");
+  CHECK(rows(f.store, "throughput", {"ranks", "batch_size", "batch_per_rank", "scaling"}) ==
+        std::vector<std::string>{"ranks=4 batch_size=256 batch_per_rank=256 scaling=weak",
+                                 "ranks=4 batch_size=256 batch_per_rank=64 scaling=strong",
+                                 "ranks=2 batch_size=128 batch_per_rank=64 scaling=strong"});
+}
+
 TEST_CASE("query: layers averages a layer's times over runs of one device, batch and thread count only", "[query]") {
   Fixture f("layers_view");
   const auto layer = [&](int64_t run, const char* algo, const char* problem, double fwd) {
