@@ -16,6 +16,26 @@
 using Catch::Contains;
 namespace fs = std::filesystem;
 
+namespace {
+
+// The recipe the runs here trained (simplemlp, 1 epoch of 2 steps, SGD at 0.01), as `dtnn run` stores a target;
+// the tests set its batch.
+dtnn::ResultStore::Target sgd_target(const std::string& dataset) {
+  dtnn::ResultStore::Target t;
+  t.model = "simplemlp";
+  t.dataset = dataset;
+  t.metric = "test_accuracy";
+  t.target = t.tolerance = 1.0;
+  t.num_epochs = 1;
+  t.optimizer = "sgd";
+  t.source = "x";
+  t.learning_rate = 0.01;
+  t.steps_per_epoch = 2;
+  return t;
+}
+
+}  // namespace
+
 TEST_CASE("check: a strong-scaling run is judged by its batch per rank and its global batch", "[runner]") {
   const fs::path dir = dtnn::test::temp_path("check_batch");
   fs::remove_all(dir);
@@ -62,16 +82,7 @@ TEST_CASE("check: a strong-scaling run is judged by its batch per rank and its g
   // The store's view matches alike (targets as `dtnn run` stores them).
   {
     dtnn::ResultStore store = dtnn::ResultStore::open(db);
-    dtnn::ResultStore::Target t;
-    t.model = "simplemlp";
-    t.dataset = dataset;
-    t.metric = "test_accuracy";
-    t.target = t.tolerance = 1.0;
-    t.num_epochs = 1;
-    t.optimizer = "sgd";
-    t.source = "x";
-    t.learning_rate = 0.01;
-    t.steps_per_epoch = 2;
+    dtnn::ResultStore::Target t = sgd_target(dataset);
     t.batch_size = 64;
     t.ranks = {1, 2};
     store.replace_targets({t});
@@ -123,16 +134,7 @@ TEST_CASE("check: a weak-scaling run's global batch is its batch per rank times 
   CHECK_THAT(c.out, Contains("1 pass, 0 fail"));  // was "global batch 0, target's 32"
   {
     dtnn::ResultStore store = dtnn::ResultStore::open(db);
-    dtnn::ResultStore::Target t;
-    t.model = "simplemlp";
-    t.dataset = dataset;
-    t.metric = "test_accuracy";
-    t.target = t.tolerance = 1.0;
-    t.num_epochs = 1;
-    t.optimizer = "sgd";
-    t.source = "x";
-    t.learning_rate = 0.01;
-    t.steps_per_epoch = 2;
+    dtnn::ResultStore::Target t = sgd_target(dataset);
     t.global_batch_size = 32;
     store.replace_targets({t});
   }
