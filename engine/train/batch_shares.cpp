@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "core/fnv1a.h"
 #include "parallel/communicator.h"
 
 namespace dtnn {
@@ -126,13 +127,8 @@ uint64_t shares_fingerprint(const std::string& option, int ranks) {
   // FNV-1a of the normalised weights' bits: every split is a function of them (counts_into), so equal
   // fingerprints mean equal splits of every batch, the short last ones included ("3,1" and "2.9,1" split
   // 64 alike but 10 as 8 + 2 and 7 + 3).
-  uint64_t h = 1469598103934665603ull;
-  for (const double w : normalised(s.weights)) {
-    uint64_t bits = 0;
-    std::memcpy(&bits, &w, sizeof bits);
-    for (int b = 0; b < 8; ++b) h = (h ^ ((bits >> (8 * b)) & 0xffu)) * 1099511628211ull;
-  }
-  return 2 + (h >> 2);
+  const std::vector<double> weights = normalised(s.weights);
+  return 2 + (fnv1a(weights.data(), weights.size() * sizeof(double)) >> 2);
 }
 
 std::string format_split(int64_t n, const std::vector<double>& weights, int ranks) {

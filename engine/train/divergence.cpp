@@ -2,10 +2,10 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <iostream>
 
 #include "core/error.h"
+#include "core/fnv1a.h"
 #include "train/output.h"
 
 namespace dtnn {
@@ -22,13 +22,7 @@ bool weights_finite_on_every_rank(Communicator& comm, const Model& model, int ep
                                   std::ostream* out) {
   float not_finite = weights_finite(model) ? 0.0f : 1.0f;  // downloads a GPU model's weights first
   comm.allreduce_sum(&not_finite, 1);
-  const float* w = model.host_param_slab();
-  uint64_t h = 1469598103934665603ull;
-  for (int64_t i = 0; i < model.slab_size(); ++i) {
-    uint32_t bits;
-    std::memcpy(&bits, &w[i], sizeof bits);
-    h = (h ^ bits) * 1099511628211ull;
-  }
+  const uint64_t h = fnv1a(model.host_param_slab(), static_cast<size_t>(model.slab_size()) * sizeof(float));
   uint64_t root = h;
   comm.broadcast_bytes(&root, sizeof root, 0);
   float differ = h == root ? 0.0f : 1.0f;

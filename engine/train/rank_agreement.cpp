@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/fnv1a.h"
 #include "core/sha256.h"
 #include "train/batch_shares.h"
 #include "train/option_table.h"
@@ -88,12 +89,7 @@ int64_t data_fingerprint(const Dataset& data, Pool pool, Layout layout) {
   for (int64_t i = 0; i < n; ++i) indices[static_cast<size_t>(i)] = i;
   std::vector<float> x(static_cast<size_t>(n * s.h * s.w * s.c)), y(static_cast<size_t>(n * s.classes));
   data.load_batch(pool, indices.data(), n, layout, x.data(), y.data());
-  uint64_t h = 1469598103934665603ull;
-  for (const std::vector<float>* v : {&x, &y})
-    for (const unsigned char* b = reinterpret_cast<const unsigned char*>(v->data()),
-                              *end = b + v->size() * sizeof(float);
-         b != end; ++b)
-      h = (h ^ *b) * 1099511628211ull;
+  const uint64_t h = fnv1a(y.data(), y.size() * sizeof(float), fnv1a(x.data(), x.size() * sizeof(float)));
   return static_cast<int64_t>(h >> 1);  // non-negative, as the other fields print
 }
 
