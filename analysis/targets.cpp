@@ -121,7 +121,8 @@ const char* const kRunRecipeColumns =
     "r.model, r.dataset, r.optimizer, r.num_epochs, "
     "CAST(coalesce(json_extract(r.report, '$.options.batch_size'), r.batch_size) AS INTEGER), r.ranks, "
     "CAST(coalesce(json_extract(r.report, '$.options.steps_per_epoch'), json_extract(r.params, '$.steps_per_epoch'), "
-    "0) AS INTEGER), CAST(coalesce(json_extract(r.report, '$.options.learning_rate'), "
+    "0) AS INTEGER), CAST(coalesce(json_extract(r.report, '$.options_given.learning_rate'), "
+    "json_extract(r.report, '$.options.learning_rate'), "
     "json_extract(r.params, '$.learning_rate'), 0) AS REAL), CAST(coalesce(json_extract(r.report, "
     "'$.options.momentum'), json_extract(r.params, '$.momentum')) AS REAL), "
     // Cast before nullif: a report's options are text, and nullif('0', 0) is '0' (migration 18).

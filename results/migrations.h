@@ -13,6 +13,7 @@
 #include "results/migrations_17.h"
 #include "results/migrations_18.h"
 #include "results/migrations_19.h"
+#include "results/migrations_20.h"
 
 namespace dtnn::schema {
 
@@ -591,6 +592,8 @@ CREATE VIEW v_averaging AS
      kMigration18Sql},
     {19, "v_throughput: each run's batch per rank and scaling mode (batch_size is the global batch of a "
          "strong-scaling trial)", kMigration19Sql},
+    {20, "v_accuracy_vs_target: a target's learning rate is matched against the rate given (SGD's ran scaled "
+         "by the ranks)", kMigration20Sql},
 };
 
 }  // namespace dtnn::schema

@@ -71,10 +71,14 @@ struct RunSummary {
   // equal by construction (one summed gradient, one update rule); a rank on another device may round the
   // update otherwise (an FMA the CPU code has not), and its copy would drift apart unseen.
   int weights_differ_after_epoch = 0;
+  // The options as given (options_list of them), before the run resolved defaults and scalings (SGD's rate times
+  // the ranks, the per-rank share of --global_batch_size, --threads=0): a recipe is stated as given.
+  std::vector<std::pair<std::string, std::string>> options_given;
 };
 
-// The dtnn.run_report/1 JSON, written atomically. It carries "run_nonce" copied from $DTNN_RUN_NONCE when
-// that is set: the runner passes one per attempt and ingests only a report that names it.
+// The dtnn.run_report/1 JSON, written atomically. "options" are the options as the run used them; "options_given"
+// lists those whose given value (run.options_given) differs, as given. It carries "run_nonce" copied from
+// $DTNN_RUN_NONCE when that is set: the runner passes one per attempt and ingests only a report that names it.
 void write_report(const std::string& path, const TrainOptions& options, const Environment& env, const Model& model,
                   const Trainer& trainer, const RunSummary& run);
 // PyDTNN's history format: one line per epoch, "%3d" (0-based) then "%20.4f" for loss, metrics,

@@ -120,6 +120,12 @@ void write_report(const std::string& path, const TrainOptions& options, const En
   nlohmann::json opts = nlohmann::json::object();
   for (const auto& [name, value] : options_list(options)) opts[name] = value;
   j["options"] = opts;
+  // What targets match a run's recipe on (analysis/targets.cpp, migration 20): `--learning_rate=0.01` on 2 ranks
+  // ran at 0.02, and a recipe says 0.01 for every rank count.
+  nlohmann::json given = nlohmann::json::object();
+  for (const auto& [name, value] : run.options_given)
+    if (!opts.contains(name) || opts[name] != value) given[name] = value;
+  if (!given.empty()) j["options_given"] = given;
   j["environment"] = {{"host", env.host},       {"cpu_model", env.cpu_model}, {"cores", env.cores},
                       {"compiler", env.compiler}, {"blas", env.blas},         {"onednn", env.onednn},
                       {"mpi", env.mpi},           {"cuda", env.cuda},         {"build_type", env.build_type},

@@ -460,6 +460,7 @@ int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
   for (size_t i = 0; i < test_indices.size(); ++i) test_indices[i] = static_cast<int64_t>(i);
   const Environment env = run_environment(o, comm);
   RunSummary run;
+  run.options_given = options_list(given);
   run.ranks = comm.size();
   run.threads = o.threads;
   {  // where the ranks run, as they see it (each rank's host name, gathered to rank 0)

@@ -2,7 +2,8 @@
 // (scaling = "strong") gives batch_size as the global batch; its runs train ceil(global / ranks) per rank,
 // and store the trial's number in runs.batch_size. Both used to take that column as the per-rank batch, so a
 // 2-rank strong-scaling run of global batch 64 was judged against a 64-per-rank target (and a global-batch
-// 128 one). The run here is a real `dtnn train` report restated as that 2-rank strong-scaling run.
+// 128 one). The run here is a real `dtnn train` report restated as that 2-rank strong-scaling run. Also: the
+// weak-scaling global batch (migration 18) and an SGD rate scaled by the ranks (migration 20).
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -139,5 +140,56 @@ TEST_CASE("check: a weak-scaling run's global batch is its batch per rank times 
     store.replace_targets({t});
   }
   CHECK(dtnn::test::one(db, "SELECT count(*) FROM v_accuracy_vs_target") == "1");
+  fs::remove_all(dir);
+}
+
+// A report's options.learning_rate is the rate as run: SGD on 2 ranks with PyDTNN's --learning_rate_scaling ran
+// at twice the rate given. A recipe states the rate as given for every rank count, so an SGD target for
+// ranks = [1, 2] never judged a 2-rank run ("learning rate 0.02, target's 0.01"). Reports keep the given rate
+// under options_given (what `mpirun -np 2 dtnn train` writes is checked by mpi.train_cli); dtnn check and
+// v_accuracy_vs_target (migration 20) match on it. The run is a real 1-rank report restated as that 2-rank run.
+TEST_CASE("check: an SGD run scaled by its ranks is judged by the learning rate it was given", "[runner]") {
+  const fs::path dir = dtnn::test::temp_path("check_given_rate");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string db = (dir / "r.db").string(), path = (dir / "report.json").string();
+  REQUIRE(dtnn::test::run_dtnn("train --model=simplemlp --use_synthetic_data=True --steps_per_epoch=2 --batch_size=32 "
+                               "--optimizer=sgd --learning_rate=0.01 --progress=False --report=" + path)
+              .status == 0);
+  nlohmann::json report = nlohmann::json::parse(dtnn::read_file(path));
+  const nlohmann::json given_rate = report["options"]["learning_rate"];
+  REQUIRE(std::stod(given_rate.get<std::string>()) == Approx(0.01));
+  REQUIRE_FALSE((report.contains("options_given") && report["options_given"].contains("learning_rate")));
+  report["options"]["learning_rate"] = "0.02";  // as run on 2 ranks
+  report["parallel"]["ranks"] = 2;
+  const auto store_run = [&](const std::string& key, const nlohmann::json& r) {
+    dtnn::ResultStore store = dtnn::ResultStore::open(db);
+    dtnn::test::store_report_run(store, "weak", key,
+                                 {{"model", "simplemlp"}, {"use_synthetic_data", "True"}, {"ranks", "2"},
+                                  {"batch_size", "32"}, {"num_epochs", "1"}, {"optimizer", "sgd"}},
+                                 r.dump());
+  };
+  store_run("before", report);  // a report written before options_given: judged by the rate it ran, as before
+  report["options_given"]["learning_rate"] = given_rate;
+  store_run("given", report);
+  const std::string dataset = dtnn::test::one(db, "SELECT dataset FROM runs LIMIT 1");
+  const std::string targets = (dir / "t.toml").string();
+  dtnn::write_file_atomically(targets, "[[target]]\nmodel = \"simplemlp\"\ndataset = \"" + dataset +
+                                           "\"\nmetric = \"test_accuracy\"\ntarget = 1.0\ntolerance = 1.0\nsource = \"x\"\n"
+                                           "num_epochs = 1\noptimizer = \"sgd\"\nlearning_rate = 0.01\n"
+                                           "steps_per_epoch = 2\nbatch_size = 32\nranks = [1, 2]\n");
+  const dtnn::test::Command c = dtnn::test::run_dtnn("check --db " + db + " --targets " + targets);
+  INFO(c.out << c.err);
+  CHECK(c.status == 0);
+  CHECK_THAT(c.out, Contains("1 pass, 0 fail, 1 without a target") && Contains("learning rate 0.02, target's 0.01"));
+  {
+    dtnn::ResultStore store = dtnn::ResultStore::open(db);
+    dtnn::ResultStore::Target t = sgd_target(dataset);
+    t.batch_size = 32;
+    t.ranks = {1, 2};
+    store.replace_targets({t});
+  }
+  CHECK(dtnn::test::one(db, "SELECT group_concat(r.trial_key) FROM v_accuracy_vs_target v JOIN runs r ON r.id = "
+                            "v.run_id") == "given");
   fs::remove_all(dir);
 }

@@ -28,6 +28,12 @@ string(JSON lr GET "${report}" epochs 0 lr)
 if(NOT lr STREQUAL "0.02")
   message(FATAL_ERROR "expected the sgd learning rate scaled to 0.02 on 2 ranks, got ${lr}")
 endif()
+# The report keeps the rate as given beside the rate as run: targets state recipes as given (analysis/targets.cpp).
+string(JSON lr_run GET "${report}" options learning_rate)
+string(JSON lr_given GET "${report}" options_given learning_rate)
+if(NOT lr_run STREQUAL "0.02" OR NOT lr_given STREQUAL "0.01")
+  message(FATAL_ERROR "report's options.learning_rate ${lr_run} (0.02 as run), options_given ${lr_given} (0.01 given)")
+endif()
 message(STATUS "mpi cli: ok (ranks ${ranks}, samples ${samples}, lr ${lr})")
 # The communication measured on every rank: blocking mode, one bucket, rank 0's and the ranks' median
 # figures, printed once by rank 0.
