@@ -29,6 +29,13 @@ mkdir -p "$work"
 export DTNN_SLURM_DIR="$work/cluster"
 fail() {
   echo "test_slurm: FAIL: $*" >&2
+  # What it takes to tell a slow or loaded machine from a defect (a failure seen once in CI left nothing behind):
+  # the matrix's output, the trials' logs and the daemons' last words.
+  for f in "$work"/*.out "$work"/logs/*/*/*.log "$work"/cluster/slurmctld.log "$work"/cluster/slurmd.log; do
+    [ -f "$f" ] || continue
+    echo "test_slurm: ---- the last lines of $f" >&2
+    tail -n 15 "$f" >&2
+  done
   exit 1
 }
 for tool in slurmctld slurmd munged srun sbatch scancel squeue scontrol; do
