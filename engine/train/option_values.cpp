@@ -124,7 +124,7 @@ void validate_averaging(const TrainOptions& o) {
     for (const char* name : own) {
       const OptionSpec& s = *find_option(name);
       DTNN_CHECK(option_text(s, o) == option_default_text(s), "--", name, "=", option_text(s, o),
-                 " applies to --model_averaging=synchronous only (this run sums gradients every step)");
+                 " applies only with --model_averaging (this run sums gradients every step)");
     }
     return;
   }

@@ -431,7 +431,11 @@ int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
   TrainerSetup setup = build_trainer(o, *model, *data, comm);
   Trainer& trainer = *setup.trainer;
   Optimizer& optimizer = *setup.optimizer;
-  if (root) trainer.set_progress(make_progress_printer(out, o.progress && isatty(STDOUT_FILENO) == 1, trainer));
+  // The live bar only where both outputs are terminals: mpirun gives every rank a pseudo-terminal for stdout
+  // whatever its own output is (`mpirun ... > log` filled the log with the bar's \r and ESC[K), and a pipe for
+  // stderr.
+  const bool terminal = isatty(STDOUT_FILENO) == 1 && isatty(STDERR_FILENO) == 1;
+  if (root) trainer.set_progress(make_progress_printer(out, o.progress && terminal, trainer));
   const SchedulerSetup sched_setup = scheduler_setup(o, trainer, setup.splits, comm, *model, optimizer, out);
   LRSchedulers schedulers(o.lr_schedulers, sched_setup);
   std::unique_ptr<Tracer> tracer = o.tracing || o.profile ? make_tracer(o, *model, trainer, sched_setup, comm.size()) : nullptr;

@@ -9,6 +9,14 @@ execute_process(
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "mpirun dtnn train failed (${rc}):\n${out}\n${err}")
 endif()
+# mpirun gives rank 0 a pseudo-terminal for stdout even when its own output is a pipe (as here): plain lines, not
+# the live bar's carriage returns and escapes.
+string(FIND "${out}" "\r" cr)
+string(ASCII 27 escape)
+string(FIND "${out}" "${escape}[K" esc)
+if(NOT cr EQUAL -1 OR NOT esc EQUAL -1)
+  message(FATAL_ERROR "the live progress bar went to mpirun's piped output:\n${out}")
+endif()
 string(REGEX MATCHALL "Total parameters" tables "${out}")
 list(LENGTH tables n)
 if(NOT n EQUAL 1)
