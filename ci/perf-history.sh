@@ -33,6 +33,12 @@ else
 fi
 [ -x "$run_bin" ] || { echo "perf-history: no dtnn binary at $run_bin" >&2; exit 2; }
 [ -x "$dtnn" ] || { echo "perf-history: no harness binary at $dtnn (set DTNN_HARNESS_BIN)" >&2; exit 2; }
+# dtnn history keeps clean builds only (a dirty build's commit does not say what ran): refuse before the rounds,
+# not after them with nothing written.
+if "$run_bin" --version 2> /dev/null | grep -q '+dirty'; then
+  echo "perf-history: $run_bin was built from a tree with uncommitted changes, whose runs dtnn history leaves out: commit, rebuild, run again" >&2
+  exit 2
+fi
 mkdir -p "$(dirname "$db")"
 for round in $(seq "$rounds"); do
   echo "perf-history: round $round/$rounds"

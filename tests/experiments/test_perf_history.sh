@@ -64,4 +64,13 @@ grep -q "commit order: time" "$work/b.txt" || fail "fake commits should be order
 /usr/bin/python3 "$src/tests/analysis/junit_check.py" "$work/h.xml" --tests 1 --failures 1 --skipped 0 ||
   fail "the JUnit XML does not hold one failed series"
 grep -q "1 of 1 series regressed" "$work/h.md" || fail "the Markdown summary lacks the verdict"
+# A build of a tree with uncommitted changes is refused before its rounds (history would leave its runs out
+# and write nothing): exit 2, no run added.
+stand_in build-dirty "cccccccccccccccccccccccccccccccccccccccc+dirty" ""
+before="$("$dtnn" query "SELECT count(*) FROM runs" --db "$work/history.db" --format csv | tail -n 1)"
+rc=0
+history build-dirty > "$work/d.txt" 2>&1 || rc=$?
+[ "$rc" -eq 2 ] && grep -q "uncommitted changes" "$work/d.txt" || { cat "$work/d.txt"; fail "a dirty build: exit $rc"; }
+after="$("$dtnn" query "SELECT count(*) FROM runs" --db "$work/history.db" --format csv | tail -n 1)"
+[ "$before" = "$after" ] || fail "a dirty build's runs were added ($before, then $after)"
 echo "test_perf_history: ok"

@@ -1,6 +1,7 @@
 // compare's verdicts (analysis/compare.h) on planted runs: a regression found and noise not, unequal run
 // counts, failed candidates, zero throughput, too few samples, and selections refused.
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -78,6 +79,12 @@ TEST_CASE("compare: a planted regression is found, noise is not", "[compare]") {
     dtnn::print_comparison(text, d, o);
     CHECK_THAT(text.str(), Catch::Contains("warning: 10 baseline and 10 candidate run(s) ran a binary built from a "
                                            "tree with uncommitted changes"));
+    // The interval's confidence as reached (exact, 5 runs a side: above the nominal 95 %), as --junit says it.
+    char reached[64];
+    std::snprintf(reached, sizeof reached, "with its %.1f %% interval (at least 95 %%)", 100.0 * d.trials[0].shift.confidence);
+    CHECK(d.trials[0].shift.confidence > 0.95);
+    CHECK(d.trials[0].shift.confidence == d.trials[1].shift.confidence);
+    CHECK_THAT(text.str(), Catch::Contains(reached));
     f.store.exec("UPDATE environments SET git_dirty = 0");
   }
   {  // with no warm-up dropped, the slow first epochs pull every sample down alike: still one sample per run
