@@ -105,6 +105,10 @@ std::vector<ConvBenchmarkRow> from_google_benchmark(const json& j, const std::st
   };
   std::map<std::string, Acc> cases;  // by run_name
   std::vector<std::string> order;
+  // bench_conv says in its context whether its GPU cases ran TF32 math (--allow_tf32): stored per row, as
+  // `dtnn conv`'s JSON is, so TF32 times never stand for float32 ones.
+  const bool tf32 = j.contains("context") && j["context"].is_object() && j["context"].contains("allow_tf32") &&
+                    j["context"]["allow_tf32"].is_string() && j["context"]["allow_tf32"].get<std::string>() == "true";
   for (const json& b : j.at("benchmarks")) {
     const std::string run_name = b.value("run_name", b.value("name", ""));
     const std::string where = path + ": benchmark '" + run_name + "'";
@@ -123,6 +127,7 @@ std::vector<ConvBenchmarkRow> from_google_benchmark(const json& j, const std::st
       row.file = path;
       row.device = row.algorithm.rfind("gpu.", 0) == 0 ? "gpu" : "cpu";
       row.threads = row.device == "gpu" ? 0 : std::max(threads, 1);
+      row.tf32 = row.device == "gpu" && tf32;
       a.row = row;
     }
     if (b.value("error_occurred", false)) {

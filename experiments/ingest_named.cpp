@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -30,6 +31,19 @@ double number(const json& b, const char* key, const std::string& where) {
   const double x = v.get<double>();
   if (!(x >= 0.0) || !std::isfinite(x)) fail(where, ": negative or non-finite ", key, " (", x, ")");
   return x;
+}
+
+// The T of a "/threads:T" component of a case name (the last one), if any.
+std::optional<int> threads_in_name(const std::string& name) {
+  const std::string key = "/threads:";
+  const size_t at = name.rfind(key);
+  if (at == std::string::npos) return std::nullopt;
+  const size_t begin = at + key.size(), end = name.find('/', begin);
+  const std::string digits = name.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+  int v = 0;
+  const auto r = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+  if (digits.empty() || r.ec != std::errc() || r.ptr != digits.data() + digits.size() || v < 1) return std::nullopt;
+  return v;
 }
 
 // A count: a whole number up to `max` (threads and repetitions: an int; iterations: 2^53, exact in a double).
@@ -98,6 +112,9 @@ std::vector<NamedBenchmarkRow> read_named_benchmarks(const json& j, const std::s
       a.row.name = run_name;
     }
     if (b.contains("threads")) a.row.threads = static_cast<int>(count(b, "threads", where));
+    // Google Benchmark's "threads" counts its own threads (->Threads), 1 for every dtnn suite; the suites put
+    // their thread count into the name (bench_layers, bench_gemm's BM_sgemm: ".../threads:2"): that one.
+    if (const std::optional<int> t = threads_in_name(run_name)) a.row.threads = *t;
     if (b.contains("repetitions")) a.row.repetitions = std::max(1, static_cast<int>(count(b, "repetitions", where)));
     if (b.contains("label") && b["label"].is_string()) a.row.label = b["label"].get<std::string>();
     const bool errored = b.value("error_occurred", false) || b.value("skipped", false) == true;

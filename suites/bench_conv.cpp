@@ -127,7 +127,7 @@ void run_case_gpu(benchmark::State& state, const dtnn::ConvAlgorithm* algo, dtnn
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   // Our own flags are taken out of argv before Google Benchmark sees (and rejects) them.
   std::vector<std::string> files;
   std::vector<int> thread_counts;
@@ -143,9 +143,10 @@ int main(int argc, char** argv) {
     } else if (arg.rfind("--layout=", 0) == 0) {
       layout = arg.substr(9);
     } else if (arg.rfind("--allow_tf32=", 0) == 0) {
-      tf32 = arg.substr(13) == "1" || arg.substr(13) == "True" || arg.substr(13) == "true";
+      tf32 = dtnn::suites::boolean_flag("--allow_tf32", arg.substr(13));
     } else if (arg.rfind("--threads=", 0) == 0) {
-      for (const std::string& t : dtnn::suites::split_commas(arg.substr(10))) thread_counts.push_back(std::stoi(t));
+      for (const std::string& t : dtnn::suites::split_commas(arg.substr(10)))
+        thread_counts.push_back(static_cast<int>(dtnn::suites::integer_flag("--threads", t, 1, 1024)));
     } else {
       argv[kept++] = argv[i];
     }
@@ -161,16 +162,31 @@ int main(int argc, char** argv) {
       std::cerr << "bench_conv: cannot read shapes file " << f << "\n";
       return 2;
     }
-  std::vector<std::string> problems;
+  // Every problem parsed (and the layout applied) before anything is registered: a malformed line names its
+  // file, a bad --layout is refused, and each case is named by the problem it times.
+  std::vector<dtnn::ConvProblem> problems;
   for (const std::string& f : files)
-    for (const std::string& s : read_shapes(f)) problems.push_back(s);
+    for (const std::string& s : read_shapes(f)) {
+      try {
+        problems.push_back(dtnn::ConvProblem::parse(s));
+      } catch (const std::exception& e) {
+        throw dtnn::suites::UsageError(f + ": " + e.what());
+      }
+      if (!layout.empty()) {
+        try {
+          problems.back().layout = dtnn::parse_layout(layout);
+        } catch (const std::exception& e) {
+          throw dtnn::suites::UsageError(std::string("--layout: ") + e.what());
+        }
+      }
+    }
   if (gpu && dtnn::gpu_device_count() > 0) {
     dtnn::gpu::init(0);
     dtnn::gpu::set_allow_tf32(tf32);
   }
-  for (const std::string& text : problems) {
-    dtnn::ConvProblem p = dtnn::ConvProblem::parse(text);
-    if (!layout.empty()) p.layout = dtnn::parse_layout(layout);
+  // Recorded in the JSON's context, which `dtnn ingest` stores per GPU row (TF32 and float32 times differ).
+  benchmark::AddCustomContext("allow_tf32", gpu && tf32 ? "true" : "false");
+  for (const dtnn::ConvProblem& p : problems) {
     if (gpu) {
       for (const dtnn::ConvAlgorithm* algo : dtnn::gpu_conv_algorithms())
         for (dtnn::ConvDir dir : {dtnn::ConvDir::fwd, dtnn::ConvDir::bwd_data, dtnn::ConvDir::bwd_filter}) {
@@ -186,7 +202,8 @@ int main(int argc, char** argv) {
       if (algo->name() == "cpu.reference") continue;  // the oracle is not a contender
       for (dtnn::ConvDir dir : {dtnn::ConvDir::fwd, dtnn::ConvDir::bwd_data, dtnn::ConvDir::bwd_filter})
         for (int threads : thread_counts) {
-          const std::string name = std::string(algo->name()) + "/" + dtnn::conv_dir_name(dir) + "/" + text +
+          // p.str(), not the shapes file's text: with --layout the case times another layout than the file's.
+          const std::string name = std::string(algo->name()) + "/" + dtnn::conv_dir_name(dir) + "/" + p.str() +
                                    "/threads:" + std::to_string(threads);
           benchmark::RegisterBenchmark(name.c_str(), run_case, algo, dir, p, threads)
               ->UseRealTime()
@@ -199,4 +216,13 @@ int main(int argc, char** argv) {
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const dtnn::suites::UsageError& e) {
+    std::cerr << "bench_conv: " << e.what() << "\n";
+    return 2;
+  }
 }

@@ -101,7 +101,9 @@ void BM_sgemm_fc(benchmark::State& state) {
 BENCHMARK(BM_sgemm_fc)->Args({64, 128, 1568, 0, 0})->Args({1568, 128, 64, 1, 0})->Args({64, 1568, 128, 0, 1})
     ->UseRealTime();
 
-BENCHMARK(BM_sgemm)->Args({1024, 1024, 1024, 1})->Args({1024, 1024, 1024, 2})
+// Named arguments: the thread count is "threads:T" in the case name, which `dtnn ingest` stores as the row's
+// threads (a positional 2 was stored as Google Benchmark's own thread count, 1).
+BENCHMARK(BM_sgemm)->ArgNames({"m", "n", "k", "threads"})->Args({1024, 1024, 1024, 1})->Args({1024, 1024, 1024, 2})
     ->Args({50176, 8, 36, 1})->Args({50176, 4, 9, 1})->Args({64, 128, 1568, 1})->UseRealTime();
 
 // simplecnn's im2row GEMMs (conv 1->4 and 4->8, 3x3, 28x28, batch 64): one ~256 KB chunk, and the

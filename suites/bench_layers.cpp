@@ -21,6 +21,7 @@
 
 #include "backend/cpu/blas.h"
 #include "suite_args.h"
+#include "conv/conv_algorithm.h"
 #include "core/rng.h"
 #include "layers/layers.h"
 #include "models/model.h"
@@ -74,11 +75,14 @@ void run_layer(benchmark::State& state, std::string name, size_t index, bool bac
       layer.forward(x, y, dtnn::Mode::train);
     benchmark::ClobberMemory();
   }
-  const double flops = layer.forward_flops() * static_cast<double>(batch) * (backward ? 2.0 : 1.0);
+  // Backward computes the weight gradient and, except for the model's first layer (no input gradient: dx is
+  // empty and the layer skips it), the input gradient: about one forward's FLOPs each.
+  const double backward_passes = dx.empty() ? 1.0 : 2.0;
+  const double flops = layer.forward_flops() * static_cast<double>(batch) * (backward ? backward_passes : 1.0);
   if (flops > 0) {
     state.counters["FLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
   } else {
-    const double bytes = 4.0 * static_cast<double>(x.numel() + y.numel()) * (backward ? 2.0 : 1.0);
+    const double bytes = 4.0 * static_cast<double>(x.numel() + y.numel()) * (backward ? backward_passes : 1.0);
     state.counters["bytes/s"] = benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate);
   }
   state.SetLabel(layer.algorithm_name());
@@ -86,7 +90,7 @@ void run_layer(benchmark::State& state, std::string name, size_t index, bool bac
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   std::vector<std::string> models = {"simplecnn", "resnet20_cifar10"};
   std::vector<int> thread_counts = {1};
   int64_t batch = 64;
@@ -98,9 +102,11 @@ int main(int argc, char** argv) {
       models = dtnn::suites::split_commas(arg.substr(9));
     } else if (arg.rfind("--threads=", 0) == 0) {
       thread_counts.clear();
-      for (const std::string& t : dtnn::suites::split_commas(arg.substr(10))) thread_counts.push_back(std::stoi(t));
+      for (const std::string& t : dtnn::suites::split_commas(arg.substr(10)))
+        thread_counts.push_back(static_cast<int>(dtnn::suites::integer_flag("--threads", t, 1, 1024)));
+      if (thread_counts.empty()) throw dtnn::suites::UsageError("--threads: expected a comma-separated list, got ''");
     } else if (arg.rfind("--batch=", 0) == 0) {
-      batch = std::stoll(arg.substr(8));
+      batch = dtnn::suites::integer_flag("--batch", arg.substr(8), 1, 1 << 20);
     } else if (arg.rfind("--conv_algo=", 0) == 0) {
       algo = arg.substr(12);
     } else {
@@ -109,6 +115,8 @@ int main(int argc, char** argv) {
   }
   argc = kept;
   try {
+    // A misspelt algorithm is refused here, not inside the first case's model build (an abort mid-JSON).
+    if (algo != "auto" && algo != "best_of") algo = dtnn::canonical_conv_algorithm_name(algo);
     for (const std::string& name : models) {
       // The layer list from a 1-sample build (cheap): ids, types and which layers compute.
       auto probe = dtnn::create_model(name);
@@ -139,4 +147,13 @@ int main(int argc, char** argv) {
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const dtnn::suites::UsageError& e) {
+    std::cerr << "bench_layers: " << e.what() << "\n";
+    return 2;
+  }
 }

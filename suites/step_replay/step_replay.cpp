@@ -25,6 +25,7 @@
 // after the rank's own backward: the final waits, or the whole blocking allreduce). Reported: per step the
 // maximum step over ranks and the median rank's compute/comm/exposed, then the median over the steps after the
 // warmup; a line of text on rank 0 and, with --json, the same as JSON ("dtnn.step_replay/1").
+#include <climits>
 #include <mpi.h>
 #ifdef DTNN_STEP_REPLAY_SMPI
 #include <smpi/smpi.h>
@@ -110,7 +111,7 @@ Options parse_args(int argc, char** argv) {
       if (i + 1 >= argc) throw std::runtime_error(a + " needs a value");
       return argv[++i];
     };
-    auto integer = [&](int64_t lo) {
+    auto integer = [&](int64_t lo, int64_t hi) {
       const std::string v = value();
       size_t used = 0;
       int64_t n = 0;
@@ -119,15 +120,18 @@ Options parse_args(int argc, char** argv) {
       } catch (const std::exception&) {
         used = 0;
       }
-      if (used != v.size() || n < lo) throw std::runtime_error(a + ": expected an integer >= " + std::to_string(lo) + ", got '" + v + "'");
+      if (used != v.size() || n < lo || n > hi)
+        throw std::runtime_error(a + ": expected an integer from " + std::to_string(lo) + " to " + std::to_string(hi) +
+                                 ", got '" + v + "'");
       return n;
     };
-    if (a == "--steps") o.steps = static_cast<int>(integer(1));
-    else if (a == "--warmup") o.warmup = static_cast<int>(integer(0));
+    // (Bounded: a count past INT_MAX was cut to its low bits, --steps 4294967297 ran one step.)
+    if (a == "--steps") o.steps = static_cast<int>(integer(1, INT_MAX));
+    else if (a == "--warmup") o.warmup = static_cast<int>(integer(0, INT_MAX));
     else if (a == "--json") o.json_out = value();
     else if (a == "--mode") o.mode = value();
     else if (a == "--nbc") o.nbc = value();
-    else if (a == "--global-batch") o.global_batch = integer(1);
+    else if (a == "--global-batch") o.global_batch = integer(1, INT64_MAX);
     else if (a == "--check") o.check = true;
     else if (a == "-h" || a == "--help") throw std::runtime_error("");
     else if (!a.empty() && a[0] == '-') throw std::runtime_error("unknown option " + a);

@@ -207,3 +207,25 @@ TEST_CASE("ingest: a dtnn layers entry whose check failed is stored untimed, wit
   CHECK(one(s, "SELECT count(*) FROM conv_benchmarks WHERE declined LIKE 'fwd wrong: max rel. error%' "
                "AND median_ms IS NULL") == "3");
 }
+
+// bench_conv --allow_tf32 says so in its context: its GPU rows are stored as TF32 timings (they were stored as
+// float32 ones, competing with them in v_best_conv), CPU rows and files without the flag as float32.
+TEST_CASE("ingest: bench_conv's TF32 GPU cases are stored as TF32", "[ingest]") {
+  Dir d;
+  const auto file = [&](const std::string& name, const std::string& tf32) {
+    std::ofstream(d / name) << R"({"context": {"executable": "/x/bench_conv", "allow_tf32": ")" << tf32
+                            << R"("}, "benchmarks": [)"
+                            << R"({"name": "gpu.cudnn.implicit_gemm/fwd/)" << kProblem
+                            << R"(/manual_time", "run_type": "iteration", "real_time": 0.25, "time_unit": "ms"},)"
+                            << R"({"name": "cpu.im2row_gemm/fwd/)" << kProblem
+                            << R"(/threads:1", "run_type": "iteration", "real_time": 0.5, "time_unit": "ms"}]})";
+    return d / name;
+  };
+  const auto c = dtnn::test::run_dtnn("ingest " + file("tf32.json", "true") + " " + file("f32.json", "false") +
+                                      " --db " + (d / "t.db"));
+  INFO(c.out << c.err);
+  REQUIRE(c.status == 0);
+  const dtnn::ResultStore s = dtnn::ResultStore::open_read_only(d / "t.db");
+  CHECK(one(s, "SELECT group_concat(device || ':' || tf32, ' ') FROM (SELECT device, tf32 FROM conv_benchmarks "
+               "ORDER BY device, tf32)") == "cpu:0 gpu:0 gpu:1");  // (the second file's CPU row: the same, stored once)
+}

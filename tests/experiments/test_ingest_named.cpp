@@ -115,3 +115,22 @@ TEST_CASE("ingest: a malformed named benchmark stores nothing and names the case
   }
   CHECK_FALSE(std::ifstream(d / "m.db").good());
 }
+
+// A suite's own thread count is in its case names (bench_gemm's BM_sgemm names its arguments, bench_layers
+// writes ".../threads:2"); Google Benchmark's "threads" field counts its own threads, 1 for every dtnn suite,
+// and was what got stored: a 2-thread SGEMM stored as threads 1.
+TEST_CASE("ingest: the thread count a case name states is the row's threads", "[ingest]") {
+  if (std::string(DTNN_BENCH_GEMM).empty()) DTNN_SKIP("this build has no suites/bench_gemm (DTNN_BUILD_SUITES=OFF)");
+  Dir d;
+  const std::string cmd = std::string(DTNN_BENCH_GEMM) + " --benchmark_filter='BM_sgemm/m:64/|BM_sgemm/m:1024/n:1024/"
+                          "k:1024/threads:2' --benchmark_min_time=0.001 --benchmark_out=" + (d / "gemm.json") +
+                          " --benchmark_out_format=json > /dev/null 2>&1";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  const auto c = dtnn::test::run_dtnn("ingest " + (d / "gemm.json") + " --db " + (d / "g.db"));
+  INFO(c.out << c.err);
+  REQUIRE(c.status == 0);
+  const dtnn::ResultStore s = dtnn::ResultStore::open_read_only(d / "g.db");
+  CHECK(one(s, "SELECT group_concat(name || ' ' || threads, '; ') FROM (SELECT name, threads FROM named_benchmarks "
+               "ORDER BY name)") ==
+        "BM_sgemm/m:1024/n:1024/k:1024/threads:2/real_time 2; BM_sgemm/m:64/n:128/k:1568/threads:1/real_time 1");
+}

@@ -110,6 +110,12 @@ def real(step_replay, profile_path, work, mpiexec, flags):
     # The binomial schedule on 3 ranks (its reduction tree has a missing leaf): sums only.
     run([mpiexec, "-np", "3"] + flags + [step_replay, profile_path, "--steps", "3", "--warmup", "0", "--mode",
          "non_blocking", "--nbc", "binomial", "--check", "--json", out], out)
+    # Counts past an int are refused (--steps 4294967297 was cut to its low bits and ran one step).
+    for flag, value in (("--steps", "4294967297"), ("--warmup", "4294967296"), ("--steps", "2147483648")):
+        p = subprocess.run([step_replay, profile_path, flag, value, "--json", out], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, timeout=60)
+        if p.returncode == 0 or "expected an integer from" not in p.stdout:
+            fail("%s %s: exit %d, %s" % (flag, value, p.returncode, p.stdout.strip()[-300:]))
     print("ok")
 
 

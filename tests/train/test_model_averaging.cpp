@@ -162,7 +162,7 @@ TEST_CASE("worker blocks: disjoint, covering, deterministic, reshuffled per epoc
 TEST_CASE("model averaging options: refused where they mean nothing", "[train][averaging]") {
   TrainOptions o;
   o.shuffle_blocks = false;
-  CHECK_THROWS_WITH(validate_options(o), Catch::Contains("--shuffle_blocks=False applies to --model_averaging"));
+  CHECK_THROWS_WITH(validate_options(o), Catch::Contains("--shuffle_blocks=False applies only with --model_averaging"));
   o = TrainOptions{};
   o.model_averaging = "asynchronous";
   CHECK_NOTHROW(validate_options(o));
