@@ -35,17 +35,24 @@ dtnn::ResultStore::Target sgd_target(const std::string& dataset) {
   return t;
 }
 
+// A real `dtnn train` report of the recipe the runs here restate (simplemlp, synthetic data, 2 steps of batch 32,
+// SGD at 0.01, plus `extra`), trained into `dir`, which is made empty first.
+nlohmann::json trained_report(const fs::path& dir, const std::string& extra = "") {
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string path = (dir / "report.json").string();
+  REQUIRE(dtnn::test::run_dtnn("train --model=simplemlp --use_synthetic_data=True --steps_per_epoch=2 --batch_size=32 "
+                               "--optimizer=sgd --learning_rate=0.01 --progress=False " + extra + " --report=" + path)
+              .status == 0);
+  return nlohmann::json::parse(dtnn::read_file(path));
+}
+
 }  // namespace
 
 TEST_CASE("check: a strong-scaling run is judged by its batch per rank and its global batch", "[runner]") {
   const fs::path dir = dtnn::test::temp_path("check_batch");
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  const std::string db = (dir / "r.db").string(), path = (dir / "report.json").string();
-  REQUIRE(dtnn::test::run_dtnn("train --model=simplemlp --use_synthetic_data=True --steps_per_epoch=2 --batch_size=32 "
-                               "--optimizer=sgd --learning_rate=0.01 --momentum=0.9 --progress=False --report=" + path)
-              .status == 0);
-  nlohmann::json report = nlohmann::json::parse(dtnn::read_file(path));
+  nlohmann::json report = trained_report(dir, "--momentum=0.9");
+  const std::string db = (dir / "r.db").string();
   report["options"]["global_batch_size"] = "64";  // what `dtnn train --global_batch_size=64` on 2 ranks records (text)
   report["parallel"]["ranks"] = 2;
   {
@@ -108,14 +115,9 @@ TEST_CASE("check: a strong-scaling run is judged by its batch per rank and its g
 // VGG, ImageNet in analysis/targets.toml) ever judged a weak-scaling dtnn run (migration 18).
 TEST_CASE("check: a weak-scaling run's global batch is its batch per rank times its ranks", "[runner]") {
   const fs::path dir = dtnn::test::temp_path("check_weak_batch");
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  const std::string db = (dir / "r.db").string(), path = (dir / "report.json").string();
-  REQUIRE(dtnn::test::run_dtnn("train --model=simplemlp --use_synthetic_data=True --steps_per_epoch=2 --batch_size=32 "
-                               "--optimizer=sgd --learning_rate=0.01 --progress=False --report=" + path)
-              .status == 0);
-  const std::string report = dtnn::read_file(path);
-  REQUIRE(nlohmann::json::parse(report)["options"]["global_batch_size"] == "0");  // as dtnn writes it
+  const nlohmann::json trained = trained_report(dir);
+  const std::string db = (dir / "r.db").string(), report = trained.dump();
+  REQUIRE(trained["options"]["global_batch_size"] == "0");  // as dtnn writes it
   {
     dtnn::ResultStore store = dtnn::ResultStore::open(db);
     dtnn::test::store_report_run(store, "weak", "ranks=1",
@@ -150,13 +152,8 @@ TEST_CASE("check: a weak-scaling run's global batch is its batch per rank times 
 // v_accuracy_vs_target (migration 20) match on it. The run is a real 1-rank report restated as that 2-rank run.
 TEST_CASE("check: an SGD run scaled by its ranks is judged by the learning rate it was given", "[runner]") {
   const fs::path dir = dtnn::test::temp_path("check_given_rate");
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  const std::string db = (dir / "r.db").string(), path = (dir / "report.json").string();
-  REQUIRE(dtnn::test::run_dtnn("train --model=simplemlp --use_synthetic_data=True --steps_per_epoch=2 --batch_size=32 "
-                               "--optimizer=sgd --learning_rate=0.01 --progress=False --report=" + path)
-              .status == 0);
-  nlohmann::json report = nlohmann::json::parse(dtnn::read_file(path));
+  nlohmann::json report = trained_report(dir);
+  const std::string db = (dir / "r.db").string();
   const nlohmann::json given_rate = report["options"]["learning_rate"];
   REQUIRE(std::stod(given_rate.get<std::string>()) == Approx(0.01));
   REQUIRE_FALSE((report.contains("options_given") && report["options_given"].contains("learning_rate")));
