@@ -6,7 +6,8 @@
 #    as the shapes file's NHWC problem);
 #  - bench_layers counts a backward pass's FLOPs as twice the forward's only where the layer computes an input
 #    gradient: the model's first layer computes the weight gradient alone (its rate was doubled). FLOP/s times
-#    the time per iteration is the FLOP count exactly, whatever the machine's speed.
+#    the time per iteration is the FLOP count exactly, whatever the machine's speed; a closing Softmax has no
+#    backward case (training fuses it into the loss).
 #   tests/experiments/test_suite_args.sh BENCH_CONV BENCH_LAYERS WORK_DIR
 set -euo pipefail
 conv="$1"
@@ -45,6 +46,10 @@ grep -q "_nhwc_" "$work/list.txt" && fail "--layout=nchw: cases still named NHWC
 grep -q "^cpu.convgemm/fwd/n4_c8h10w10_k16r3s3_st1x1_pd1x1_dl1x1_g1_nchw_f32/threads:1" "$work/list.txt" ||
   fail "--layout=nchw: no NCHW case names: $(head -3 "$work/list.txt")"
 
+# The closing Softmax's backward (fused into the loss in training) is not a case; its forward is.
+"$layers" --models=simplecnn --batch=4 --benchmark_list_tests > "$work/layers.txt"
+grep -q "^simplecnn/11_Softmax/fwd/" "$work/layers.txt" && ! grep -q "Softmax/bwd" "$work/layers.txt" ||
+  fail "simplecnn's cases: $(grep Softmax "$work/layers.txt")"
 "$layers" --models=simplecnn --batch=4 --benchmark_filter='simplecnn/(1|3)_Conv2D/' --benchmark_min_time=0.001 \
   --benchmark_format=json > "$work/layers.json"
 /usr/bin/python3 - "$work/layers.json" <<'PY' || fail "bench_layers' backward FLOP counts"
