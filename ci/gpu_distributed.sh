@@ -2,7 +2,7 @@
 # The distribution checks that need the lent GPU machine (issues 19, 20, 21), from a bundle made by
 # `BUNDLE_MPI=ON ci/gpu_bundle.sh` (dtnn, the test binaries, bench_allreduce; Open MPI comes from the image).
 #
-#   ci/gpu_distributed.sh BUNDLE_DIR OUT_DIR gpu|gpu_tests|timelines|buckets|cpu_scaling
+#   ci/gpu_distributed.sh BUNDLE_DIR OUT_DIR gpu|gpu_tests|timelines|buckets|cpu_scaling|ceiling
 #     gpu_tests    the [gpu] test cases and the 2-rank GPU test (MPI-staged; NCCL's case says why it skips on
 #                  one GPU)
 #     timelines    GPU timelines (issue 20): resnet20 untraced vs traced, alternating, REPS (3) each, the
@@ -16,6 +16,10 @@
 #                  (ALLREDUCE_RANKS: the rank counts, "2 4 8 16")
 #                  into a results database that a later call continues: put the gpu_scaling.tgz an earlier
 #                  call returned into CARRY_DIR (a carried folder) and the run resumes from it
+#     ceiling      the CPU cores: analysis/contention_ceiling.sh at CEILING_RANKS ("4 8 16") ranks, simplecnn on
+#                  Fashion-MNIST then resnet20 on synthetic CIFAR-10, 3 epochs of STEPS (simplecnn 100, resnet20
+#                  10) steps, REPS (1) rounds: how much of the 16-core scaling loss is the machine (N
+#                  independent 1-rank runs at once) and how much is distribution
 # A dry run of the gpu part on a CPU machine: GPU_FLAG=--enable_gpu=False STEPS=4 REPS=1 (tests the script).
 # Everything lands in OUT_DIR as a few .tgz files and .txt summaries (the device tool returns at most 8).
 # The Fashion-MNIST files simplecnn trains on: DATA_DIR/fashion-mnist (carried; copied to where the matrix
@@ -35,15 +39,15 @@ mpirun_=(mpirun --oversubscribe)
 # to the other's core (Open MPI binds to cores for 2 ranks by default).
 gpu_mpirun=(mpirun --oversubscribe --bind-to none)
 case "$part" in
-  gpu|gpu_tests|timelines|buckets|cpu_scaling) ;;
-  *) echo "ci/gpu_distributed.sh: unknown part '$part' (gpu, gpu_tests, timelines, buckets or cpu_scaling)" >&2
+  gpu|gpu_tests|timelines|buckets|cpu_scaling|ceiling) ;;
+  *) echo "ci/gpu_distributed.sh: unknown part '$part' (gpu, gpu_tests, timelines, buckets, cpu_scaling or ceiling)" >&2
      exit 2 ;;
 esac
 if ! command -v mpirun > /dev/null; then
   echo "ci/gpu_distributed.sh: no mpirun on this machine: the image's Open MPI is needed (a bundle carries none)" >&2
   exit 2
 fi
-want() { [ "$part" = "$1" ] || { [ "$part" = gpu ] && [ "$1" != cpu_scaling ]; }; }
+want() { [ "$part" = "$1" ] || { [ "$part" = gpu ] && [ "$1" != cpu_scaling ] && [ "$1" != ceiling ]; }; }
 
 {
   echo "== machine"
@@ -152,6 +156,25 @@ if want buckets; then
     done
   } 2>&1 | tee "$out/gpu_buckets.txt"
   (cd "$work" && tar czf "$out/gpu_buckets.tgz" bk_*)
+fi
+
+if [ "$part" = ceiling ]; then
+  if [ -d "${DATA_DIR:-.gpu_data}/fashion-mnist" ]; then
+    mkdir -p /usr/share/datasets && cp -r "${DATA_DIR:-.gpu_data}/fashion-mnist" /usr/share/datasets/
+  fi
+  # Each configuration's table is appended as it ends (a cut part keeps the ones before); reports kept.
+  for np in ${CEILING_RANKS:-4 8 16}; do
+    echo "#### simplecnn, $np ranks"
+    KEEP="$work/ceiling/simplecnn_np$np" DTNN_BUILD_DIR="$bundle" REPS="${REPS:-1}" \
+      EXTRA="--steps_per_epoch=${STEPS:-100}" bash analysis/contention_ceiling.sh "$np" 3 2>&1 | grep -v "^== round"
+  done 2>&1 | tee "$out/ceiling.txt"
+  for np in ${CEILING_RANKS:-4 8 16}; do
+    echo "#### resnet20_cifar10 (synthetic), $np ranks"
+    KEEP="$work/ceiling/resnet20_np$np" DTNN_BUILD_DIR="$bundle" REPS="${REPS:-1}" DATASET=cifar10 \
+      EXTRA="--steps_per_epoch=${STEPS:-10}" bash analysis/contention_ceiling.sh "$np" 3 resnet20_cifar10 synthetic 2>&1 |
+      grep -v "^== round"
+  done 2>&1 | tee -a "$out/ceiling.txt"
+  (cd "$work" && tar czf "$out/ceiling.tgz" ceiling)
 fi
 
 if [ "$part" = cpu_scaling ]; then

@@ -15,6 +15,8 @@
 #                shares, 2 epochs of STEPS_UNEVEN (10) steps
 #   5 d2l_torch  the PyTorch reference's d2l trial on the GPU (python3 with CUDA PyTorch)
 #   6 timelines  resnet20 traced vs untraced (REPS 2) and the 2-rank non-blocking trace
+#   7 ceiling    the 16 CPU cores: N independent 1-rank runs at once against N ranks (N = 4, 8, 16;
+#                analysis/contention_ceiling.sh), simplecnn and resnet20: the machine's share of the scaling loss
 # A part starts only if its minimum fits before DEADLINE; one cut at its limit or never started is named in
 # the summary, so the next lent session knows where to go on (PARTS="4 5 6" runs those alone).
 #
@@ -31,9 +33,9 @@ cd "$(dirname "$0")/.." || exit 1
 bundle="${1:?usage: ci/gpu_session.sh BUNDLE_DIR OUT_DIR}"
 out="${2:?usage: ci/gpu_session.sh BUNDLE_DIR OUT_DIR}"
 deadline="${DEADLINE:-420}"
-parts="${PARTS:-1 2 3 4 5 6}"
+parts="${PARTS:-1 2 3 4 5 6 7}"
 for p in $parts; do
-  case "$p" in 1|2|3|4|5|6) ;; *) echo "ci/gpu_session.sh: unknown part '$p' (1-6)" >&2; exit 2 ;; esac
+  case "$p" in 1|2|3|4|5|6|7) ;; *) echo "ci/gpu_session.sh: unknown part '$p' (1-7)" >&2; exit 2 ;; esac
 done
 [ -x "$bundle/experiments/dtnn" ] || { echo "ci/gpu_session.sh: no $bundle/experiments/dtnn (make it with BUNDLE_MPI=ON ci/gpu_bundle.sh)" >&2; exit 2; }
 mkdir -p "$out"
@@ -63,7 +65,8 @@ p_d2l() { MATRIX_ONLY="framework=dtnn ranks=1" MATRIX_TIMEOUT=$((PART_S - 20)) b
 p_uneven() { EPOCHS=2 STEPS="${STEPS_UNEVEN:-10}" bash ci/gpu_d2l.sh "$bundle" "$1" uneven; }
 p_d2l_torch() { MATRIX_ONLY="framework=pytorch" MATRIX_TIMEOUT=$((PART_S - 20)) bash ci/gpu_d2l.sh "$bundle" "$1" matrix; }
 p_timelines() { REPS="${REPS:-2}" STEPS=30 bash ci/gpu_distributed.sh "$bundle" "$1" timelines; }
-export -f p_tests p_buckets p_d2l p_uneven p_d2l_torch p_timelines
+p_ceiling() { REPS=1 STEPS="${STEPS_CEILING:-}" bash ci/gpu_distributed.sh "$bundle" "$1" ceiling; }
+export -f p_tests p_buckets p_d2l p_uneven p_d2l_torch p_timelines p_ceiling
 
 # part NUMBER NAME MIN_S MAX_S: runs p_NAME into $work/NAME if at least MIN_S are left before the deadline,
 # under `timeout` of MAX_S or what is left, whichever is less (a cut part keeps what it wrote: each part
@@ -127,5 +130,7 @@ part 3 d2l 150 240
 part 4 uneven 60 150
 part 5 d2l_torch 150 240
 part 6 timelines 60 150
+# CPU only, least important: runs when the GPU parts left time (about 150 s on session 13's 16-core Xeon).
+part 7 ceiling 60 200
 echo "ci/gpu_session.sh: done in $((SECONDS - start)) s of DEADLINE=$deadline; files: $(ls "$out" | tr '\n' ' ')" | tee -a "$summary"
 exit 0
