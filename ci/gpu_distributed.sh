@@ -70,11 +70,14 @@ if want gpu_tests; then
     timeout 120 "${gpu_mpirun[@]}" -np 2 "$bundle/tests/test_mpi_gpu" > "$work/mpi_gpu.txt" 2>&1
     echo "rc $? (77: skipped)"; grep -vE "^(ok|FAILED): GPU buckets" "$work/mpi_gpu.txt" | tail -8
     grep -E "FAILED" "$work/mpi_gpu.txt" | head -10
-    echo "== test_mpi_gpu nccl"
+    echo "== test_mpi_gpu nccl, 1 rank (NCCL's calls and stream order; the only NCCL run one GPU allows)"
+    timeout 60 "${gpu_mpirun[@]}" -np 1 "$bundle/tests/test_mpi_gpu" nccl > "$work/mpi_gpu_nccl1.txt" 2>&1
+    echo "rc $? (77: skipped)"; tail -4 "$work/mpi_gpu_nccl1.txt"
+    echo "== test_mpi_gpu nccl, 2 ranks (skips without a GPU per rank)"
     timeout 60 "${gpu_mpirun[@]}" -np 2 "$bundle/tests/test_mpi_gpu" nccl > "$work/mpi_gpu_nccl.txt" 2>&1
     echo "rc $? (77: skipped)"; tail -4 "$work/mpi_gpu_nccl.txt"
   } 2>&1 | tee "$out/gpu_tests.txt"
-  tar czf "$out/gpu_tests.tgz" -C "$work" gpu_unit.txt mpi_gpu.txt mpi_gpu_nccl.txt
+  tar czf "$out/gpu_tests.tgz" -C "$work" gpu_unit.txt mpi_gpu.txt mpi_gpu_nccl1.txt mpi_gpu_nccl.txt
 fi
 
 if want timelines; then

@@ -152,6 +152,7 @@ class SideStream {
   double seconds(int from, int to) const;
 
  private:
+  void release() noexcept;  // drains the stream, destroys it and the events made so far
   void* stream_ = nullptr;
   std::vector<void*> compute_, side_;
 };

@@ -33,7 +33,10 @@ GpuGradientReducer::GpuGradientReducer(Communicator& comm, const Model& model, i
 
 GpuGradientReducer::~GpuGradientReducer() {
   side_.reset();  // drains the side stream before the host buffer goes
-  if (host_) gpu::pinned_free(host_);
+  // A step that threw with host sums in flight (MPI_Iallreduce writing into host_): waiting here could hang
+  // (a peer may be gone), freeing would hand MPI freed memory. The buffer is left to the process, which
+  // is ending (run.cpp aborts the job on an error in training).
+  if (host_ && next_test_ == next_mpi_) gpu::pinned_free(host_);
 }
 
 void GpuGradientReducer::reset_times() {

@@ -11,8 +11,10 @@
 //     depend on how the slab is cut), the ranks' weights bit-identical, and the epoch's communication
 //     figures present and consistent (mode, buckets per step, every step read once, comm > 0, the epoch's
 //     device step time inside the host's time around the epoch);
-//   - with the argument `nccl` instead (its own ctest entry): NCCL (make_nccl_communicator), which needs a
-//     GPU per rank (NCCL refuses two ranks on one GPU), for the device reduction and the buckets alike.
+//   - with the argument `nccl` instead (its own ctest entries): NCCL (make_nccl_communicator), which needs a
+//     GPU per rank (NCCL refuses two ranks on one GPU), for the device reduction, NCCL on a side stream
+//     ordered by events (the bucketed path's calls) and the buckets; under `mpirun -np 1` the first two
+//     only (a 1-rank NCCL communicator: the calls and their order, on a machine with one GPU).
 // Without a CUDA device (or a CUDA build), or `nccl` with fewer GPUs than ranks, it prints why and exits
 // 77 (tests/skip.h: ctest reports it skipped). Else prints "N passed, M failed" and exits 0/1.
 #include <cmath>
@@ -60,6 +62,36 @@ void reduction(Communicator& device_comm, Communicator& mpi, const char* what) {
   std::vector<float> got(n);
   gpu::copy_to_host(got.data(), d.data(), n * sizeof(float));
   check(test::max_rel_error(got, expected) <= 1e-6, what, test::max_rel_error(got, expected));
+}
+
+// NCCL on a side stream as the bucketed path queues it (train/gpu_gradient_reducer.cpp): the compute stream
+// produces the data (a kernel), the side stream waits for it by an event, NCCL sums in place there and the
+// side stream marks; the compute stream waits for the mark and consumes the sum (a second kernel). The host
+// waits only at the end, so a missing order shows as a wrong value. With 1 rank (the only NCCL run one GPU
+// allows) the sum is the data itself: that run checks the calls, their order and NCCL's completion on the
+// side stream, not several ranks' arithmetic.
+void side_stream_reduction(Communicator& nccl, Communicator& mpi) {
+  const int64_t n = int64_t{1} << 22;  // 16 MiB: a kernel long enough to be caught half-way by a missing wait
+  Tensor d = Tensor::zeros(Shape{n}, Layout::flat, Device::gpu), out = Tensor::zeros(Shape{n}, Layout::flat, Device::gpu);
+  gpu::SideStream side(1);
+  std::vector<float> got(n);
+  bool ok = true;
+  for (int round = 0; round < 3; ++round) {  // the events and stream reused, as every step reuses them
+    const float mine = 1.0f + static_cast<float>(mpi.rank()) + static_cast<float>(round);
+    gpu::fill(d.data(), mine, n);  // compute stream
+    side.wait_compute(0);
+    nccl.allreduce_sum_device_on(d.data(), n, side.handle());
+    side.mark(0);
+    side.compute_waits(0);
+    gpu::fill(out.data(), 0.0f, n);
+    gpu::add_into(out.data(), d.data(), n);  // compute stream: out = the sum
+    gpu::copy_to_host(got.data(), out.data(), n * sizeof(float));  // waits for the compute stream
+    float expected = mine;
+    mpi.allreduce_sum(&expected, 1);
+    for (int64_t i = 0; i < n && ok; ++i) ok = got[i] == expected;
+    ok = ok && side.passed(0);
+  }
+  check(ok, "NCCL on a side stream, ordered by events both ways, 3 rounds", 0.0);
 }
 
 // Synchronised BN: each rank holds half of a 32-sample batch; rank 0 also normalises all of it alone.
@@ -236,7 +268,12 @@ int main(int argc, char** argv) {
     if (nccl_part) {
       auto nccl = make_nccl_communicator(*mpi);
       reduction(*nccl, *mpi, "NCCL allreduce = MPI host allreduce");
-      buckets(*nccl, *mpi, "NCCL");
+      side_stream_reduction(*nccl, *mpi);
+      if (mpi->size() > 1) {
+        buckets(*nccl, *mpi, "NCCL");
+      } else {  // the trainer reduces nothing on one rank: its buckets need two
+        std::printf("NCCL at 1 rank: the API calls and stream order only; the buckets need 2 ranks, 2 GPUs\n");
+      }
     } else {
       reduction(*mpi, *mpi, "staged device allreduce = MPI host allreduce");
       sync_batchnorm(*mpi);

@@ -10,27 +10,36 @@ cudaEvent_t ev(void* e) { return static_cast<cudaEvent_t>(e); }
 
 SideStream::SideStream(int slots) {
   DTNN_CHECK(initialised(), "a side stream needs the GPU backend initialised");
-  int least = 0, greatest = 0;
-  DTNN_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-  DTNN_CUDA_CHECK(cudaStreamCreateWithPriority(reinterpret_cast<cudaStream_t*>(&stream_), cudaStreamNonBlocking,
-                                               greatest));
   compute_.assign(static_cast<size_t>(slots), nullptr);
   side_.assign(static_cast<size_t>(slots), nullptr);
-  for (void*& e : compute_)  // only waited on
-    DTNN_CUDA_CHECK(cudaEventCreateWithFlags(reinterpret_cast<cudaEvent_t*>(&e), cudaEventDisableTiming));
-  for (void*& e : side_) DTNN_CUDA_CHECK(cudaEventCreate(reinterpret_cast<cudaEvent_t*>(&e)));
+  try {
+    int least = 0, greatest = 0;
+    DTNN_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    DTNN_CUDA_CHECK(cudaStreamCreateWithPriority(reinterpret_cast<cudaStream_t*>(&stream_), cudaStreamNonBlocking,
+                                                 greatest));
+    for (void*& e : compute_)  // only waited on
+      DTNN_CUDA_CHECK(cudaEventCreateWithFlags(reinterpret_cast<cudaEvent_t*>(&e), cudaEventDisableTiming));
+    for (void*& e : side_) DTNN_CUDA_CHECK(cudaEventCreate(reinterpret_cast<cudaEvent_t*>(&e)));
+  } catch (...) {  // a constructor that throws runs no destructor: release what was made
+    release();
+    throw;
+  }
 }
 
-SideStream::~SideStream() {
+void SideStream::release() noexcept {
   if (stream_) {
     cudaStreamSynchronize(static_cast<cudaStream_t>(stream_));
     cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
+    stream_ = nullptr;
   }
-  for (void* e : compute_)
-    if (e) cudaEventDestroy(ev(e));
-  for (void* e : side_)
-    if (e) cudaEventDestroy(ev(e));
+  for (std::vector<void*>* events : {&compute_, &side_})
+    for (void*& e : *events) {
+      if (e) cudaEventDestroy(ev(e));
+      e = nullptr;
+    }
 }
+
+SideStream::~SideStream() { release(); }
 
 void* SideStream::handle() { return stream_; }
 
