@@ -47,7 +47,8 @@ cores="$(nproc)"
 read -r -a extra <<< "${EXTRA:-}"
 read -r -a mpi_args <<< "${MPI_ARGS:-}"
 recipe=(--model="$model" --dataset="$dataset" "${data_opts[@]}" --optimizer=adam --learning_rate=0.001
-        --batch_size=64 --num_epochs="$epochs" --threads=1 --seed=0 --progress=false "${extra[@]}")
+        --batch_size=64 --num_epochs="$epochs" --threads=1 --seed=0 --progress=false --evaluate_on_test=false
+        "${extra[@]}")  # training throughput only: no test pass after training
 mpi_flags=()
 [ "$(id -u)" -eq 0 ] && mpi_flags+=(--allow-run-as-root)
 # Pinned as Open MPI pins 2 ranks (a core each), so that copies and ranks see the same placement.

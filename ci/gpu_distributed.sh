@@ -165,19 +165,19 @@ if [ "$part" = ceiling ]; then
   if [ -d "${DATA_DIR:-.gpu_data}/fashion-mnist" ]; then
     mkdir -p /usr/share/datasets && cp -r "${DATA_DIR:-.gpu_data}/fashion-mnist" /usr/share/datasets/
   fi
-  # Each configuration's table is appended as it ends (a cut part keeps the ones before); reports kept.
+  # Each configuration's table is appended as it ends, its reports and logs kept in OUT_DIR/ceiling_runs (a
+  # cut part keeps the ones before; gpu_session.sh packs them into session.tgz).
   for np in ${CEILING_RANKS:-4 8 16}; do
     echo "#### simplecnn, $np ranks"
-    KEEP="$work/ceiling/simplecnn_np$np" DTNN_BUILD_DIR="$bundle" REPS="${REPS:-1}" \
+    KEEP="$out/ceiling_runs/simplecnn_np$np" DTNN_BUILD_DIR="$bundle" REPS="${REPS:-1}" \
       EXTRA="--steps_per_epoch=${STEPS:-100}" bash analysis/contention_ceiling.sh "$np" 3 2>&1 | grep -v "^== round"
   done 2>&1 | tee "$out/ceiling.txt"
   for np in ${CEILING_RANKS:-4 8 16}; do
     echo "#### resnet20_cifar10 (synthetic), $np ranks"
-    KEEP="$work/ceiling/resnet20_np$np" DTNN_BUILD_DIR="$bundle" REPS="${REPS:-1}" DATASET=cifar10 \
+    KEEP="$out/ceiling_runs/resnet20_np$np" DTNN_BUILD_DIR="$bundle" REPS="${REPS:-1}" DATASET=cifar10 \
       EXTRA="--steps_per_epoch=${STEPS:-10}" bash analysis/contention_ceiling.sh "$np" 3 resnet20_cifar10 synthetic 2>&1 |
       grep -v "^== round"
   done 2>&1 | tee -a "$out/ceiling.txt"
-  (cd "$work" && tar czf "$out/ceiling.tgz" ceiling)
 fi
 
 if [ "$part" = cpu_scaling ]; then
