@@ -42,6 +42,10 @@ m = re.search(r"a rank computes at ([0-9,]+) samples/s, ([0-9.]+) % of a copy's 
 assert m, out
 assert abs(float(m.group(1).replace(",", "")) - rate) <= 0.5 + 1e-3 * rate, (rate, out)
 assert abs(float(m.group(2)) - 100 * rate / statistics.median(copy_medians)) <= 0.06, out
+# Blocking makes no communication call during compute: the calls between layers are 0.0 % of the epoch.
+between = statistics.median(e["communication"]["median"]["comm_s"] - e["communication"]["median"]["exposed_s"] for e in comm)
+m = re.search(r"communication calls between layers ([0-9.]+) %", out)
+assert m and abs(float(m.group(1)) - 100 * between / statistics.median(e["time_s"] for e in comm)) <= 0.06, out
 # Sane magnitudes, not targets: each copy did an alone run's work, the data-parallel run trained both ranks.
 assert 0.2 < ceiling <= 2.6 and 0.2 < speedup <= 2.6, (ceiling, speedup)
 assert all(e["communication"]["steps"] == 6 for e in comm), comm
