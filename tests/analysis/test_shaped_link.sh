@@ -48,8 +48,12 @@ allreduce_1mib() {  # RATE|"" [MPIRUN_ARG...]: seconds of one 1 MiB MPI_Allreduc
   local json="$work/bench$rate$#.json"
   local cmd=("${mpi[@]}" "$@" "$build/suites/bench_allreduce" --case_time=0.1 '--benchmark_filter=BM_Allreduce/1048576/'
              --benchmark_out="$json" --benchmark_out_format=json)
-  if [ -n "$rate" ]; then bash "$S" "$rate" "${cmd[@]}" > "${json%.json}.log" 2>&1; else "${cmd[@]}" > "${json%.json}.log" 2>&1; fi
-  /usr/bin/python3 -c 'import json,sys; b=json.load(open(sys.argv[1]))["benchmarks"][0]; print(b["real_time"] * 1e-6 if b["time_unit"] == "us" else b["real_time"] * 1e-3)' "$json"
+  [ -z "$rate" ] || cmd=(bash "$S" "$rate" "${cmd[@]}")
+  "${cmd[@]}" > "${json%.json}.log" 2>&1
+  /usr/bin/python3 -c 'import json, sys
+b = json.load(open(sys.argv[1]))["benchmarks"][0]
+assert b["time_unit"] == "us", b
+print(b["real_time"] * 1e-6)' "$json"
 }
 t_free="$(allreduce_1mib "")"
 t_cap="$(allreduce_1mib 100mbit)"
@@ -58,7 +62,9 @@ capped_lo && fail "the cap stayed after bench_allreduce"
 expect="$(/usr/bin/python3 -c 'print(2 * 1048576 * 8 / 100e6)')"
 echo "1 MiB MPI_Allreduce over TCP: uncapped $t_free s, at 100mbit $t_cap s (2 n 8 / rate: $expect s)," \
      "at 100mbit over 127.0.0.1 $t_local s"
-/usr/bin/python3 -c 'import sys; f,c,l,e=map(float,sys.argv[1:]); assert abs(c-e) <= 0.15*e, (c,e); assert f < 0.1*e, (f,e); assert l < 0.1*e, (l,e)' \
+/usr/bin/python3 -c 'import sys
+free, cap, local, e = map(float, sys.argv[1:])
+assert abs(cap - e) <= 0.15 * e and free < 0.1 * e and local < 0.1 * e, (free, cap, local, e)' \
   "$t_free" "$t_cap" "$t_local" "$expect" ||
   fail "the capped time is not 2 n 8 / rate, or the uncapped one (or the one over 127.0.0.1) is not far below it"
 
