@@ -65,7 +65,11 @@ def main():
     for rate in rates:
         l = link(out, rate)
         label = rate + (f" (1 MiB allreduce {1e3 * l[0]:.1f} ms: {l[1] / 1e6:,.0f} Mbit/s on lo)" if l else "")
-        base = None
+        base = None  # blocking's (step, exposed) at this rate, wherever BUCKETS lists it
+        if "blocking" in buckets:
+            eps = [e for r in range(rounds) for e in epoch2(f"{out}/r{r}-{rate}-blocking.json")]
+            base = (statistics.median(per_step(e, "median", "step_s") for e in eps),
+                    statistics.median(per_step(e, "median", "exposed_s") for e in eps))
         for b in buckets:
             eps = [e for r in range(rounds) for e in epoch2(f"{out}/r{r}-{rate}-{b}.json")]
             steps = [per_step(e, "median", "step_s") for e in eps]
@@ -74,8 +78,6 @@ def main():
             calls = [per_step(e, "median", "comm_s") - per_step(e, "median", "exposed_s") for e in eps]
             rate_s = statistics.median(e["samples_per_s"] for e in eps)
             m_step, m_exp = statistics.median(steps), statistics.median(exposed)
-            if b == "blocking":
-                base = (m_step, m_exp)
             hidden = saved = "-"
             if base and b != "blocking" and base[1] > 0:
                 hidden = f"{100 * (1 - m_exp / base[1]):.0f} %"

@@ -20,7 +20,8 @@
 # link for both directions, where the model's links are full duplex: blocking's exchange (both directions at
 # once) and libnbc's binomial reduce + broadcast (one direction, then the other) take the same time on it,
 # which one fit of the model would put 2x apart.
-# Prints analysis/shaped_link.py's table; keeps every report, log, bench and prediction in OUT_DIR.
+# Prints analysis/shaped_link.py's table; keeps every report, log, bench and prediction in OUT_DIR (new or
+# empty: refused otherwise, so that no stale file enters the table).
 # Needs what shaped_loopback.sh needs (root, tc, htb and u32): exit 3 with one line where it cannot shape; 2 for
 # refused arguments; 1 when a run fails. Run it alone on the machine: the cap slows all loopback traffic.
 set -euo pipefail
@@ -60,6 +61,7 @@ fi
 for r in "${rates[@]}"; do
   if [ "$r" != none ]; then analysis/shaped_loopback.sh "$r" true || exit $?; break; fi
 done
+[ ! -e "$out" ] || [ -z "$(ls -A "$out" 2> /dev/null)" ] || fail "OUT_DIR '$out' is not empty (its files would mix with the new ones)"
 mkdir -p "$out"
 read -r -a extra <<< "${EXTRA:-}"
 recipe=(--model="$model" --dataset="$dataset" "${data_opts[@]}" --optimizer=adam --learning_rate=0.001

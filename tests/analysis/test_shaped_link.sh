@@ -18,8 +18,11 @@ build="$1" src="$2" work="$3"
 rm -rf "$work" && mkdir -p "$work"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 S="$src/analysis/shaped_loopback.sh"
-clean() { tc qdisc del dev lo root 2> /dev/null || true; }
-capped_lo() { tc qdisc show dev lo | grep -q "^qdisc \(tbf\|htb\)"; }
+capped_lo() { tc qdisc show dev lo 2> /dev/null | grep -q "^qdisc \(tbf\|htb\)"; }
+clean() {  # removes the qdiscs this test or the script under test set up (never another one)
+  if tc qdisc show dev lo 2> /dev/null | grep -q "^qdisc htb \(7e57\|1234\): root"; then tc qdisc del dev lo root; fi
+}
+trap clean EXIT  # a failed check must not leave lo capped (RUN_SERIAL ends with the test)
 
 set +e
 msg="$(bash "$S" 1mbit true 2>&1)"; rc=$?
@@ -36,7 +39,7 @@ for args in "" "fast true" "0mbit true" "100mbit" "off extra"; do
   set -e
   [ "$rc" -eq 2 ] || fail "arguments '$args': exit $rc, not 2"
   [ "$(printf '%s\n' "$msg" | wc -l)" -eq 1 ] || fail "arguments '$args': not one line: $msg"
-  capped_lo && { clean; fail "arguments '$args' left a cap"; }
+  capped_lo && fail "arguments '$args' left a cap"
   echo "refused '$args': $msg"
 done
 
@@ -74,8 +77,11 @@ bash "$S" 50mbit sh -c 'exit 7'; rc=$?
 set -e
 [ "$rc" -eq 7 ] || fail "the command's exit 7 came back as $rc"
 capped_lo && fail "the cap stayed after a failing command"
-bash "$S" 50mbit sleep 60 & pid=$!
-for _ in $(seq 50); do capped_lo && break; sleep 0.1; done
+# TERM once the command runs (its pid file exists): the command stops, the cap goes.
+rm -f "$work/cmd.pid"
+bash "$S" 50mbit sh -c 'echo $$ > "$1"; exec sleep 60' sh "$work/cmd.pid" & pid=$!
+for _ in $(seq 100); do [ -s "$work/cmd.pid" ] && break; sleep 0.1; done
+[ -s "$work/cmd.pid" ] || fail "the command under the cap did not start"
 capped_lo || fail "no cap while the command runs"
 t0=$SECONDS
 kill -TERM "$pid"
@@ -83,20 +89,20 @@ set +e
 wait "$pid"; rc=$?
 set -e
 [ "$rc" -eq 143 ] || fail "TERM: exit $rc, not 143"
-[ $((SECONDS - t0)) -le 10 ] || fail "TERM took $((SECONDS - t0)) s: the command was not stopped"
-capped_lo && { clean; fail "the cap stayed after TERM"; }
-if command -v pgrep > /dev/null && pgrep -f "^sleep 60$" > /dev/null; then fail "the command outlived TERM"; fi
-tc qdisc add dev lo root handle 1234: tbf rate 1gbit burst 96kb latency 1s
+[ $((SECONDS - t0)) -le 15 ] || fail "TERM took $((SECONDS - t0)) s: the command was not stopped"
+capped_lo && fail "the cap stayed after TERM"
+kill -0 "$(cat "$work/cmd.pid")" 2> /dev/null && fail "the command outlived TERM"
+tc qdisc add dev lo root handle 1234: htb default 1
 set +e
 msg="$(bash "$S" 50mbit true 2>&1)"; rc=$?
 set -e
-tc qdisc show dev lo | grep -q "^qdisc tbf 1234: root" || { clean; fail "someone else's qdisc was changed"; }
+tc qdisc show dev lo | grep -q "^qdisc htb 1234: root" || fail "someone else's qdisc was changed"
 clean
 [ "$rc" -eq 2 ] || fail "an existing qdisc: exit $rc, not 2 ($msg)"
 echo "refused over an existing qdisc: $msg"
 tc qdisc add dev lo root handle 7e57: htb default 2  # as a kill -9 would leave it
 bash "$S" off
-capped_lo && { clean; fail "off left the cap"; }
+capped_lo && fail "off left the cap"
 
 # shaped_link.sh end to end, and its table recomputed from the reports.
 out="$(RATES="none 200mbit" BUCKETS="blocking 0.25" REPS=1 STEPS=4 DTNN_BUILD_DIR="$build" \
@@ -139,6 +145,12 @@ print("recomputed from the reports: step, exposed, hidden, step saved, speed-up"
 PY
 
 # shaped_link.sh's refused arguments: one line, exit 2, nothing run.
+mkdir -p "$work/full" && touch "$work/full/r0-alone.json"
+set +e
+msg="$(DTNN_BUILD_DIR="$build" bash "$src/analysis/shaped_link.sh" "$work/full" 2>&1 > /dev/null)"; rc=$?
+set -e
+[ "$rc" -eq 2 ] && [ "$(printf '%s\n' "$msg" | wc -l)" -eq 1 ] || fail "a non-empty OUT_DIR: exit $rc ($msg)"
+echo "refused a non-empty OUT_DIR: $msg"
 for env in "RATES=fast" "BUCKETS=x" "REPS=0" "STEPS=-1"; do
   set +e
   msg="$(env "$env" DTNN_BUILD_DIR="$build" bash "$src/analysis/shaped_link.sh" "$work/refused" 2>&1 > /dev/null)"; rc=$?
