@@ -24,13 +24,16 @@
 # empty: refused otherwise, so that no stale file enters the table).
 # Needs what shaped_loopback.sh needs (root, tc, htb and u32): exit 3 with one line where it cannot shape; 2 for
 # refused arguments; 1 when a run fails. Run it alone on the machine: the cap slows all loopback traffic.
+# OUT_DIR and DATA are the caller's paths; DTNN_BUILD_DIR (default build) is relative to the repository.
 set -euo pipefail
-cd "$(dirname "$0")/.."
 me="analysis/shaped_link.sh"
 fail() { echo "$me: $*" >&2; exit 2; }
 die() { echo "$me: $*" >&2; exit 1; }
 [ $# -ge 1 ] && [ $# -le 3 ] || fail "usage: $me OUT_DIR [MODEL] [DATA]"
 out="$1" model="${2:-resnet20_cifar10}" data="${3:-synthetic}"
+[[ "$out" = /* ]] || out="$PWD/$out"
+[ "$data" = synthetic ] || [[ "$data" = /* ]] || data="$PWD/$data"
+cd "$(dirname "$0")/.."
 case "$model" in resnet*cifar* | vgg*cifar* | densenet*cifar*) def_dataset=cifar10 ;; *) def_dataset=mnist ;; esac
 dataset="${DATASET:-$def_dataset}"
 build="${DTNN_BUILD_DIR:-build}"
