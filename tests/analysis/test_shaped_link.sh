@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # analysis/shaped_loopback.sh and analysis/shaped_link.sh, on this machine's real loopback (about 40 s):
-#   - the cap is real for MPI: a 2-rank MPI_Allreduce of 1 MiB over TCP takes 2 n 8 / RATE (lo carries both
-#     ranks' n bytes), within 15 %, at 100mbit; uncapped it takes under a tenth of that;
+#   - the cap is real for MPI: a 2-rank MPI_Allreduce of 1 MiB over TCP takes at least 2 n 8 / RATE (lo
+#     carries both ranks' n bytes; -10 %) at 100mbit, and at most 2.5x that (CPU load stretches it); uncapped
+#     it takes under a tenth of that;
 #   - the command's exit status comes back; the cap is gone afterwards, also after a TERM mid-command (which
 #     stops the command); a qdisc that was there before is refused (exit 2) and left as it was; `off` removes
 #     a cap the script left behind (as a kill -9 would);
@@ -67,9 +68,12 @@ echo "1 MiB MPI_Allreduce over TCP: uncapped $t_free s, at 100mbit $t_cap s (2 n
      "at 100mbit over 127.0.0.1 $t_local s"
 /usr/bin/python3 -c 'import sys
 free, cap, local, e = map(float, sys.argv[1:])
-assert abs(cap - e) <= 0.15 * e and free < 0.1 * e and local < 0.1 * e, (free, cap, local, e)' \
+# The cap is a floor: no faster than 2 n 8 / rate (less the 96 KiB burst, under 5 % of the 2 MiB an op moves).
+# Above it, CPU load stretches it (the Slurm tests run beside this one: 232 ms once, against 168), so the
+# ceiling is loose: it only catches a cap far below RATE.
+assert 0.9 * e <= cap <= 2.5 * e and free < 0.1 * e and local < 0.1 * e, (free, cap, local, e)' \
   "$t_free" "$t_cap" "$t_local" "$expect" ||
-  fail "the capped time is not 2 n 8 / rate, or the uncapped one (or the one over 127.0.0.1) is not far below it"
+  fail "the capped time is not at least 2 n 8 / rate (and within 2.5x of it), or the uncapped one (or the one over 127.0.0.1) is not far below it"
 
 # Exit status, TERM, someone else's qdisc, off.
 set +e
@@ -138,7 +142,7 @@ for (link, name), cells in rows.items():
         assert c["mode"] == "non_blocking" and c["buckets_per_step"] >= 2, c
     assert cells[10] != "-" and cells[11] != "-", f"no prediction: {cells}"
 m = re.search(r"200mbit \(1 MiB allreduce ([0-9.]+) ms: ([0-9,]+) Mbit/s on lo\)", out)
-assert m and abs(int(m.group(2).replace(",", "")) - 200) <= 20, out
+assert m and 80 <= int(m.group(2).replace(",", "")) <= 210, out  # at most the cap (+5 %: burst); load only slows it
 # At 200mbit blocking exposes most of a simplecnn step (0.81 MB: ~65 ms against ~11 ms of compute).
 assert rows[(m.group(0), "blocking")] and float(rows[(m.group(0), "blocking")][4].split()[0]) > 30
 print("recomputed from the reports: step, exposed, hidden, step saved, speed-up")
