@@ -163,14 +163,23 @@ void check_ranks_agree(Communicator& comm, const Model& model, const TrainOption
     if ((named & ~root_named) >> i & 1)
       why += std::string(why.empty() ? "" : "; ") + outputs[i].first + "=" + *outputs[i].second +
              " where rank 0 names none (only rank 0 reads and writes it: give it to rank 0)";
-  float differing = why.empty() ? 0.0f : 1.0f;
-  comm.allreduce_sum(&differing, 1);
-  DTNN_CHECK(why.empty(), "rank ", comm.rank(), " does not train as rank 0: ", why,
+  // Every rank throws the whole story. Each rank raising only its own part raced: rank 0 (which differs from
+  // nobody) aborted the job with a bare "1 rank does not train as rank 0" before the differing rank's
+  // stderr line got out, so the counts it named were lost (a CI run saw exactly that).
+  std::vector<std::string> parts;
+  comm.gather_bytes(why, parts);
+  std::string all;
+  for (size_t r = 0; r < parts.size(); ++r)
+    if (!parts[r].empty())
+      all += std::string(all.empty() ? "" : "; ") + "rank " + std::to_string(r) + " does not train as rank 0: " +
+             parts[r];
+  int64_t length = static_cast<int64_t>(all.size());
+  comm.broadcast_bytes(&length, sizeof length, 0);
+  all.resize(static_cast<size_t>(length));
+  if (length > 0) comm.broadcast_bytes(&all[0], length, 0);
+  DTNN_CHECK(all.empty(), all,
              " (every rank needs the same --model, --tensor_format, batch, --rank_batch_shares, training "
              "options and dataset files)");
-  DTNN_CHECK(differing == 0.0f, static_cast<int>(differing), " rank", differing == 1.0f ? "" : "s",
-             " do", differing == 1.0f ? "es" : "", " not train as rank 0 (every rank needs the same --model, "
-             "--tensor_format, batch, --rank_batch_shares and training options)");
 }
 
 }  // namespace dtnn

@@ -17,9 +17,9 @@ namespace dtnn {
 
 // Collective. Compares this rank's parameter and state slab sizes, layout, layer count, global batch, batch
 // shares (train/batch_shares.h shares_fingerprint), training and test sample counts and the options that
-// decide its collectives, data and update with rank 0's; on any difference every rank throws dtnn::Error
-// (the differing ranks say what differs: "rank 1 does not train as rank 0: tensor format NCHW where rank 0
-// has NHWC; ..."). `o` is the options as run (batch from --global_batch_size, scaled learning rate);
+// decide its collectives, data and update with rank 0's; on any difference every rank throws the same
+// dtnn::Error, naming each differing rank and what differs ("rank 1 does not train as rank 0: tensor format
+// NCHW where rank 0 has NHWC; ..."), so whichever rank aborts the job first reports all of it. `o` is the options as run (batch from --global_batch_size, scaled learning rate);
 // `given` as the command line gave them, which are the ones compared and named.
 void check_ranks_agree(Communicator& comm, const Model& model, const TrainOptions& o, const TrainOptions& given,
                        const Dataset& data);

@@ -146,13 +146,26 @@ set(fashion /usr/share/datasets/fashion-mnist)
 if(EXISTS ${fashion}/train-images-idx3-ubyte.gz)
   set(data_args train --parallel=data --model=simplecnn --dataset=mnist --steps_per_epoch=2 --num_epochs=1
       --threads=1 --optimizer=sgd --evaluate_on_test=False)
+  # Every rank's own stderr must name the counts: rank 0 (which differs from nobody) once said only "1 rank
+  # does not train as rank 0" and aborted the job before rank 1's line got out (a CI run lost the counts).
+  file(REMOVE_RECURSE ${WORK}/per_rank)
   execute_process(
-    COMMAND ${MPIEXEC} ${FLAGS} -np 1 ${DTNN} ${data_args} --dataset_train_path=${SRC}/experiments/datasets/mnist-10k
+    COMMAND ${MPIEXEC} ${FLAGS} --output-filename ${WORK}/per_rank
+            -np 1 ${DTNN} ${data_args} --dataset_train_path=${SRC}/experiments/datasets/mnist-10k
             : -np 1 ${DTNN} ${data_args} --dataset_train_path=${fashion}
     RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
-  if(rc EQUAL 0 OR NOT err MATCHES "rank 1 does not train as rank 0: training samples 60000 where rank 0 has 8000")
+  set(counts "rank 1 does not train as rank 0: training samples 60000 where rank 0 has 8000")
+  if(rc EQUAL 0 OR NOT err MATCHES "${counts}")
     message(FATAL_ERROR "ranks on datasets of 8000 and 60000 samples: exit ${rc}, expected a refusal naming the "
                         "counts:\n${out}\n${err}")
+  endif()
+  file(GLOB_RECURSE rank0_err ${WORK}/per_rank/*/rank.0/stderr)
+  if(NOT rank0_err)
+    message(FATAL_ERROR "mpirun --output-filename wrote no rank.0/stderr under ${WORK}/per_rank")
+  endif()
+  file(READ "${rank0_err}" rank0_text)
+  if(NOT rank0_text MATCHES "${counts}")
+    message(FATAL_ERROR "rank 0's own refusal does not name rank 1's counts:\n${rank0_text}")
   endif()
   message(STATUS "mpi cli: ranks on datasets of other sizes refused")
   # Equal counts, other contents: a copy of mnist-10k with every training label moved by one trained with
