@@ -93,6 +93,23 @@ int64_t data_fingerprint(const Dataset& data, Pool pool, Layout layout) {
   return static_cast<int64_t>(h >> 1);  // non-negative, as the other fields print
 }
 
+// Collective. Throws the same dtnn::Error on every rank when any rank's `why` is not empty: "rank R<verb>why"
+// for each such rank, then `tail`. Each rank raising only its own part raced: rank 0 (which differs from
+// nobody) aborted the job with a bare "1 rank does not train as rank 0" before the differing rank's stderr
+// line got out, and the counts it named were lost (a CI run saw exactly that).
+void refuse_on_every_rank(Communicator& comm, const std::string& why, const char* verb, const char* tail) {
+  std::vector<std::string> parts;
+  comm.gather_bytes(why, parts);
+  std::string all;
+  for (size_t r = 0; r < parts.size(); ++r)
+    if (!parts[r].empty()) all += std::string(all.empty() ? "" : "; ") + "rank " + std::to_string(r) + verb + parts[r];
+  int64_t length = static_cast<int64_t>(all.size());
+  comm.broadcast_bytes(&length, sizeof length, 0);
+  all.resize(static_cast<size_t>(length));
+  if (length > 0) comm.broadcast_bytes(&all[0], length, 0);
+  DTNN_CHECK(all.empty(), all, tail);
+}
+
 }  // namespace
 
 void check_same_checkpoint(Communicator& comm, const std::string& path) {
@@ -100,14 +117,11 @@ void check_same_checkpoint(Communicator& comm, const std::string& path) {
   const std::string mine = sha256_file_hex(path);
   std::string root = mine;  // 64 hex digits on every rank
   comm.broadcast_bytes(root.data(), static_cast<int64_t>(root.size()), 0);
-  float differing = mine == root ? 0.0f : 1.0f;
-  comm.allreduce_sum(&differing, 1);
-  DTNN_CHECK(mine == root, "rank ", comm.rank(), " resumes from another checkpoint than rank 0: --resume_from=", path,
-             " has SHA-256 ", mine.substr(0, 12), "..., rank 0's ", root.substr(0, 12),
-             "... (every rank must resume from the same file, or a copy of it)");
-  DTNN_CHECK(differing == 0.0f, static_cast<int>(differing), " rank", differing == 1.0f ? "" : "s",
-             " resume", differing == 1.0f ? "s" : "", " from another checkpoint than rank 0's --resume_from=", path,
-             " (every rank must resume from the same file, or a copy of it)");
+  const std::string why = mine == root ? std::string() : "--resume_from=" + path + " has SHA-256 " +
+                                                            mine.substr(0, 12) + "..., rank 0's " +
+                                                            root.substr(0, 12) + "...";
+  refuse_on_every_rank(comm, why, " resumes from another checkpoint than rank 0: ",
+                       " (every rank must resume from the same file, or a copy of it)");
 }
 
 void check_ranks_agree(Communicator& comm, const Model& model, const TrainOptions& o, const TrainOptions& given,
@@ -163,23 +177,9 @@ void check_ranks_agree(Communicator& comm, const Model& model, const TrainOption
     if ((named & ~root_named) >> i & 1)
       why += std::string(why.empty() ? "" : "; ") + outputs[i].first + "=" + *outputs[i].second +
              " where rank 0 names none (only rank 0 reads and writes it: give it to rank 0)";
-  // Every rank throws the whole story. Each rank raising only its own part raced: rank 0 (which differs from
-  // nobody) aborted the job with a bare "1 rank does not train as rank 0" before the differing rank's
-  // stderr line got out, so the counts it named were lost (a CI run saw exactly that).
-  std::vector<std::string> parts;
-  comm.gather_bytes(why, parts);
-  std::string all;
-  for (size_t r = 0; r < parts.size(); ++r)
-    if (!parts[r].empty())
-      all += std::string(all.empty() ? "" : "; ") + "rank " + std::to_string(r) + " does not train as rank 0: " +
-             parts[r];
-  int64_t length = static_cast<int64_t>(all.size());
-  comm.broadcast_bytes(&length, sizeof length, 0);
-  all.resize(static_cast<size_t>(length));
-  if (length > 0) comm.broadcast_bytes(&all[0], length, 0);
-  DTNN_CHECK(all.empty(), all,
-             " (every rank needs the same --model, --tensor_format, batch, --rank_batch_shares, training "
-             "options and dataset files)");
+  refuse_on_every_rank(comm, why, " does not train as rank 0: ",
+                       " (every rank needs the same --model, --tensor_format, batch, --rank_batch_shares, training "
+                       "options and dataset files)");
 }
 
 }  // namespace dtnn
