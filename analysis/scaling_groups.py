@@ -8,7 +8,8 @@ shared-memory blocking one).
 """
 
 # Parameters a 1-rank run does not depend on: its baseline is matched without them.
-REDUCTION_PARAMS = frozenset({"transport", "non_blocking_mpi", "blocking_mpi", "gradient_bucket_mb"})
+REDUCTION_PARAMS = frozenset({"transport", "non_blocking_mpi", "blocking_mpi", "gradient_bucket_mb",
+                              "gradient_buckets_min"})
 
 
 def parse_key(config_key):

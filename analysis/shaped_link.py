@@ -50,6 +50,15 @@ def link(out, rate):
     return None
 
 
+def bucket_name(b, comm):
+    """'non-blocking, per layer', '..., 25 MiB' (the cap alone) or '..., 25 MiB, at most 1/4 of the gradient'."""
+    cap = float(b.split(":")[0])
+    if cap == 0:
+        return "non-blocking, per layer"
+    n = comm.get("buckets_min", 1)  # reports before --gradient_buckets_min planned with the cap alone
+    return f"non-blocking, {b.split(':')[0]} MiB" + (f", at most 1/{n} of the gradient" if n > 1 else "")
+
+
 def main():
     out, rounds, rates, buckets = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4].split()
     alone = [e["samples_per_s"] for r in range(rounds) for e in epoch2(f"{out}/r{r}-alone.json")]
@@ -86,7 +95,7 @@ def main():
                      (f"{out}/r{r}-{rate}-{b}.pred.json" for r in range(rounds)) if os.path.exists(p)]
             p_step = f"{1e3 * statistics.median(p['step_s'] for p in preds):.2f}" if preds else "-"
             p_exp = f"{1e3 * statistics.median(p['exposed_s'] for p in preds):.2f}" if preds else "-"
-            name = "blocking" if b == "blocking" else ("non-blocking, per layer" if float(b) == 0 else f"non-blocking, {b} MiB")
+            name = "blocking" if b == "blocking" else bucket_name(b, eps[0]["communication"])
             print(f"| {label} | {name} | {eps[0]['communication']['buckets_per_step']} | {ms(steps)} | {ms(exposed)} "
                   f"| {ms(last)} | {ms(calls)} | {hidden} | {saved} | {rate_s / m_alone:.2f}x | {p_step} | {p_exp} |")
             label = ""

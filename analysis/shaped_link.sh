@@ -8,7 +8,8 @@
 #   analysis/shaped_link.sh OUT_DIR [MODEL] [DATA]
 #   defaults: resnet20_cifar10, DATA=synthetic (or a dataset folder, e.g. /usr/share/datasets/fashion-mnist)
 #   Environment (defaults): RATES ("none 1gbit 300mbit 100mbit"; none = not capped), BUCKETS ("blocking 25 0.25
-#   0": blocking, or non-blocking with that --gradient_bucket_mb), REPS (3 rounds; each round runs the alone
+#   0": blocking, or non-blocking with that --gradient_bucket_mb; CAP:N also sets --gradient_buckets_min=N,
+#   e.g. 25:1 for DDP's cap alone), REPS (3 rounds; each round runs the alone
 #   run and then every rate x bucket once, so drift spreads over all), STEPS (20 per epoch; 2 epochs, epoch 2
 #   is sampled), DATASET (cifar10 for the CIFAR models, else mnist), EXTRA (more dtnn options), BENCH (1:
 #   bench_allreduce at each rate, 4 B-2 MiB: the link's measured rate and the model's fit, whose latency the
@@ -49,7 +50,8 @@ for r in "${rates[@]}"; do
   [ "$r" = none ] || [[ "$r" =~ ^[0-9]+(\.[0-9]+)?(k|m|g)?(bit|bps)$ ]] || fail "a rate must be none or like 300mbit, not '$r'"
 done
 for b in "${buckets[@]}"; do
-  [ "$b" = blocking ] || [[ "$b" =~ ^[0-9]+(\.[0-9]+)?$ ]] || fail "a bucket must be blocking or a MiB cap (0 = per layer), not '$b'"
+  [ "$b" = blocking ] || [[ "$b" =~ ^[0-9]+(\.[0-9]+)?(:[1-9][0-9]*)?$ ]] ||
+    fail "a bucket must be blocking, a MiB cap (0 = per layer) or CAP:N (N = --gradient_buckets_min), not '$b'"
 done
 [ -x "$dtnn" ] || fail "no $dtnn (build first, or set DTNN_BUILD_DIR)"
 [ "${BENCH:-1}" = 0 ] || [ -x "$bench" ] || fail "no $bench (build it, or BENCH=0)"
@@ -104,7 +106,8 @@ for ((round = 0; round < reps; round++)); do
     for b in "${buckets[@]}"; do
       name="r$round-$r-$b"
       opts=(--non_blocking_mpi=False)
-      [ "$b" = blocking ] || opts=(--non_blocking_mpi=True --gradient_bucket_mb="$b")
+      [ "$b" = blocking ] || opts=(--non_blocking_mpi=True --gradient_bucket_mb="${b%%:*}")
+      [[ "$b" != *:* ]] || opts+=(--gradient_buckets_min="${b#*:}")
       run "$r $b" "$out/$name.log" capped "$r" "${mpi[@]}" "$dtnn" train "${recipe[@]}" --parallel=data "${opts[@]}" \
         --report="$out/$name.json"
       if [ -s "$out/bench-$r.json" ]; then

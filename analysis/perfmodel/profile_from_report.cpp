@@ -139,7 +139,15 @@ StepProfile profile_from_report(const std::string& text, const std::string& wher
   } catch (const std::exception&) {
     fail(where, ": options.gradient_bucket_mb is not a number");
   }
-  for (const GradientBucket& b : plan_buckets(begin, tail, bucket_mb))
+  // Reports written before --gradient_buckets_min existed planned with the cap alone.
+  int64_t buckets_min = 1;
+  try {
+    buckets_min = std::stoll(option(opts, "gradient_buckets_min", "1"));
+  } catch (const std::exception&) {
+    fail(where, ": options.gradient_buckets_min is not a number");
+  }
+  DTNN_CHECK(buckets_min >= 1, where, ": options.gradient_buckets_min must be >= 1 (got ", buckets_min, ")");
+  for (const GradientBucket& b : plan_buckets(begin, tail, bucket_mb, buckets_min))
     p.buckets.push_back({b.end - b.begin, b.ready_after});
   p.total_floats = begin.back() - begin.front() + tail;
   p.mode = option_true(opts, "non_blocking_mpi") ? "non_blocking" : "blocking";

@@ -7,7 +7,8 @@
 //               trainer plans them: each top-level layer's range is its parameters padded as Model::build
 //               pads them (every tensor to 16 floats), taken from the zoo model with the run's fusion
 //               options; the loss/metric tail (Trainer::reduce_tail_floats) rides with the first bucket.
-//               The cap is the run's --gradient_bucket_mb unless one is given. When the zoo model does not
+//               The cap is the run's --gradient_bucket_mb unless one is given, lowered by the run's
+//               --gradient_buckets_min (1 for reports older than that option). When the zoo model does not
 //               match the report layer for layer, the report's unpadded counts are used (and a note says so).
 //   total_floats  the padded slab plus the tail (blocking's one MPI_Allreduce).
 //   mode        the run's --non_blocking_mpi.

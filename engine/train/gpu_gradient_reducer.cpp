@@ -11,14 +11,14 @@ constexpr int kBegin = 0, kOut = 1, kBackBegin = 2, kDone = 3;            // sid
 }  // namespace
 
 GpuGradientReducer::GpuGradientReducer(Communicator& comm, const Model& model, int64_t tail, bool non_blocking,
-                                       double bucket_mb, bool layers_communicate)
+                                       double bucket_mb, int64_t min_buckets, bool layers_communicate)
     : comm_(comm), grads_(model.grad_slab()), total_floats_(model.slab_size() + tail), reduce_(comm.size() > 1),
       overlapped_(non_blocking && comm.size() > 1), nccl_(!comm.device_library().empty()),
       poll_in_backward_(!layers_communicate), events_(8) {
   DTNN_CHECK(model.device() == Device::gpu, "GpuGradientReducer: the model is not on the GPU");
   std::vector<int64_t> begins(model.num_layers() + 1);
   for (size_t i = 0; i <= model.num_layers(); ++i) begins[i] = model.param_begin(i);
-  buckets_ = plan_buckets(begins, tail, bucket_mb);
+  buckets_ = plan_buckets(begins, tail, bucket_mb, min_buckets);
   int64_t covered = 0;
   for (const GradientBucket& b : buckets_) covered += b.end - b.begin;
   DTNN_ASSERT(!buckets_.empty() && covered == total_floats_ - begins.front());  // every float summed once

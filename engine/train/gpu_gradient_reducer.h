@@ -54,7 +54,7 @@ class GpuGradientReducer final : public BackwardHook {
   // `tail` floats follow the model's gradient slab (device memory) and are summed with it.
   // layers_communicate: some layer makes MPI calls inside a step (see the staged path above).
   GpuGradientReducer(Communicator& comm, const Model& model, int64_t tail, bool non_blocking, double bucket_mb,
-                     bool layers_communicate);
+                     int64_t min_buckets, bool layers_communicate);
   ~GpuGradientReducer();
   GpuGradientReducer(const GpuGradientReducer&) = delete;
   GpuGradientReducer& operator=(const GpuGradientReducer&) = delete;

@@ -9,13 +9,16 @@
 
 namespace dtnn {
 
-std::vector<GradientBucket> plan_buckets(const std::vector<int64_t>& param_begin, int64_t tail, double bucket_mb) {
+std::vector<GradientBucket> plan_buckets(const std::vector<int64_t>& param_begin, int64_t tail, double bucket_mb,
+                                         int64_t min_buckets) {
   DTNN_CHECK(bucket_mb >= 0, "--gradient_bucket_mb must be >= 0 (got ", bucket_mb, ")");
+  DTNN_CHECK(min_buckets >= 1, "--gradient_buckets_min must be >= 1 (got ", min_buckets, ")");
   DTNN_ASSERT(!param_begin.empty());
   const size_t layers = param_begin.size() - 1;
   const int64_t slab = param_begin.back();
   const auto floats_of = [](double mb) { return static_cast<int64_t>(mb * 1024.0 * 1024.0 / sizeof(float)); };
-  const int64_t cap = bucket_mb > 0 ? std::max<int64_t>(1, floats_of(bucket_mb)) : 0;
+  const int64_t share = std::max<int64_t>(1, (slab - param_begin.front() + min_buckets - 1) / min_buckets);
+  const int64_t cap = bucket_mb > 0 ? std::min(share, std::max<int64_t>(1, floats_of(bucket_mb))) : 0;
   const int64_t first_cap = cap > 0 ? std::min(cap, floats_of(1.0)) : 0;  // DDP's 1 MiB first bucket
   std::vector<GradientBucket> out;
   // Closes [begin, end) ready after `layer`, split where it would exceed INT_MAX floats (top part first:
@@ -51,12 +54,12 @@ std::vector<GradientBucket> plan_buckets(const std::vector<int64_t>& param_begin
 }
 
 GradientReducer::GradientReducer(Communicator& comm, const Model& model, int64_t tail, bool non_blocking,
-                                 double bucket_mb)
+                                 double bucket_mb, int64_t min_buckets)
     : comm_(comm), grads_(model.grad_slab()), total_floats_(model.slab_size() + tail), reduce_(comm.size() > 1),
       overlapped_(non_blocking && comm.size() > 1) {
   std::vector<int64_t> begins(model.num_layers() + 1);
   for (size_t i = 0; i <= model.num_layers(); ++i) begins[i] = model.param_begin(i);
-  buckets_ = plan_buckets(begins, tail, bucket_mb);
+  buckets_ = plan_buckets(begins, tail, bucket_mb, min_buckets);
   int64_t covered = 0;
   for (const GradientBucket& b : buckets_) covered += b.end - b.begin;
   DTNN_ASSERT(covered == total_floats_ - begins.front());  // every float summed once (Input has no parameters)

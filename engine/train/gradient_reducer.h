@@ -6,7 +6,11 @@
 // itself with no packing copy. They are filled in reverse layer order (the order backward produces
 // gradients): a layer's parameters are never split; a bucket closes once it holds at least its cap (the first
 // one min(1 MiB, cap), DDP's small first bucket, so communication starts early; --gradient_bucket_mb=0:
-// one bucket per layer with parameters, PyDTNN's one collective per layer). The loss/metric tail the trainer
+// one bucket per layer with parameters, PyDTNN's one collective per layer). The cap is at most the
+// gradient / --gradient_buckets_min (default 4): DDP's 25 MiB assumes models far larger than that, and a
+// model of a few MiB got one or two buckets, the first closing late in the backward pass (resnet20's 1 MiB
+// first bucket held 98 % of its gradient and closed after 73 % of backward: over a 100mbit link it hid 37 %
+// of blocking's exposed time, against 83 % with four buckets; analysis/baselines/overlap_2core.md). The loss/metric tail the trainer
 // packs behind the gradients rides with the FIRST bucket: it is contiguous with the top layers' gradients and
 // known before backward starts (the trainer fills it first), so it costs no extra message.
 //
@@ -49,10 +53,12 @@ struct GradientBucket {
 
 // Buckets for a model whose top-level layer i holds slab range [param_begin[i], param_begin[i + 1])
 // (param_begin has layers + 1 entries, the last the slab size) plus `tail` floats after the slab, with
-// caps of bucket_mb MiB (0: one bucket per layer). Layers without parameters are skipped; a model with no
+// caps of bucket_mb MiB (0: one bucket per layer), lowered to ceil(slab / min_buckets) floats when that is
+// smaller (the tail not counted; 1: bucket_mb alone). Layers without parameters are skipped; a model with no
 // parameters gets one bucket holding the tail. A bucket never exceeds INT_MAX floats (a larger layer is
 // split into several buckets ready after it).
-std::vector<GradientBucket> plan_buckets(const std::vector<int64_t>& param_begin, int64_t tail, double bucket_mb);
+std::vector<GradientBucket> plan_buckets(const std::vector<int64_t>& param_begin, int64_t tail, double bucket_mb,
+                                         int64_t min_buckets = 1);
 
 // Sums of one rank's step times over the steps of an epoch (seconds).
 struct RankTimes {
@@ -78,7 +84,8 @@ EpochComm gather_epoch_comm(Communicator& comm, const RankTimes& times, int64_t 
 class GradientReducer final : public BackwardHook {
  public:
   // `tail` floats follow the model's gradient slab and are summed with it. One rank: no communication.
-  GradientReducer(Communicator& comm, const Model& model, int64_t tail, bool non_blocking, double bucket_mb);
+  GradientReducer(Communicator& comm, const Model& model, int64_t tail, bool non_blocking, double bucket_mb,
+                  int64_t min_buckets);
 
   // The hook to give Model::backward: this object when buckets are started during backward, else null.
   BackwardHook* hook() { return overlapped_ ? this : nullptr; }

@@ -315,6 +315,9 @@ std::vector<OptionSpec> make_table() {
               "backward pass (the default), False the non-blocking reduction"),
       number("gradient_bucket_mb", DTNN_FIELD(gradient_bucket_mb), M, 0.0, 1 << 20,
              "--non_blocking_mpi: bucket cap in MiB, the first bucket at most 1 MiB (0: one bucket per layer, as PyDTNN)"),
+      integer("gradient_buckets_min", DTNN_FIELD(gradient_buckets_min), M, 1, kBig,
+              "--non_blocking_mpi: the cap is at most the gradient's size / N, so a model of a few MiB still gets "
+              "about N buckets (layers are never split); 1: --gradient_bucket_mb alone, as DDP"),
       integer("global_batch_size", DTNN_FIELD(global_batch_size), M | MM | P, 0, kBig,
               "Strong scaling: the global batch, split over the ranks (replaces --batch_size; no lr scaling); "
               "0: weak scaling, --batch_size per rank"),

@@ -94,11 +94,13 @@ struct TrainOptions {
 
   // Data parallelism's gradient reduction (train/gradient_reducer.h): PyDTNN's --non_blocking_mpi (buckets
   // summed during the backward pass) and its negation --blocking_mpi (resolve_options folds it in); the
-  // bucket cap in MiB (0: one bucket per layer, as PyDTNN); strong scaling: the global batch split over the
-  // ranks (0: weak scaling, batch_size per rank).
+  // bucket cap in MiB (0: one bucket per layer, as PyDTNN), at most the gradient / gradient_buckets_min (a
+  // model of a few MiB still gets several buckets; 1: the cap alone, DDP's rule); strong scaling: the global
+  // batch split over the ranks (0: weak scaling, batch_size per rank).
   bool non_blocking_mpi = false;
   bool blocking_mpi = false;
   double gradient_bucket_mb = 25.0;
+  int64_t gradient_buckets_min = 4;
   int64_t global_batch_size = 0;
   // Model averaging (train/model_averager.h; dislib.eddl's training modes): "none" keeps --parallel's
   // per-step gradient sum; "synchronous": every rank trains locally on its own blocks (data/worker_blocks.h)

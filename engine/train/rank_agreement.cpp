@@ -33,10 +33,10 @@ namespace {
 const std::set<std::string> kAlsoCollective = {
     "num_epochs", "evaluate", "evaluate_only", "evaluate_on_test", "pad_to_cifar", "flip_images",
     "flip_images_prob", "crop_images", "crop_images_prob", "crop_images_padding", "crop_images_size",
-    "enable_nccl", "non_blocking_mpi", "gradient_bucket_mb", "model_averaging", "average_every_epochs",
-    "average_every_steps", "average_optimizer_state", "average_bn_statistics", "blocks_per_worker",
-    "shuffle_blocks", "shuffle_block_data", "num_batches_per_worker", "dynamic_blocks", "tracing", "trace_steps",
-    "profile"};
+    "enable_nccl", "non_blocking_mpi", "gradient_bucket_mb", "gradient_buckets_min", "model_averaging",
+    "average_every_epochs", "average_every_steps", "average_optimizer_state", "average_bn_statistics",
+    "blocks_per_worker", "shuffle_blocks", "shuffle_block_data", "num_batches_per_worker", "dynamic_blocks",
+    "tracing", "trace_steps", "profile"};
 
 // The update rule: under model averaging the ranks' models are merged, not kept equal step by step, so a
 // rank may step otherwise (what dislib's workers do is theirs; the collectives do not depend on it).

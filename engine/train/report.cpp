@@ -44,7 +44,10 @@ nlohmann::json comm_json(const EpochComm& c, const TrainOptions& options) {
                       {"min", times_json(c.min)},
                       {"median", times_json(c.median)},
                       {"max", times_json(c.max)}};
-  if (c.mode == "non_blocking") j["bucket_mb"] = options.gradient_bucket_mb;
+  if (c.mode == "non_blocking") {
+    j["bucket_mb"] = options.gradient_bucket_mb;
+    j["buckets_min"] = options.gradient_buckets_min;
+  }
   return j;
 }
 

@@ -59,7 +59,7 @@ Trainer::Trainer(Model& model, const Dataset& data, Communicator& comm, Optimize
       metrics_(parse_metrics(options.metrics)), shuffle_rng_(options.seed ^ 0x5F1FF1E5ull),
       local_comm_(options.model_averaging != "none" ? make_local_communicator() : nullptr),
       reducer_(local_comm_ ? *local_comm_ : comm, model, reduce_tail_floats(options), options.non_blocking_mpi,
-               options.gradient_bucket_mb),
+               options.gradient_bucket_mb, options.gradient_buckets_min),
       shares_(options.model_averaging != "none" ? "" : options.rank_batch_shares, comm.size(), comm.rank()),
       loader_(data, model.layout(), model.max_batch(), augmentation_of(options), options.prefetch) {
   const Shape out = model.output_shape();
@@ -113,7 +113,7 @@ Trainer::Trainer(Model& model, const Dataset& data, Communicator& comm, Optimize
     comm.reserve_device_staging(model.slab_size() + reduce_tail_floats(options));
     gpu_reducer_ = std::make_unique<GpuGradientReducer>(comm, model, reduce_tail_floats(options),
                                                         options.non_blocking_mpi, options.gradient_bucket_mb,
-                                                        every_rank_steps_);
+                                                        options.gradient_buckets_min, every_rank_steps_);
   }
 }
 

@@ -24,7 +24,8 @@ using Catch::Matchers::Contains;
 namespace {
 
 // The trainer's buckets for a zoo model: the model built for real (its slab, padding included).
-std::vector<dtnn::GradientBucket> trainer_buckets(const std::string& name, double bucket_mb, int64_t tail) {
+std::vector<dtnn::GradientBucket> trainer_buckets(const std::string& name, double bucket_mb, int64_t tail,
+                                                  int64_t min_buckets = 1) {
   auto model = dtnn::create_model(name);
   dtnn::FusionOptions fusion;
   fusion.add_relu = true;  // dtnn train's default --enable_fused_add_relu
@@ -33,7 +34,7 @@ std::vector<dtnn::GradientBucket> trainer_buckets(const std::string& name, doubl
   model->build(ctx, 1, tail);
   std::vector<int64_t> begin(model->num_layers() + 1);
   for (size_t i = 0; i <= model->num_layers(); ++i) begin[i] = model->param_begin(i);
-  return dtnn::plan_buckets(begin, tail, bucket_mb);
+  return dtnn::plan_buckets(begin, tail, bucket_mb, min_buckets);
 }
 
 // A run report of a zoo model with made-up times (1 ms forward, 2 ms backward per layer with parameters).
@@ -98,6 +99,20 @@ TEST_CASE("profile from report: the trainer's buckets, padding and tail included
     CHECK(p.provenance.ranks == 2);
     for (const std::string& n : p.provenance.notes) CHECK_THAT(n, !Contains("unpadded"));
   }
+  // A report that records --gradient_buckets_min plans with it (resnet20's 1.04 MiB in 4 buckets); one
+  // written before that option (none recorded) with the cap alone (2: DDP's 1 MiB first bucket, the rest).
+  nlohmann::json with_min = nlohmann::json::parse(fake_report("resnet20_cifar10", "25"));
+  with_min["options"]["gradient_buckets_min"] = "4";
+  const StepProfile p4 = profile_from_report(with_min.dump(), "fake", {});
+  check_same_buckets(p4, trainer_buckets("resnet20_cifar10", 25.0, 3, 4));
+  CHECK(p4.buckets.size() == 4);
+  CHECK(profile_from_report(fake_report("resnet20_cifar10", "25"), "fake", {}).buckets.size() == 2);
+  with_min["options"]["gradient_buckets_min"] = "0";
+  CHECK_THROWS_WITH(profile_from_report(with_min.dump(), "r.json", {}),
+                    Contains("r.json: options.gradient_buckets_min must be >= 1 (got 0)"));
+  with_min["options"]["gradient_buckets_min"] = "four";
+  CHECK_THROWS_WITH(profile_from_report(with_min.dump(), "r.json", {}),
+                    Contains("r.json: options.gradient_buckets_min is not a number"));
   // --bucket_mb re-plans; a report that is not one fails in one line.
   ReportOptions o;
   o.bucket_mb = 0.0;

@@ -108,8 +108,9 @@ tc qdisc add dev lo root handle 7e57: htb default 2  # as a kill -9 would leave 
 bash "$S" off
 capped_lo && fail "off left the cap"
 
-# shaped_link.sh end to end, and its table recomputed from the reports.
-out="$(RATES="none 200mbit" BUCKETS="blocking 0.25" REPS=1 STEPS=4 DTNN_BUILD_DIR="$build" \
+# shaped_link.sh end to end, and its table recomputed from the reports (0.25:1: a 0.25 MiB cap alone, which
+# exercises the CAP:N form: --gradient_buckets_min=1).
+out="$(RATES="none 200mbit" BUCKETS="blocking 0.25:1" REPS=1 STEPS=4 DTNN_BUILD_DIR="$build" \
        bash "$src/analysis/shaped_link.sh" "$work/link" simplecnn)" || fail "shaped_link.sh failed"
 echo "$out"
 capped_lo && fail "shaped_link.sh left a cap"
@@ -129,7 +130,7 @@ for line in out.splitlines():
 assert len(rows) == 4, rows
 for (link, name), cells in rows.items():
     rate = link.split()[0]
-    b, base = e2(f"r0-{rate}-{'blocking' if name == 'blocking' else '0.25'}"), e2(f"r0-{rate}-blocking")
+    b, base = e2(f"r0-{rate}-{'blocking' if name == 'blocking' else '0.25:1'}"), e2(f"r0-{rate}-blocking")
     c, cb = b["communication"], base["communication"]
     step, exp = c["median"]["step_s"] / c["steps"], c["median"]["exposed_s"] / c["steps"]
     bstep, bexp = cb["median"]["step_s"] / cb["steps"], cb["median"]["exposed_s"] / cb["steps"]
@@ -139,7 +140,7 @@ for (link, name), cells in rows.items():
     if name != "blocking":
         assert abs(float(cells[7].rstrip(" %")) - 100 * (1 - exp / bexp)) <= 0.51, cells
         assert abs(float(cells[8].rstrip(" %")) - 100 * (bstep - step) / bexp) <= 0.51, cells
-        assert c["mode"] == "non_blocking" and c["buckets_per_step"] >= 2, c
+        assert c["mode"] == "non_blocking" and c["buckets_per_step"] >= 2 and c["buckets_min"] == 1, c
     assert cells[10] != "-" and cells[11] != "-", f"no prediction: {cells}"
 m = re.search(r"200mbit \(1 MiB allreduce ([0-9.]+) ms: ([0-9,]+) Mbit/s on lo\)", out)
 assert m and 80 <= int(m.group(2).replace(",", "")) <= 210, out  # at most the cap (+5 %: burst); load only slows it
@@ -155,7 +156,7 @@ msg="$(DTNN_BUILD_DIR="$build" bash "$src/analysis/shaped_link.sh" "$work/full" 
 set -e
 [ "$rc" -eq 2 ] && [ "$(printf '%s\n' "$msg" | wc -l)" -eq 1 ] || fail "a non-empty OUT_DIR: exit $rc ($msg)"
 echo "refused a non-empty OUT_DIR: $msg"
-for env in "RATES=fast" "BUCKETS=x" "REPS=0" "STEPS=-1"; do
+for env in "RATES=fast" "BUCKETS=x" "BUCKETS=25:0" "REPS=0" "STEPS=-1"; do
   set +e
   msg="$(env "$env" DTNN_BUILD_DIR="$build" bash "$src/analysis/shaped_link.sh" "$work/refused" 2>&1 > /dev/null)"; rc=$?
   set -e

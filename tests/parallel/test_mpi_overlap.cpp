@@ -176,10 +176,13 @@ int main() {
       const Run blocking = train(*world, base, false, pool ? 0 : 20, pool);
       const std::string what = ranks + (pool ? ", an epoch of " + std::to_string(pool) + " samples" : ", 20 steps");
       tally.check(blocking.ranks_identical, what + ", blocking: the ranks' weights are bit-identical");
-      for (double mb : {0.0, 1.0 / 1024, 25.0, 1e5}) {
+      // Per layer, tiny buckets, the default (25 MiB, at most a quarter of the gradient), one for everything.
+      const std::pair<double, int64_t> plans[] = {{0.0, 4}, {1.0 / 1024, 4}, {25.0, 4}, {1e5, 1}};
+      for (const auto& [mb, min_buckets] : plans) {
         TrainOptions o = base;
         o.non_blocking_mpi = true;
         o.gradient_bucket_mb = mb;
+        o.gradient_buckets_min = min_buckets;
         const Run nb = train(*world, o, false, pool ? 0 : 20, pool);
         const double dw = test::max_rel_error(nb.params, blocking.params);
         const double ds = test::max_rel_error(nb.state, blocking.state);
@@ -188,6 +191,7 @@ int main() {
         const bool ok = (p == 2 ? bitwise : dw <= 1e-6 && ds <= 1e-6) && nb.samples == blocking.samples &&
                         nb.ranks_identical;
         tally.check(ok, what + fmt(", non-blocking, buckets of %g MiB", mb) +
+                            fmt(" (at most 1/%g of the gradient)", static_cast<double>(min_buckets)) +
                             fmt(" (%g per step): weights differ from blocking by %.3g relative", nb.comm.buckets_per_step, dw) +
                             fmt(", BN statistics by %.3g, loss %.9g", ds, nb.loss) + fmt(" vs %.9g", blocking.loss) +
                             (bitwise ? " (bit-identical)" : "") + (nb.ranks_identical ? "; ranks agree bit for bit" : "; RANKS DIFFER"));

@@ -45,9 +45,29 @@ TEST_CASE("buckets: DDP's small first bucket closes at 1 MiB, the rest at the ca
   CHECK(as_tuples(dtnn::plan_buckets(begins, 2, 0.5)) == T{{400000, 700002, 3}, {200000, 400000, 2}, {0, 200000, 1}});
 }
 
+TEST_CASE("buckets: the cap is at most the gradient / min_buckets (the tail not counted)", "[train][buckets]") {
+  // Layers 1, 3, 4 of 100, 200, 700 floats: 1000, a quarter 250, so 25 MiB with 4 is the 250-float cap above.
+  const std::vector<int64_t> small = {0, 0, 100, 100, 300, 1000};
+  CHECK(as_tuples(dtnn::plan_buckets(small, 3, 25.0, 4)) == T{{300, 1003, 4}, {0, 300, 1}});
+  // 1: the cap alone (DDP's rule): one bucket. 7: ceil(1000 / 7) = 143 floats, every layer alone.
+  CHECK(as_tuples(dtnn::plan_buckets(small, 3, 25.0, 1)) == T{{0, 1003, 1}});
+  CHECK(as_tuples(dtnn::plan_buckets(small, 3, 25.0, 7)) == T{{300, 1003, 4}, {100, 300, 3}, {0, 100, 1}});
+  // A smaller cap than the share wins: 250 floats against 1000 / 2.
+  CHECK(as_tuples(dtnn::plan_buckets(small, 3, 250.0 * 4 / (1 << 20), 2)) == T{{300, 1003, 4}, {0, 300, 1}});
+  // 200,000 + 200,000 + 300,000 floats, a quarter 175,000 (below DDP's first 262,144): every layer alone,
+  // never split (3 buckets, not 4).
+  const std::vector<int64_t> big = {0, 0, 200000, 400000, 700000};
+  CHECK(as_tuples(dtnn::plan_buckets(big, 2, 25.0, 4)) ==
+        T{{400000, 700002, 3}, {200000, 400000, 2}, {0, 200000, 1}});
+  // A slab not starting at 0 counts from its first float: 300 floats, a third 100.
+  CHECK(as_tuples(dtnn::plan_buckets({50, 50, 150, 350}, 0, 25.0, 3)) == T{{150, 350, 2}, {50, 150, 1}});
+}
+
 TEST_CASE("buckets: a model without parameters, bad caps", "[train][buckets]") {
   CHECK(as_tuples(dtnn::plan_buckets({0, 0, 0}, 3, 25.0)) == T{{0, 3, 2}});
+  CHECK(as_tuples(dtnn::plan_buckets({0, 0, 0}, 3, 25.0, 4)) == T{{0, 3, 2}});
   CHECK_THROWS(dtnn::plan_buckets({0, 0, 10}, 3, -1.0));
+  CHECK_THROWS(dtnn::plan_buckets({0, 0, 10}, 3, 25.0, 0));
 }
 
 // The model of tests/parallel/test_mpi_gpu.cpp (built here on the CPU: the slab layout is the same), whose
@@ -74,9 +94,9 @@ TEST_CASE("buckets: the GPU bucket test's model, counted by hand", "[train][buck
   m.build(ctx, 3, tail);
   std::vector<int64_t> begins(m.num_layers() + 1);
   for (size_t i = 0; i <= m.num_layers(); ++i) begins[i] = m.param_begin(i);
-  const auto sizes = [&](double mb) {
+  const auto sizes = [&](double mb, int64_t min_buckets = 1) {
     std::vector<int64_t> out;
-    for (const GradientBucket& b : dtnn::plan_buckets(begins, tail, mb)) out.push_back(b.end - b.begin);
+    for (const GradientBucket& b : dtnn::plan_buckets(begins, tail, mb, min_buckets)) out.push_back(b.end - b.begin);
     return out;
   };
   // Per layer; 1 KiB (256 floats: BN's 32 stay open until conv1 closes them); 25 MiB (the first at most
@@ -84,6 +104,9 @@ TEST_CASE("buckets: the GPU bucket test's model, counted by hand", "[train][buck
   CHECK(sizes(0.0) == std::vector<int64_t>{340, 50208, 592, 32, 96});
   CHECK(sizes(1.0 / 1024) == std::vector<int64_t>{340, 50208, 592, 128});
   CHECK(sizes(25.0) == std::vector<int64_t>{51268});
+  // The default (25 MiB, at most a quarter of 51,264 floats: 12,816): fc10 + fc32 close the first, the rest
+  // (592 + 32 + 96) the second.
+  CHECK(sizes(25.0, 4) == std::vector<int64_t>{50548, 720});
 }
 
 TEST_CASE("optimizer: a step applied in ranges equals the whole step, bit for bit", "[optim][buckets]") {

@@ -293,6 +293,7 @@ TEST_CASE("cli: nonsense values and impossible requests fail before any work, na
   fails_with(synth + "--seed=99999999999999999999999", "--seed: expected an integer");
   fails_with(synth + "--learning_rate=inf", "--learning_rate: expected a finite number in (0, 3.4028234663852886e+38], got 'inf'");
   fails_with(synth + "--threads=100000", "--threads: expected an integer in [0, 1024], got '100000'");
+  fails_with(synth + "--gradient_buckets_min=0", "--gradient_buckets_min: expected an integer in [1, ");
   fails_with(synth + "--evaluate_only=True --weights_and_bias_filename=/nonexistent/w.npz",
              "--evaluate_only: weights file /nonexistent/w.npz does not exist");
   fails_with(synth + "--evaluate_only=True --weights_and_bias_filename=w.npz --tracing=True --tracer_output=t.json",
