@@ -23,7 +23,9 @@ void add_predict_command(CLI::App& app, PredictCommand& p) {
   c->add_option("--mode", o.mode, "blocking or non_blocking (default: the profile's)");
   c->add_option("--scaling", o.scaling, "weak (batch per rank fixed) or strong (global batch fixed)")->capture_default_str();
   c->add_option("--global_batch", o.global_batch, "Strong scaling's global batch (default: the profile's batch)");
-  p.bucket_opt = c->add_option("--bucket_mb", p.bucket_mb, "Re-plan the gradient buckets with this cap (MiB; 0: one per layer)");
+  p.bucket_opt = c->add_option("--bucket_mb", p.bucket_mb,
+                               "Re-plan the gradient buckets with this cap (MiB; 0: one per layer; the run's "
+                               "--gradient_buckets_min still lowers it)");
   c->add_option("--model_kind", o.model_kind, "dtnn (measured layer times) or pydtnn (PyDTNN's formulas)")->capture_default_str();
   c->add_option("--write-profile", o.write_profile, "Also write the step profile (the SimGrid proxy's input)");
   c->add_flag("--json", o.json, "Print JSON instead of the table")->disable_flag_override();
