@@ -52,11 +52,11 @@ def link(out, rate):
 
 def bucket_name(b, comm):
     """'non-blocking, per layer', '..., 25 MiB' (the cap alone) or '..., 25 MiB, at most 1/4 of the gradient'."""
-    cap = float(b.split(":")[0])
-    if cap == 0:
+    cap = b.split(":")[0]
+    if float(cap) == 0:
         return "non-blocking, per layer"
     n = comm.get("buckets_min", 1)  # reports before --gradient_buckets_min planned with the cap alone
-    return f"non-blocking, {b.split(':')[0]} MiB" + (f", at most 1/{n} of the gradient" if n > 1 else "")
+    return f"non-blocking, {cap} MiB" + (f", at most 1/{n} of the gradient" if n > 1 else "")
 
 
 def main():

@@ -9,10 +9,10 @@
 // one bucket per layer with parameters, PyDTNN's one collective per layer). The cap is at most the
 // gradient / --gradient_buckets_min (default 4): DDP's 25 MiB assumes models far larger than that, and a
 // model of a few MiB got one or two buckets, the first closing late in the backward pass (resnet20's 1 MiB
-// first bucket held 98 % of its gradient and closed after 73 % of backward: over a 100mbit link it hid 37 %
-// of blocking's exposed time, against 83 % with four buckets; analysis/baselines/overlap_2core.md). The loss/metric tail the trainer
-// packs behind the gradients rides with the FIRST bucket: it is contiguous with the top layers' gradients and
-// known before backward starts (the trainer fills it first), so it costs no extra message.
+// first bucket held 98 % of its gradient and closed after 73 % of backward: over a 100mbit link it hid 31 %
+// of blocking's exposed time, four buckets 90 %; analysis/baselines/overlap_2core.md). The loss/metric tail
+// the trainer packs behind the gradients rides with the FIRST bucket: it is contiguous with the top layers'
+// gradients and known before backward starts (the trainer fills it first), so it costs no extra message.
 //
 // A step (several ranks): begin_step(); the model's backward with this object as its hook (non-blocking:
 // after_layer() starts every bucket whose last layer is done, then MPI_Test's the oldest outstanding request,
