@@ -29,6 +29,15 @@ struct BatchNormShape {
 // Sums `count` floats element-wise over the data-parallel ranks, in place (values on the backend's
 // device). A non-null reduce makes the statistics synchronised: the per-channel sums of each forward pass
 // and, for dx, of the backward are reduced, so ranks normalise as one process over the global batch.
+//
+// The wire format, the same on every backend, since a GPU rank beside CPU ranks sums its floats with
+// theirs (C channels; sums over this rank's batch):
+//   forward, first:  2C + 1 floats: [0, C) sum x; [C, 2C) read by nobody (the GPU sends sum x^2, the CPU
+//                    zeros); [2C] this rank's values per channel (n * h * w), so the global count;
+//   forward, second: 2C floats: [0, C) zeros; [C, 2C) sum (x - mean)^2 around the global mean;
+//   backward:        2C floats, only when dx is computed: [0, C) sum dy; [C, 2C) sum dy * (x - mean),
+//                    before the factor 1/std.
+// tests/backend/test_cpu_batchnorm.cpp holds the CPU to it; the GPU's DtnnBatchNorm writes it by design.
 using BatchNormReduce = void (*)(void* ctx, float* values, int64_t count);
 
 // One layer's batch normalization: made once (while the model is built) with all memory it needs.

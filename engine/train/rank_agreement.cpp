@@ -43,6 +43,8 @@ const std::set<std::string> kAlsoCollective = {
 const std::set<std::string> kUpdateRule = {"optimizer", "learning_rate", "learning_rate_scaling", "momentum",
                                            "nesterov", "decay", "beta1", "beta2", "rho", "epsilon"};
 
+}  // namespace
+
 std::vector<std::string> collective_options(const TrainOptions& o) {
   std::vector<std::string> out;
   const bool averaging = o.model_averaging != "none";
@@ -53,8 +55,17 @@ std::vector<std::string> collective_options(const TrainOptions& o) {
                     (spec.name == std::string("tensor_format") ? resolved_tensor_format(o) : option_text(spec, o)));
   // A resumed rank starts at the checkpoint's epoch: one resumed beside one starting anew trains more epochs.
   out.push_back(o.resume_from.empty() ? "no --resume_from" : "--resume_from (given)");
+  // Synchronised BN's blocking allreduces run inside backward. A CPU rank starts its buckets' MPI_Iallreduce
+  // there too, at fixed layers; a GPU rank (staged through host memory) starts them in finish(), after its
+  // BN sums: a GPU rank beside CPU ranks would issue the job's collectives in another order (MPI's rule:
+  // one order on every rank), a hang or sums of unlike buffers. Blocking mode orders them alike.
+  if (o.sync_batchnorm && o.non_blocking_mpi)
+    out.push_back(std::string("--enable_gpu=") + (o.enable_gpu ? "True" : "False") +
+                  " (--sync_batchnorm with --non_blocking_mpi: one kind of device on every rank)");
   return out;
 }
+
+namespace {
 
 // "" when this rank's collective options are rank 0's (collective); else the first that differs.
 std::string options_unlike_root(Communicator& comm, const TrainOptions& o) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "data/dataset.h"
 #include "models/model.h"
@@ -23,6 +24,10 @@ namespace dtnn {
 // `given` as the command line gave them, which are the ones compared and named.
 void check_ranks_agree(Communicator& comm, const Model& model, const TrainOptions& o, const TrainOptions& given,
                        const Dataset& data);
+
+// The options check_ranks_agree compares ("--name=value" lines, option-table order, then conditions such as
+// one device kind for synchronised BN with non-blocking buckets); local, for tests.
+std::vector<std::string> collective_options(const TrainOptions& o);
 
 // Collective, for a resumed run: every rank's --resume_from file has rank 0's SHA-256 (copies on node-local
 // disks agree). A rank resuming at another epoch trained more epochs than the others and hung in their last

@@ -128,5 +128,69 @@ TEST_CASE("cpu::make_batchnorm matches the double-precision definition", "[backe
   CHECK(calls == (sync ? 2 + (with_dx ? 1 : 0) : 0));
 }
 
+// What a synchronised layer hands its reduce callback, call by call (backend/batchnorm.h's wire format: a GPU
+// rank beside CPU ranks sums these floats with its own, so the layout is a contract, not a detail).
+struct Recorded {
+  std::vector<std::vector<float>> calls;
+};
+void record(void* into, float* values, int64_t count) {
+  static_cast<Recorded*>(into)->calls.emplace_back(values, values + count);
+}
+
+TEST_CASE("cpu::make_batchnorm reduces in the wire format every backend shares", "[backend][batchnorm]") {
+  const Case k = GENERATE(from_range(std::begin(kCases), std::end(kCases)));
+  INFO(k.name);
+  BatchNormShape s;
+  s.layout = k.layout;
+  s.c = k.c; s.h = k.h; s.w = k.w;
+  s.max_batch = k.n;
+  const int64_t C = k.c, S = k.h * k.w, numel = k.n * C * S;
+  Rng rng(29);
+  std::vector<float> x(numel), dy(numel), gamma(C), beta(C), rmean(C, 0.0f), rvar(C, 1.0f);
+  test::fill_uniform(x, rng, -1.0f, 3.0f);
+  test::fill_uniform(dy, rng);
+  test::fill_uniform(gamma, rng, 0.5f, 1.5f);
+  test::fill_uniform(beta, rng);
+  // The expected sums, in double from the definition (one rank: the callback returns its input).
+  std::vector<double> sum_x(C, 0.0), sum_dev2(C, 0.0), sum_dy(C, 0.0), sum_dy_dev(C, 0.0);
+  for (int64_t c = 0; c < C; ++c) {
+    for (int64_t b = 0; b < k.n; ++b)
+      for (int64_t i = 0; i < S; ++i) sum_x[c] += x[at(s, b, c, i)];
+    const double mean = sum_x[c] / static_cast<double>(k.n * S);
+    for (int64_t b = 0; b < k.n; ++b)
+      for (int64_t i = 0; i < S; ++i) {
+        const int64_t e = at(s, b, c, i);
+        sum_dev2[c] += (x[e] - mean) * (x[e] - mean);
+        sum_dy[c] += dy[e];
+        sum_dy_dev[c] += dy[e] * (x[e] - mean);
+      }
+  }
+  Recorded rec;
+  auto op = cpu::make_batchnorm(s, &record, &rec);
+  std::vector<float> y(numel), dx(numel), dgamma(C), dbeta(C);
+  op->forward_training(k.n, x.data(), y.data(), gamma.data(), beta.data(), rmean.data(), rvar.data());
+  op->backward(k.n, x.data(), dy.data(), dx.data(), gamma.data(), dgamma.data(), dbeta.data());
+  REQUIRE(rec.calls.size() == 3);
+  const std::vector<float>& first = rec.calls[0];
+  const std::vector<float>& second = rec.calls[1];
+  const std::vector<float>& back = rec.calls[2];
+  REQUIRE(first.size() == static_cast<size_t>(2 * C + 1));
+  REQUIRE(second.size() == static_cast<size_t>(2 * C));
+  REQUIRE(back.size() == static_cast<size_t>(2 * C));
+  // Relative to the channel's scale of values: sums near 0 (dy's, deviations' products) have no own scale.
+  const auto near = [](float got, double want, double scale) { return std::abs(got - want) <= 1e-5 * scale; };
+  for (int64_t c = 0; c < C; ++c) {
+    INFO("channel " << c);
+    const double m = static_cast<double>(k.n * S);
+    CHECK(near(first[c], sum_x[c], m * 3.0));
+    CHECK(first[C + c] == 0.0f);
+    CHECK(second[c] == 0.0f);
+    CHECK(near(second[C + c], sum_dev2[c], sum_dev2[c]));
+    CHECK(near(back[c], sum_dy[c], m));
+    CHECK(near(back[C + c], sum_dy_dev[c], m * 3.0));  // before the factor 1/std
+  }
+  CHECK(first[2 * C] == static_cast<float>(k.n * S));
+}
+
 }  // namespace
 }  // namespace dtnn

@@ -33,11 +33,11 @@ class CpuBatchNorm final : public BatchNormOp {
     // Pass 1: mean.
     sums(x, n, nullptr, acc_.data());
     double count = static_cast<double>(n * spatial_);
-    if (reduce_) count = allreduce(acc_.data(), count);
+    if (reduce_) count = allreduce_first(acc_.data(), count);
     for (int64_t c = 0; c < C; ++c) mean_[c] = acc_[c] / count;
     // Pass 2: variance around the mean (no cancellation of E[x^2] - E[x]^2).
     sums(x, n, mean_.data(), acc_.data());
-    if (reduce_) allreduce(acc_.data(), 0.0);
+    if (reduce_) allreduce_second(acc_.data());
     count_ = count;
     const double m = s_.momentum, unbias = count > 1 ? count / (count - 1) : 1.0;
     for (int64_t c = 0; c < C; ++c) {
@@ -61,15 +61,14 @@ class CpuBatchNorm final : public BatchNormOp {
   void backward(int64_t n, const float* x, const float* dy, float* dx, const float* gamma, float* dgamma,
                 float* dbeta) override {
     const int64_t C = channels_;
-    // dbeta = sum(dy) into acc_, dgamma = sum(dy * (x - mean)) * inv_std into acc2_.
+    // dbeta = sum(dy) in acc_; sum(dy * (x - mean)) in acc2_, times inv_std (dgamma) once reduced.
     dot_sums(x, dy, n);
     for (int64_t c = 0; c < C; ++c) {
-      acc2_[c] *= inv_std_[c];
-      dgamma[c] = static_cast<float>(acc2_[c]);
+      dgamma[c] = static_cast<float>(acc2_[c] * inv_std_[c]);
       dbeta[c] = static_cast<float>(acc_[c]);
     }
     if (!dx) return;
-    if (reduce_) {
+    if (reduce_) {  // backend/batchnorm.h's format: sum dy, then sum dy * (x - mean) before 1/std
       float* r = reduced_.data();
       for (int64_t c = 0; c < C; ++c) {
         r[c] = static_cast<float>(acc_[c]);
@@ -81,6 +80,7 @@ class CpuBatchNorm final : public BatchNormOp {
         acc2_[c] = r[C + c];
       }
     }
+    for (int64_t c = 0; c < C; ++c) acc2_[c] *= inv_std_[c];
     // dx = gamma*inv_std * (dy - dbeta/m - xn * dgamma/m), as a per-channel a*dy + b*x + k.
     float* a = scale_.data();  // reused: the forward's scale and shift are no longer needed
     float* b = shift_.data();
@@ -116,14 +116,30 @@ class CpuBatchNorm final : public BatchNormOp {
   void affine2(const float* dy, const float* x, float* out, int64_t n, const float* a, const float* b,
                const float* k) const;
 
-  // Sums the C per-channel values of acc and a count over ranks (as floats); returns the global count.
-  double allreduce(double* acc, double count) {
+  // The forward passes' reductions in backend/batchnorm.h's format (which the GPU's kernels write too, so
+  // a GPU rank beside CPU ranks adds like with like). First: the C sums of x and this rank's count (as
+  // floats, zeros between them); returns the global count. Second: the C sums of squared deviations.
+  double allreduce_first(double* acc, double count) {
+    const int64_t C = channels_;
     float* r = reduced_.data();
-    for (int64_t c = 0; c < channels_; ++c) r[c] = static_cast<float>(acc[c]);
-    r[channels_] = static_cast<float>(count);
-    reduce_(ctx_, r, channels_ + 1);
-    for (int64_t c = 0; c < channels_; ++c) acc[c] = r[c];
-    return r[channels_];
+    for (int64_t c = 0; c < C; ++c) {
+      r[c] = static_cast<float>(acc[c]);
+      r[C + c] = 0.0f;
+    }
+    r[2 * C] = static_cast<float>(count);
+    reduce_(ctx_, r, 2 * C + 1);
+    for (int64_t c = 0; c < C; ++c) acc[c] = r[c];
+    return r[2 * C];
+  }
+  void allreduce_second(double* acc) {
+    const int64_t C = channels_;
+    float* r = reduced_.data();
+    for (int64_t c = 0; c < C; ++c) {
+      r[c] = 0.0f;
+      r[C + c] = static_cast<float>(acc[c]);
+    }
+    reduce_(ctx_, r, 2 * C);
+    for (int64_t c = 0; c < C; ++c) acc[c] = r[C + c];
   }
 
   BatchNormShape s_;

@@ -269,6 +269,7 @@ class DtnnBatchNorm final : public BatchNormOp {
                                                                mean_, inv_std_, scale_, shift_, s_.epsilon, s_.momentum);
       DTNN_LAUNCH_CHECK();
     } else {
+      // backend/batchnorm.h's wire format, which the CPU's reductions follow too (a GPU rank beside CPU ranks)
       reduce(g, kSumAndSquares, x, nullptr, nullptr, red_);  // red = (sum x, -)
       set_value(red_ + 2 * C, static_cast<float>(count));
       reduce_(ctx_, red_, 2 * C + 1);
