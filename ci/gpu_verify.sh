@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 6's verification on a lent GPU machine (H100/H200 image: CUDA toolkit, PyTorch with its nvidia-*
-# cuDNN/NCCL packages, no MPI, no network), from a bundle made by ci/gpu_bundle.sh on a CUDA machine.
+# cuDNN/NCCL packages, Open MPI 4.1.6 (seen in session 13), no network), from a bundle made by ci/gpu_bundle.sh.
 #
 #   ci/gpu_verify.sh BUNDLE_DIR OUT_DIR [tests|compare|unit|matrix|profile|all]
 #     tests    the [gpu] test cases, `dtnn algos`, `dtnn conv` on resnet50's 3x3 256-channel layer, the

@@ -372,7 +372,7 @@ std::vector<OptionSpec> make_table() {
            "then fixed. The update is the whole global batch's (gradients are scaled by 1/global batch)",
            check_batch_shares),
       boolean("tracing", DTNN_FIELD(tracing), P,
-              "Per-rank event timelines of training (needs --tracer_output; CPU models)"),
+              "Per-rank event timelines of training (needs --tracer_output; on the GPU timed by CUDA events)"),
       path("tracer_output", DTNN_FIELD(tracer_output), P,
            "--tracing: FILE.csv (PyDTNN's simple tracer, rank 0), FILE.json (Chrome trace of every rank, for Perfetto), "
            "FILE.prv or DIR/ (Paraver: FILE.prv/.pcf/.row or DIR/dtnn.*, every rank); several separated by commas"),
@@ -380,7 +380,7 @@ std::vector<OptionSpec> make_table() {
            "--tracing/--profile: N..M, trace only training steps N to M (from 0, over the run); empty: every step",
            check_trace_steps),
       boolean("profile", DTNN_FIELD(profile), M | P,
-              "Per-phase summary of training at the end: calls, total, median, min/median/max over ranks (CPU models)"),
+              "Per-phase summary of training at the end: calls, total, median, min/median/max over ranks"),
       planned(number("cpu_speed", DTNN_FIELD(cpu_speed), P, 0.0, DBL_MAX, "Performance model: FLOP/s"), issue21),
       planned(number("memory_bw", DTNN_FIELD(memory_bw), P, 0.0, DBL_MAX, "Performance model: bytes/s"), issue21),
       planned(number("network_bw", DTNN_FIELD(network_bw), P, 0.0, DBL_MAX, "Performance model: bits/s"), issue21),

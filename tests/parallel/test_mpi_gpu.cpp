@@ -239,6 +239,7 @@ void buckets(Communicator& comm, Communicator& mpi, const char* path) {
                     nb.params == blocking.params ? "=" : "!=", test::max_rel_error(nb.params, blocking.params),
                     nb.state == blocking.state ? "=" : "!=", ranks_same ? "identical" : "DIFFER", t.step_s,
                     t.compute_s, t.comm_s, t.exposed_s, blocking.comm.rank0.exposed_s);
+      std::fflush(stdout);  // a configuration that hangs after this one is the next, not this
       check(bitwise, "GPU buckets: weights and BN statistics bit-identical to blocking", test::max_rel_error(nb.params, blocking.params));
       check(ranks_same, "GPU buckets: the ranks' weights bit-identical", 0.0);
       check(figures, "GPU buckets: communication figures (mode, buckets counted by hand, every step read once, "
