@@ -25,6 +25,10 @@ const View kViews[] = {
     {"scaling", "speed-up and parallel efficiency against the fewest ranks (baseline_ranks) the same configuration "
      "ran on (source 'measured'), and predicted curves beside them (source 'model' or 'simgrid': against their own 1-rank prediction)",
      "SELECT * FROM v_scaling"},
+    {"frameworks", "per recipe, machine and rank count, each framework (dtnn, pytorch: DDP beyond 1 rank, pydtnn) "
+     "side by side: ok runs, median samples/s with its spread (min, max), speed-up and efficiency of the medians "
+     "against the same framework's fewest ranks, exposed-communication share of the step, test accuracy",
+     "SELECT * FROM v_frameworks"},
     {"predictions", "every predicted row (dtnn predict --store, a matrix's mode = \"predict\" trials): never a "
      "measurement; calibration_runs: the measured runs its profile came from",
      "SELECT p.id, p.source, p.model_version, p.model_kind, p.model, p.platform, p.rules, p.mode, p.scaling, p.ranks, "

@@ -2,8 +2,15 @@
 #include "experiments/launcher.h"
 #include "experiments/source_dir.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -27,6 +34,22 @@ bool torch_takes(const std::string& name) {
 }
 
 int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+// A TCP port nothing listens on now (the kernel's pick for port 0); another process may take it before the
+// ranks bind it, as with any such rendezvous.
+int free_tcp_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) fail("cannot open a socket to pick a rendezvous port (", std::strerror(errno), ")");
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0;
+  ::close(fd);
+  if (!ok) fail("cannot pick a rendezvous port (", std::strerror(errno), ")");
+  return ntohs(a.sin_port);
+}
 
 // srun's options for a trial: its ranks, layout and cores, the matrix's launcher args last (they may
 // override). `mpi`: the trial's processes are MPI ranks (dtnn), not the PyTorch reference.
@@ -52,6 +75,7 @@ std::vector<std::string> srun_argv(const Matrix& matrix, const Trial& trial, boo
 
 bool is_harness_param(const std::string& name) {
   return name == "ranks" || name == "nodes" || name == "ranks_per_node" || name == "device" || name == "framework" ||
+         name == "pydtnn_path" ||
          name == "scaling" || name == "transport" || name == "tracing" || is_prediction_param(name);
 }
 
@@ -130,56 +154,111 @@ void check_trial_layout(const std::string& path, const Matrix& m, const Trial& t
   }
 }
 
+namespace {
+
+// The launcher's part of a trial's command: srun's options, or mpirun's for more than one rank (its layout's
+// hostfile, transport and -x for every variable the ranks need), or nothing. `mpi`: the ranks are MPI
+// processes (dtnn, PyDTNN), not PyTorch's.
+std::vector<std::string> launcher_argv(const Matrix& matrix, const Trial& trial, bool mpi, Launch& launch) {
+  const int ranks = trial.ranks();
+  if (matrix.launcher.kind == "srun") return srun_argv(matrix, trial, mpi);
+  if (ranks == 1) return {};
+  if (matrix.launcher.kind == "none") fail(matrix.path, ": launcher kind 'none' cannot start ", ranks, " ranks");
+  std::vector<std::string> argv = {"mpirun", "-np", std::to_string(ranks)};
+  const RankLayout l = layout_of(trial);
+  if (l.given) {
+    const std::vector<std::string> pool =
+        matrix.launcher.hostfile.empty() ? std::vector<std::string>{"localhost"} : hostfile_hosts(matrix.launcher.hostfile);
+    if (static_cast<size_t>(l.nodes) > pool.size())
+      fail(matrix.path, ": ", l.nodes, " nodes need a hostfile of at least ", l.nodes, " hosts");
+    launch.hostfile_path = launch.work_dir + "/hosts-" + std::to_string(l.nodes) + "x" + std::to_string(l.slots) + ".txt";
+    for (int i = 0; i < l.nodes; ++i) launch.hostfile_text += pool[static_cast<size_t>(i)] + " slots=" + std::to_string(l.slots) + "\n";
+    argv.insert(argv.end(), {"--hostfile", launch.hostfile_path});
+  } else if (!matrix.launcher.hostfile.empty()) {
+    argv.insert(argv.end(), {"--hostfile", matrix.launcher.hostfile});
+  }
+  const std::string transport = trial.get("transport", "default");
+  if (transport != "default") argv.insert(argv.end(), {"--mca", "btl", transport == "tcp" ? "self,tcp" : "self,vader"});
+  argv.insert(argv.end(), {"-x", "DTNN_RUN_NONCE", "-x", "DTNN_LAUNCHER_VERSION"});
+  for (const std::string& e : launch.env) argv.insert(argv.end(), {"-x", e.substr(0, e.find('='))});
+  argv.insert(argv.end(), matrix.launcher.args.begin(), matrix.launcher.args.end());
+  return argv;
+}
+
+// The rendezvous of a PyTorch DDP world (analysis/reference/torch_dist.py): a port free on this host now, and
+// under mpirun the first host of the ranks (srun: the ranks ask Slurm for the step's first node).
+void ddp_rendezvous(const Matrix& matrix, const Trial& trial, Launch& launch) {
+  if (trial.ranks() == 1) return;
+  if (matrix.launcher.kind != "srun") {
+    std::string host = "127.0.0.1";
+    if (!matrix.launcher.hostfile.empty()) host = hostfile_hosts(matrix.launcher.hostfile).front();
+    if (host == "localhost") host = "127.0.0.1";
+    launch.env.push_back("MASTER_ADDR=" + host);
+  }
+  launch.env.push_back("MASTER_PORT=" + std::to_string(free_tcp_port()));
+}
+
+// A peer's options: the trial's `dtnn train` options (paths resolved against the matrix), with strong
+// scaling's batch as --global_batch_size; conv_algo = auto is every peer's own choice and left out.
+void peer_options(const Matrix& matrix, const Trial& trial, std::vector<std::string>& argv) {
+  const bool strong = trial.get("scaling", "weak") == "strong";
+  for (const auto& [name, value] : trial.params) {
+    if (is_harness_param(name) || (name == "conv_algo" && value == "auto") || (strong && name == "batch_size")) continue;
+    argv.push_back("--" + name + "=" + (is_path_parameter(name) ? resolve_against(matrix.dir, value) : value));
+  }
+  if (strong) argv.push_back("--global_batch_size=" + trial.get("batch_size", "64"));
+  if (trial.get("device", "cpu") == "gpu") argv.push_back("--enable_gpu=True");
+}
+
+std::string python_interpreter() {
+  // $DTNN_PYTHON: the interpreter with PyTorch / numpy (Debian's /usr/bin/python3 here; plain python3 on the
+  // GPU machines)
+  const char* python = std::getenv("DTNN_PYTHON");
+  return python && *python ? python : "/usr/bin/python3";
+}
+
+Launch pytorch_launch(const Matrix& matrix, const Trial& trial, Launch launch) {
+  if (trial.get("conv_algo", "auto") != "auto")
+    launch.unsupported_why = "the PyTorch reference has no --conv_algo (exclude it in the matrix)";
+  if (trial.get("tracing", "False") == "True") launch.unsupported_why = "the PyTorch reference has no --tracing";
+  for (const auto& [name, value] : trial.params)
+    if (!is_harness_param(name) && name != "conv_algo" && !torch_takes(name))
+      launch.unsupported_why = "the PyTorch reference has no --" + name;
+  ddp_rendezvous(matrix, trial, launch);
+  launch.argv = launcher_argv(matrix, trial, false, launch);
+  launch.argv.insert(launch.argv.end(), {python_interpreter(), source_dir() + "/analysis/reference/torch_train.py"});
+  peer_options(matrix, trial, launch.argv);
+  return launch;
+}
+
+Launch pydtnn_launch(const Matrix& matrix, const Trial& trial, Launch launch) {
+  const char* from_env = std::getenv("DTNN_PYDTNN");
+  const std::string path = trial.params.count("pydtnn_path") ? resolve_against(matrix.dir, trial.params.at("pydtnn_path"))
+                                                            : from_env ? from_env : "";
+  if (path.empty())
+    launch.unsupported_why = "no PyDTNN named: set DTNN_PYDTNN or the matrix's pydtnn_path to a checkout built by "
+                             "ci/setup_pydtnn.sh";
+  if (trial.get("tracing", "False") == "True") launch.unsupported_why = "the runner traces dtnn's trials only";
+  if (!path.empty()) launch.env.push_back("DTNN_PYDTNN=" + path);
+  launch.argv = launcher_argv(matrix, trial, true, launch);
+  launch.argv.insert(launch.argv.end(), {python_interpreter(), source_dir() + "/experiments/peers/pydtnn_peer.py"});
+  peer_options(matrix, trial, launch.argv);
+  if (trial.ranks() > 1) launch.argv.push_back("--parallel=data");
+  return launch;
+}
+
+}  // namespace
+
 Launch trial_launch(const Matrix& matrix, const Trial& trial, const std::string& dtnn_binary,
                     const std::string& work_dir) {
   Launch launch;
-  std::vector<std::string>& argv = launch.argv;
+  launch.work_dir = work_dir;
   const std::string framework = trial.framework();
+  if (framework == "pytorch") return pytorch_launch(matrix, trial, launch);
+  if (framework == "pydtnn") return pydtnn_launch(matrix, trial, launch);
+  std::vector<std::string>& argv = launch.argv;
   const int ranks = trial.ranks();
-  const bool srun = matrix.launcher.kind == "srun";
-  if (framework == "pytorch") {
-    if (ranks != 1) launch.unsupported_why = "the PyTorch reference runs on 1 rank";
-    if (trial.get("conv_algo", "auto") != "auto")
-      launch.unsupported_why = "the PyTorch reference has no --conv_algo (exclude it in the matrix)";
-    if (srun) argv = srun_argv(matrix, trial, false);
-    // $DTNN_PYTHON: the interpreter with PyTorch (Debian's /usr/bin/python3 here; plain python3 on the GPU machines)
-    const char* python = std::getenv("DTNN_PYTHON");
-    argv.insert(argv.end(), {python && *python ? python : "/usr/bin/python3",
-                             source_dir() + "/analysis/reference/torch_train.py"});
-    if (trial.get("device", "cpu") == "gpu") argv.push_back("--enable_gpu=True");
-    if (trial.get("tracing", "False") == "True") launch.unsupported_why = "the PyTorch reference has no --tracing";
-    for (const auto& [name, value] : trial.params) {
-      if (is_harness_param(name) || name == "conv_algo") continue;
-      if (!torch_takes(name)) {
-        launch.unsupported_why = "the PyTorch reference has no --" + name;
-        continue;
-      }
-      argv.push_back("--" + name + "=" + (is_path_parameter(name) ? resolve_against(matrix.dir, value) : value));
-    }
-    return launch;
-  }
-  if (srun) {
-    argv = srun_argv(matrix, trial, true);
-  } else if (ranks > 1) {
-    if (matrix.launcher.kind == "none") fail(matrix.path, ": launcher kind 'none' cannot start ", ranks, " ranks");
-    argv = {"mpirun", "-np", std::to_string(ranks)};
-    const RankLayout l = layout_of(trial);
-    if (l.given) {
-      const std::vector<std::string> pool =
-          matrix.launcher.hostfile.empty() ? std::vector<std::string>{"localhost"} : hostfile_hosts(matrix.launcher.hostfile);
-      if (static_cast<size_t>(l.nodes) > pool.size())
-        fail(matrix.path, ": ", l.nodes, " nodes need a hostfile of at least ", l.nodes, " hosts");
-      launch.hostfile_path = work_dir + "/hosts-" + std::to_string(l.nodes) + "x" + std::to_string(l.slots) + ".txt";
-      for (int i = 0; i < l.nodes; ++i) launch.hostfile_text += pool[static_cast<size_t>(i)] + " slots=" + std::to_string(l.slots) + "\n";
-      argv.insert(argv.end(), {"--hostfile", launch.hostfile_path});
-    } else if (!matrix.launcher.hostfile.empty()) {
-      argv.insert(argv.end(), {"--hostfile", matrix.launcher.hostfile});
-    }
-    const std::string transport = trial.get("transport", "default");
-    if (transport != "default") argv.insert(argv.end(), {"--mca", "btl", transport == "tcp" ? "self,tcp" : "self,vader"});
-    argv.insert(argv.end(), {"-x", "DTNN_RUN_NONCE", "-x", "DTNN_LAUNCHER_VERSION"});
-    argv.insert(argv.end(), matrix.launcher.args.begin(), matrix.launcher.args.end());
-  }
+  argv = launcher_argv(matrix, trial, true, launch);
   argv.insert(argv.end(), {dtnn_binary, "train"});
   const bool strong = trial.get("scaling", "weak") == "strong";
   for (const auto& [name, value] : trial.params)

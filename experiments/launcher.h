@@ -6,6 +6,14 @@
 //   srun           srun -n 1 ... dtnn train ...   srun -n R [-N n] [--ntasks-per-node p] [-c t] --mpi=pmix ...
 //   none           dtnn train ...                 refused when the matrix is loaded
 //
+// The peers start the same way, in place of `dtnn train`: framework pytorch runs
+// analysis/reference/torch_train.py (ranks > 1: one PyTorch DDP world, its rendezvous in MASTER_ADDR, under
+// mpirun, and MASTER_PORT, a port free when the command is made; srun gets no --mpi=pmix for it), framework
+// pydtnn runs experiments/peers/pydtnn_peer.py with DTNN_PYDTNN set (the trial's pydtnn_path, else the
+// runner's own $DTNN_PYDTNN; neither: unsupported) and --parallel=data at ranks > 1. Both take the trial's
+// options under dtnn's names and strong scaling's batch as --global_batch_size, and refuse what they lack
+// (exit 3: unsupported).
+//
 // RankLayout (matrix parameters nodes and ranks_per_node, either or both; ranks is their product when not given):
 //   srun    -N nodes and --ntasks-per-node ranks_per_node, as given; Slurm places the ranks.
 //   mpirun  a hostfile written per layout in the run's log directory, hosts-<n>x<p>.txt: the first n hosts
@@ -48,7 +56,9 @@ std::vector<std::string> hostfile_hosts(const std::string& path);
 
 struct Launch {
   std::vector<std::string> argv;
-  std::string unsupported_why;  // set when the runner knows the trial cannot run here (PyTorch with 2 ranks)
+  std::vector<std::string> env;  // NAME=VALUE set for the trial's process (mpirun passes each on with -x)
+  std::string work_dir;          // where a generated hostfile goes
+  std::string unsupported_why;   // set when the runner knows the trial cannot run here (no PyDTNN named)
   std::string hostfile_path;    // mpirun with a layout: the generated hostfile, written by write_hostfile
   std::string hostfile_text;
 };

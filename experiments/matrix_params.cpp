@@ -25,7 +25,7 @@ std::string one_of(const std::string& v, const std::vector<std::string>& known) 
 }
 
 std::string check_device(const std::string& v) { return one_of(v, {"cpu", "gpu"}); }
-std::string check_framework(const std::string& v) { return one_of(v, {"dtnn", "pytorch"}); }
+std::string check_framework(const std::string& v) { return one_of(v, {"dtnn", "pytorch", "pydtnn"}); }
 std::string check_scaling(const std::string& v) { return one_of(v, {"weak", "strong"}); }
 std::string check_transport(const std::string& v) { return one_of(v, {"default", "shm", "tcp"}); }
 std::string check_mode(const std::string& v) { return one_of(v, {"run", "predict"}); }
@@ -71,6 +71,9 @@ const std::vector<Spec>& matrix_specs() {
       {"ranks_per_node", Kind::integer, 1, INT_MAX},
       {"device", Kind::choice, 0, 0, check_device},
       {"framework", Kind::choice, 0, 0, check_framework},
+      // framework "pydtnn": the PyDTNN checkout (Cython modules built: ci/setup_pydtnn.sh) its trials run,
+      // relative to the matrix's folder; default $DTNN_PYDTNN
+      {"pydtnn_path", Kind::string},
       // weak: batch_size per rank (PyDTNN's default); strong: batch_size is the global batch, split over the
       // ranks (the runner passes it as --global_batch_size)
       {"scaling", Kind::choice, 0, 0, check_scaling},
@@ -195,6 +198,7 @@ std::string resolve_against(const std::string& dir, const std::string& value) {
 }
 
 bool is_path_parameter(const std::string& name) {
+  if (name == "pydtnn_path") return true;
   const OptionSpec* o = find_option(name);
   return o && o->kind == OptionKind::path;
 }

@@ -45,10 +45,10 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 bool is_error_line(const std::string& line) {
-  return line.rfind("dtnn: ", 0) == 0 || line.rfind("torch_train: ", 0) == 0;
+  return line.rfind("dtnn: ", 0) == 0 || line.rfind("torch_train: ", 0) == 0 || line.rfind("pydtnn_peer: ", 0) == 0;
 }
 
-// The line a failed child left behind: its last "dtnn: ..." / "torch_train: ..." line, else its last
+// The line a failed child left behind: its last "dtnn: ..." / "torch_train: ..." / "pydtnn_peer: ..." line, else its last
 // meaningful line. Rules made only of '-', '=', '*' and blanks (mpirun frames its messages in them) say
 // nothing: they are skipped.
 std::string error_line(const std::string& log_path) {
@@ -223,7 +223,7 @@ Outcome run_trial(ResultStore& store, int64_t run_id, const Launch& launch, cons
   const std::vector<std::string> own_files = give_attempt_own_files(argv, log_path);
   {
     std::ofstream log(log_path);
-    log << "# " << command_string(argv) << "\n";
+    log << "# " << (launch.env.empty() ? "" : "env " + command_string(launch.env) + " ") << command_string(argv) << "\n";
     for (const std::string& note : own_files) log << note << "\n";
   }
   struct stat log_stat {};
@@ -238,7 +238,7 @@ Outcome run_trial(ResultStore& store, int64_t run_id, const Launch& launch, cons
     const std::string state = slurm_job_state(job);
     return "still queued in Slurm: job " + job + (state.empty() ? "" : " " + state);
   };
-  const ChildResult child = run_child(argv, log_path, nonce, timeout_s, queued_note);
+  const ChildResult child = run_child(argv, log_path, nonce, timeout_s, queued_note, launch.env);
   duration = std::chrono::duration<double>(Clock::now() - t0).count();
   // Slurm cancelled the step or its job (scancel, its time limit, preemption): its words, whatever the exit.
   if (child.kind != ChildResult::kInterrupted && (child.kind != ChildResult::kExited || child.code != 0)) {

@@ -1,6 +1,7 @@
 // The matrix runner (`dtnn run`): expands a matrix and runs each trial as a child process,
 //   [mpirun -np R ...] dtnn train <options> --report <tmp>.json      (framework dtnn)
-//   /usr/bin/python3 analysis/reference/torch_train.py <options> ...   (framework pytorch)
+//   [mpirun -np R ...] /usr/bin/python3 analysis/reference/torch_train.py <options> ...   (framework pytorch)
+//   [mpirun -np R ...] /usr/bin/python3 experiments/peers/pydtnn_peer.py <options> ...    (framework pydtnn)
 // with the matrix's timeout, stdout and stderr in a per-run log file next to the database,
 // <db dir>/logs/<db file stem>-<hash of its path>/<matrix>/<run id>-<nonce>.log (runs.log_path): databases in
 // one directory each count run ids from 1, and every attempt gets a fresh random nonce. The runner is the only
@@ -19,7 +20,7 @@
 // the error; no throughput or accuracy is stored for it); failed (non-zero exit, the error line kept; killed by a signal, with the child's last line
 // only when it is a complete "dtnn: "/"torch_train: " line; or the runner could not run it, e.g. no log
 // file: "runner: <why>", and the runner goes on with the next trial); timeout; unsupported (the child exits
-// with kUnsupportedExit, or the runner knows beforehand, e.g. a PyTorch trial with 2 ranks); interrupted
+// with kUnsupportedExit, or the runner knows beforehand, e.g. a PyDTNN trial with no PyDTNN named); interrupted
 // (SIGINT, SIGTERM, SIGHUP or SIGQUIT: the child's process group is stopped, the run is marked, the runner
 // exits 128 + the signal). Slurm's verdicts (experiments/slurm.h): a step or job Slurm cancelled is interrupted,
 // one it stopped at its time limit timeout, each with Slurm's line, and the runner goes on; a trial still

@@ -66,7 +66,8 @@ void kill_session(pid_t sid, int sig) {
 }
 
 ChildResult run_child(const std::vector<std::string>& argv, const std::string& log_path, const std::string& nonce,
-                      double timeout_s, const std::function<std::string()>& on_timeout) {
+                      double timeout_s, const std::function<std::string()>& on_timeout,
+                      const std::vector<std::string>& env) {
   const int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (log_fd < 0) fail(log_path, ": cannot create the log file (", std::strerror(errno), ")");
   std::vector<char*> cargv;
@@ -105,6 +106,7 @@ ChildResult run_child(const std::vector<std::string>& argv, const std::string& l
       ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
     }
     ::setenv("DTNN_RUN_NONCE", nonce.c_str(), 1);  // mpirun and srun pass it on to the ranks they start here
+    for (const std::string& e : env) ::putenv(const_cast<char*>(e.c_str()));  // the child's own copy: it execs next
     ::execvp(cargv[0], cargv.data());
     std::fprintf(stderr, "dtnn: cannot execute %s: %s\n", cargv[0], std::strerror(errno));
     ::_exit(127);

@@ -39,13 +39,14 @@ struct ChildResult {
   std::string timeout_note;  // on_timeout's answer, asked before the kill
 };
 
-// Runs argv in a session (and process group) of its own with stdout/stderr appended to log_path and
-// $DTNN_RUN_NONCE set to `nonce`. On timeout (after on_timeout() is asked for a note) or a stop signal: SIGTERM
+// Runs argv in a session (and process group) of its own with stdout/stderr appended to log_path,
+// $DTNN_RUN_NONCE set to `nonce` and each NAME=VALUE of `env` set. On timeout (after on_timeout() is asked for a note) or a stop signal: SIGTERM
 // to the group, then SIGKILL to the whole session after 5 s; when the trial's process ends, its session's
 // stragglers get SIGKILL (a wrapper's children in groups of their own, what a killed mpirun started). Throws
 // dtnn::Error when the log cannot be created or no process can be forked.
 ChildResult run_child(const std::vector<std::string>& argv, const std::string& log_path, const std::string& nonce,
-                      double timeout_s, const std::function<std::string()>& on_timeout);
+                      double timeout_s, const std::function<std::string()>& on_timeout,
+                      const std::vector<std::string>& env = {});
 
 // Sends `sig` to every process of session `sid`.
 void kill_session(pid_t sid, int sig);

@@ -16,6 +16,7 @@
 #include "results/migrations_18.h"
 #include "results/migrations_19.h"
 #include "results/migrations_20.h"
+#include "results/migrations_21.h"
 
 namespace dtnn::schema {
 
@@ -66,6 +67,8 @@ inline constexpr Migration kMigrations[] = {
          "strong-scaling trial)", kMigration19Sql},
     {20, "v_accuracy_vs_target: a target's learning rate is matched against the rate given (SGD's ran scaled "
          "by the ranks)", kMigration20Sql},
+    {21, "epoch_comm's mode 'ddp' (PyTorch's DistributedDataParallel); v_frameworks: each framework's median samples/s with its spread, speed-up, efficiency, exposed "
+         "communication and test accuracy per recipe and rank count, side by side", kMigration21Sql},
 };
 
 }  // namespace dtnn::schema

@@ -7,7 +7,7 @@ Usage (Debian's Python, which has python3-matplotlib and numpy):
         [--dtnn PATH] [--repo DIR]
 
 Writes DIR/report.md and, next to it, throughput.png, scaling.png, communication.png, timeline_run<id>.png,
-averaging_<model>_<dataset>_<ranks>r.png, accuracy_<model>_<dataset>.png and history_<sps|acc>_<trial>.png (each only
+frameworks_<n>_<model>.png, averaging_<model>_<dataset>_<ranks>r.png, accuracy_<model>_<dataset>.png and history_<sps|acc>_<trial>.png (each only
 when there is something to plot). Sections:
 
   header       database, generation time, environments, matrices, runs per status, runs that failed
@@ -16,6 +16,10 @@ when there is something to plot). Sections:
                the median rank's compute, communication and exposed communication per step (+ stacked bars);
                for traced runs (tracing = true) the stragglers per configuration and one step's timeline
                per rank (the largest rank count of each configuration)
+  Frameworks   from v_frameworks (schema 21): per recipe that ran under more than one framework (dtnn, pytorch,
+               pydtnn), each framework's median samples/s and spread, speed-up, efficiency, exposed communication
+               and test accuracy per rank count, and a chart with a line per framework
+               (frameworks_<n>_<model>.png; analysis/plots/report_frameworks.py)
   Model averaging  from v_averaging (schema 9; only when a run averaged or a matrix declared model_averaging):
                per mode a table of rounds, MiB, wait, time and test accuracy per (model, ranks, period,
                straggler); per model, dataset and ranks accuracy vs communication rounds and vs time
@@ -57,6 +61,7 @@ from report_format import (SHORT, distinguishing, file_part, labels_for, median,
 from report_averaging import AveragingSections  # noqa: E402
 from report_history import HistorySections  # noqa: E402
 from report_scaling import ScalingSections  # noqa: E402
+from report_frameworks import FrameworkSections  # noqa: E402
 
 PREFIX = "dtnn report: "
 
@@ -69,7 +74,7 @@ MAX_FAILED_LISTED = 100
 # ---- the report --------------------------------------------------------------------------------------------
 
 
-class Report(ScalingSections, AveragingSections, HistorySections):
+class Report(ScalingSections, FrameworkSections, AveragingSections, HistorySections):
     """Collects the Markdown lines and writes the plots into the output directory."""
 
     def __init__(self, store, out_dir, plots):
@@ -456,6 +461,7 @@ def main(argv=None):
         report.header()
         report.throughput()
         report.scaling()
+        report.frameworks()
         report.timelines()
         report.averaging()
         report.accuracy()

@@ -158,6 +158,10 @@ class Store:
             r.setdefault("baseline_ranks", 1)  # v_scaling before migration 17: 1 rank or no row
         return rows
 
+    def frameworks(self):
+        """v_frameworks' rows (schema 21; none from an older database): each framework per recipe and rank count."""
+        return self._all("SELECT * FROM v_frameworks") if self.has_view("v_frameworks") else []
+
     def communication(self):
         """Per (environment, configuration, rank count): the median rank's ms per step (v_comm), averaged over runs."""
         cond, params = self._runs_filter()

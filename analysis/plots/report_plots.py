@@ -72,14 +72,19 @@ def scaling_lines(path, series):
                          color=colour)
         ax1.plot(ranks, sps, label=label, **style)
         ax2.plot(ranks, eff, label=label, **style)
+    _save_two_panels(fig, path, ax1, ax2, all_ranks, "training samples/s (mean over runs)", "Throughput vs ranks",
+                     [e for s in series for e in s[3] if e is not None])
+
+
+def _save_two_panels(fig, path, ax1, ax2, all_ranks, ylabel, title, efficiencies):
+    """The scaling charts' common frame: samples/s left, parallel efficiency (with the ideal) right, legend beside."""
     ax2.axhline(1.0, color="gray", linestyle="--", linewidth=1, label="ideal")
     _rank_axis(ax1, all_ranks)
     _rank_axis(ax2, all_ranks)
-    ax1.set_ylabel("training samples/s (mean over runs)")
+    ax1.set_ylabel(ylabel)
     ax1.set_ylim(bottom=0)
-    ax1.set_title("Throughput vs ranks")
+    ax1.set_title(title)
     ax2.set_ylabel("parallel efficiency (speed-up / ranks)")
-    efficiencies = [e for s in series for e in s[3] if e is not None]
     ax2.set_ylim(0, max([1.15] + [e * 1.1 for e in efficiencies]))
     ax2.set_title("Parallel efficiency vs ranks")
     ax2.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8)
@@ -268,3 +273,17 @@ def history_chart(path, title, ylabel, xlabel, commits, values, medians, levels,
     ax.grid(alpha=0.3)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7)
     _save(fig, path)
+
+
+def framework_lines(path, title, series):
+    """series: list of (framework, ranks, median samples/s, min, max, efficiency) of one recipe. Two panels:
+    samples/s with min-max bars, and parallel efficiency, one line per framework."""
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    all_ranks = set()
+    for framework, ranks, med, lo, hi, eff in series:
+        all_ranks.update(ranks)
+        err = [[m - a for m, a in zip(med, lo)], [b - m for m, b in zip(med, hi)]]
+        ax1.errorbar(ranks, med, yerr=err, marker="o", capsize=3, label=framework)
+        ax2.plot(ranks, eff, marker="o", label=framework)
+    _save_two_panels(fig, path, ax1, ax2, all_ranks, "training samples/s (median; bars: min-max)", title,
+                     [e for s in series for e in s[5] if e is not None])

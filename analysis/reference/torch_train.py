@@ -45,6 +45,18 @@ as many as dtnn's synthetic data has (mnist 60,000 / 10,000, cifar10 50,000 / 10
 distinct images (the whole set would not fit in memory; every sample still has its own label), so an epoch
 has dtnn's length; throughput runs cap it with --steps_per_epoch.
 
+Ranks: started by a launcher (mpirun, srun or torchrun), the processes train as one PyTorch
+DistributedDataParallel world (analysis/reference/torch_dist.py: gloo on CPUs, NCCL on GPUs), with dtnn's
+recipe: every rank draws the same order and takes dtnn's share of each global batch (--batch_size per rank,
+or --global_batch_size split over the ranks), the gradient is the global batch's mean, SGD's rate is
+multiplied by the ranks under weak scaling (--learning_rate_scaling, PyDTNN's rule), and each epoch is timed
+between barriers. DDP keeps its defaults (25 MiB buckets, the first 1 MiB, buffers broadcast from rank 0) with
+gradient_as_bucket_view=True; a communication hook times every bucket's allreduce, and each epoch's report
+carries dtnn's "communication" object (mode "ddp": time in the allreduce, and exposed: from the last bucket
+being ready to the end of backward). The rendezvous is MASTER_ADDR:MASTER_PORT (the dtnn runner sets both;
+under srun MASTER_ADDR defaults to the step's first node). Rank 0 prints and writes the report; evaluation
+splits the test set over the ranks. Checkpoints are for 1 rank only (exit 3 otherwise).
+
 Options: the rows of dtnn's option table flagged "torch" (`dtnn train --list-options` lists them; this
 script reads `$DTNN_BINARY train --list-options --format json`, default build/experiments/dtnn), with the
 table's names, kinds, defaults and ranges; booleans as --name=True/False:
@@ -53,7 +65,7 @@ table's names, kinds, defaults and ranges; booleans as --name=True/False:
   --optimizer (sgd|adam here), --learning_rate, --momentum, --nesterov, --decay, --beta1, --beta2, --epsilon,
   --validation_split, --test_as_validation,
   --use_synthetic_data, --pad_to_cifar, --seed, --threads (CPU threads; 0: one per core), --report (JSON run
-  report), --evaluate_on_test (default True)
+  report), --evaluate_on_test (default True), --global_batch_size (strong scaling), --learning_rate_scaling
   --enable_gpu (False)   train on CUDA device 0: model, loss and optimizer on the GPU; the data stays in
                          host memory and every batch is gathered into a pinned buffer and copied with
                          non_blocking=True (as dtnn does); epochs are timed between torch.cuda.synchronize()
@@ -114,6 +126,7 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from torch_data import DATASETS, DataError, TiledImages, data_shape, gather, load_data, to_nhwc  # noqa: E402
 import torch_checkpoint  # noqa: E402
+import torch_dist  # noqa: E402
 from torch_optim import build_optimizer  # noqa: E402
 from torch_models import EXPECTED_PARAMS, MODEL_INPUT, MODELS, build_model, count_params, self_check  # noqa: E402
 
@@ -290,63 +303,108 @@ PROFILE_STEP = int(os.environ["DTNN_CUDA_PROFILE_STEP"]) if os.environ.get("DTNN
 STEPS_RUN = [0]
 
 
-def train_epoch(model, optimizer, data, args, rng, feed, device):
-    """One epoch over a fresh shuffle; returns (samples, seconds, mean loss, acc %). The sums stay on the
-    device until the epoch ends. --steps_per_epoch=S trains S full batches, wrapping over the shuffled order
-    when S batches are more than the data (as dtnn's trainer does: engine/train/trainer.cpp)."""
+def global_batch(args, world):
+    """dtnn's global batch: --global_batch_size (strong scaling), else --batch_size per rank (weak)."""
+    return args.global_batch_size if args.global_batch_size > 0 else args.batch_size * world.size
+
+
+def train_epoch(model, optimizer, data, args, rng, feed, device, world, timer):
+    """One epoch over a fresh shuffle; returns (samples, seconds, mean loss, acc %), over every rank. The sums
+    stay on the device until the epoch ends. --steps_per_epoch=S trains S full global batches, wrapping over the
+    shuffled order when S batches are more than the data (as dtnn's trainer does: engine/train/trainer.cpp).
+    Every rank draws the same order and takes its share of each global batch as dtnn does
+    (torch_dist.split_batch); a last batch smaller than the ranks takes one sample per rank, wrapping, so every
+    rank steps. Each rank's loss is its samples' summed loss over the global batch times the world size, which
+    DDP's mean over the ranks turns into dtnn's gradient: the global batch's mean."""
     x, y = data
     order = torch.from_numpy(rng.permutation(y.shape[0]))
-    n_batches = (y.shape[0] + args.batch_size - 1) // args.batch_size
+    gb = global_batch(args, world)
+    n_batches = (y.shape[0] + gb - 1) // gb
     if args.steps_per_epoch > 0:
         n_batches = args.steps_per_epoch
-        if n_batches * args.batch_size > y.shape[0]:  # wrap: order[i % N], every batch full
-            order = order[torch.arange(n_batches * args.batch_size) % y.shape[0]]
+    total = n_batches * gb if args.steps_per_epoch > 0 else y.shape[0]
     model.train()
     samples = 0
     loss_sum = torch.zeros((), dtype=torch.float64, device=device)
     correct = torch.zeros((), dtype=torch.int64, device=device)
-    sync(device)
+    if timer:
+        timer.reset()
+    barrier(world, device)
     start = time.perf_counter()
     for b in range(n_batches):
-        xb, yb = feed(x, y, order[b * args.batch_size:(b + 1) * args.batch_size])
+        n = max(min(gb, total - b * gb), world.size)
+        offset, count = torch_dist.split_batch(n, world.size, world.rank)
+        first = b * gb + offset
+        idx = (torch.arange(first, first + count) % y.shape[0]) if first + count > order.shape[0] else slice(first, first + count)
+        xb, yb = feed(x, y, order[idx])
         profiled = PROFILE_STEP is not None and device.type == "cuda" and STEPS_RUN[0] == PROFILE_STEP
         if profiled:  # dtnn's DTNN_CUDA_PROFILE_STEP: this step alone in the profiler's window
             sync(device)
             torch.cuda.profiler.start()
+        if timer:
+            timer.begin_step()
         optimizer.zero_grad()
         logits = model(xb)
-        loss = F.cross_entropy(logits, yb)
+        if world.size == 1:
+            loss = F.cross_entropy(logits, yb)
+        else:
+            loss = F.cross_entropy(logits, yb, reduction="sum") * (world.size / n)
         loss.backward()
+        if timer:
+            timer.end_backward()
         optimizer.step()
+        if timer:
+            timer.end_step()
         if profiled:
             sync(device)
             torch.cuda.profiler.stop()
         STEPS_RUN[0] += 1
         samples += yb.shape[0]
-        loss_sum += loss.detach().double() * yb.shape[0]
+        loss_sum += loss.detach().double() * (n / world.size if world.size > 1 else yb.shape[0])
         correct += (logits.argmax(1) == yb).sum()
-    loss_sum, correct = loss_sum.item(), correct.item()
     sync(device)
+    barrier(world, device)
     elapsed = time.perf_counter() - start
+    samples, loss_sum, correct = all_sum(world, device, samples, loss_sum, correct)
     return samples, elapsed, loss_sum / max(samples, 1), 100.0 * correct / max(samples, 1)
 
 
-def evaluate(model, data, batch_size, feed, device):
+def barrier(world, device):
+    if world.size > 1:
+        sync(device)
+        torch_dist.dist.barrier()
+
+
+def all_sum(world, device, samples, loss_sum, correct):
+    """The epoch's (samples, loss sum, correct) over every rank, as Python numbers (outside the timed window)."""
+    if world.size == 1:
+        return samples, loss_sum.item(), correct.item()
+    t = torch.tensor([float(samples), loss_sum.item(), float(correct.item())], dtype=torch.float64)
+    torch_dist.dist.all_reduce(t)
+    return int(t[0].item()), t[1].item(), int(t[2].item())
+
+
+def evaluate(model, data, batch_size, feed, device, world):
+    """The whole pass, each rank its even share of the samples, the sums added over the ranks. `model` is the
+    bare module, not DDP's wrapper, whose forward broadcasts buffers: ranks with shares of other batch counts
+    would wait on each other."""
     x, y = data
     model.eval()
     loss_sum = torch.zeros((), dtype=torch.float64, device=device)
     correct = torch.zeros((), dtype=torch.int64, device=device)
-    sync(device)
+    offset, count = torch_dist.split_batch(y.shape[0], world.size, world.rank)
+    barrier(world, device)
     start = time.perf_counter()
     with torch.no_grad():
-        for i in range(0, y.shape[0], batch_size):
-            xb, yb = feed(x, y, slice(i, i + batch_size))
+        for i in range(offset, offset + count, batch_size):
+            xb, yb = feed(x, y, slice(i, min(i + batch_size, offset + count)))
             logits = model(xb)
             loss_sum += F.cross_entropy(logits, yb, reduction="sum").double()
             correct += (logits.argmax(1) == yb).sum()
-    loss_sum, correct = loss_sum.item(), correct.item()
     sync(device)
+    barrier(world, device)
     elapsed = time.perf_counter() - start
+    _, loss_sum, correct = all_sum(world, device, 0, loss_sum, correct)
     n = y.shape[0]
     return {"categorical_cross_entropy": loss_sum / n, "categorical_accuracy": 100.0 * correct / n,
             "samples": n, "time_s": elapsed, "samples_per_s": n / elapsed if elapsed > 0 else 0.0}
@@ -368,7 +426,7 @@ def gpu_environment(device, math):
             "cuda": f"CUDA {torch.version.cuda}, cuDNN {cudnn}, {props.name}", "cudnn": cudnn, **math}
 
 
-def build_report(args, n_params, epochs, total_time, total_samples, test_result, gpu_env):
+def build_report(args, n_params, epochs, total_time, total_samples, test_result, gpu_env, world):
     report = {
         "schema": "dtnn.run_report/1",
         "framework": "pytorch",
@@ -381,17 +439,27 @@ def build_report(args, n_params, epochs, total_time, total_samples, test_result,
                         **(gpu_env or {})},
         "model": {"name": args.model, "params": n_params,
                   "tensor_format": args.tensor_format if gpu_env else "NCHW"},
-        "parallel": {"ranks": 1, "threads": torch.get_num_threads()},
+        "parallel": parallel_json(world),
         "epochs": epochs,
         "training": {"time_s": total_time, "samples": total_samples,
                      "samples_per_s": total_samples / total_time if total_time > 0 else 0.0,
                      "epochs_run": len(epochs)},
     }
+    if world.options_given:
+        report["options_given"] = dict(world.options_given)
     if test_result is not None:
         report["test"] = test_result
     if os.environ.get("DTNN_RUN_NONCE"):  # the runner's name for this attempt: it ingests no other report
         report["run_nonce"] = os.environ["DTNN_RUN_NONCE"]
     return report
+
+
+def parallel_json(world):
+    p = {"ranks": world.size, "threads": torch.get_num_threads()}
+    if world.size > 1:
+        p.update({"mode": "ddp", "backend": world.backend, "bucket_mb": torch_dist.BUCKET_CAP_MB,
+                  "first_bucket_mb": torch_dist.FIRST_BUCKET_MB, "gradient_as_bucket_view": True})
+    return p
 
 
 def write_report(path, report):
@@ -423,16 +491,17 @@ def save_report(args, report, resumed):
 
 
 def diverged(args, n_params, epochs, epoch, samples, secs, rate, loss, optimizer, total_time, total_samples, gpu_env,
-             resumed):
+             resumed, world):
     """The loss is not finite: dtnn's diverged report (JSON has no NaN: the epoch's loss is null), exit 4."""
     lr = optimizer.param_groups[0]["lr"]
     why = (f"diverged: the training loss (categorical_cross_entropy) is {'nan' if pymath.isnan(loss) else loss} "
            f"after epoch {epoch} (learning rate {lr:g})")
     epochs = epochs + [{"epoch": epoch, "samples": samples, "time_s": secs, "samples_per_s": rate, "lr": lr,
                         "train": {"categorical_cross_entropy": None, "categorical_accuracy": None}}]
-    print(f"torch_train: {why}: no checkpoint or test pass from it", file=sys.stderr)
-    if args.report:
-        report = build_report(args, n_params, epochs, total_time, total_samples, None, gpu_env)
+    if world.root:
+        print(f"torch_train: {why}: no checkpoint or test pass from it", file=sys.stderr)
+    if args.report and world.root:
+        report = build_report(args, n_params, epochs, total_time, total_samples, None, gpu_env, world)
         report["status"] = "diverged"
         report["error"] = why
         save_report(args, report, resumed)
@@ -449,7 +518,37 @@ def main(argv=None):
     if args.enable_gpu and not torch.cuda.is_available():
         fail(3, f"--enable_gpu: no CUDA device available to PyTorch {torch.__version__} "
                 f"(CUDA {torch.version.cuda or 'not built'}): unsupported")
-    device = torch.device("cuda", 0) if args.enable_gpu else torch.device("cpu")
+    world = join_world(args)
+    try:
+        return run(args, world)
+    finally:
+        torch_dist.finish(world)
+
+
+def join_world(args):
+    """The launcher's ranks as one DDP world (torch_dist), with the options that depend on its size checked;
+    dtnn's learning-rate rule applied (PyDTNN's: SGD's rate times the ranks under weak scaling)."""
+    world = torch_dist.world_from_env()
+    if world.size > 1 and (args.checkpoint_file or args.resume_from):
+        fail(3, f"--checkpoint_file/--resume_from: this reference checkpoints 1 rank only ({world.size} ranks): "
+                "unsupported")
+    if args.global_batch_size and args.global_batch_size < world.size:
+        fail(2, f"--global_batch_size={args.global_batch_size} is smaller than the {world.size} ranks")
+    try:
+        torch_dist.init(world, args.enable_gpu)
+    except (torch_dist.SetupError, RuntimeError) as e:
+        fail(1, f"cannot join the {world.size} ranks: {e}")
+    if (world.size > 1 and args.optimizer == "sgd" and args.learning_rate_scaling and args.global_batch_size == 0):
+        world.options_given["learning_rate"] = args.learning_rate  # the report's options are as run, as dtnn's
+        args.learning_rate *= world.size
+    return world
+
+
+def run(args, world):
+    """Trains as the options say, on this rank's share; rank 0 prints and writes the report. Returns the exit
+    status."""
+    device = torch.device("cuda", world.local_rank % torch.cuda.device_count()) if args.enable_gpu \
+        else torch.device("cpu")
     nhwc = args.enable_gpu and args.tensor_format == "NHWC"
     torch.set_num_threads(args.threads)
     torch.set_num_interop_threads(args.threads)
@@ -474,16 +573,22 @@ def main(argv=None):
     n_params = count_params(model)
     if n_params != EXPECTED_PARAMS[args.model]:
         fail(1, f"internal error: {args.model} has {n_params} parameters, dtnn's has {EXPECTED_PARAMS[args.model]}")
+    if world.rank > 0:  # every rank starts from rank 0's weights (seeded alike); dropout draws its own masks
+        torch.manual_seed(args.seed + 1000003 * world.rank)
     model.to(device)
     if nhwc:
         model.to(memory_format=torch.channels_last)
     optimizer = build_optimizer(args, model.parameters())
+    net, timer = torch_dist.wrap(model, device, world)
     gpu_env = gpu_environment(device, math) if args.enable_gpu else None
-    feed = Feeder(device, args.batch_size, train[0].shape[1:], nhwc)
+    gb = global_batch(args, world)
+    feed = Feeder(device, max(torch_dist.split_batch(gb, world.size, 0)[1], args.batch_size), train[0].shape[1:], nhwc)
     where = (f"GPU {gpu_env['gpu']} ({args.tensor_format}, TF32 {'on' if args.allow_tf32 else 'off'}, "
              f"cudnn benchmark {'on' if args.enable_cudnn_auto_conv_alg else 'off'})" if gpu_env else "CPU")
-    print(f"Model {args.model}: {n_params} parameters; train {train[0].shape[0]} samples"
-          + (f", val {val[0].shape[0]}" if val else "") + f"; {where}; {args.threads} thread(s)")
+    say = print if world.root else (lambda *a, **k: None)
+    ranks = f"; {world.size} ranks (DDP, {world.backend}, global batch {gb})" if world.size > 1 else ""
+    say(f"Model {args.model}: {n_params} parameters; train {train[0].shape[0]} samples"
+        + (f", val {val[0].shape[0]}" if val else "") + f"; {where}; {args.threads} thread(s){ranks}")
 
     shuffle_rng = np.random.default_rng([args.seed, 1])  # independent of the data stream
     epochs, total_time, total_samples, first = [], 0.0, 0, 1
@@ -502,23 +607,25 @@ def main(argv=None):
             print(f"torch_train: warning: {args.resume_from} was written with {meta['threads']} thread(s), this sitting "
                   f"runs {args.threads}: the result is not bit-identical to one sitting", file=sys.stderr)
     for epoch in range(first, args.num_epochs + 1):
-        samples, secs, loss, acc = train_epoch(model, optimizer, train, args, shuffle_rng, feed, device)
+        samples, secs, loss, acc = train_epoch(net, optimizer, train, args, shuffle_rng, feed, device, world, timer)
         total_time += secs
         total_samples += samples
         rate = samples / secs if secs > 0 else 0.0
         if not pymath.isfinite(loss):
             return diverged(args, n_params, epochs, epoch, samples, secs, rate, loss, optimizer, total_time,
-                            total_samples, gpu_env, resumed)
+                            total_samples, gpu_env, resumed, world)
         record = {"epoch": epoch, "samples": samples, "time_s": secs, "samples_per_s": rate,
                   "lr": optimizer.param_groups[0]["lr"],
                   "train": {"categorical_cross_entropy": loss, "categorical_accuracy": acc}}
         line = (f"Epoch {epoch}/{args.num_epochs}: {samples} samples, {rate:.1f} samples/s, "
                 f"cce: {loss:.7f}, acc: {acc:.2f}%")
         if val is not None:
-            v = evaluate(model, val, args.batch_size, feed, device)
+            v = evaluate(model, val, args.batch_size, feed, device, world)
             record["val"] = {k: v[k] for k in ("categorical_cross_entropy", "categorical_accuracy")}
             line += f", val_cce: {v['categorical_cross_entropy']:.7f}, val_acc: {v['categorical_accuracy']:.2f}%"
-        print(line, flush=True)
+        if timer:
+            record["communication"] = timer.epoch_communication()
+        say(line, flush=True)
         epochs.append(record)
         if args.checkpoint_file:
             try:
@@ -529,17 +636,17 @@ def main(argv=None):
                 fail(1, f"cannot write checkpoint {args.checkpoint_file}: {getattr(e, 'strerror', None) or e}")
 
     throughput = total_samples / total_time if total_time > 0 else 0.0
-    print(f"Training time: {total_time:.3f} s")
-    print(f"Training throughput: {throughput:.1f} samples/s")
+    say(f"Training time: {total_time:.3f} s")
+    say(f"Training throughput: {throughput:.1f} samples/s")
     test_result = None
     if args.evaluate_on_test:
-        test_result = evaluate(model, test, args.batch_size, feed, device)
-        print(f"Test: cce {test_result['categorical_cross_entropy']:.7f}, "
+        test_result = evaluate(model, test, args.batch_size, feed, device, world)
+        say(f"Test: cce {test_result['categorical_cross_entropy']:.7f}, "
               f"acc {test_result['categorical_accuracy']:.2f}%")
 
-    if args.report:
-        save_report(args, build_report(args, n_params, epochs, total_time, total_samples, test_result, gpu_env),
-                    resumed)
+    if args.report and world.root:
+        save_report(args, build_report(args, n_params, epochs, total_time, total_samples, test_result, gpu_env,
+                                       world), resumed)
     return 0
 
 

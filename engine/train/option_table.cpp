@@ -221,7 +221,7 @@ std::vector<OptionSpec> make_table() {
       // (at most FLT_MAX: the optimizers apply it in float32, where a larger one is infinite)
       number("learning_rate", DTNN_FIELD(optimizer.learning_rate), M | MM | T | P, 0.0, FLT_MAX, "Learning rate",
              kOpenBelow),
-      boolean("learning_rate_scaling", DTNN_FIELD(learning_rate_scaling), M | MM | P,
+      boolean("learning_rate_scaling", DTNN_FIELD(learning_rate_scaling), M | MM | T | P,
               "With --parallel=data and sgd, multiply lr by ranks"),
       number("momentum", DTNN_FIELD(optimizer.momentum), M | MM | T | P, 0.0, 1.0, "SGD momentum", kOpenAbove),
       boolean("nesterov", DTNN_FIELD(optimizer.nesterov), M | MM | T | P, "Nesterov momentum"),
@@ -318,7 +318,7 @@ std::vector<OptionSpec> make_table() {
       integer("gradient_buckets_min", DTNN_FIELD(gradient_buckets_min), M, 1, kBig,
               "--non_blocking_mpi: the cap is at most the gradient's size / N, so a model of a few MiB still gets "
               "about N buckets (layers are never split); 1: --gradient_bucket_mb alone, as DDP"),
-      integer("global_batch_size", DTNN_FIELD(global_batch_size), M | MM | P, 0, kBig,
+      integer("global_batch_size", DTNN_FIELD(global_batch_size), M | MM | T | P, 0, kBig,
               "Strong scaling: the global batch, split over the ranks (replaces --batch_size; no lr scaling); "
               "0: weak scaling, --batch_size per rank"),
       // Model averaging (train/model_averager.h) and dislib's data per worker (data/worker_blocks.h). Not

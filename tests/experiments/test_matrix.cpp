@@ -268,7 +268,7 @@ TEST_CASE("matrix: errors name the file, the line and the key", "[matrix]") {
        "experiments/x.toml:3: base 'loss_func': expected one of categorical_cross_entropy"},
       {"name = \"x\"\n[base]\ndevice = \"tpu\"\n", "experiments/x.toml:3: base 'device': expected one of cpu, gpu"},
       {"name = \"x\"\n[base]\nframework = \"jax\"\n",
-       "experiments/x.toml:3: base 'framework': expected one of dtnn, pytorch"},
+       "experiments/x.toml:3: base 'framework': expected one of dtnn, pytorch, pydtnn"},
       // axes
       {"name = \"x\"\n[axes]\nmodel = [\"simplecnn\"]\nranks = [1, \"two\"]\n",
        "experiments/x.toml:4: axis 'ranks': expected a list of positive integers (got \"two\")"},

@@ -26,7 +26,9 @@ args = ["--bind-to", "core"]
                            " -x DTNN_RUN_NONCE -x DTNN_LAUNCHER_VERSION --bind-to core "));
   CHECK_THAT(out, Contains("--parallel=data"));
   CHECK_THAT(out, Contains("train --dataset=mnist --num_epochs=2"));
-  CHECK_THAT(out, Contains("unsupported: the PyTorch reference runs on 1 rank"));
+  // PyTorch at 2 ranks: one DDP world under the same mpirun, its rendezvous passed on with -x.
+  CHECK_THAT(out, Contains("-x DTNN_RUN_NONCE -x DTNN_LAUNCHER_VERSION -x MASTER_ADDR -x MASTER_PORT --bind-to core "));
+  CHECK_THAT(out, Contains("analysis/reference/torch_train.py --dataset=mnist --num_epochs=2"));
   CHECK_FALSE(fs::exists(ws.db()));  // a dry run touches no database
 
   const std::string slurm = ws.file("slurm.toml", std::string("name = \"slurm\"\n[launcher]\nkind = \"srun\"\n"
