@@ -6,6 +6,7 @@
 // exit 1 only for their verdict (a failed target, a regression) and 2 (kNoVerdictExit) when they could not
 // judge (a bad file, an empty selection, mixed machines), so that CI tells a regression from a broken job.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <csignal>
@@ -459,6 +460,34 @@ bool empty_boolean_value(int argc, char** argv) {
   return false;
 }
 
+// PyDTNN's parser is argparse, which takes any unambiguous prefix of an option's name (PyDTNN's own
+// run_benchmarks.sh passes --history=FILE for --history_file): `dtnn train`'s arguments get the same
+// reading. An exact name wins; a prefix of one name is that name; a prefix of several is refused with them
+// (argparse's "ambiguous option"), exit 2. Other commands keep exact names. Returns false after the refusal.
+bool expand_train_prefixes(const CLI::App& train, std::vector<std::string>& args) {
+  if (args.size() < 2 || args[1] != "train") return true;
+  std::vector<std::string> names;
+  for (const CLI::Option* opt : train.get_options())
+    for (const std::string& n : opt->get_lnames()) names.push_back(n);
+  for (size_t i = 2; i < args.size(); ++i) {
+    std::string& a = args[i];
+    if (a == "--") break;
+    if (a.size() < 3 || a.compare(0, 2, "--") != 0) continue;
+    const size_t eq = a.find('=');
+    const std::string name = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+    if (std::find(names.begin(), names.end(), name) != names.end()) continue;
+    std::vector<std::string> matches;
+    for (const std::string& n : names)
+      if (n.compare(0, name.size(), name) == 0) matches.push_back("--" + n);
+    if (matches.size() == 1) a = matches[0] + (eq == std::string::npos ? "" : a.substr(eq));
+    if (matches.size() > 1) {
+      print_error(("ambiguous option: --" + name + " could match " + dtnn::join(matches, ", ")).c_str());
+      return false;
+    }
+  }
+  return true;
+}
+
 int main(int argc, char** argv) {
   std::signal(SIGXFSZ, SIG_IGN);  // past `ulimit -f`, a write fails with EFBIG and is reported, not fatal
   // A stop signal while an output is half written removes the partial `.tmp.<pid>` file (dtnn run's own
@@ -478,6 +507,12 @@ int main(int argc, char** argv) {
   dtnn::cli::PredictCommand predict;
   dtnn::cli::add_predict_command(app, predict);
   if (!known_command(app, argc, argv)) return 2;
+  std::vector<std::string> args(argv, argv + argc);
+  if (!expand_train_prefixes(*engine.train, args)) return 2;
+  std::vector<char*> expanded;
+  for (std::string& a : args) expanded.push_back(a.data());
+  expanded.push_back(nullptr);
+  argv = expanded.data();
   if (empty_boolean_value(argc, argv)) return 2;
   try {
     app.parse(argc, argv);

@@ -179,7 +179,9 @@ std::vector<OptionSpec> make_table() {
       integer("num_epochs", DTNN_FIELD(num_epochs), M | T | P, 0, kBig, "Number of epochs"),
       integer("steps_per_epoch", DTNN_FIELD(steps_per_epoch), M | MM | T | P, 0, kBig,
               "Global batches per epoch (0: whole epochs)"),
-      boolean("evaluate", DTNN_FIELD(evaluate), M | P, "Evaluate on the test set before training"),
+      boolean("evaluate", DTNN_FIELD(evaluate), M | P,
+              "PyDTNN's: evaluate on the test set before and after training (False: neither; given, it sets "
+              "--evaluate_on_test unless that is given too)"),
       boolean("evaluate_only", DTNN_FIELD(evaluate_only), M | P, "Only evaluate on the test set"),
       boolean("evaluate_on_test", DTNN_FIELD(evaluate_on_test), M | T, "Evaluate on the test set after training"),
       path("weights_and_bias_filename", DTNN_FIELD(weights_and_bias_filename), M | P,
@@ -300,7 +302,8 @@ std::vector<OptionSpec> make_table() {
       integer("gpus_per_node", DTNN_FIELD(gpus_per_node), P, 0, 1024,
               "GPU: the ranks of a node use GPUs 0..n-1 (rank % n); 0: every GPU of the node"),
       boolean("enable_gpudirect", DTNN_FIELD(enable_gpudirect), P,
-              "PyDTNN's device-mapped MPI buffers: refused (gradients are staged through pinned memory, or NCCL)"),
+              "PyDTNN's device buffers handed to MPI: nothing on the CPU; with --enable_gpu refused (gradients are "
+              "staged through pinned memory, or NCCL)"),
       boolean("enable_memory_cache", DTNN_FIELD(enable_memory_cache), P,
               "PyDTNN's persistent workspaces: dtnn always sizes buffers when the model is built"),
       boolean("shared_storage", DTNN_FIELD(shared_storage), P, "Only rank 0 writes files either way (as PyDTNN)"),

@@ -214,9 +214,14 @@ void resolve_options(TrainOptions& o, const std::vector<std::string>& given) {
     o.non_blocking_mpi = non_blocking;
     o.blocking_mpi = false;
   }
-  if (o.enable_gpudirect)
-    unsupported("--enable_gpudirect: not implemented (GPU gradients are staged through pinned host memory for MPI, "
-                "or reduced on the devices with --enable_nccl)");
+  // PyDTNN's --evaluate: the test set before and after training when True, never when False. dtnn's own
+  // --evaluate_on_test (after training) follows it unless given itself.
+  if (was_given("evaluate") && !was_given("evaluate_on_test")) o.evaluate_on_test = o.evaluate;
+  // PyDTNN's --enable_gpudirect hands device buffers to a CUDA-aware MPI; on the CPU it changes nothing (as in
+  // PyDTNN, whose CPU path never reads it).
+  if (o.enable_gpudirect && o.enable_gpu)
+    unsupported("--enable_gpudirect with --enable_gpu: device buffers are not handed to MPI (GPU gradients are staged "
+                "through pinned host memory for MPI, or reduced on the devices with --enable_nccl)");
   // PyDTNN's precedence: best_of, then Winograd (a layer it declines falls back), then ConvGemm.
   const char* algo = o.enable_best_of ? "best_of"
                      : o.enable_conv_winograd ? "cpu.winograd_f4"
