@@ -19,6 +19,17 @@ build_dir="${DTNN_BUILD_DIR:-build}"
 junit_dir="$(mktemp -d)"
 trap 'rm -rf "$junit_dir"' EXIT
 failed_runs=0
+# The real PyDTNN, a peer framework that is not part of dtnn: its tests read $DTNN_PYDTNN. Unless the caller
+# names one, the snapshot beside the repository (../shared/peers/pydtnn) is built into the build folder
+# (~1 minute the first time, Debian packages included); without either those tests are skipped with the reason.
+if [ -z "${DTNN_PYDTNN:-}" ] && [ -f ../shared/peers/pydtnn/src/setup.py ]; then
+  if pydtnn_line="$(bash ci/setup_pydtnn.sh ../shared/peers/pydtnn/src "$build_dir/pydtnn" | tail -n 1)" &&
+    [[ "$pydtnn_line" == DTNN_PYDTNN=* ]]; then
+    export DTNN_PYDTNN="${pydtnn_line#DTNN_PYDTNN=}"
+  else
+    echo "ci/test.sh: PyDTNN (../shared/peers/pydtnn) could not be built: the tests that run it are skipped"
+  fi
+fi
 # conv_algo=auto reads best_of's cache (engine/conv/conv_select.h): the tests get a fresh one of their own, not
 # the choices this user's ~/.cache/dtnn holds from other builds and runs.
 export DTNN_CONV_CACHE="$junit_dir/conv_best_of.tsv"
