@@ -35,6 +35,7 @@
 #include "experiments/ingest.h"
 #include "experiments/layers_command.h"
 #include "experiments/runner.h"
+#include "experiments/train_model_time.h"
 #include "models/model.h"
 #include "models/plan.h"
 #include "parallel/communicator.h"
@@ -229,8 +230,10 @@ int cmd_train(EngineCommands& e, std::unique_ptr<dtnn::Communicator>& comm) {
     return 0;
   }
   TrainOptions& options = e.train_options;
+  std::vector<std::string> given;
   try {
-    dtnn::resolve_options(options, read_train_options(e.train_flags, options));
+    given = read_train_options(e.train_flags, options);
+    dtnn::resolve_options(options, given);
   } catch (const dtnn::Unsupported&) {
     throw;
   } catch (const dtnn::Error& err) {  // a malformed command line
@@ -238,6 +241,8 @@ int cmd_train(EngineCommands& e, std::unique_ptr<dtnn::Communicator>& comm) {
     return 2;
   }
   comm = options.parallel == "data" ? dtnn::make_mpi_communicator() : dtnn::make_local_communicator();
+  if (dtnn::cli::names_pydtnn_model_options(given) && comm->rank() == 0)
+    dtnn::cli::print_pydtnn_model_time(options, comm->size(), std::cout);
   return dtnn::run_training(options, *comm, std::cout);
 }
 

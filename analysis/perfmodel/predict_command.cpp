@@ -19,7 +19,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kModelVersion = "dtnn-perfmodel/2";  // 2: libnbc binomial bcast shares the link
+constexpr const char* kModelVersion = "dtnn-perfmodel/3";  // 3: PyDTNN formulas charge the first layer as PyDTNN does (no dx)
 
 std::string printf_str(const char* format, ...) __attribute__((format(printf, 1, 2)));
 std::string printf_str(const char* format, ...) {

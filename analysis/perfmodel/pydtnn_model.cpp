@@ -15,8 +15,11 @@ namespace {
 
 constexpr double kBfp = 4.0;  // float32
 
-// PyDTNN's costs of one non-block layer at `batch` samples.
-void leaf_cost(const Layer& layer, double b, const PydtnnParams& prm, PTime& fwd, PTime& bwd) {
+// PyDTNN's costs of one non-block layer at `batch` samples. need_dx: PyDTNN's Model.add passes layer.id > 1
+// (the first layer computes no input gradient; a block hands its own to its layers): a Conv2D without it
+// charges col2im for the dx matmul, and an FC none of its backward (fc_cpu.py's `A + B if need_dx else 0`
+// binds as `(A + B) if ...`).
+void leaf_cost(const Layer& layer, double b, const PydtnnParams& prm, bool need_dx, PTime& fwd, PTime& bwd) {
   const std::string type = layer.type();
   if (type == "Conv2D") {
     const ConvProblem p = ConvProblem::parse(layer.problem_string());
@@ -25,14 +28,16 @@ void leaf_cost(const Layer& layer, double b, const PydtnnParams& prm, PTime& fwd
     fwd += pydtnn_im2col_time(kk, b * hw, prm);
     fwd += pydtnn_matmul_time(co, b * hw, kk, prm);
     bwd += pydtnn_matmul_time(co, kk, b * hw, prm);
-    bwd += pydtnn_matmul_time(kk, b * hw, co, prm);
+    bwd += need_dx ? pydtnn_matmul_time(kk, b * hw, co, prm) : pydtnn_col2im_time(kk, b * hw, prm);
   } else if (type == "FC") {
     const Shape w = layer.weights_shape();
     DTNN_ASSERT(w.rank() == 2);
     const double in_f = static_cast<double>(w[0]), out_f = static_cast<double>(w[1]);
     fwd += pydtnn_matmul_time(b, out_f, in_f, prm);
-    bwd += pydtnn_matmul_time(in_f, out_f, b, prm);
-    bwd += pydtnn_matmul_time(b, in_f, out_f, prm);
+    if (need_dx) {
+      bwd += pydtnn_matmul_time(in_f, out_f, b, prm);
+      bwd += pydtnn_matmul_time(b, in_f, out_f, prm);
+    }
   } else if (type == "MaxPool2D" || type == "AveragePool2D") {
     long long kh = 0, kw = 0;
     DTNN_CHECK(std::sscanf(layer.describe().c_str(), "pool=(%lld,%lld)", &kh, &kw) == 2,
@@ -93,11 +98,12 @@ std::vector<PydtnnLayer> pydtnn_layers(const std::string& name, double batch, co
     pl.id = layer.id;
     pl.type = layer.type();
     const std::vector<Layer*> children = layer.children();
+    const bool need_dx = layer.id > 1;
     if (children.empty()) {
-      leaf_cost(layer, batch, prm, pl.fwd, pl.bwd);
+      leaf_cost(layer, batch, prm, need_dx, pl.fwd, pl.bwd);
     } else {
       for (const Layer* c : children)
-        if (c->children().empty()) leaf_cost(*c, batch, prm, pl.fwd, pl.bwd);
+        if (c->children().empty()) leaf_cost(*c, batch, prm, need_dx, pl.fwd, pl.bwd);
     }
     if (pl.type == "Conv2D" || pl.type == "FC") pl.allreduce_elems = static_cast<double>(layer.num_params());
     out.push_back(pl);

@@ -18,7 +18,9 @@
 //   Conv2D (b samples, output ho×wo, ci input channels, co filters kh×kw):
 //     fwd = im2col(ci·kh·kw, b·ho·wo) + matmul(co, b·ho·wo, ci·kh·kw)
 //     bwd = matmul(co, ci·kh·kw, b·ho·wo) + matmul(ci·kh·kw, b·ho·wo, co)
+//           (the model's first layer, PyDTNN's need_dx False: col2im(ci·kh·kw, b·ho·wo) for the second term)
 //   FC (weights in×out): fwd = matmul(b, out, in); bwd = matmul(in, out, b) + matmul(b, in, out)
+//           (the first layer: bwd = 0, PyDTNN's operator precedence in fc_cpu.py)
 //   MaxPool2D, AveragePool2D: fwd = im2col(kh·kw, b·ho·wo·ci) (= 0); bwd = col2im(kh·kw, b·ho·wo·ci)
 //   blocks: the sum of their layers'; every other layer (activations, BatchNormalization, Dropout, ...): 0
 //   calculate_time over the top-level layers, in forward order:

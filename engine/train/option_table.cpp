@@ -168,10 +168,9 @@ OptionSpec planned(OptionSpec s, const char* why) {
 }
 
 std::vector<OptionSpec> make_table() {
-  // PyDTNN's performance-model options: PyDTNN's training never reads them, so neither does dtnn train; the
-  // model is `dtnn predict --model_kind pydtnn`, which takes them under these names (issue 21).
-  const char* issue21 = "training does not read it; PyDTNN's performance model is `dtnn predict --model_kind pydtnn`, "
-                        "which takes it (issue 21)";
+  // PyDTNN's performance-model options: PyDTNN's training never reads them, nor does dtnn's; given, dtnn train
+  // prints the step time PyDTNN's formulas give with them (experiments/train_model_time.h), and `dtnn predict
+  // --model_kind pydtnn` takes them under these names.
   return {
       // Model and run length
       checked("model", DTNN_FIELD(model_name), M | MM | T | P, check_model, "Model name (see `dtnn models`)"),
@@ -384,12 +383,14 @@ std::vector<OptionSpec> make_table() {
            check_trace_steps),
       boolean("profile", DTNN_FIELD(profile), M | P,
               "Per-phase summary of training at the end: calls, total, median, min/median/max over ranks"),
-      planned(number("cpu_speed", DTNN_FIELD(cpu_speed), P, 0.0, DBL_MAX, "Performance model: FLOP/s"), issue21),
-      planned(number("memory_bw", DTNN_FIELD(memory_bw), P, 0.0, DBL_MAX, "Performance model: bytes/s"), issue21),
-      planned(number("network_bw", DTNN_FIELD(network_bw), P, 0.0, DBL_MAX, "Performance model: bits/s"), issue21),
-      planned(number("network_lat", DTNN_FIELD(network_lat), P, 0.0, DBL_MAX, "Performance model: seconds"), issue21),
-      planned(choice("network_alg", DTNN_FIELD(network_alg), P, {"vdg", "bta"}, "Performance model: allreduce algorithm"),
-              issue21),
+      number("cpu_speed", DTNN_FIELD(cpu_speed), P, 0.0, DBL_MAX,
+             "PyDTNN's performance model: FLOP/s (given: the model's step time is printed; training unchanged)",
+             kOpenBelow),
+      number("memory_bw", DTNN_FIELD(memory_bw), P, 0.0, DBL_MAX, "PyDTNN's performance model: bytes/s", kOpenBelow),
+      number("network_bw", DTNN_FIELD(network_bw), P, 0.0, DBL_MAX, "PyDTNN's performance model: bits/s", kOpenBelow),
+      number("network_lat", DTNN_FIELD(network_lat), P, 0.0, DBL_MAX, "PyDTNN's performance model: seconds"),
+      choice("network_alg", DTNN_FIELD(network_alg), P, {"vdg", "bta"},
+             "PyDTNN's performance model: allreduce algorithm"),
   };
 }
 

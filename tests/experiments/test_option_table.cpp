@@ -100,7 +100,8 @@ TEST_CASE("option table: a matrix and the command line accept and refuse the sam
   CHECK(parse("name = \"d\"\n[base]\noptimizer = \"Adam\"\n").trials[0].get("optimizer") == "adam");
   CHECK_THROWS_WITH(parse("name = \"d\"\n[base]\nthreads = 2000\n"), Catch::Contains("threads"));
   CHECK_THROWS_WITH(parse("name = \"d\"\n[base]\nmetrics = \"accuracy_typo\"\n"), Catch::Contains("unknown metric"));
-  CHECK_THROWS_WITH(parse("name = \"d\"\n[base]\nnetwork_bw = 5.0\n"), Catch::Contains("issue 21"));
+  CHECK_THROWS_WITH(parse("name = \"d\"\n[base]\nnetwork_bw = 5.0\n"),
+                    Catch::Contains("'network_bw' is a `dtnn train` option a matrix does not set"));
   CHECK_THROWS_WITH(parse("name = \"d\"\n[base]\nenable_best_of = true\n"), Catch::Contains("sets conv_algo"));
   CHECK_THROWS_WITH(parse("name = \"d\"\n[base]\ndataset_train_path = \"a\\nb\"\n"), Catch::Contains("line break"));
   CHECK_THROWS_WITH(parse("name = \"d\"\n[base]\ndataset_train_path = \"x;learning_rate=0.1\"\n"),
@@ -173,11 +174,6 @@ TEST_CASE("option table: PyDTNN's launcher options are accepted with PyDTNN's me
     o.dtype = "float64";
     CHECK_THROWS_AS(dtnn::resolve_options(o, {}), dtnn::Unsupported);
   }
-  {
-    dtnn::TrainOptions o;
-    o.network_bw = 5.0;
-    CHECK_THROWS_AS(dtnn::resolve_options(o, {}), dtnn::Unsupported);
-  }
   const std::string synth = "train --model=simplemlp --use_synthetic_data=True --steps_per_epoch=1 "
                             "--evaluate_on_test=False --progress=False ";
   for (const char* accepted : {"--dtype=float32", "--enable_memory_cache=False", "--shared_storage=True",
@@ -190,6 +186,19 @@ TEST_CASE("option table: PyDTNN's launcher options are accepted with PyDTNN's me
                                "--blocking_mpi", "--blocking_mpi=True", "--global_batch_size=128", "--profile=True"}) {
     INFO(accepted);
     CHECK(dtnn::test::run_dtnn(synth + accepted).status == 0);
+  }
+  // PyDTNN's performance-model options: training unchanged, the model's step time printed (the line PyDTNN's
+  // pydtnn_benchmark.py has commented out); simplemlp's three FC layers at 64 samples, blocking, one rank:
+  // 2 x 64 x (784x512 + 512x512 + 512x512 + 512x10) FLOPs forward, twice that backward, at 1e9 FLOP/s
+  // (memory_bw 1e15 B/s keeps every matmul compute-bound): 3 x 2 x 64 x 930,816 / 1e9 = 0.357433 s (the real
+  // PyDTNN's Model.calculate_time gives 0.35743332: tests/analysis/test_pydtnn_model_peer.py).
+  {
+    const dtnn::test::Command c = dtnn::test::run_dtnn(synth + "--cpu_speed=1e9 --memory_bw=1e15");
+    CHECK(c.status == 0);
+    CHECK(c.out.find("**** Model time:  [3.574333e-01") != std::string::npos);
+    CHECK(c.out.find("seconds per step of 64 samples per rank on 1 rank(s), blocking)") != std::string::npos);
+    CHECK(c.out.find("**** Training") != std::string::npos);
+    CHECK(dtnn::test::run_dtnn(synth).out.find("Model time") == std::string::npos);  // only when given
   }
   // --tracing needs a file of a known kind: one line, exit 1 (as every option the run refuses).
   for (const char* bad : {"--tracing=True", "--tracing=True --tracer_output=t.xyz"}) {
@@ -204,7 +213,11 @@ TEST_CASE("option table: PyDTNN's launcher options are accepted with PyDTNN's me
   const dtnn::test::Command neither = dtnn::test::run_dtnn(synth + "--blocking_mpi=False --non_blocking_mpi=False");
   CHECK(neither.status == 2);
   CHECK(neither.err == "dtnn: --blocking_mpi=False contradicts --non_blocking_mpi=False: give one of them\n");
-  for (const char* refused : {"--dtype=float64", "--enable_gpudirect=True", "--network_alg=bta"}) {
+  for (const char* accepted : {"--enable_gpudirect=True", "--network_alg=bta"}) {  // on the CPU, as PyDTNN
+    INFO(accepted);
+    CHECK(dtnn::test::run_dtnn(synth + accepted).status == 0);
+  }
+  for (const char* refused : {"--dtype=float64"}) {
     INFO(refused);
     const dtnn::test::Command c = dtnn::test::run_dtnn(synth + refused);
     CHECK(c.status == dtnn::kUnsupportedExit);
