@@ -21,6 +21,7 @@ SampleAugmentation sample_augmentation(const Augmentation& aug, int64_t epoch, i
   s.dx = static_cast<int64_t>(rng.below(span));
   s.flip = aug.flip && u_flip < aug.flip_prob;
   s.crop = aug.crop && u_crop < aug.crop_prob;
+  s.u_top = rng.uniform(), s.u_left = rng.uniform(), s.u_roll_y = rng.uniform(), s.u_roll_x = rng.uniform();
   return s;
 }
 
@@ -62,6 +63,33 @@ void shift(const ImageView& im, int64_t sy, int64_t sx) {
     }
 }
 
+// A uniform integer in {0..n-1} from u in [0, 1).
+int64_t pick(double u, int64_t n) { return std::min<int64_t>(static_cast<int64_t>(u * static_cast<double>(n)), n - 1); }
+
+void zero_block(const ImageView& im, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+  if (c1 <= c0) return;
+  for (int64_t p = 0; p < im.planes; ++p)
+    for (int64_t r = r0; r < r1; ++r) std::memset(im.row(p, r) + c0 * im.px, 0, sizeof(float) * (c1 - c0) * im.px);
+}
+
+// numpy.roll along rows by sy and columns by sx: out(r, x) = in((r - sy) mod h, (x - sx) mod w), in place.
+void roll(const ImageView& im, int64_t sy, int64_t sx) {
+  const int64_t row = im.w * im.px, my = ((-sy % im.h) + im.h) % im.h, mx = ((-sx % im.w) + im.w) % im.w;
+  for (int64_t p = 0; p < im.planes; ++p) {
+    float* plane = im.row(p, 0);
+    std::rotate(plane, plane + my * row, plane + im.h * row);
+    for (int64_t r = 0; r < im.h; ++r) std::rotate(im.row(p, r), im.row(p, r) + mx * im.px, im.row(p, r) + row);
+  }
+}
+
+// PyDTNN's crop (augment.h): zero the corners outside a size x size window, then roll the image.
+void pydtnn_crop(const ImageView& im, int64_t size, const SampleAugmentation& s) {
+  const int64_t t = pick(s.u_top, im.h - size), l = pick(s.u_left, im.w - size);
+  zero_block(im, 0, t, 0, l);
+  zero_block(im, t + size, im.h, l + size, im.w);
+  roll(im, pick(s.u_roll_y, im.h - size) - t, pick(s.u_roll_x, im.w - size) - l);
+}
+
 }  // namespace
 
 void augment_batch(const Augmentation& aug, int64_t epoch, const int64_t* indices, int64_t count, Layout layout,
@@ -72,12 +100,15 @@ void augment_batch(const Augmentation& aug, int64_t epoch, const int64_t* indice
   DTNN_CHECK(aug.crop_prob >= 0.0 && aug.crop_prob <= 1.0, "--crop_images_prob must be in [0, 1] (got ",
              aug.crop_prob, ")");
   DTNN_CHECK(aug.crop_padding >= 0, "--crop_images_padding must be non-negative (got ", aug.crop_padding, ")");
+  DTNN_CHECK(!aug.crop || aug.crop_size < std::min(h, w), "--crop_images_size=", aug.crop_size,
+             " must be smaller than the images' side (", h, "x", w, ")");
   const bool nchw = layout == Layout::nchw;
   for (int64_t b = 0; b < count; ++b) {
     const SampleAugmentation s = sample_augmentation(aug, epoch, indices[b]);
     const ImageView im{x + b * h * w * c, nchw ? c : 1, h, w, nchw ? 1 : c};
     if (s.flip) flip_w(im);
-    if (s.crop) shift(im, s.dy - aug.crop_padding, s.dx - aug.crop_padding);
+    if (s.crop && aug.crop_size > 0) pydtnn_crop(im, aug.crop_size, s);
+    else if (s.crop) shift(im, s.dy - aug.crop_padding, s.dx - aug.crop_padding);
   }
 }
 

@@ -90,11 +90,18 @@ void fisher_yates(std::vector<int64_t>& indices, Rng& rng);
 // Which pool indices train and which validate. PyDTNN semantics: the validation set is a contiguous
 // window of int(N * validation_split) samples of the train pool starting at a seeded random index
 // (wrapping around); with test_as_validation the test set validates and the whole pool trains.
+// `limits`: when > 0, only the first that many samples of a pool take part (PyDTNN's --steps_per_epoch on
+// ImageNet keeps whole shards: train/run.h step_capped_pools).
 struct Splits {
   std::vector<int64_t> train;  // indices into Pool::train
   std::vector<int64_t> val;    // indices into val_pool
   Pool val_pool = Pool::train;
 };
-Splits make_splits(const Dataset& data, double validation_split, bool test_as_validation, uint64_t seed);
+struct PoolLimits {
+  int64_t train = 0, test = 0;  // 0: the whole pool
+};
+int64_t limited_count(const Dataset& data, Pool pool, const PoolLimits& limits);
+Splits make_splits(const Dataset& data, double validation_split, bool test_as_validation, uint64_t seed,
+                   const PoolLimits& limits = {});
 
 }  // namespace dtnn

@@ -1,4 +1,5 @@
 // Synthetic data of any dataset's shape, the dataset shape table, the default shuffle and the splits.
+#include <algorithm>
 #include <utility>
 
 #include "core/error.h"
@@ -54,14 +55,20 @@ std::unique_ptr<Dataset> make_synthetic(const DatasetShape& shape, uint64_t seed
   return std::make_unique<Synthetic>(shape, seed);
 }
 
-Splits make_splits(const Dataset& data, double validation_split, bool test_as_validation, uint64_t seed) {
+int64_t limited_count(const Dataset& data, Pool pool, const PoolLimits& limits) {
+  const int64_t n = data.count(pool), limit = pool == Pool::train ? limits.train : limits.test;
+  return limit > 0 ? std::min(n, limit) : n;
+}
+
+Splits make_splits(const Dataset& data, double validation_split, bool test_as_validation, uint64_t seed,
+                   const PoolLimits& limits) {
   DTNN_CHECK(validation_split >= 0.0 && validation_split < 1.0, "--validation_split must be in [0, 1) (got ",
              validation_split, ")");
   Splits s;
-  const int64_t n = data.count(Pool::train);
+  const int64_t n = limited_count(data, Pool::train, limits);
   if (test_as_validation) {
     s.val_pool = Pool::test;
-    for (int64_t i = 0; i < data.count(Pool::test); ++i) s.val.push_back(i);
+    for (int64_t i = 0; i < limited_count(data, Pool::test, limits); ++i) s.val.push_back(i);
     for (int64_t i = 0; i < n; ++i) s.train.push_back(i);
     return s;
   }

@@ -213,8 +213,9 @@ std::vector<OptionSpec> make_table() {
       number("crop_images_prob", DTNN_FIELD(crop_images_prob), M | P, 0.0, 1.0, "Probability of a crop per sample"),
       integer("crop_images_padding", DTNN_FIELD(crop_images_padding), M, 0, 1 << 20,
               "Zero padding P of the crop (offsets in [-P, P])"),
-      integer("crop_images_size", DTNN_FIELD(crop_images_size), P, 0, 1 << 20,
-              "PyDTNN's crop: not supported (use --crop_images_padding)"),
+      integer("crop_images_size", DTNN_FIELD(crop_images_size), M | P, 0, 1 << 20,
+              "--crop_images: PyDTNN's crop, an S x S window with the corners outside it zeroed, then the image rolled "
+              "(0: dtnn's pad-and-crop, --crop_images_padding)"),
       boolean("prefetch", DTNN_FIELD(prefetch), M, "Load the next batch on a loader thread during the current step"),
       // Optimizer, loss, metrics
       choice("optimizer", DTNN_FIELD(optimizer.name), M | MM | T | P, {"sgd", "rmsprop", "adam", "nadam"},
@@ -301,8 +302,8 @@ std::vector<OptionSpec> make_table() {
       integer("gpus_per_node", DTNN_FIELD(gpus_per_node), P, 0, 1024,
               "GPU: the ranks of a node use GPUs 0..n-1 (rank % n); 0: every GPU of the node"),
       boolean("enable_gpudirect", DTNN_FIELD(enable_gpudirect), P,
-              "PyDTNN's device buffers handed to MPI: nothing on the CPU; with --enable_gpu refused (gradients are "
-              "staged through pinned memory, or NCCL)"),
+              "PyDTNN's GPU gradients in mapped pinned host memory for MPI: what dtnn's staged GPU reduction does "
+              "(or NCCL); nothing on the CPU"),
       boolean("enable_memory_cache", DTNN_FIELD(enable_memory_cache), P,
               "PyDTNN's persistent workspaces: dtnn always sizes buffers when the model is built"),
       boolean("shared_storage", DTNN_FIELD(shared_storage), P, "Only rank 0 writes files either way (as PyDTNN)"),
@@ -374,7 +375,8 @@ std::vector<OptionSpec> make_table() {
            "then fixed. The update is the whole global batch's (gradients are scaled by 1/global batch)",
            check_batch_shares),
       boolean("tracing", DTNN_FIELD(tracing), P,
-              "Per-rank event timelines of training (needs --tracer_output; on the GPU timed by CUDA events)"),
+              "Per-rank event timelines of training (--tracer_output; without it ./test.prv, where PyDTNN's Extrae "
+              "setup merges its Paraver trace; on the GPU timed by CUDA events)"),
       path("tracer_output", DTNN_FIELD(tracer_output), P,
            "--tracing: FILE.csv (PyDTNN's simple tracer, rank 0), FILE.json (Chrome trace of every rank, for Perfetto), "
            "FILE.prv or DIR/ (Paraver: FILE.prv/.pcf/.row or DIR/dtnn.*, every rank); several separated by commas"),

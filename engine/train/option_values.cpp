@@ -217,11 +217,13 @@ void resolve_options(TrainOptions& o, const std::vector<std::string>& given) {
   // PyDTNN's --evaluate: the test set before and after training when True, never when False. dtnn's own
   // --evaluate_on_test (after training) follows it unless given itself.
   if (was_given("evaluate") && !was_given("evaluate_on_test")) o.evaluate_on_test = o.evaluate;
-  // PyDTNN's --enable_gpudirect hands device buffers to a CUDA-aware MPI; on the CPU it changes nothing (as in
-  // PyDTNN, whose CPU path never reads it).
-  if (o.enable_gpudirect && o.enable_gpu)
-    unsupported("--enable_gpudirect with --enable_gpu: device buffers are not handed to MPI (GPU gradients are staged "
-                "through pinned host memory for MPI, or reduced on the devices with --enable_nccl)");
+  // PyDTNN's --enable_gpudirect keeps a GPU model's gradients in mapped pinned host memory, which MPI sums in
+  // place (no CUDA-aware MPI). dtnn's GPU reduction stages gradients through pinned host buffers for MPI (or
+  // sums them on the devices with --enable_nccl): the same arithmetic, so it is accepted as that; the CPU path
+  // never reads it, as PyDTNN's does not.
+  // PyDTNN's --tracing=True without --tracer_output drives Extrae, whose scripts/extrae.xml merges the trace
+  // into ./test.prv (.pcf, .row) in the launch folder: dtnn writes its Paraver trace there.
+  if (o.tracing && o.tracer_output.empty()) o.tracer_output = "test.prv";
   // PyDTNN's precedence: best_of, then Winograd (a layer it declines falls back), then ConvGemm.
   const char* algo = o.enable_best_of ? "best_of"
                      : o.enable_conv_winograd ? "cpu.winograd_f4"
@@ -287,12 +289,8 @@ void validate_options(const TrainOptions& o) {
                "than --dataset_train_path (", o.dataset_test_path.empty() ? "not given" : "the same folder",
                "), or --evaluate_on_test=False without --test_as_validation");
   }
-  DTNN_CHECK(o.crop_images_size == 0, "--crop_images_size (PyDTNN's corner-zeroing roll) is not supported: use "
-             "--crop_images with --crop_images_padding=P (zero-pad by P, random crop of the original size)");
   DTNN_CHECK(!o.enable_nccl || o.enable_gpu, "--enable_nccl needs --enable_gpu");
   DTNN_CHECK(!o.gpu_layer_times || o.enable_gpu, "--gpu_layer_times needs --enable_gpu");
-  DTNN_CHECK(!o.tracing || !o.tracer_output.empty(),
-             "--tracing=True needs --tracer_output=FILE.csv, FILE.json, FILE.prv or DIR (dtnn does not drive Extrae)");
   if (o.tracing) trace_outputs(o.tracer_output);
   validate_averaging(o);
   DTNN_CHECK(!o.evaluate_only || !o.weights_and_bias_filename.empty() || !o.resume_from.empty(),

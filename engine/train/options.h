@@ -49,7 +49,7 @@ struct TrainOptions {
   bool crop_images = false;         // zero-pad by crop_images_padding, random crop of the original size
   double crop_images_prob = 0.5;
   int64_t crop_images_padding = 4;
-  int64_t crop_images_size = 0;     // PyDTNN's corner-zeroing "crop": not reproduced; > 0 is an error
+  int64_t crop_images_size = 0;     // > 0: PyDTNN's corner-zeroing roll (data/augment.h) instead of the pad-and-crop
   bool prefetch = true;             // load the next batch on a loader thread (data/loader.h)
   // Optimizer, loss, metrics
   OptimizerOptions optimizer;

@@ -155,8 +155,14 @@ TrainerSetup build_trainer(const TrainOptions& o, Model& model, const Dataset& d
   TrainerSetup s;
   s.optimizer = make_optimizer(o.optimizer, model.slab_size(), o.enable_gpu ? Device::gpu : Device::cpu);
   s.trainer = std::make_unique<Trainer>(model, data, comm, *s.optimizer, o);
-  s.splits = make_splits(data, o.validation_split, o.test_as_validation, o.seed);
+  s.splits = make_splits(data, o.validation_split, o.test_as_validation, o.seed, step_capped_pools(o, comm.size()));
   return s;
+}
+
+PoolLimits step_capped_pools(const TrainOptions& o, int ranks) {
+  if (o.dataset_name != "imagenet" || o.steps_per_epoch <= 0) return {};
+  const int64_t samples = global_batch(o, ranks) * o.steps_per_epoch;
+  return {std::max<int64_t>(1, samples / 1251) * 1251, std::max<int64_t>(1, samples / 390) * 390};
 }
 
 std::unique_ptr<Dataset> open_dataset(const TrainOptions& o, const Model& model) {
@@ -460,7 +466,7 @@ int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
   }
   if (root) print_parameters(out, o);
 
-  std::vector<int64_t> test_indices(static_cast<size_t>(data->count(Pool::test)));
+  std::vector<int64_t> test_indices(static_cast<size_t>(limited_count(*data, Pool::test, step_capped_pools(o, comm.size()))));
   for (size_t i = 0; i < test_indices.size(); ++i) test_indices[i] = static_cast<int64_t>(i);
   const Environment env = run_environment(o, comm);
   RunSummary run;

@@ -41,6 +41,13 @@ struct TrainerSetup {
 };
 TrainerSetup build_trainer(const TrainOptions& options, Model& model, const Dataset& data, Communicator& comm);
 
+// PyDTNN's --steps_per_epoch on ImageNet (datasets/dataset.py adjust_steps_per_epoch) keeps whole shards: the
+// first max(1, G x steps / 1251) training shards of 1251 images (the validation split is taken from them) and
+// max(1, G x steps / 390) test shards of 390, G the global batch. The pools are cut to as many samples, so a
+// step-capped ImageNet run validates and tests what PyDTNN's does instead of 1.28 million / 50,000 images.
+// Other datasets and steps_per_epoch = 0: the whole pools ({0, 0}).
+PoolLimits step_capped_pools(const TrainOptions& options, int ranks);
+
 // Opens --dataset (mnist, cifar10, imagenet; synthetic with --use_synthetic_data) for a built model.
 // Synthetic and ImageNet images take the model's input size (alexnet_imagenet: 227x227, the other
 // ImageNet models 224x224) when it differs from the dataset's nominal one.

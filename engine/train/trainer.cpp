@@ -22,6 +22,7 @@ Augmentation augmentation_of(const TrainOptions& o) {
   a.crop = o.crop_images;
   a.crop_prob = o.crop_images_prob;
   a.crop_padding = o.crop_images_padding;
+  a.crop_size = o.crop_images_size;
   a.seed = o.seed;
   return a;
 }

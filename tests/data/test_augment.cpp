@@ -181,3 +181,88 @@ TEST_CASE("augment: decisions depend only on (seed, epoch, index), not on the ba
   aug.flip_prob = 1.5;
   CHECK(test::throws_dtnn_error([&] { augment_batch(aug, 1, indices.data(), 3, Layout::nchw, 4, 4, 2, batch.data()); }));
 }
+
+namespace {
+
+int64_t pick(double u, int64_t n) { return std::min<int64_t>(static_cast<int64_t>(u * static_cast<double>(n)), n - 1); }
+
+// PyDTNN's crop (pydtnn/datasets/dataset.py do_crop_images) written from its definition: zero the corners
+// [0,t)x[0,l) and [t+S,h)x[l+S,w) of the (flipped) image, then out(r, x) = in((r - s1) mod h, (x - s2) mod w).
+float expected_roll(const Images& im, const Augmentation& aug, const SampleAugmentation& s, int64_t b, int64_t r,
+                    int64_t x, int64_t ch) {
+  if (s.crop) {
+    const int64_t S = aug.crop_size, t = pick(s.u_top, im.h - S), l = pick(s.u_left, im.w - S);
+    const int64_t s1 = pick(s.u_roll_y, im.h - S) - t, s2 = pick(s.u_roll_x, im.w - S) - l;
+    r = ((r - s1) % im.h + im.h) % im.h;
+    x = ((x - s2) % im.w + im.w) % im.w;
+    const int64_t fx = s.flip ? im.w - 1 - x : x;  // corners are zeroed after the flip, by position
+    if ((r < t && x < l) || (r >= t + S && x >= l + S)) return 0.0f;
+    return im.value(b, r, fx, ch);
+  }
+  return im.value(b, r, s.flip ? im.w - 1 - x : x, ch);
+}
+
+}  // namespace
+
+TEST_CASE("augment: --crop_images_size is PyDTNN's corner-zeroing roll, in rows and columns in both layouts",
+          "[data]") {
+  const Images im{64, 7, 9, 3};
+  Augmentation aug;
+  aug.crop = aug.flip = true;
+  aug.crop_prob = 1.0;
+  aug.crop_size = 4;
+  aug.seed = 11;
+  for (Layout layout : {Layout::nhwc, Layout::nchw}) {
+    for (int64_t epoch : {1, 2}) {
+      std::vector<float> x = im.make(layout);
+      const std::vector<int64_t> idx = iota(im.n, 100);
+      augment_batch(aug, epoch, idx.data(), im.n, layout, im.h, im.w, im.c, x.data());
+      int bad = 0;
+      for (int64_t b = 0; b < im.n; ++b) {
+        const SampleAugmentation s = sample_augmentation(aug, epoch, idx[b]);
+        for (int64_t r = 0; r < im.h; ++r)
+          for (int64_t c = 0; c < im.w; ++c)
+            for (int64_t ch = 0; ch < im.c; ++ch)
+              if (x[im.offset(layout, b, r, c, ch)] != expected_roll(im, aug, s, b, r, c, ch)) ++bad;
+      }
+      CHECK(bad == 0);
+    }
+  }
+  aug.crop_size = 7;  // not smaller than h: PyDTNN crashes (numpy's randint(0, 0)); dtnn says so
+  std::vector<float> x = im.make(Layout::nhwc);
+  CHECK_THROWS_WITH(augment_batch(aug, 1, iota(1).data(), 1, Layout::nhwc, im.h, im.w, im.c, x.data()),
+                    Catch::Contains("--crop_images_size=7 must be smaller than the images' side (7x9)"));
+}
+
+TEST_CASE("augment: PyDTNN's own do_crop_images gives the same image for the same draws", "[data]") {
+  // The real PyDTNN's do_crop_images on this 2-channel 5x6 NCHW image (values 1 + 100c + 10r + x), crop 2,
+  // with numpy's draws forced to t = 1, l = 2, s1 = -1, s2 = 1 (numpy.random.randint patched), printed:
+  const std::vector<std::vector<int>> pydtnn = {{16, 11, 12, 13, 14, 15}, {26, 21, 22, 23, 24, 25},
+                                                {0, 31, 32, 33, 34, 0},   {0, 41, 42, 43, 44, 0},
+                                                {6, 0, 0, 3, 4, 5}};
+  Augmentation aug;
+  aug.crop = true;
+  aug.crop_prob = 1.0;
+  aug.crop_size = 2;
+  int64_t index = 0;  // a sample whose draws are those: t = pick(u, 3) = 1, l = pick(u, 4) = 2, ...
+  for (;; ++index) {
+    const SampleAugmentation s = sample_augmentation(aug, 1, index);
+    const int64_t t = pick(s.u_top, 3), l = pick(s.u_left, 4);
+    if (t == 1 && l == 2 && pick(s.u_roll_y, 3) - t == -1 && pick(s.u_roll_x, 4) - l == 1) break;
+    REQUIRE(index < 100000);
+  }
+  for (Layout layout : {Layout::nchw, Layout::nhwc}) {
+    std::vector<float> x(60);
+    for (int64_t c = 0; c < 2; ++c)
+      for (int64_t r = 0; r < 5; ++r)
+        for (int64_t w = 0; w < 6; ++w)
+          x[layout == Layout::nchw ? (c * 5 + r) * 6 + w : (r * 6 + w) * 2 + c] = 1 + 100 * c + 10 * r + w;
+    augment_batch(aug, 1, &index, 1, layout, 5, 6, 2, x.data());
+    for (int64_t c = 0; c < 2; ++c)
+      for (int64_t r = 0; r < 5; ++r)
+        for (int64_t w = 0; w < 6; ++w) {
+          const int want = pydtnn[r][w] == 0 ? 0 : pydtnn[r][w] + 100 * static_cast<int>(c);
+          CHECK(x[layout == Layout::nchw ? (c * 5 + r) * 6 + w : (r * 6 + w) * 2 + c] == want);
+        }
+  }
+}

@@ -200,8 +200,20 @@ TEST_CASE("option table: PyDTNN's launcher options are accepted with PyDTNN's me
     CHECK(c.out.find("**** Training") != std::string::npos);
     CHECK(dtnn::test::run_dtnn(synth).out.find("Model time") == std::string::npos);  // only when given
   }
-  // --tracing needs a file of a known kind: one line, exit 1 (as every option the run refuses).
-  for (const char* bad : {"--tracing=True", "--tracing=True --tracer_output=t.xyz"}) {
+  // --tracing alone writes Paraver's files where PyDTNN's Extrae setup merges its trace (./test.prv, .pcf, .row).
+  {
+    const std::string dir = dtnn::test::temp_path("tracing_default");
+    std::filesystem::create_directories(dir);
+    CHECK(std::system(("cd " + dir + " && " + std::string(DTNN_BINARY) + " " + synth + "--tracing=True > out.txt 2>&1")
+                          .c_str()) == 0);
+    for (const char* file : {"test.prv", "test.pcf", "test.row"}) {
+      INFO(file);
+      CHECK(std::filesystem::file_size(dir + "/" + file) > 0);
+    }
+    std::filesystem::remove_all(dir);
+  }
+  // A --tracer_output of an unknown kind: one line, exit 1 (as every option the run refuses).
+  for (const char* bad : {"--tracing=True --tracer_output=t.xyz"}) {
     INFO(bad);
     const dtnn::test::Command c = dtnn::test::run_dtnn(synth + bad);
     CHECK(c.status == 1);
