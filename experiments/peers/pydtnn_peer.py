@@ -45,11 +45,22 @@ Options: --name=value, under dtnn's names (`dtnn train --list-options`), which a
     --straggler_factor, --rank_batch_shares, --trace_steps, --crop_images (PyDTNN's is another augmentation: it
     zeroes a corner region, dtnn pads and crops), --gpus_per_node (0). Any other option: exit 3, "PyDTNN has no
     --NAME".
+  * --tensor_format=NCHW on the CPU with --validation_split=0 and no --test_as_validation: unsupported (exit 3)
+    when training, whatever the model; PyDTNN then validates on one empty batch after each epoch (NaN figures in
+    NHWC) and its NCHW convolution fails on it after the first epoch's training.
   * Options not given take dtnn's defaults where PyDTNN's differ: --beta1=0.9 (PyDTNN: 0.99),
     --stop_at_loss_metric=categorical_cross_entropy (PyDTNN: val_accuracy), --tensor_format=AUTO (PyDTNN: NHWC;
     the same on the CPU), and --lr_schedulers, --evaluate and --dataset_test_path as below.
-  * --weights_and_bias_filename: given to PyDTNN only when the file exists (dtnn's rule; PyDTNN would fail on a
-    missing one); PyDTNN loads it before training and, unlike dtnn, does not store the weights after.
+  * --weights_and_bias_filename=F as dtnn's: loaded before training when F exists (given to PyDTNN, whose main()
+    loads it; PyDTNN would fail on a missing one), once this script has checked that F holds every array of the
+    model, with its shape and finite (dtnn's rule, else exit 1; PyDTNN alone skips a missing key and takes any
+    shape); after training (not diverged) rank 0 stores the trained weights to F, atomically, as PyDTNN's own
+    store_weights_and_bias would (Model.load_store_path's `{layer.id}_{Layer}_{var}` keys, np.savez_compressed;
+    PyDTNN itself never stores after training). The model is the one main() builds through the seeded Model().
+    Arrays keep --tensor_format's layout, as dtnn's do: conv weights (ci, kh, kw, co) in NHWC, (co, ci, kh, kw)
+    in NCHW, and an FC after a Flatten of C > 1 channels has (h, w, c) or (c, h, w) rows (same shape, so a file
+    of the other format is refused only where a conv's shape differs). --evaluate_only=True (PyDTNN's: one
+    evaluation, reported as "test"; nothing stored) needs an F that exists (else exit 2).
   * --model must be one of PyDTNN's (pydtnn/models/NAME.py), --dataset mnist, cifar10 or imagenet.
 
 Data: PyDTNN reads raw IDX files (mnist) and CIFAR-10's binary files (data_batch_{1..5}.bin, test_batch.bin).
@@ -207,6 +218,20 @@ def check_dtnn_only(opts):
     if boolean(opts, "non_blocking_mpi", False) or not boolean(opts, "blocking_mpi", True):
         if opts.get("gradient_bucket_mb", "0").strip() not in ("0", "0.0", ""):
             raise Exit(3, "unsupported: PyDTNN has no --gradient_bucket_mb (it reduces one layer at a time: 0)")
+
+
+def check_empty_validation(opts):
+    """PyDTNN without validation data still runs a validation pass of one empty batch after every epoch (NaN
+    figures in NHWC); its CPU NCHW convolution fails on it after the first epoch: refused before training."""
+    nchw = opts.get("tensor_format", "AUTO").upper() == "NCHW" and not boolean(opts, "enable_gpu", False)
+    try:
+        split = float(opts.get("validation_split", "0"))
+    except ValueError:
+        raise Exit(2, f"--validation_split: expected a number, got {opts['validation_split']!r}") from None
+    if nchw and split == 0 and not boolean(opts, "test_as_validation", False) and \
+            not boolean(opts, "evaluate_only", False) and integer(opts, "num_epochs", 1) > 0:
+        raise Exit(3, "unsupported: PyDTNN's CPU NCHW convolution fails on the empty validation batch it runs "
+                      "with --validation_split=0 (give --test_as_validation=True or a validation split)")
 
 
 def conv_algo_argv(opts):
@@ -442,6 +467,7 @@ def recorder_class():
         def __init__(self):
             super().__init__()
             self.epochs, self.start, self.last, self.stop_training = [], 0.0, 0.0, False
+            self.model = None  # the Model main() built (hook_pydtnn)
 
         def on_epoch_begin(self, *args):
             self.start = self.last = time.perf_counter()
@@ -460,7 +486,8 @@ def recorder_class():
 
 def hook_pydtnn(bench, seed):
     """PyDTNN's main() with the seed and the recorder: Model() seeded with `seed` (main seeds 0 just before
-    it), the recorder first in the schedulers main() builds. Returns the recorder."""
+    it), the model kept as recorder.model with its weights file checked before it loads one (check_weights),
+    the recorder first in the schedulers main() builds. Returns the recorder."""
     import random
 
     import numpy as np
@@ -469,11 +496,47 @@ def hook_pydtnn(bench, seed):
     def seeded_model(**kwargs):
         random.seed(seed)
         np.random.seed(seed if seed < 2 ** 32 else [seed & 0xFFFFFFFF, seed >> 32])
-        return model_class(**kwargs)
+        model = recorder.model = model_class(**kwargs)
+        load = model.load_weights_and_bias
+        model.load_weights_and_bias = lambda path: (check_weights(model, path), load(path))
+        return model
 
     bench.Model = seeded_model
     bench.get_lr_schedulers = lambda model: [recorder] + get_schedulers(model)
     return recorder
+
+
+def weight_arrays(model):
+    """{key: array} of the model in PyDTNN's own format (Model.load_store_path: `{layer.id}_{Layer}_{var}`
+    for every trainable array and BatchNormalization's running_mean / running_var; the arrays themselves)."""
+    arrays = {}
+    model.load_store_path(model.layers, arrays, "store")
+    return arrays
+
+
+def check_weights(model, path):
+    """dtnn's rule before loading: every array the model has is in the file with its shape, all finite
+    (PyDTNN alone skips a missing key with a message and takes an array of any shape); else exit 1."""
+    import numpy as np
+    with np.load(path) as d:
+        for key, value in weight_arrays(model).items():
+            if key not in d:
+                raise Exit(1, f"{path}: no array '{key}' for model {model.model_name}")
+            if d[key].shape != value.shape:
+                raise Exit(1, f"{path}: array '{key}' has shape {d[key].shape}, the model needs {value.shape}")
+            if not np.isfinite(d[key]).all():
+                raise Exit(1, f"{path}: array '{key}' holds a NaN or an infinity: weights must be finite")
+
+
+def store_weights(model, path):
+    """The trained weights into path as PyDTNN's store_weights_and_bias writes them (np.savez_compressed of
+    weight_arrays), atomically (PyDTNN's own writes only with --shared_storage, in place, adding .npz)."""
+    import numpy as np
+    arrays = {k: np.asarray(v) for k, v in weight_arrays(model).items()}
+    try:
+        write_atomically(os.path.abspath(path), lambda f: np.savez_compressed(f, **arrays))
+    except OSError as e:
+        raise Exit(1, f"cannot write weights {path}: {e.strerror or e}") from None
 
 
 def run_pydtnn(argv, seed):
@@ -489,6 +552,8 @@ def run_pydtnn(argv, seed):
     except SystemExit as e:
         if e.code not in (0, None):
             error = f"it exited with status {e.code}"
+    except Exit:  # check_weights' refusal
+        raise
     except Exception as e:  # noqa: BLE001 (any PyDTNN failure is reported, not raised)
         error = f"{type(e).__name__}: {e}".splitlines()[0]
     finally:
@@ -636,6 +701,7 @@ def translate(opts, path, parser):
     folders); refuses what PyDTNN lacks. Returns (argv, settings)."""
     check_model_and_dataset(opts, path)
     check_dtnn_only(opts)
+    check_empty_validation(opts)
     if "blocking_mpi" in opts and "non_blocking_mpi" in opts and \
             boolean(opts, "blocking_mpi", True) == boolean(opts, "non_blocking_mpi", False):
         raise Exit(2, "--blocking_mpi and --non_blocking_mpi contradict each other")
@@ -664,10 +730,13 @@ def translate(opts, path, parser):
                 "batch_size": integer(opts, "batch_size", 64, lo=1),
                 "evaluate_only": boolean(opts, "evaluate_only", False),
                 "weights": ""}
-    weights = opts.get("weights_and_bias_filename", "")
+    weights = settings["weights_file"] = opts.get("weights_and_bias_filename", "")
     if weights and os.path.isfile(weights):  # dtnn loads it when it exists; PyDTNN would fail on a missing one
         argv.append(f"--weights_and_bias_filename={weights}")
         settings["weights"] = os.path.abspath(weights)
+    if settings["evaluate_only"] and not settings["weights"]:
+        raise Exit(2, "--evaluate_only needs the weights to evaluate (--weights_and_bias_filename of a file that "
+                      "exists)" + (f": {weights} does not exist" if weights else ""))
     return argv, settings
 
 
@@ -718,6 +787,8 @@ def run(opts):
             failed(text, error)
         if rank != 0:
             return 4 if recorder.stop_training else 0
+        if settings["weights_file"] and not settings["evaluate_only"] and not recorder.stop_training:
+            store_weights(recorder.model, settings["weights_file"])
         history_text = open(history).read() if os.path.isfile(history) else ""
     fmt = opts.get("tensor_format", "AUTO").upper()
     info = {**settings, "opts": opts, "argv": argv, "text": text, "recorder": recorder, "history": history_text,
