@@ -48,10 +48,10 @@ CREATE VIEW v_frameworks AS
            r.samples_per_s AS sps, r.test_accuracy AS acc, c.exposed_fraction AS exposed
     FROM runs r LEFT JOIN v_comm c ON c.run_id = r.id
     WHERE r.status = 'ok' AND r.samples_per_s IS NOT NULL),
-  ranked AS (
-    SELECT *, row_number() OVER w AS k, count(*) OVER w AS n FROM ok
-    WINDOW w AS (PARTITION BY environment_id, framework, model, dataset, device, threads, scaling, batch_size,
-                              optimizer, num_epochs, ranks ORDER BY sps)),
+  ranked AS (  -- k: the run's place by samples/s, n: the group's runs (a window without ORDER BY: all of them)
+    SELECT *, row_number() OVER (g ORDER BY sps) AS k, count(*) OVER g AS n FROM ok
+    WINDOW g AS (PARTITION BY environment_id, framework, model, dataset, device, threads, scaling, batch_size,
+                              optimizer, num_epochs, ranks)),
   grp AS (
     SELECT environment_id, framework, model, dataset, device, threads, scaling, batch_size, optimizer, num_epochs,
            ranks, max(n) AS runs, avg(CASE WHEN k IN ((n + 1) / 2, n / 2 + 1) THEN sps END) AS median_sps,

@@ -97,3 +97,33 @@ TEST_CASE("query: layers averages a layer's times over runs of one device, batch
         std::vector<std::string>{"device=cpu batch_per_rank=64 conv_algo=gemm problem=b64 runs=2 forward_ms=11.0",
                                  "device=gpu batch_per_rank=256 conv_algo=cudnn problem=b256 runs=1 forward_ms=0.5"});
 }
+
+TEST_CASE("query: frameworks gives each framework's median, spread and speed-up against its own fewest ranks",
+          "[query]") {
+  Fixture f("frameworks");
+  const std::map<std::string, std::string> p = {{"batch_size", "64"}, {"dataset", "mnist"}, {"threads", "1"}};
+  auto with = [&](const std::string& framework) {
+    std::map<std::string, std::string> q = p;
+    q["framework"] = framework;
+    return q;
+  };
+  // dtnn: 1 rank 100, 300, 200 (median 200); 2 ranks 300, 500 (an even count: the middle two's mean, 400).
+  for (double v : {100.0, 300.0, 200.0}) ok_run(f, "d1", 1, v, with("dtnn"));
+  for (double v : {300.0, 500.0}) ok_run(f, "d2", 2, v, with("dtnn"));
+  // pytorch: 1 rank 50; 2 ranks 60, 70, 80, 90 (median 75): speed-up 1.5, efficiency 0.75.
+  ok_run(f, "t1", 1, 50, with("pytorch"));
+  for (double v : {60.0, 70.0, 80.0, 90.0}) ok_run(f, "t2", 2, v, with("pytorch"));
+  const std::vector<std::string> got =
+      rows(f.store, "frameworks", {"ranks", "framework", "runs", "median_samples_per_s", "min_samples_per_s",
+                                   "max_samples_per_s", "speedup", "efficiency", "baseline_ranks"});
+  const std::vector<std::string> want = {
+      "ranks=1 framework=dtnn runs=3 median_samples_per_s=200.0 min_samples_per_s=100.0 max_samples_per_s=300.0 "
+      "speedup=1.0 efficiency=1.0 baseline_ranks=1",
+      "ranks=1 framework=pytorch runs=1 median_samples_per_s=50.0 min_samples_per_s=50.0 max_samples_per_s=50.0 "
+      "speedup=1.0 efficiency=1.0 baseline_ranks=1",
+      "ranks=2 framework=dtnn runs=2 median_samples_per_s=400.0 min_samples_per_s=300.0 max_samples_per_s=500.0 "
+      "speedup=2.0 efficiency=1.0 baseline_ranks=1",
+      "ranks=2 framework=pytorch runs=4 median_samples_per_s=75.0 min_samples_per_s=60.0 max_samples_per_s=90.0 "
+      "speedup=1.5 efficiency=0.75 baseline_ranks=1"};
+  CHECK(got == want);
+}
