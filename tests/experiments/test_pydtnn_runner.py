@@ -13,12 +13,14 @@
 import json
 import os
 import shutil
-import sqlite3
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peer_matrix  # noqa: E402
+
 DTNN, WORK = sys.argv[1:3]
-DATA = "/usr/share/datasets/fashion-mnist"
+DATA = peer_matrix.DATA
 
 
 def fail(why):
@@ -27,26 +29,7 @@ def fail(why):
 
 
 def run_matrix(name, axes, env):
-    matrix = os.path.join(WORK, name + ".toml")
-    with open(matrix, "w") as f:
-        f.write(f'''name = "{name}"
-repeats = 1
-timeout_s = 300
-[base]
-model = "simplecnn"
-dataset = "mnist"
-dataset_train_path = "{DATA}"
-optimizer = "adam"
-learning_rate = 0.001
-batch_size = 32
-num_epochs = 1
-steps_per_epoch = 10
-threads = 1
-evaluate_on_test = false
-{axes}''')
-    db = os.path.join(WORK, name + ".db")
-    p = subprocess.run([DTNN, "run", matrix, "--db", db], capture_output=True, text=True, env=env, timeout=900)
-    return p, sqlite3.connect(db)
+    return peer_matrix.run_matrix(DTNN, WORK, name, axes, env)
 
 
 def without_pydtnn():

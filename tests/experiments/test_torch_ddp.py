@@ -18,9 +18,11 @@ import importlib.util
 import json
 import os
 import shutil
-import sqlite3
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peer_matrix  # noqa: E402
 
 SRC, DTNN, WORK = sys.argv[1:4]
 PY = "/usr/bin/python3"
@@ -106,32 +108,11 @@ def weak_lr():
 
 
 def through_runner():
-    matrix = os.path.join(WORK, "peers.toml")
-    with open(matrix, "w") as f:
-        f.write(f'''name = "peers"
-repeats = 1
-timeout_s = 240
-[base]
-model = "simplecnn"
-dataset = "mnist"
-dataset_train_path = "{DATA}"
-optimizer = "adam"
-learning_rate = 0.001
-batch_size = 32
-num_epochs = 1
-steps_per_epoch = 10
-threads = 1
-evaluate_on_test = false
-[axes]
-framework = ["dtnn", "pytorch"]
-ranks = [1, 2]
-''')
-    db = os.path.join(WORK, "peers.db")
     env = dict(os.environ, OMPI_MCA_rmaps_base_oversubscribe="1")
-    p = subprocess.run([DTNN, "run", matrix, "--db", db], capture_output=True, text=True, env=env, timeout=600)
+    p, con = peer_matrix.run_matrix(DTNN, WORK, "peers", '[axes]\nframework = ["dtnn", "pytorch"]\nranks = [1, 2]\n', env)
+    db = os.path.join(WORK, "peers.db")
     if p.returncode != 0:
         fail(f"dtnn run: exit {p.returncode}\n{p.stdout[-3000:]}\n{p.stderr[-2000:]}")
-    con = sqlite3.connect(db)
     runs = con.execute("SELECT framework, ranks, status, json_extract(report, '$.parallel.ranks') FROM runs "
                        "ORDER BY framework, ranks").fetchall()
     if runs != [("dtnn", 1, "ok", 1), ("dtnn", 2, "ok", 2), ("pytorch", 1, "ok", 1), ("pytorch", 2, "ok", 2)]:
