@@ -33,7 +33,7 @@ def data_shape(args):
         return (3, 224, 224)
     if args.dataset == "cifar10" or args.pad_to_cifar:
         return (3, 32, 32)
-    return (1, 28, 28)
+    return (1, args.resize, args.resize) if args.resize else (1, 28, 28)
 
 
 def read_idx(directory, name, magic):
@@ -58,14 +58,26 @@ def read_idx(directory, name, magic):
     return np.frombuffer(raw, dtype=np.uint8, offset=header).reshape(dims)
 
 
-def load_mnist(directory, prefix):
+def resize_bytes(x, side):
+    """d2l's loader with resize=side: torchvision's transforms.Resize(side) before ToTensor, which is
+    Pillow's bilinear Image.resize of each 8-bit image (dtnn's --resize reproduces it byte for byte)."""
+    from PIL import Image
+    out = np.empty((x.shape[0], side, side), dtype=np.uint8)
+    for i, image in enumerate(x):
+        out[i] = np.asarray(Image.fromarray(image).resize((side, side), Image.BILINEAR))
+    return out
+
+
+def load_mnist(directory, prefix, resize=0):
     x = read_idx(directory, f"{prefix}-images-idx3-ubyte", 2051)
     y = read_idx(directory, f"{prefix}-labels-idx1-ubyte", 2049)
     if x.shape[1:] != (28, 28) or x.shape[0] != y.shape[0] or x.shape[0] == 0:
         raise DataError(f"{directory}: {prefix} images {x.shape} and labels {y.shape} do not match")
     if y.max() > 9:
         raise DataError(f"{directory}: {prefix} labels out of range 0..9")
-    images = torch.from_numpy(x.astype(np.float32) / 255.0).reshape(-1, 1, 28, 28)
+    if resize:
+        x = resize_bytes(x, resize)
+    images = torch.from_numpy(x.astype(np.float32) / 255.0).reshape(-1, 1, x.shape[1], x.shape[2])
     return images, torch.from_numpy(y.astype(np.int64))
 
 
@@ -170,8 +182,8 @@ def load_data(args):
     elif args.dataset == "cifar10":
         train, test = load_cifar10(args.dataset_train_path, args.dataset_test_path, need_test)
     else:
-        train = load_mnist(args.dataset_train_path, "train")
-        test = load_mnist(args.dataset_test_path, "t10k") if need_test else None
+        train = load_mnist(args.dataset_train_path, "train", args.resize)
+        test = load_mnist(args.dataset_test_path, "t10k", args.resize) if need_test else None
         if args.pad_to_cifar:
             train = (pad_to_cifar(train[0]), train[1])
             test = (pad_to_cifar(test[0]), test[1]) if test is not None else None

@@ -1,7 +1,9 @@
 """The PyTorch reference's models, built layer for layer like dtnn's builders (engine/models/), for
 analysis/reference/torch_train.py (whose docstring lists them).
 
-Contract: build_model(name) returns a freshly initialised nn.Sequential on the CPU for a name in MODELS,
+Contract: build_model(name, input_chw=None) returns a freshly initialised nn.Sequential on the CPU for a name
+in MODELS, for per-sample inputs input_chw (default MODEL_INPUT[name]; another image size only for the
+MNIST-shaped models, as dtnn's --resize gives them),
 initialised as dtnn does (glorot_uniform by default, he_uniform where dtnn's builder says so, zero biases,
 BN gamma 1 / beta 0, momentum 0.1 in PyTorch's convention, epsilon 1e-5); it consumes torch's global RNG,
 so torch.manual_seed before it fixes the weights. MODEL_INPUT gives each model's per-sample (C, H, W) and
@@ -204,7 +206,14 @@ def resnet18_d2l():
     return model
 
 
-def build_model(name):
+def model_input(name, resize=0):
+    """The per-sample (C, H, W) a model takes: MODEL_INPUT's, or resize x resize under --resize."""
+    c, h, w = MODEL_INPUT[name]
+    return (c, resize, resize) if resize else (c, h, w)
+
+
+def build_model(name, input_chw=None):
+    _, h, w = input_chw or MODEL_INPUT[name]
     if name == "resnet18_d2l":
         return resnet18_d2l()
     if name == "vgg3dobn":
@@ -220,7 +229,7 @@ def build_model(name):
     if name == "simplemlp":
         model = nn.Sequential(
             nn.Flatten(),
-            nn.Linear(784, 512), nn.ReLU(),
+            nn.Linear(h * w, 512), nn.ReLU(),
             nn.Linear(512, 512), nn.ReLU(),
             nn.Linear(512, 512), nn.ReLU(),
             nn.Linear(512, 10))
@@ -230,7 +239,7 @@ def build_model(name):
             nn.Conv2d(4, 8, 3, stride=1, padding=1), nn.ReLU(),
             nn.MaxPool2d(2, stride=2),
             nn.Flatten(),
-            nn.Linear(8 * 14 * 14, 128), nn.ReLU(),
+            nn.Linear(8 * (h // 2) * (w // 2), 128), nn.ReLU(),
             nn.Dropout(0.5),
             nn.Linear(128, 10))
     for m in model.modules():  # PyDTNN defaults: glorot_uniform weights, zero biases

@@ -34,7 +34,9 @@ biases, BN gamma 1 / beta 0 / running mean 0 / running var 1, BN momentum 0.1 (P
 Datasets (torch_data.py):
   mnist    MNIST-format IDX files, x / 255 (also Fashion-MNIST); with --pad_to_cifar=True each image is
            zero-padded by 2 pixels on every side to 32x32 and its gray channel copied to R, G and B, so
-           the CIFAR-shaped (32x32x3) models train on it
+           the CIFAR-shaped (32x32x3) models train on it; with --resize=N each image is resized to NxN
+           as d2l's loader does (Pillow's bilinear resize of the bytes, then / 255) and the model's input
+           with it (simplecnn, simplemlp, resnet18_d2l)
   cifar10  CIFAR-10 binary version (data_batch_{1..5}.bin, test_batch.bin), x / 255 then per-channel
            standardisation with the training pool's mean and population std (PyDTNN; the test set
            reuses them)
@@ -64,7 +66,7 @@ table's names, kinds, defaults and ranges; booleans as --name=True/False:
   --steps_per_epoch (> 0: that many full batches per epoch, wrapping over the data as dtnn does),
   --optimizer (sgd|adam here), --learning_rate, --momentum, --nesterov, --decay, --beta1, --beta2, --epsilon,
   --validation_split, --test_as_validation,
-  --use_synthetic_data, --pad_to_cifar, --seed, --threads (CPU threads; 0: one per core), --report (JSON run
+  --use_synthetic_data, --pad_to_cifar, --resize, --seed, --threads (CPU threads; 0: one per core), --report (JSON run
   report), --evaluate_on_test (default True), --global_batch_size (strong scaling), --learning_rate_scaling
   --enable_gpu (False)   train on CUDA device 0: model, loss and optimizer on the GPU; the data stays in
                          host memory and every batch is gathered into a pinned buffer and copied with
@@ -128,7 +130,7 @@ from torch_data import DATASETS, DataError, TiledImages, data_shape, gather, loa
 import torch_checkpoint  # noqa: E402
 import torch_dist  # noqa: E402
 from torch_optim import build_optimizer  # noqa: E402
-from torch_models import EXPECTED_PARAMS, MODEL_INPUT, MODELS, build_model, count_params, self_check  # noqa: E402
+from torch_models import EXPECTED_PARAMS, MODELS, build_model, count_params, model_input, self_check  # noqa: E402
 
 BOOLS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 
@@ -210,8 +212,10 @@ def parse_args(argv):
         fail(2, "--dataset_train_path is required unless --use_synthetic_data=True")
     if args.pad_to_cifar and args.dataset != "mnist":
         fail(2, "--pad_to_cifar applies to --dataset=mnist only")
-    if MODEL_INPUT[args.model] != data_shape(args):
-        c, h, w = MODEL_INPUT[args.model]
+    if args.resize and (args.dataset != "mnist" or args.pad_to_cifar):
+        fail(2, "--resize applies to MNIST-format images (--dataset=mnist, without --pad_to_cifar)")
+    if model_input(args.model, args.resize) != data_shape(args):
+        c, h, w = model_input(args.model, args.resize)
         dc, dh, dw = data_shape(args)
         fail(2, f"model {args.model} takes {h}x{w}x{c} inputs but dataset {args.dataset} gives {dh}x{dw}x{dc}"
                 + (" (use --pad_to_cifar=True for MNIST)" if args.dataset == "mnist" and c == 3 else ""))
@@ -569,9 +573,10 @@ def run(args, world):
     if nhwc:
         train, val, test = [(to_nhwc(d[0]), d[1]) if d is not None else None for d in (train, val, test)]
 
-    model = build_model(args.model)  # on the CPU, so the initial weights do not depend on the device
+    # On the CPU, so the initial weights do not depend on the device.
+    model = build_model(args.model, model_input(args.model, args.resize))
     n_params = count_params(model)
-    if n_params != EXPECTED_PARAMS[args.model]:
+    if not args.resize and n_params != EXPECTED_PARAMS[args.model]:  # --resize changes the FC layers' inputs
         fail(1, f"internal error: {args.model} has {n_params} parameters, dtnn's has {EXPECTED_PARAMS[args.model]}")
     if world.rank > 0:  # every rank starts from rank 0's weights (seeded alike); dropout draws its own masks
         torch.manual_seed(args.seed + 1000003 * world.rank)

@@ -84,6 +84,11 @@ std::unique_ptr<Dataset> make_synthetic(const DatasetShape& shape, uint64_t seed
 // CIFAR-shaped models train on (Fashion-)MNIST. load_batch takes at most max_batch samples.
 std::unique_ptr<Dataset> pad_to_cifar(std::unique_ptr<Dataset> inner, int64_t max_batch);
 
+// --resize: MNIST-format files (8-bit, one channel) resized to out_h x out_w as d2l's loader does
+// (Pillow's bilinear Image.resize on the bytes, then / 255: data/resize.cpp). load_batch takes at most
+// max_batch samples. Throws dtnn::Error for other data or a side outside 1..4096.
+std::unique_ptr<Dataset> resize_images(std::unique_ptr<Dataset> inner, int64_t out_h, int64_t out_w, int64_t max_batch);
+
 // Fisher-Yates shuffle of indices drawing from rng: the default Dataset::shuffle.
 void fisher_yates(std::vector<int64_t>& indices, Rng& rng);
 

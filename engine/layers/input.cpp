@@ -7,7 +7,7 @@ namespace {
 
 class Input final : public Layer {
  public:
-  explicit Input(Shape hwc) : hwc_(hwc) {}
+  explicit Input(Shape hwc) : hwc_(hwc) { out_sample_ = hwc; }  // before build: the declared HWC shape
   std::string type() const override { return "Input"; }
   Shape build(const Shape&, const BuildContext& ctx) override {
     layout_ = ctx.layout;

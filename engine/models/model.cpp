@@ -18,6 +18,15 @@ void Model::add(std::unique_ptr<Layer> layer, const std::string& activation) {
   if (!activation.empty()) add(make_activation(activation));
 }
 
+void Model::resize_input(int64_t h, int64_t w) {
+  DTNN_CHECK(!built_ && !layers_.empty(), "model ", name_, ": resize_input() before build(), after the Input layer");
+  const Shape in = layers_.front()->output_shape();  // HWC, as the builders declare it
+  DTNN_CHECK(in.rank() == 3, "model ", name_, " takes flat inputs: its image size cannot change");
+  const int id = layers_.front()->id;
+  layers_.front() = make_input(h, w, in[2]);
+  layers_.front()->id = id;
+}
+
 void Model::fuse(const FusionOptions& options) {
   DTNN_CHECK(!built_, "model ", name_, ": fuse() after build()");
   if (options.any()) fuse_layers(layers_, options);

@@ -50,6 +50,10 @@ class Model {
   // Appends a layer (ids follow PyDTNN: Input is 0, each layer and each activation gets the next id).
   void add(std::unique_ptr<Layer> layer, const std::string& activation = "");
 
+  // Replaces the Input layer's image size by h x w (channels kept): --resize trains a model on images of
+  // another size than its builder declares. Before build(); throws dtnn::Error for a flat input.
+  void resize_input(int64_t h, int64_t w);
+
   // Applies the layer-fusion pass (layers.h) to the layers added so far; before build().
   void fuse(const FusionOptions& options);
   void build(const BuildContext& ctx, uint64_t seed, int64_t reduce_tail = 0);

@@ -161,7 +161,7 @@ OptionSpec checked(const char* name, OptionField (*f)(TrainOptions&), uint32_t f
   s.canonical = canonical;
   return s;
 }
-OptionSpec planned(OptionSpec s, const char* why) {
+[[maybe_unused]] OptionSpec planned(OptionSpec s, const char* why) {  // none now; kept for the next option parsed before it works
   s.flags |= PL;
   s.why_not = why;
   return s;
@@ -202,6 +202,9 @@ std::vector<OptionSpec> make_table() {
       checked("dataset", DTNN_FIELD(dataset_name), M | MM | T | P, check_dataset, "Dataset: mnist, cifar10 or imagenet"),
       boolean("use_synthetic_data", DTNN_FIELD(use_synthetic_data), M | MM | T | P, "Use synthetic data of the dataset's shape"),
       boolean("pad_to_cifar", DTNN_FIELD(pad_to_cifar), M | T, "Pad 28x28x1 MNIST-format images to 32x32x3 for CIFAR models"),
+      integer("resize", DTNN_FIELD(resize), M | MM | T, 0, 4096,
+              "d2l's resize: MNIST-format images bilinearly resized to N x N, as Pillow does, and the model's input "
+              "with them (0: none)"),
       path("dataset_train_path", DTNN_FIELD(dataset_train_path), M | T | P, "Directory of the training files"),
       path("dataset_test_path", DTNN_FIELD(dataset_test_path), M | T | P, "Directory of the test files (default: train path)"),
       boolean("test_as_validation", DTNN_FIELD(test_as_validation), M | MM | T | P, "Use the test set as the validation set"),

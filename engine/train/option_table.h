@@ -58,7 +58,7 @@ struct OptionSpec {
   // choice/text rows checked by code (models, algorithms, metric lists): the canonical value, or throws
   // dtnn::Error saying why the value is invalid.
   std::string (*canonical)(const std::string&) = nullptr;
-  const char* why_not = "";     // kOptPlanned: which issue brings it (printed when it is refused)
+  const char* why_not = "";     // kOptPlanned: why it is refused (printed when a run asks for it)
 };
 
 // Every `dtnn train` option, in the order of the "Parameters" dump and the run report.

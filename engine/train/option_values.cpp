@@ -281,6 +281,8 @@ void validate_options(const TrainOptions& o) {
   // MNIST's and CIFAR-10's test files have names of their own in a shared folder; ImageNet's test pool is
   // every shard of its folder, so the training folder read as the test folder (the default when
   // --dataset_test_path is not given) would report training accuracy as test accuracy.
+  DTNN_CHECK(o.resize == 0 || (o.dataset_name == "mnist" && !o.pad_to_cifar), "--resize applies to MNIST-format ",
+             "images (--dataset=mnist, without --pad_to_cifar), not to ", o.pad_to_cifar ? "padded " : "", o.dataset_name, " data");
   if (o.dataset_name == "imagenet" && !o.use_synthetic_data && (o.evaluate_on_test || o.test_as_validation)) {
     std::error_code ec;
     DTNN_CHECK(!o.dataset_test_path.empty() &&

@@ -39,6 +39,7 @@ struct TrainOptions {
   std::string dataset_name = "mnist";
   bool use_synthetic_data = false;
   bool pad_to_cifar = false;        // MNIST-format 28x28x1 images as 32x32x3 (CIFAR-shaped models)
+  int64_t resize = 0;               // > 0: d2l's resize of MNIST-format images to resize x resize (data/resize.cpp)
   std::string dataset_train_path;
   std::string dataset_test_path;    // defaults to dataset_train_path
   bool test_as_validation = false;

@@ -125,6 +125,7 @@ bool uneven_shares_with_local_bn(const TrainOptions& o, const Communicator& comm
 
 std::unique_ptr<Model> build_training_model(const TrainOptions& o, Communicator& comm) {
   auto model = create_model(o.model_name);
+  if (o.resize > 0) model->resize_input(o.resize, o.resize);
   FusionOptions fusion;
   fusion.bn_relu = o.enable_fused_bn_relu;
   fusion.conv_relu = o.enable_fused_conv_relu;
@@ -175,7 +176,7 @@ std::unique_ptr<Dataset> open_dataset(const TrainOptions& o, const Model& model)
                shape.c, "-channel ", shape.h, "x", shape.w, " images",
                shape.name == "mnist" && c == 3 ? " (--pad_to_cifar makes MNIST files 32x32x3)" : "");
   }
-  if (in.rank() == 3 && (o.use_synthetic_data || shape.name == "imagenet")) {
+  if (in.rank() == 3 && (o.use_synthetic_data || shape.name == "imagenet")) {  // --resize: the model's input is resized
     shape.h = nchw ? in[1] : in[0];
     shape.w = nchw ? in[2] : in[1];
   }
@@ -190,6 +191,7 @@ std::unique_ptr<Dataset> open_dataset(const TrainOptions& o, const Model& model)
   if (shape.name == "imagenet") return open_imagenet(train, test, shape.h, shape.w);  // test: validate_options
   // The loader asks for up to the model's batch: more than --batch_size for a rank with a larger share.
   if (o.pad_to_cifar) return pad_to_cifar(open_mnist(train, test), model.max_batch());
+  if (o.resize > 0) return resize_images(open_mnist(train, test), o.resize, o.resize, model.max_batch());
   return open_mnist(train, test);
 }
 

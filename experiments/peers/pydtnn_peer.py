@@ -40,7 +40,7 @@ Options: --name=value, under dtnn's names (`dtnn train --list-options`), which a
     --prefetch, --progress, --enable_fused_add_relu, --flush_denormals (PyDTNN computes in IEEE: no FTZ/DAZ),
     --gradient_bucket_mb / --gradient_buckets_min (with --non_blocking_mpi=True only 0: PyDTNN reduces one
     layer at a time). Those of features PyDTNN lacks are accepted at their "off" value only (else exit 3,
-    unsupported): --pad_to_cifar, --sync_batchnorm, --allow_tf32, --gpu_layer_times, --checkpoint_file,
+    unsupported): --pad_to_cifar, --resize (0), --sync_batchnorm, --allow_tf32, --gpu_layer_times, --checkpoint_file,
     --resume_from, --early_stopping_weights_filename, --model_averaging (none) and its options, --straggler_ms,
     --straggler_factor, --rank_batch_shares, --trace_steps, --crop_images (PyDTNN's is another augmentation: it
     zeroes a corner region, dtnn pads and crops), --gpus_per_node (0). Any other option: exit 3, "PyDTNN has no
@@ -108,7 +108,7 @@ NEVER = 2 ** 31 - 1  # epochs of the scheduler that never fires
 # accepted (what PyDTNN does anyway), anything else being unsupported.
 DTNN_ONLY = {
     "prefetch": "any", "progress": "any", "enable_fused_add_relu": "any", "flush_denormals": "any",
-    "pad_to_cifar": ("false",), "sync_batchnorm": ("false",), "allow_tf32": ("false",),
+    "pad_to_cifar": ("false",), "resize": ("0",), "sync_batchnorm": ("false",), "allow_tf32": ("false",),
     "gpu_layer_times": ("false",), "checkpoint_file": ("",), "resume_from": ("",),
     "early_stopping_weights_filename": ("",), "model_averaging": ("none",), "straggler_ms": ("",),
     "straggler_factor": ("",), "rank_batch_shares": ("",), "trace_steps": ("",), "gpus_per_node": ("0",),
