@@ -23,6 +23,7 @@
 #include "experiments/submit.h"
 #include "experiments/source_dir.h"
 #include "backend/cpu/blas.h"
+#include "backend/cpu/blas_core.h"
 #include "backend/gpu.h"
 #include "conv/conv_algorithm.h"
 #include "core/build_info.h"
@@ -494,6 +495,7 @@ bool expand_train_prefixes(const CLI::App& train, std::vector<std::string>& args
 }
 
 int main(int argc, char** argv) {
+  dtnn::cpu::ensure_blas_core(argv);  // may start the program again, with OpenBLAS's right kernels
   std::signal(SIGXFSZ, SIG_IGN);  // past `ulimit -f`, a write fails with EFBIG and is reported, not fatal
   // A stop signal while an output is half written removes the partial `.tmp.<pid>` file (dtnn run's own
   // handlers replace these during its trials and put them back after).

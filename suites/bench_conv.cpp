@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/blas_core.h"
 #include "backend/cpu/blas.h"
 #include "suite_args.h"
 #include "backend/gpu.h"
@@ -219,6 +220,7 @@ int run(int argc, char** argv) {
 }
 
 int main(int argc, char** argv) {
+  dtnn::cpu::ensure_blas_core(argv);  // OpenBLAS's right kernels where its CPU detection fails
   try {
     return run(argc, argv);
   } catch (const dtnn::suites::UsageError& e) {

@@ -5,6 +5,7 @@
 #include <random>
 #include <vector>
 
+#include "backend/cpu/blas_core.h"
 #include "backend/cpu/blas.h"
 #include "backend/cpu/skinny_gemm.h"
 
@@ -115,4 +116,11 @@ BENCHMARK(BM_skinny_nt)->ArgsProduct({{1820}, {36}, {8}, {0, 1}})->ArgsProduct({
 BENCHMARK(BM_skinny_tn)->ArgsProduct({{36}, {8}, {1820}, {0, 1}})->ArgsProduct({{9}, {4}, {7281}, {0, 1}})
     ->UseRealTime();
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  dtnn::cpu::ensure_blas_core(argv);  // OpenBLAS's right kernels where its CPU detection fails
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "backend/cpu/blas.h"
+#include "backend/cpu/blas_core.h"
 #include "core/build_info.h"
 #include "backend/gpu.h"
 #include "conv/cpu/cpu_algorithms.h"
@@ -58,6 +59,8 @@ Environment capture() {
 #endif
   env.dtnn_version = DTNN_VERSION;
   env.blas = cpu::blas_version();
+  const std::string core = cpu::blas_core_note();  // how the kernels were chosen, when not by OpenBLAS alone
+  if (core.find(' ') != std::string::npos) env.blas += " [" + core + "]";
   env.onednn = onednn_version();
   env.mpi = mpi_library_version();
   env.cuda = gpu_description();
