@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 22's two targets from results databases of experiments/averaging.toml (several may be given: e.g.
+"""The averaging study's two targets from results databases of experiments/averaging.toml (several may be given: e.g.
 the matrix at seed 0 with repeats, and the same trials at other seeds).
 
 1. Synchronous averaging every step against gradient data parallelism (2 ranks, no straggler): the final

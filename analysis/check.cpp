@@ -59,8 +59,9 @@ CheckCounts check_targets(const ResultStore& store, const std::string& targets_p
       std::to_string(counts.diverged) + " diverged run(s) not checked (their training loss became NaN or infinite; "
       "dtnn query runs lists them)";
   const QueryResult runs = store.query("SELECT r.id, r.framework, r.label, r.test_accuracy, r.val_accuracy, " +
-                                       std::string(kRunRecipeColumns) + runs_sql + "WHERE r.status = 'ok'" +
-                                       where_sql + " ORDER BY r.id");
+                                       std::string(kRunRecipeColumns) + runs_sql +
+                                       "JOIN v_run_recipes c ON c.run_id = r.id WHERE r.status = 'ok'" + where_sql +
+                                       " ORDER BY r.id");
   if (runs.rows.empty()) {
     const std::string also = counts.diverged ? " (" + diverged_note + ")" : "";
     if (selection.empty()) fail(store.path(), ": no ok runs to check", also);

@@ -10,7 +10,7 @@ sampled), optional r{round}-{rate}-{bucket}.pred.json (dtnn predict --json) and 
   exposed (last rank)     the least exposed rank's, the one that finished computing last: its wait is the
                           transfer left over, without the wait for the other rank
   hidden                  1 - exposed / blocking's exposed (median rank, same rate): the share of what blocking
-                          exposes that this reduction hides (issue 19: >= 75 % over TCP for resnet20)
+                          exposes that this reduction hides (target: >= 75 % over TCP for resnet20)
   step saved              (blocking's step - this step) / blocking's exposed: the same share read from step
                           times, which also charges the calls between layers
   speed-up                samples/s over the 1-rank run's (pooled rounds)

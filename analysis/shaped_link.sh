@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # How much of a network's cost overlapped reduction hides, on one machine: 2 ranks over TCP through a loopback
 # capped at each of RATES (analysis/shaped_loopback.sh), blocking against non-blocking with each bucket cap of
-# BUCKETS, beside a 1-rank run. Issue 19's "over TCP, non-blocking hides at least 75 % of the communication
+# BUCKETS, beside a 1-rank run. The target "over TCP, non-blocking hides at least 75 % of the communication
 # time that blocking exposes" cannot be read on an uncapped loopback, where the reduction is under 1 % of a
 # step; capped, it is 3-35 % (resnet20 at 1gbit-100mbit).
 #

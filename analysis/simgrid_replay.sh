@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # simgrid_replay.sh PROFILE PLATFORM RANKS... [-- PROXY_ARGS...]
 #
-# Issue 21's independent check: the step replay proxy (suites/step_replay, built as step_replay_smpi.so by the
-# step_replay_smpi target) run under SimGrid's smpirun on PLATFORM (analysis/platforms/*.xml) for each rank
-# count, one rank per host, and a table of what one training step of PROFILE (a dtnn.step_profile/1) costs:
+# The performance model's independent check: the step replay proxy (suites/step_replay, built as
+# step_replay_smpi.so by the step_replay_smpi target) run under SimGrid's smpirun on PLATFORM
+# (analysis/platforms/*.xml) for each rank count, one rank per host, and a table of what one training step of
+# PROFILE (a dtnn.step_profile/1) costs:
 #
 #   ranks  step ms  compute ms  exposed ms  efficiency  sim wall s
 #

@@ -7,7 +7,6 @@
 
 #include "core/error.h"
 #include "core/file_io.h"
-#include "results/migrations_14.h"
 
 namespace dtnn {
 
@@ -115,20 +114,10 @@ std::vector<ResultStore::Target> load_targets(const std::string& path) {
   return out;
 }
 
-// The batch as the run trained it (migration 13): a strong-scaling trial's runs.batch_size is its global batch. The
-// last column: why the run was not trained from scratch (migration 14).
+// The columns of results/views.sql's v_run_recipes (aliased c) that run_recipe reads, in its order.
 const char* const kRunRecipeColumns =
-    "r.model, r.dataset, r.optimizer, r.num_epochs, "
-    "CAST(coalesce(json_extract(r.report, '$.options.batch_size'), r.batch_size) AS INTEGER), r.ranks, "
-    "CAST(coalesce(json_extract(r.report, '$.options.steps_per_epoch'), json_extract(r.params, '$.steps_per_epoch'), "
-    "0) AS INTEGER), CAST(coalesce(json_extract(r.report, '$.options_given.learning_rate'), "
-    "json_extract(r.report, '$.options.learning_rate'), "
-    "json_extract(r.params, '$.learning_rate'), 0) AS REAL), CAST(coalesce(json_extract(r.report, "
-    "'$.options.momentum'), json_extract(r.params, '$.momentum')) AS REAL), "
-    // Cast before nullif: a report's options are text, and nullif('0', 0) is '0' (migration 18).
-    "CAST(coalesce(nullif(CAST(json_extract(r.report, '$.options.global_batch_size') AS INTEGER), 0), "
-    "coalesce(json_extract(r.report, '$.options.batch_size'), r.batch_size) * r.ranks) AS INTEGER), "
-    DTNN_SQL_NOT_FROM_SCRATCH;
+    "c.model, c.dataset, c.optimizer, c.num_epochs, c.batch_per_rank, c.ranks, c.steps_per_epoch, c.learning_rate, "
+    "c.momentum, c.global_batch, c.not_from_scratch";
 
 RunRecipe run_recipe(const std::vector<std::optional<std::string>>& row, size_t c) {
   auto s = [&](size_t i) { return row.at(c + i) ? *row.at(c + i) : std::string(); };

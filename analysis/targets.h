@@ -38,11 +38,13 @@ struct RunRecipe {
   double momentum = -1.0;  // < 0: not recorded
   int global_batch = 0;    // --global_batch_size (strong scaling), else batch_size x ranks
   // Why the run was not trained from scratch ("" when it was): it began from trained weights or only
-  // evaluated them (results/migrations_14.h). No target judges such a run.
+  // evaluated them (v_run_recipes in results/views.sql). No target judges such a run.
   std::string not_from_scratch;
 };
 
-// The SQL select list (over runs r) of RunRecipe's fields, in declaration order, and its reader.
+// The select list (over results/views.sql's v_run_recipes, aliased c) of RunRecipe's fields, in declaration
+// order, and its reader. The recipe is read once, in that view, for both the view v_accuracy_vs_target and
+// dtnn check.
 extern const char* const kRunRecipeColumns;
 RunRecipe run_recipe(const std::vector<std::optional<std::string>>& row, size_t first_column);
 

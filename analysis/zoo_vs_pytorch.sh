@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 4's two measurements, dtnn against PyTorch (Debian's python3-torch) side by side in one call:
+# Two measurements, dtnn against PyTorch (Debian's python3-torch) side by side in one call:
 #
 #   [CONV_ALGO=best_of] analysis/zoo_vs_pytorch.sh throughput [EPOCHS]
 #       resnet20_cifar10 on synthetic CIFAR-shaped data, batch 64, threads 1 then 2: EPOCHS (default 5)

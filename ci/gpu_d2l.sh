@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 25 on the lent GPU machine, from a bundle made by `BUNDLE_MPI=ON ci/gpu_bundle.sh`:
+# d2l's ResNet-18 study on the lent GPU machine, from a bundle made by `BUNDLE_MPI=ON ci/gpu_bundle.sh`:
 #   1. d2l's ResNet-18 on Fashion-MNIST, the matrix's GPU trials (experiments/d2l_resnet18_fmnist.toml
 #      --only device=gpu): dtnn on one GPU, the full 10 epochs, and PyTorch on the GPU ($DTNN_PYTHON, default
 #      python3, with CUDA PyTorch); the 2-GPU NCCL trial needs two GPUs and is stored unsupported on one.

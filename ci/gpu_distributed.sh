@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
-# The distribution checks that need the lent GPU machine (issues 19, 20, 21), from a bundle made by
+# The distribution checks that need the lent GPU machine, from a bundle made by
 # `BUNDLE_MPI=ON ci/gpu_bundle.sh` (dtnn, the test binaries, bench_allreduce; Open MPI comes from the image).
 #
 #   ci/gpu_distributed.sh BUNDLE_DIR OUT_DIR gpu|gpu_tests|timelines|buckets|cpu_scaling|ceiling
 #     gpu_tests    the [gpu] test cases and the 2-rank GPU test (MPI-staged; NCCL's case says why it skips on
 #                  one GPU)
-#     timelines    GPU timelines (issue 20): resnet20 untraced vs traced, alternating, REPS (3) each, the
+#     timelines    GPU timelines: resnet20 untraced vs traced, alternating, REPS (3) each, the
 #                  traced files (Chrome JSON, PyDTNN CSV, Paraver) checked, and a 2-rank traced run
-#     buckets      the gradient buckets on the GPU (issue 19): 2 ranks sharing the one GPU, blocking vs
+#     buckets      the gradient buckets on the GPU: 2 ranks sharing the one GPU, blocking vs
 #                  non-blocking (25 MiB buckets and one per layer), resnet50 and vgg16, communication per step
 #     gpu          the three above in one call: their time limits add up past one device call's 600 s, so
 #                  give each its own call unless a dry run (each part archives its own logs as it ends)
-#     cpu_scaling  the CPU cores (issues 19 and 21): bench_allreduce at 2-16 ranks over shared memory and TCP,
+#     cpu_scaling  the CPU cores: bench_allreduce at 2-16 ranks over shared memory and TCP,
 #                  then experiments/scaling_cpu_16core.toml (filtered by MATRIX_ONLY, e.g. "model=simplecnn")
 #                  (ALLREDUCE_RANKS: the rank counts, "2 4 8 16")
 #                  into a results database that a later call continues: put the gpu_scaling.tgz an earlier

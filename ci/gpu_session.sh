@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Everything still owed on a GPU (issues 19 and 25), most important first, in ONE device call. A task lent a
-# GPU machine now gets 15 minutes of device time in all (start, idle and every call counted): a start takes
-# 1-2 minutes, so one call of at most DEADLINE seconds (default 420) leaves time to rerun a part that broke.
+# The checks that need a GPU, most important first, in ONE device call. A task lent a GPU machine gets
+# 15 minutes of device time in all (start, idle and every call counted): a start takes 1-2 minutes, so one call
+# of at most DEADLINE seconds (default 420) leaves time to rerun a part that broke.
 # Built on the part scripts (ci/gpu_distributed.sh, ci/gpu_d2l.sh), each part cut to fit:
 #
 #   1 tests      the [gpu] test cases; test_mpi_gpu on 2 ranks sharing the GPU (MPI-staged device allreduce,
@@ -141,11 +141,11 @@ part() {
   tar czf "$out/session.tgz" -C "$work" . 2>/dev/null
 }
 
-# Expected on an H100 (session 13's rates: resnet50 909 samples/s in FP32, i.e. ~22 TFLOP/s; d2l's ResNet-18
-# 2.7 GFLOP a training sample, 1.6 PFLOP for 10 epochs: ~75 s at that rate, ~125 s at 13 TFLOP/s, and 28x28
-# maps use the GPU less well than ImageNet's): tests ~45 s, buckets ~60 s, d2l ~100-150 s, uneven ~60 s,
-# d2l_torch ~100 s, timelines ~60 s. The minimums are what makes a part's figures whole (d2l: the 10 epochs).
-# That is over DEADLINE: part 5 (PyTorch's d2l run, minimum 150 s) will usually need a second call,
+# Expected on an H100 (rates of analysis/baselines/gpu_h100.md: resnet50 909 samples/s in FP32, i.e. ~22
+# TFLOP/s; d2l's ResNet-18 2.7 GFLOP a training sample, 1.6 PFLOP for 10 epochs: ~75 s at that rate, ~125 s at
+# 13 TFLOP/s, and 28x28 maps use the GPU less well than ImageNet's): tests ~45 s, buckets ~60 s, d2l ~100-150 s,
+# uneven ~60 s, d2l_torch ~100 s, timelines ~60 s. The minimums are what makes a part's figures whole (d2l: the
+# 10 epochs). That is over DEADLINE: part 5 (PyTorch's d2l run, minimum 150 s) will usually need a second call,
 # PARTS="5 6", made at once while the machine is warm (30 s), with timeout_s about 300.
 part 1 tests 60 150
 # Parts 1 and 2 at their maxima (290 s) would leave d2l less than its minimum: part 2 keeps d2l's 200 s.
@@ -154,7 +154,7 @@ part 3 d2l 180 240
 part 4 uneven 60 150
 part 5 d2l_torch 150 240
 part 6 timelines 60 150
-# CPU only, least important: runs when the GPU parts left time (about 150 s on session 13's 16-core Xeon).
+# CPU only, least important: runs when the GPU parts left time (about 150 s on a lent 16-core Xeon).
 part 7 ceiling 60 200
 echo "ci/gpu_session.sh: done in $((SECONDS - start)) s of DEADLINE=$deadline; files: $(ls "$out" | tr '\n' ' ')" | tee -a "$summary"
 exit 0

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Issue 6's verification on a lent GPU machine (H100/H200 image: CUDA toolkit, PyTorch with its nvidia-*
-# cuDNN/NCCL packages, Open MPI 4.1.6 (seen in session 13), no network), from a bundle made by ci/gpu_bundle.sh.
+# The GPU verification on a lent GPU machine (H100/H200 image: CUDA toolkit, PyTorch with its nvidia-*
+# cuDNN/NCCL packages, Open MPI 4.1.6, no network), from a bundle made by ci/gpu_bundle.sh.
 #
 #   ci/gpu_verify.sh BUNDLE_DIR OUT_DIR [tests|compare|unit|matrix|profile|all]
 #     tests    the [gpu] test cases, `dtnn algos`, `dtnn conv` on resnet50's 3x3 256-channel layer, the
@@ -58,7 +58,7 @@ if [ "$part" = tests ] || [ "$part" = all ]; then
       --optimizer=sgd --learning_rate=0.01 --num_epochs=1 --steps_per_epoch=10 --enable_gpu=True --gpu_layer_times=True \
       --allow_tf32=$tf32 --evaluate_on_test=False --progress=False > "$work/train_resnet50_layer_times_tf32_$tf32.txt" 2>&1
   done
-  # GPU timelines (issue 20) and the 2-rank GPU runs: ci/gpu_distributed.sh BUNDLE OUT gpu_tests|timelines|buckets.
+  # GPU timelines and the 2-rank GPU runs: ci/gpu_distributed.sh BUNDLE OUT gpu_tests|timelines|buckets.
   # NHWC on the GPU, the test pass, and weights written by a GPU run evaluated on the GPU and on the CPU.
   {
     timeout 200 "$dtnn" train --model=resnet20_cifar10 --dataset=cifar10 --use_synthetic_data=True --batch_size=64 \

@@ -77,7 +77,8 @@ void add_train_options(CLI::App& app, TrainFlags& flags) {
   }
   app.add_flag("--list-options", flags.list, "Print the option table (name, kind, default, where it is understood)")
       ->disable_flag_override();
-  app.add_option("--format", flags.list_format, "--list-options: text or json")->capture_default_str();
+  app.add_option("--format", flags.list_format, "--list-options: text, json or markdown (engine/OPTIONS.md)")
+      ->capture_default_str();
 }
 
 // The parsed values into `o`; the names given (for resolve_options' conflict checks). Throws dtnn::Error.
@@ -225,9 +226,11 @@ void add_engine_commands(CLI::App& app, EngineCommands& e) {
 // `dtnn train` after parsing: the option table's listing, or the options resolved and the run.
 int cmd_train(EngineCommands& e, std::unique_ptr<dtnn::Communicator>& comm) {
   if (e.train_flags.list) {
-    if (e.train_flags.list_format != "text" && e.train_flags.list_format != "json")
-      dtnn::fail("--format: expected text or json (got '", e.train_flags.list_format, "')");
-    std::cout << (e.train_flags.list_format == "json" ? dtnn::option_table_json() : dtnn::option_table_text());
+    const std::string& format = e.train_flags.list_format;
+    if (format != "text" && format != "json" && format != "markdown")
+      dtnn::fail("--format: expected text, json or markdown (got '", format, "')");
+    std::cout << (format == "json" ? dtnn::option_table_json()
+                  : format == "markdown" ? dtnn::option_table_markdown() : dtnn::option_table_text());
     return 0;
   }
   TrainOptions& options = e.train_options;

@@ -20,8 +20,8 @@
 #include "core/json_int.h"
 #include "core/file_io.h"
 #include "core/median.h"
-#include "experiments/ingest_collectives.h"
-#include "experiments/ingest_named.h"
+#include "results/ingest_collectives.h"
+#include "results/ingest_named.h"
 #include "experiments/runner.h"
 
 namespace dtnn {

@@ -5,14 +5,14 @@
 //
 // Four formats, recognised by their content:
 //   - Google Benchmark JSON of suites/bench_allreduce (its context or its case names say so; the reader is
-//     experiments/ingest_collectives.h);
+//     results/ingest_collectives.h);
 //   - Google Benchmark JSON of suites/bench_conv (`bench_conv --benchmark_format=json` or
 //     `--benchmark_out=F`): cases "<algorithm>/<dir>/<problem>[/threads:T]"; with repetitions, the median
 //     aggregate is the time and the repetitions give min and max; cases skipped with an error (a declined
 //     problem, no GPU) are stored with their reason;
 //   - any other Google Benchmark JSON -- suites/bench_gemm and suites/bench_layers (named by the executable in
 //     the file's context) and other projects' suites -- stored by benchmark name in named_benchmarks
-//     (experiments/ingest_named.h);
+//     (results/ingest_named.h);
 //   - `dtnn layers --json` output, CPU (per algorithm: fwd/bwd_data/bwd_filter medians, min and max) or
 //     GPU (per algorithm and direction).
 // Every row of one call goes in one transaction with this machine's environment (ingest where the

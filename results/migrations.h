@@ -1,6 +1,8 @@
-// The results store's migrations, in order. Migration i (1-based) takes the schema from version i-1 to i.
+// The results store's migrations, in order. Migration i (1-based) takes the tables from version i-1 to i.
 // Released migrations are never edited: a schema change is a new entry at the end (and a test that
-// migrates a database of the previous version).
+// migrates a database of the previous version). Migrations hold tables and indexes only: every view is
+// defined once, in results/views.sql, which the store drops and creates again around migrations (store.h).
+// The descriptions of the migrations that once carried views still name them; their SQL no longer does.
 #pragma once
 
 #include "results/migrations_01_04.h"

@@ -99,13 +99,6 @@ CREATE TABLE layer_timings (
   backward_ms  REAL,
   PRIMARY KEY (run_id, layer_id)
 );
-CREATE VIEW v_throughput AS
-  SELECT r.id AS run_id, m.name AS matrix,
-         e.git_commit || CASE WHEN e.git_dirty THEN '+dirty' ELSE '' END AS git_commit,
-         r.framework, r.model, r.dataset, r.conv_algo, r.ranks, r.threads, r.device, r.batch_size, r.repeat,
-         round(r.samples_per_s, 1) AS samples_per_s, round(r.test_accuracy, 2) AS test_accuracy, r.started_at
-  FROM runs r JOIN matrices m ON m.id = r.matrix_id JOIN environments e ON e.id = r.environment_id
-  WHERE r.status = 'ok';
 )SQL";
 
 inline constexpr const char* kMigration2Sql = R"SQL(
@@ -122,30 +115,6 @@ CREATE TABLE targets (
   recipe     TEXT NOT NULL,
   source     TEXT NOT NULL
 );
-CREATE VIEW v_scaling AS
-  WITH agg AS (
-    SELECT environment_id, config_key, framework, model, dataset, conv_algo, threads, device, ranks,
-           avg(samples_per_s) AS sps, count(*) AS n
-    FROM runs WHERE status = 'ok'
-    GROUP BY environment_id, config_key, ranks)
-  SELECT a.framework, a.model, a.dataset, a.conv_algo, a.threads, a.device, a.ranks, a.n AS runs,
-         round(a.sps, 1) AS mean_samples_per_s, round(a.sps / b.sps, 3) AS speedup,
-         round(a.sps / b.sps / a.ranks, 3) AS efficiency, a.environment_id, a.config_key
-  FROM agg a JOIN agg b ON b.environment_id = a.environment_id AND b.config_key = a.config_key AND b.ranks = 1
-  ORDER BY a.config_key, a.ranks;
-CREATE VIEW v_accuracy_vs_target AS
-  SELECT run_id, framework, model, dataset, num_epochs, optimizer, metric, round(value, 2) AS value, target,
-         tolerance,
-         CASE WHEN value IS NULL THEN 'no value' WHEN value >= target - tolerance THEN 'pass' ELSE 'fail' END
-           AS verdict,
-         source
-  FROM (SELECT r.id AS run_id, r.framework, r.model, r.dataset, r.num_epochs, r.optimizer, t.metric,
-               CASE t.metric WHEN 'test_accuracy' THEN r.test_accuracy ELSE r.val_accuracy END AS value,
-               t.target, t.tolerance, t.source
-        FROM runs r JOIN targets t
-          ON t.model = r.model AND t.dataset = r.dataset
-         AND (t.num_epochs = 0 OR t.num_epochs = r.num_epochs) AND (t.optimizer = '' OR t.optimizer = r.optimizer)
-        WHERE r.status = 'ok');
 )SQL";
 
 inline constexpr const char* kMigration3Sql = R"SQL(
@@ -170,23 +139,13 @@ CREATE TABLE conv_benchmarks (
   ingested_at    TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))
 );
 CREATE INDEX conv_benchmarks_by_problem ON conv_benchmarks (problem, direction, device, threads);
-CREATE VIEW v_best_conv AS
-  SELECT problem, direction, device, threads, tf32, algorithm, round(min(median_ms), 4) AS median_ms,
-         round(gflops, 1) AS gflops, count(*) AS contenders, environment_id
-  FROM conv_benchmarks WHERE median_ms IS NOT NULL
-  GROUP BY environment_id, problem, direction, device, threads, tf32
-  ORDER BY problem, direction, device, threads, tf32;
 )SQL";
 
 inline constexpr const char* kMigration4Sql = R"SQL(
 -- SQLite cannot change a CHECK in place: the table is rebuilt (https://www.sqlite.org/lang_altertable.html,
 -- "Making Other Kinds Of Table Schema Changes"; the store turns foreign keys off around migrations and runs
--- foreign_key_check before committing, so epochs and layer_timings keep their rows). Views over runs are
--- dropped first and recreated as migrations 1 and 2 defined them (they count ok runs only), and so are the
--- indexes. Columns keep their order (tags last, where migration 2 added it).
-DROP VIEW v_throughput;
-DROP VIEW v_scaling;
-DROP VIEW v_accuracy_vs_target;
+-- foreign_key_check before committing, so epochs and layer_timings keep their rows). The indexes are
+-- recreated. Columns keep their order (tags last, where migration 2 added it).
 CREATE TABLE runs_new (
   id             INTEGER PRIMARY KEY,
   matrix_id      INTEGER NOT NULL REFERENCES matrices(id),
@@ -238,37 +197,6 @@ DROP TABLE runs;
 ALTER TABLE runs_new RENAME TO runs;
 CREATE INDEX runs_by_trial ON runs (trial_key, status);
 CREATE INDEX runs_by_matrix ON runs (matrix_id, environment_id);
-CREATE VIEW v_throughput AS
-  SELECT r.id AS run_id, m.name AS matrix,
-         e.git_commit || CASE WHEN e.git_dirty THEN '+dirty' ELSE '' END AS git_commit,
-         r.framework, r.model, r.dataset, r.conv_algo, r.ranks, r.threads, r.device, r.batch_size, r.repeat,
-         round(r.samples_per_s, 1) AS samples_per_s, round(r.test_accuracy, 2) AS test_accuracy, r.started_at
-  FROM runs r JOIN matrices m ON m.id = r.matrix_id JOIN environments e ON e.id = r.environment_id
-  WHERE r.status = 'ok';
-CREATE VIEW v_scaling AS
-  WITH agg AS (
-    SELECT environment_id, config_key, framework, model, dataset, conv_algo, threads, device, ranks,
-           avg(samples_per_s) AS sps, count(*) AS n
-    FROM runs WHERE status = 'ok'
-    GROUP BY environment_id, config_key, ranks)
-  SELECT a.framework, a.model, a.dataset, a.conv_algo, a.threads, a.device, a.ranks, a.n AS runs,
-         round(a.sps, 1) AS mean_samples_per_s, round(a.sps / b.sps, 3) AS speedup,
-         round(a.sps / b.sps / a.ranks, 3) AS efficiency, a.environment_id, a.config_key
-  FROM agg a JOIN agg b ON b.environment_id = a.environment_id AND b.config_key = a.config_key AND b.ranks = 1
-  ORDER BY a.config_key, a.ranks;
-CREATE VIEW v_accuracy_vs_target AS
-  SELECT run_id, framework, model, dataset, num_epochs, optimizer, metric, round(value, 2) AS value, target,
-         tolerance,
-         CASE WHEN value IS NULL THEN 'no value' WHEN value >= target - tolerance THEN 'pass' ELSE 'fail' END
-           AS verdict,
-         source
-  FROM (SELECT r.id AS run_id, r.framework, r.model, r.dataset, r.num_epochs, r.optimizer, t.metric,
-               CASE t.metric WHEN 'test_accuracy' THEN r.test_accuracy ELSE r.val_accuracy END AS value,
-               t.target, t.tolerance, t.source
-        FROM runs r JOIN targets t
-          ON t.model = r.model AND t.dataset = r.dataset
-         AND (t.num_epochs = 0 OR t.num_epochs = r.num_epochs) AND (t.optimizer = '' OR t.optimizer = r.optimizer)
-        WHERE r.status = 'ok');
 )SQL";
 
 }  // namespace dtnn::schema

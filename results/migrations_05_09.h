@@ -19,31 +19,6 @@ CREATE TABLE epoch_comm (
   exposed_s        REAL NOT NULL,         -- waiting for communication after the rank's own backward pass
   PRIMARY KEY (run_id, epoch, stat)
 );
-CREATE VIEW v_comm AS
-  SELECT r.id AS run_id, r.model, r.ranks, r.config_key, c.mode, max(c.buckets_per_step) AS buckets_per_step,
-         max(c.bytes_per_step) AS bytes_per_step, sum(c.steps) AS steps,
-         round(1e3 * sum(c.step_s) / sum(c.steps), 3) AS step_ms,
-         round(1e3 * sum(c.compute_s) / sum(c.steps), 3) AS compute_ms,
-         round(1e3 * sum(c.comm_s) / sum(c.steps), 3) AS comm_ms,
-         round(1e3 * sum(c.exposed_s) / sum(c.steps), 3) AS exposed_ms,
-         round(sum(c.exposed_s) / sum(c.step_s), 4) AS exposed_fraction
-  FROM runs r JOIN epoch_comm c ON c.run_id = r.id AND c.stat = 'median'
-  WHERE r.status = 'ok'
-  GROUP BY r.id;
-DROP VIEW v_scaling;
-CREATE VIEW v_scaling AS
-  WITH agg AS (
-    SELECT r.environment_id, r.config_key, r.framework, r.model, r.dataset, r.conv_algo, r.threads, r.device, r.ranks,
-           avg(r.samples_per_s) AS sps, count(*) AS n, avg(c.exposed_fraction) AS exposed,
-           avg(c.compute_ms / c.step_ms) AS compute
-    FROM runs r LEFT JOIN v_comm c ON c.run_id = r.id WHERE r.status = 'ok'
-    GROUP BY r.environment_id, r.config_key, r.ranks)
-  SELECT a.framework, a.model, a.dataset, a.conv_algo, a.threads, a.device, a.ranks, a.n AS runs,
-         round(a.sps, 1) AS mean_samples_per_s, round(a.sps / b.sps, 3) AS speedup,
-         round(a.sps / b.sps / a.ranks, 3) AS efficiency, a.environment_id, a.config_key,
-         round(a.compute, 4) AS compute_fraction, round(a.exposed, 4) AS exposed_comm_fraction
-  FROM agg a JOIN agg b ON b.environment_id = a.environment_id AND b.config_key = a.config_key AND b.ranks = 1
-  ORDER BY a.config_key, a.ranks;
 )SQL";
 
 inline constexpr const char* kMigration6Sql = R"SQL(
@@ -106,30 +81,6 @@ CREATE TABLE run_timeline (
   bytes   INTEGER NOT NULL
 );
 CREATE INDEX run_timeline_by_run ON run_timeline (run_id, rank, lane, begin_s);
-CREATE VIEW v_phases AS
-  SELECT p.run_id, r.model, r.ranks, p.rank, p.phase, p.source, sum(p.calls) AS calls,
-         round(1e3 * sum(p.total_s), 3) AS total_ms,
-         round(1e3 * sum(p.total_s) / NULLIF((SELECT sum(s.calls) FROM run_phases s WHERE s.run_id = p.run_id
-                                               AND s.rank = p.rank AND s.phase = 'step'), 0), 3) AS ms_per_step
-  FROM run_phases p JOIN runs r ON r.id = p.run_id
-  GROUP BY p.run_id, p.rank, p.phase
-  ORDER BY p.run_id, p.phase, p.rank;
-CREATE VIEW v_stragglers AS
-  WITH per_rank AS (
-    SELECT run_id, slowest_rank, count(*) AS n FROM run_stragglers GROUP BY run_id, slowest_rank),
-  top_phase AS (
-    SELECT run_id, phase, count(*) AS n FROM run_stragglers GROUP BY run_id, phase)
-  SELECT s.run_id, r.model, r.ranks, count(*) AS steps,
-         round(1e3 * avg(s.median_busy_s), 3) AS median_busy_ms,
-         round(1e3 * avg(s.lag_s), 3) AS mean_lag_ms, round(1e3 * max(s.lag_s), 3) AS max_lag_ms,
-         round(avg(s.lag_s / NULLIF(s.median_busy_s, 0)), 4) AS mean_lag_fraction,
-         (SELECT slowest_rank FROM per_rank p WHERE p.run_id = s.run_id ORDER BY n DESC, slowest_rank LIMIT 1)
-           AS most_often_slowest,
-         (SELECT max(n) FROM per_rank p WHERE p.run_id = s.run_id) AS times_slowest,
-         (SELECT phase FROM top_phase t WHERE t.run_id = s.run_id ORDER BY n DESC, phase LIMIT 1) AS usual_phase
-  FROM run_stragglers s JOIN runs r ON r.id = s.run_id
-  GROUP BY s.run_id
-  ORDER BY s.run_id;
 )SQL";
 
 inline constexpr const char* kMigration8Sql = R"SQL(
@@ -181,34 +132,6 @@ CREATE TABLE prediction_runs (
 -- 'simgrid', its platform, and curve, the label a chart gives the line ("model, ib100, non_blocking").
 -- A predicted row's runs is 0 (nothing ran); its speedup and efficiency are against its own 1-rank
 -- prediction; framework, dataset, conv_algo, threads and device are its calibration run's.
-DROP VIEW v_scaling;
-CREATE VIEW v_scaling AS
-  WITH agg AS (
-    SELECT r.environment_id, r.config_key, r.framework, r.model, r.dataset, r.conv_algo, r.threads, r.device, r.ranks,
-           avg(r.samples_per_s) AS sps, count(*) AS n, avg(c.exposed_fraction) AS exposed,
-           avg(c.compute_ms / c.step_ms) AS compute
-    FROM runs r LEFT JOIN v_comm c ON c.run_id = r.id WHERE r.status = 'ok'
-    GROUP BY r.environment_id, r.config_key, r.ranks),
-  newest AS (
-    SELECT max(id) AS id FROM predictions
-    GROUP BY environment_id, config_key, source, model_kind, model, platform, rules, mode, scaling, ranks)
-  SELECT * FROM (
-  SELECT a.framework, a.model, a.dataset, a.conv_algo, a.threads, a.device, a.ranks, a.n AS runs,
-         round(a.sps, 1) AS mean_samples_per_s, round(a.sps / b.sps, 3) AS speedup,
-         round(a.sps / b.sps / a.ranks, 3) AS efficiency, a.environment_id, a.config_key,
-         round(a.compute, 4) AS compute_fraction, round(a.exposed, 4) AS exposed_comm_fraction,
-         'measured' AS source, NULL AS platform, NULL AS curve
-  FROM agg a JOIN agg b ON b.environment_id = a.environment_id AND b.config_key = a.config_key AND b.ranks = 1
-  UNION ALL
-  SELECT r.framework, p.model, r.dataset, r.conv_algo, r.threads, r.device, p.ranks, 0 AS runs,
-         round(p.samples_per_s, 1), round(p.speedup, 3), round(p.efficiency, 3), p.environment_id, p.config_key,
-         round(p.compute_s / p.step_s, 4), round(p.exposed_s / p.step_s, 4), p.source, p.platform,
-         p.source || ', ' || p.platform || ', ' || p.mode || CASE p.scaling WHEN 'strong' THEN ', strong' ELSE '' END
-           || CASE WHEN p.model_kind = 'pydtnn' THEN ', PyDTNN formulas' WHEN p.source = 'model'
-                    AND p.rules != 'ompi41' THEN ', ' || p.rules || ' rules' ELSE '' END
-  FROM predictions p JOIN newest n ON n.id = p.id
-  LEFT JOIN runs r ON r.id = (SELECT min(run_id) FROM prediction_runs l WHERE l.prediction_id = p.id))
-  ORDER BY config_key, source, curve, ranks;
 )SQL";
 
 inline constexpr const char* kMigration9Sql = R"SQL(
@@ -242,51 +165,6 @@ CREATE TABLE epoch_averaging (
 -- from epoch_comm) and 'none' on one rank (no communication). straggler: the report's --straggler_ms ("R:MS",
 -- '' none). Communication rounds, bytes and waits of a gradient run are sums over its epochs (wait_s_max: of
 -- each epoch's slowest rank). train_time_s: the epochs' training time; duration_s: the whole process.
-CREATE VIEW v_averaging_epochs AS
-  WITH sel AS (
-    SELECT r.id, r.model, r.dataset, r.ranks, r.config_key, r.label, r.status,
-           coalesce(a.mode, CASE WHEN r.ranks > 1 THEN 'gradient' ELSE 'none' END) AS mode,
-           a.every_epochs, a.every_steps,
-           coalesce(json_extract(r.report, '$.options.straggler_ms'), '') AS straggler
-    FROM runs r LEFT JOIN run_averaging a ON a.run_id = r.id
-    WHERE r.status IN ('ok', 'diverged')
-      AND (a.run_id IS NOT NULL OR json_extract(r.params, '$.model_averaging') IS NOT NULL)),
-  per_epoch AS (
-    SELECT s.*, e.epoch, e.time_s, e.train_accuracy, e.val_accuracy,
-           CASE WHEN ea.run_id IS NOT NULL THEN ea.averages WHEN s.mode = 'gradient' THEN coalesce(c0.steps, 0)
-                ELSE 0 END AS epoch_rounds,
-           CASE WHEN ea.run_id IS NOT NULL THEN ea.bytes_per_rank
-                WHEN s.mode = 'gradient' THEN coalesce(c0.bytes_per_step * c0.steps, 0) ELSE 0 END AS epoch_bytes,
-           CASE WHEN ea.run_id IS NOT NULL THEN ea.wait_s_max
-                WHEN s.mode = 'gradient' THEN coalesce(cm.exposed_s, 0) ELSE 0 END AS epoch_wait_max
-    FROM sel s JOIN epochs e ON e.run_id = s.id
-    LEFT JOIN epoch_averaging ea ON ea.run_id = s.id AND ea.epoch = e.epoch
-    LEFT JOIN epoch_comm c0 ON c0.run_id = s.id AND c0.epoch = e.epoch AND c0.stat = 'rank0'
-    LEFT JOIN epoch_comm cm ON cm.run_id = s.id AND cm.epoch = e.epoch AND cm.stat = 'max')
-  SELECT id AS run_id, model, dataset, ranks, mode, every_epochs, every_steps, straggler, epoch,
-         epoch_rounds,
-         sum(epoch_rounds) OVER w AS rounds,
-         sum(epoch_bytes) OVER w AS bytes_per_rank,
-         round(sum(epoch_wait_max) OVER w, 6) AS wait_s_max,
-         round(sum(time_s) OVER w, 6) AS time_s,
-         train_accuracy, val_accuracy, config_key, label, status
-  FROM per_epoch
-  WINDOW w AS (PARTITION BY id ORDER BY epoch ROWS UNBOUNDED PRECEDING)
-  ORDER BY run_id, epoch;
-CREATE VIEW v_averaging AS
-  SELECT r.id AS run_id, r.model, r.dataset, r.ranks, v.mode, a.every_epochs,
-         a.every_steps, v.straggler,
-         coalesce(a.averages, v.rounds) AS rounds, a.merges_per_rank,
-         coalesce(a.bytes_per_rank, v.bytes_per_rank) AS bytes_per_rank,
-         round(coalesce(a.wait_s_rank0, (SELECT sum(c.exposed_s) FROM epoch_comm c WHERE c.run_id = r.id
-                                         AND c.stat = 'rank0'), 0), 6) AS wait_s_rank0,
-         round(coalesce(a.wait_s_max, v.wait_s_max), 6) AS wait_s_max,
-         round(r.train_time_s, 3) AS train_time_s, round(r.duration_s, 3) AS duration_s,
-         r.test_accuracy, r.val_accuracy, v.epoch AS epochs, r.status, r.config_key, r.label
-  FROM v_averaging_epochs v JOIN runs r ON r.id = v.run_id
-  LEFT JOIN run_averaging a ON a.run_id = r.id
-  WHERE v.epoch = (SELECT max(epoch) FROM epochs e WHERE e.run_id = r.id)
-  ORDER BY r.model, v.mode, a.every_epochs, a.every_steps, v.straggler, r.ranks, r.id;
 )SQL";
 
 }  // namespace dtnn::schema

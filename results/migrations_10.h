@@ -12,7 +12,6 @@ namespace dtnn::schema {
 // recreated as migration 4 defined it, since renaming a table re-parses every view. Rows stored before this
 // migration keep '' / -1 / 0: "not recorded", which compare and history treat as an unknown machine.
 inline constexpr const char* kMigration10Sql = R"SQL(
-DROP VIEW v_throughput;
 CREATE TABLE environments_new (
   id           INTEGER PRIMARY KEY,
   host         TEXT NOT NULL,
@@ -53,13 +52,6 @@ INSERT INTO environments_new (id, host, cpu_model, cores, gpu, compiler, blas, o
   dtnn_version, git_commit, git_dirty, env_vars, created_at FROM environments;
 DROP TABLE environments;
 ALTER TABLE environments_new RENAME TO environments;
-CREATE VIEW v_throughput AS
-  SELECT r.id AS run_id, m.name AS matrix,
-         e.git_commit || CASE WHEN e.git_dirty THEN '+dirty' ELSE '' END AS git_commit,
-         r.framework, r.model, r.dataset, r.conv_algo, r.ranks, r.threads, r.device, r.batch_size, r.repeat,
-         round(r.samples_per_s, 1) AS samples_per_s, round(r.test_accuracy, 2) AS test_accuracy, r.started_at
-  FROM runs r JOIN matrices m ON m.id = r.matrix_id JOIN environments e ON e.id = r.environment_id
-  WHERE r.status = 'ok';
 -- A target states its recipe (analysis/targets.h): learning rate, batch size per rank with the rank counts or
 -- the global batch, steps per epoch (0: whole epochs). Rows stored before this migration keep 0 / '' for the
 -- learning rate, batches and ranks: not stated, matching any run; their steps_per_epoch 0 matches whole-epoch
@@ -70,28 +62,6 @@ ALTER TABLE targets ADD COLUMN batch_size INTEGER NOT NULL DEFAULT 0;         --
 ALTER TABLE targets ADD COLUMN global_batch_size INTEGER NOT NULL DEFAULT 0;  -- batch_size x ranks
 ALTER TABLE targets ADD COLUMN ranks TEXT NOT NULL DEFAULT '';                -- "1,2": rank counts, with batch_size
 ALTER TABLE targets ADD COLUMN steps_per_epoch INTEGER NOT NULL DEFAULT 0;
-DROP VIEW v_accuracy_vs_target;
-CREATE VIEW v_accuracy_vs_target AS
-  SELECT run_id, framework, model, dataset, num_epochs, optimizer, metric, round(value, 2) AS value, target,
-         tolerance,
-         CASE WHEN value IS NULL THEN 'no value' WHEN value >= target - tolerance THEN 'pass' ELSE 'fail' END
-           AS verdict,
-         source
-  FROM (SELECT r.id AS run_id, r.framework, r.model, r.dataset, r.num_epochs, r.optimizer, t.metric,
-               CASE t.metric WHEN 'test_accuracy' THEN r.test_accuracy ELSE r.val_accuracy END AS value,
-               t.target, t.tolerance, t.source
-        FROM runs r JOIN targets t
-          ON t.model = r.model AND t.dataset = r.dataset
-         AND (t.num_epochs = 0 OR t.num_epochs = r.num_epochs) AND (t.optimizer = '' OR t.optimizer = r.optimizer)
-         AND (t.learning_rate = 0 OR abs(CAST(coalesce(json_extract(r.report, '$.options.learning_rate'),
-                                                       json_extract(r.params, '$.learning_rate')) AS REAL)
-                                         - t.learning_rate) <= 1e-6 * t.learning_rate)
-         AND CAST(coalesce(json_extract(r.report, '$.options.steps_per_epoch'),
-                           json_extract(r.params, '$.steps_per_epoch'), 0) AS INTEGER) = t.steps_per_epoch
-         AND (t.batch_size = 0 OR (t.batch_size = r.batch_size
-                                   AND (t.ranks = '' OR (',' || t.ranks || ',') LIKE ('%,' || r.ranks || ',%'))))
-         AND (t.global_batch_size = 0 OR t.global_batch_size = r.batch_size * r.ranks)
-        WHERE r.status = 'ok');
 -- Google Benchmark results that are not convolutions or collectives: suites/bench_gemm, suites/bench_layers, and
 -- other projects' suites (`dtnn ingest`, experiments/ingest_named.h). Times in ms, NULL for a case skipped
 -- with an error; user counters (FLOP/s, bytes/s, ...) as a JSON object of their medians.

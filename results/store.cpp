@@ -5,6 +5,7 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -21,6 +22,7 @@
 #include "results/migrations.h"
 #include "results/read_only_guard.h"
 #include "results/sqlite_util.h"
+#include "results/views.h"
 
 namespace dtnn {
 
@@ -193,9 +195,7 @@ ResultStore ResultStore::open_read_only(const std::string& path) {
   check_path(path);
   if (!fs::exists(path)) fail(path, ": no such results database (run `dtnn run` first)");
   ResultStore store(open_db(path, SQLITE_OPEN_READONLY), path);
-  exec_sql(store.db_, path, "PRAGMA query_only = ON; PRAGMA foreign_keys = ON;");
-  guard_read_only(store.db_, path);
-  store.read_only_ = true;
+  exec_sql(store.db_, path, "PRAGMA foreign_keys = ON");
   int v = 0;
   try {
     v = stored_version(store.db_, path);  // the first read: where a WAL database needs its -shm file
@@ -211,9 +211,7 @@ ResultStore ResultStore::open_read_only(const std::string& path) {
            ": copy the database and its -wal file to a directory you can write and read the copy, or have a "
            "user who can write there run `dtnn query matrices --db ", path, "` once");
     store = ResultStore(open_db(immutable_uri(path), SQLITE_OPEN_READONLY | SQLITE_OPEN_URI), path);
-    exec_sql(store.db_, path, "PRAGMA query_only = ON; PRAGMA foreign_keys = ON;");
-    guard_read_only(store.db_, path);
-    store.read_only_ = true;
+    exec_sql(store.db_, path, "PRAGMA foreign_keys = ON");
     v = stored_version(store.db_, path);
   }
   if (v == 0) fail(path, ": not a dtnn results database");
@@ -221,6 +219,12 @@ ResultStore ResultStore::open_read_only(const std::string& path) {
   if (v != latest_version())
     fail(path, ": schema version ", v, ", this dtnn reads version ", latest_version(),
          " (a writer such as `dtnn run` or `dtnn check` migrates it)");
+  // Another build's views: this build's, for this connection only (the TEMP schema is not the file), created
+  // before the connection is closed to writes.
+  if (!views_current(store.db_, path)) create_temp_views(store.db_, path);
+  exec_sql(store.db_, path, "PRAGMA query_only = ON");
+  guard_read_only(store.db_, path);
+  store.read_only_ = true;
   return store;
 }
 
@@ -284,12 +288,18 @@ void ResultStore::migrate(int up_to) {
   }
   const int current = stored_version(db_, path_);
   if (current > latest_version()) fail(newer_schema(path_, current));
+  // Views come off before the tables change (a rebuilt table must not drag another build's views along) and
+  // back, this build's, once the tables are the latest; a database left at an older version has none.
+  const bool pending = current < std::min(up_to, latest_version());
+  const bool at_latest = std::min(up_to, latest_version()) == latest_version();
+  if (pending || !at_latest || !views_current(db_, path_)) drop_views(db_, path_);
   for (const schema::Migration& m : schema::kMigrations) {
     if (m.version <= current || m.version > up_to) continue;
     exec_sql(db_, path_, m.sql);
     Statement st(db_, path_, "INSERT INTO schema_migrations (version, description) VALUES (?, ?)");
     st.bind(1, m.version).bind(2, m.description).run();
   }
+  if (at_latest && !views_current(db_, path_)) create_views(db_, path_);
   {
     Statement fk(db_, path_, "PRAGMA foreign_key_check");
     if (fk.step()) fail(path_, ": migrating: a row of table ", *fk.text_column(0), " refers to a missing row");

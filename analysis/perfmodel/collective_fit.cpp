@@ -9,7 +9,7 @@
 #include "core/error.h"
 #include "core/json_parse.h"
 #include "core/file_io.h"
-#include "experiments/ingest_collectives.h"
+#include "results/ingest_collectives.h"
 #include "results/store.h"
 
 namespace dtnn::perf {

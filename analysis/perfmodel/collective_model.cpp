@@ -202,7 +202,7 @@ const std::vector<Platform>& platform_presets() {
       {"nvlink8", "nodes of 8 GPUs joined by NVLink-class links; nodes on ib100", kIb, kNvlink, 8,
        "intra-node 300 GB/s each way per GPU (NVLink 3 on an A100) and 3 us, as analysis/platforms/nvlink8.xml; GPU "
        "gamma; inter-node: ib100"},
-      // The published clusters of issue 21's sanity checks (analysis/perfmodel/published_sanity.sh): nominal
+      // The published clusters of the sanity checks (analysis/perfmodel/published_sanity.sh): nominal
       // line rates as for eth10g and ib100, GPU gamma; NCCL's ring is forced there with --algorithm ring.
       {"horovod_roce25", "Horovod's benchmark cluster: servers of 4 Pascal GPUs (PCIe) on 25 Gb/s RoCE", kRoce25,
        kPcie3, 4,

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # published_sanity.sh [DTNN]
 #
-# Issue 21's sanity check against published scaling results (a check, not a fit: no constant below was tuned to
-# land near the published figure). For each published configuration, `dtnn predict` with
+# The performance model's sanity check against published scaling results (a check, not a fit: no constant below
+# was tuned to land near the published figure). For each published configuration, `dtnn predict` with
 #   - the layer proportions and gradient buckets of dtnn's own model (analysis/perfmodel/published/*.json, from
 #     short CPU runs; the buckets re-planned with the framework's cap: Horovod's 64 MiB fusion buffer, DDP's
 #     25 MiB buckets),

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The model against measured dtnn steps at 1-2 ranks on this machine (issue 21's "model vs measured dtnn").
+# The model against measured dtnn steps at 1-2 ranks on this machine ("model vs measured dtnn").
 #
 # For each model: one run at 1 rank with 1 thread (the profile for predicting 2 ranks from one), then
 # 2 ranks (1 thread each) blocking and non-blocking over shared memory and over TCP (--mca btl self,tcp).

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The model against measured dtnn steps at 1-N ranks of one machine (issue 21's 16-core check).
+"""The model against measured dtnn steps at 1-N ranks of one machine (the 16-core check).
 
 Input: a results database of experiments/scaling_cpu_16core.toml (or any matrix with ranks, transport,
 non_blocking_mpi and scaling axes) with the machine's bench_allreduce results ingested (`dtnn ingest`), e.g.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# validate_simgrid.sh DTNN PROFILE... : the analytic model against SimGrid (issue 21's "model vs SimGrid").
+# validate_simgrid.sh DTNN PROFILE... : the analytic model against SimGrid ("model vs SimGrid").
 #
 # For each step profile (dtnn.step_profile/1, e.g. suites/step_replay/profiles/*.json) x platform x mode x rank
 # count: `dtnn predict --json` and the step replay under SimGrid (analysis/simgrid_replay.sh), one markdown table

@@ -1,12 +1,17 @@
 """Read-only access to the dtnn results store (SQLite) for report.py.
 
 Every query returns a list of dicts (column name -> value). When a matrix name is given, only runs of
-the matrices with that name (any hash) are considered; the schema is the one in results/migrations.h.
+the matrices with that name (any hash) are considered. Tables: results/migrations.h; every derived figure
+comes from the views of results/views.sql (a database whose views another build wrote gets this tree's, as
+TEMP views of the read-only connection, as `dtnn query` does), never from SQL restated here.
 """
 
 import os
+import re
 import sqlite3
 import urllib.request
+
+VIEWS_SQL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "results", "views.sql")
 
 REQUIRED_TABLES = ("matrices", "environments", "runs", "epochs", "layer_timings", "targets", "epoch_comm")
 REQUIRED_VIEWS = ("v_scaling", "v_accuracy_vs_target", "v_comm")
@@ -16,34 +21,6 @@ STATUSES = ("ok", "failed", "diverged", "timeout", "interrupted", "unsupported",
 RUN_COLUMNS = ("id", "matrix_id", "environment_id", "trial_key", "config_key", "label", "repeat", "framework",
                "model", "dataset", "conv_algo", "ranks", "threads", "device", "batch_size", "num_epochs",
                "optimizer", "samples_per_s", "test_accuracy", "val_accuracy")
-
-# v_scaling with a matrix filter on the runs it aggregates and the predictions it shows (keep in step with
-# migration 17 in results/migrations_17.h: the same columns; speed-up against the fewest ranks, baseline_ranks).
-SCALING_FOR_MATRIX = """
-  WITH agg AS (
-    SELECT r.environment_id, r.config_key, r.framework, r.model, r.dataset, r.conv_algo, r.threads, r.device, r.ranks,
-           avg(r.samples_per_s) AS sps, count(r.samples_per_s) AS n, avg(c.exposed_fraction) AS exposed,
-           avg(c.compute_ms / c.step_ms) AS compute
-    FROM runs r LEFT JOIN v_comm c ON c.run_id = r.id
-    WHERE r.status = 'ok' AND r.matrix_id IN (SELECT id FROM matrices WHERE name = :matrix)
-    GROUP BY r.environment_id, r.config_key, r.ranks),
-  base AS (
-    SELECT environment_id, config_key, min(ranks) AS ranks FROM agg WHERE sps > 0 GROUP BY environment_id, config_key)
-  SELECT a.framework, a.model, a.dataset, a.conv_algo, a.threads, a.device, a.ranks, a.n AS runs,
-         round(a.sps, 1) AS mean_samples_per_s, round(a.sps / b.sps, 3) AS speedup,
-         round(a.sps / b.sps * b.ranks / a.ranks, 3) AS efficiency, a.environment_id, a.config_key,
-         round(a.compute, 4) AS compute_fraction, round(a.exposed, 4) AS exposed_comm_fraction,
-         'measured' AS source, NULL AS platform, NULL AS curve, b.ranks AS baseline_ranks
-  FROM agg a JOIN base m ON m.environment_id = a.environment_id AND m.config_key = a.config_key
-  JOIN agg b ON b.environment_id = a.environment_id AND b.config_key = a.config_key AND b.ranks = m.ranks
-  ORDER BY a.config_key, a.ranks
-"""
-# v_scaling's predicted rows, of the predictions a matrix of that name declared (or calibrated from its runs).
-PREDICTED_FOR_MATRIX = """
-  SELECT * FROM v_scaling WHERE source != 'measured' AND config_key IN (
-    SELECT p.config_key FROM predictions p WHERE p.matrix_id IN (SELECT id FROM matrices WHERE name = :matrix))
-"""
-
 
 class ReportError(Exception):
     """An error the user can act on; report.py prints it as one line and exits 1."""
@@ -72,6 +49,8 @@ class Store:
                 objects = self._connect(uri + "&immutable=1")
         except sqlite3.Error as e:
             raise ReportError(f"{path}: cannot read as an SQLite database ({e})") from None
+        self._install_views()
+        objects |= {("view", r["name"]) for r in self.con.execute("SELECT name FROM sqlite_temp_master WHERE type = 'view'")}
         missing = [n for n in REQUIRED_TABLES if ("table", n) not in objects]
         missing += [n for n in REQUIRED_VIEWS if ("view", n) not in objects]
         if missing:
@@ -87,6 +66,24 @@ class Store:
         self.con.text_factory = lambda b: b.decode("utf-8", errors="replace")
         self.con.row_factory = sqlite3.Row
         return {(r["type"], r["name"]) for r in self.con.execute("SELECT type, name FROM sqlite_master")}
+
+    def _install_views(self):
+        """This tree's views as TEMP views when the file's are another build's (results/views.h: PRAGMA
+        user_version holds the 31-bit FNV-1a hash of views.sql that wrote them)."""
+        with open(VIEWS_SQL, "rb") as f:
+            text = f.read()
+        h = 2166136261
+        for byte in text:
+            h = ((h ^ byte) * 16777619) & 0xFFFFFFFF
+        version = (h & 0x7FFFFFFF) or 1
+        if self.con.execute("PRAGMA user_version").fetchone()[0] == version:
+            return
+        if not any(r[0] == "schema_migrations" for r in self.con.execute("SELECT name FROM sqlite_master")):
+            return  # not a dtnn database: the table check below says so
+        try:
+            self.con.executescript(re.sub(r"CREATE VIEW ", "CREATE TEMP VIEW ", text.decode("utf-8")))
+        except sqlite3.Error as e:
+            raise ReportError(f"{self.path}: not a dtnn results database of the current schema ({e})") from None
 
     def close(self):
         self.con.close()
@@ -148,10 +145,8 @@ class Store:
         efficiency are against baseline_ranks (schema 17: the fewest ranks measured; 1 before)."""
         if self.matrix is None:
             rows = self._all("SELECT * FROM v_scaling")
-        else:
-            rows = self._all(SCALING_FOR_MATRIX, {"matrix": self.matrix})
-            if self.has_table("predictions"):
-                rows += self._all(PREDICTED_FOR_MATRIX, {"matrix": self.matrix})
+        else:  # the view's curves are per matrix name: its rows of this matrix, measured and predicted
+            rows = self._all("SELECT * FROM v_scaling WHERE matrix = ?", (self.matrix,))
         for r in rows:
             r.setdefault("source", "measured")
             r.setdefault("curve", None)

@@ -71,8 +71,8 @@ struct BuildContext {
   // model's layers 0, a block's paths one more than the block).
   GradientScratch* gradients = nullptr;
   int level = 0;
-  // Every activation gradient, and on the CPU every convolution's workspace, in memory of its own, as before
-  // they were shared: the same results (tests/models/test_gradient_scratch.cpp holds the two builds to
+  // Every activation gradient, and on the CPU every convolution's workspace, in memory of its own rather than
+  // shared: the same results (tests/models/test_gradient_scratch.cpp holds the two builds to
   // it), and every activation gradient still readable after a whole backward pass (tests that compare them
   // all). Costs the memory sharing saves.
   bool private_scratch = false;

@@ -90,5 +90,7 @@ void validate_options(const TrainOptions& o);
 // The table as JSON (`dtnn train --list-options --format json`) or as an aligned text table.
 std::string option_table_json();
 std::string option_table_text();
+// The reference page engine/OPTIONS.md: every row with its kind, default, values, help and flags.
+std::string option_table_markdown();
 
 }  // namespace dtnn

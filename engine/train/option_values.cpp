@@ -333,4 +333,59 @@ std::string option_table_text() {
   return out;
 }
 
+namespace {
+
+std::string markdown_cell(std::string text) {
+  std::string out;
+  for (char c : text) out += c == '|' ? std::string("\\|") : std::string(1, c);
+  return out;
+}
+
+// What values a row takes, in words: a range, a list, or what checks it.
+std::string values_text(const OptionSpec& s) {
+  char buf[128];
+  if (!s.choices.empty()) {
+    std::string out;
+    for (const std::string& c : s.choices) out += (out.empty() ? "" : ", ") + c;
+    return out;
+  }
+  if (s.kind == OptionKind::integer) {
+    if (s.imax == INT64_MAX) std::snprintf(buf, sizeof buf, ">= %lld", static_cast<long long>(s.imin));
+    else std::snprintf(buf, sizeof buf, "%lld..%lld", static_cast<long long>(s.imin), static_cast<long long>(s.imax));
+    return buf;
+  }
+  if (s.kind == OptionKind::number) {
+    if (s.dmax == DBL_MAX && s.dmin == -DBL_MAX) return "any";
+    if (s.dmax == DBL_MAX) std::snprintf(buf, sizeof buf, "%s %g", s.dmin_open ? ">" : ">=", s.dmin);
+    else std::snprintf(buf, sizeof buf, "%s%g, %g%s", s.dmin_open ? "(" : "[", s.dmin, s.dmax, s.dmax_open ? ")" : "]");
+    return buf;
+  }
+  if (s.kind == OptionKind::boolean) return "True, False";
+  return s.canonical ? "checked when parsed" : "";
+}
+
+}  // namespace
+
+std::string option_table_markdown() {
+  std::string out =
+      "# `dtnn train` options\n\n"
+      "Generated from the option table (engine/train/option_table.cpp) by\n"
+      "`dtnn train --list-options --format markdown > engine/OPTIONS.md`; ctest `house.option_reference` fails\n"
+      "when this file and the table differ. Booleans take `--name`, `--name=True` or `--name=False`. How options are\n"
+      "read, PyDTNN's launcher options in dtnn and adding an option: [USING_OPTIONS.md](USING_OPTIONS.md).\n\n"
+      "Where: **matrix** a matrix may set it; **must_match** a resumed run must repeat it; **torch** the PyTorch\n"
+      "reference takes it; **pydtnn** PyDTNN's option with PyDTNN's meaning (otherwise dtnn's own); **runner**\n"
+      "set by `dtnn run` itself; **alias** another spelling of a dtnn option; **planned** parsed, refused (exit 3)\n"
+      "until implemented.\n\n"
+      "| option | kind | default | values | meaning | where |\n|---|---|---|---|---|---|\n";
+  for (const OptionSpec& s : train_option_table()) {
+    std::string where;
+    for (const std::string& f : flag_names(s.flags)) where += (where.empty() ? "" : ", ") + f;
+    const std::string def = option_default_text(s);
+    out += "| `--" + std::string(s.name) + "` | " + kind_name(s.kind) + " | " + (def.empty() ? "" : "`" + markdown_cell(def) + "`") +
+           " | " + markdown_cell(values_text(s)) + " | " + markdown_cell(s.help) + " | " + where + " |\n";
+  }
+  return out;
+}
+
 }  // namespace dtnn

@@ -137,8 +137,8 @@ struct TrainOptions {
   std::string tracer_output;
   std::string trace_steps;  // "N..M": trace only these training steps (trace/tracer.h TraceSteps); "": all
   bool profile = false;  // the per-phase summary at the end (trace/profile.h)
-  // Options of the distribution work still to land: accepted by the parser, refused (exit 3, naming the
-  // issue) when given a value other than these defaults.
+  // PyDTNN's performance-model parameters: when any is given, `dtnn train` prints the model's step time
+  // (experiments/train_model_time.h); training is unchanged.
   double cpu_speed = 4e12;
   double memory_bw = 50e9;
   double network_bw = 1e9;

@@ -1,5 +1,5 @@
 // step_replay: one training step of dtnn, replayed from its step profile on every rank of an MPI job, so that
-// SimGrid's SMPI simulator can say how the step scales on a platform this machine is not (issue 21's
+// SimGrid's SMPI simulator can say how the step scales on a platform this machine is not (an
 // independent check of the analytic model in analysis/perfmodel/).
 //
 //   step_replay PROFILE.json [--steps N] [--warmup K] [--json OUT] [--mode blocking|non_blocking]

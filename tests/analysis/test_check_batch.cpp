@@ -1,9 +1,9 @@
 // dtnn check and v_accuracy_vs_target judge a run by the batch it trained. A strong-scaling trial
 // (scaling = "strong") gives batch_size as the global batch; its runs train ceil(global / ranks) per rank,
-// and store the trial's number in runs.batch_size. Both used to take that column as the per-rank batch, so a
-// 2-rank strong-scaling run of global batch 64 was judged against a 64-per-rank target (and a global-batch
-// 128 one). The run here is a real `dtnn train` report restated as that 2-rank strong-scaling run. Also: the
-// weak-scaling global batch (migration 18) and an SGD rate scaled by the ranks (migration 20).
+// and store the trial's number in runs.batch_size. Taking that column as the per-rank batch would judge a
+// 2-rank strong-scaling run of global batch 64 against a 64-per-rank target (and a global-batch 128 one). The
+// run here is a real `dtnn train` report restated as that 2-rank strong-scaling run. Also: the weak-scaling
+// global batch (migration 18) and an SGD rate scaled by the ranks (migration 20).
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -63,7 +63,7 @@ TEST_CASE("check: a strong-scaling run is judged by its batch per rank and its g
                                   {"optimizer", "sgd"}},
                                  report.dump());
   }
-  REQUIRE(dtnn::test::one(db, "SELECT batch_size FROM runs") == "64");  // the trial's number, as before
+  REQUIRE(dtnn::test::one(db, "SELECT batch_size FROM runs") == "64");  // the trial's number, the global batch
   const std::string dataset = dtnn::test::one(db, "SELECT dataset FROM runs");
   const auto target = [&](const std::string& name, const std::string& batch) {
     const std::string file = (dir / (name + ".toml")).string();
@@ -166,7 +166,7 @@ TEST_CASE("check: an SGD run scaled by its ranks is judged by the learning rate 
                                   {"batch_size", "32"}, {"num_epochs", "1"}, {"optimizer", "sgd"}},
                                  r.dump());
   };
-  store_run("before", report);  // a report written before options_given: judged by the rate it ran, as before
+  store_run("before", report);  // a report without options_given (an older dtnn): judged by the rate it ran
   report["options_given"]["learning_rate"] = given_rate;
   store_run("given", report);
   const std::string dataset = dtnn::test::one(db, "SELECT dataset FROM runs LIMIT 1");

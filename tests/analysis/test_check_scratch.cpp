@@ -1,6 +1,6 @@
 // dtnn check and v_accuracy_vs_target judge only runs trained from scratch. A run that loaded trained weights
 // (--weights_and_bias_filename naming a file that exists: PyDTNN loads it) or only evaluated them
-// (--evaluate_only) used to be judged as if its recipe alone had reached its accuracy. The report's "start"
+// (--evaluate_only) is not judged as if its recipe alone had reached its accuracy. The report's "start"
 // says where the weights came from, a checkpoint carries it to a resumed sitting, and reports without it
 // (older dtnn, PyDTNN) are read from their options. Real `dtnn train` runs and reports throughout.
 #include <catch2/catch.hpp>

@@ -251,8 +251,8 @@ TEST_CASE("history: git order, the step's commit, --fail-on-regression and the C
   CHECK_THAT(c.err, Contains("no_repo_here: git lists no commit there"));
 }
 
-// A partial recovery after a regression (1000 -> 800 -> 880: the last step an "improvement") left
-// --fail-on-regression passing while throughput stayed 12 % below where it started: the newest level is now
+// A partial recovery after a regression (1000 -> 800 -> 880: the last step an "improvement") must not leave
+// --fail-on-regression passing while throughput stays 12 % below where it started: the newest level is
 // judged against the level before the latest regression.
 TEST_CASE("history: a partial recovery does not clear a regression", "[history]") {
   if (std::system("git --version > /dev/null 2>&1") != 0) DTNN_SKIP("git is not installed (the test makes a repository)");

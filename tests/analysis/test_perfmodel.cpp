@@ -324,7 +324,7 @@ TEST_CASE("PyDTNN's model: performance_models.py's formulas by hand", "[perfmode
   CHECK(summed < 5000);
 }
 
-// Review findings of session 24, each against a value by hand.
+// Edge cases of the model, each against a value computed by hand.
 TEST_CASE("perf model: the algorithm named is the one costed, strong scaling's largest share, input backward, "
           "exactly determined fits", "[perfmodel]") {
   using A = AllreduceAlgorithm;

@@ -44,7 +44,7 @@ TEST_CASE("resize: d2l's Resize (Pillow's bilinear on bytes) byte for byte, up, 
   }
 }
 
-TEST_CASE("resize: the same side is the image itself; refused for synthetic data and bad sides", "[data]") {
+TEST_CASE("resize: the same side is the image itself, synthetic data and bad sides are refused", "[data]") {
   const std::string dir = std::string(DTNN_SOURCE_DIR) + "/experiments/datasets/mnist-10k";
   auto plain = open_mnist(dir, "");
   auto same = resize_images(open_mnist(dir, ""), 28, 28, 2);

@@ -441,7 +441,7 @@ TEST_CASE("matrix: every experiments/*.toml parses and expands", "[harness]") {
 }
 
 TEST_CASE("matrix: absurd input is refused before it is parsed or expanded", "[matrix]") {
-  // 10 axes of 10 values: 10^10 trials used to be materialised until memory ran out.
+  // 10 axes of 10 values: 10^10 trials, which would exhaust memory if materialised.
   std::string big = "name = \"big\"\n[axes]\n";
   const char* axes[] = {"batch_size", "num_epochs", "steps_per_epoch", "seed", "warm_up_epochs",
                         "early_stopping_patience", "reduce_lr_on_plateau_patience", "crop_images_padding",

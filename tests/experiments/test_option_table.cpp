@@ -94,8 +94,8 @@ TEST_CASE("option table: matrix parameters, the listing and the checkpoint's mus
 }
 
 TEST_CASE("option table: a matrix and the command line accept and refuse the same values", "[options][matrix]") {
-  // Values the two used to disagree on: nhwc (train accepted it, a matrix refused it), threads over 1024
-  // (a matrix took up to INT_MAX), the optimizer's case.
+  // Values where separate checks could disagree: nhwc (accepted by both, as NHWC), threads over 1024
+  // (refused by both), the optimizer's case.
   CHECK(parse("name = \"d\"\n[base]\ntensor_format = \"nhwc\"\n").trials[0].get("tensor_format") == "NHWC");
   CHECK(parse("name = \"d\"\n[base]\noptimizer = \"Adam\"\n").trials[0].get("optimizer") == "adam");
   CHECK_THROWS_WITH(parse("name = \"d\"\n[base]\nthreads = 2000\n"), Catch::Contains("threads"));

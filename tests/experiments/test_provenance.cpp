@@ -1,4 +1,4 @@
-// The binary's own provenance (core/build_info.h, issue 24): what `dtnn --version` states, what a run
+// The binary's own provenance (core/build_info.h): what `dtnn --version` states, what a run
 // report carries, what the runner stores for its own build and for another build given with --dtnn.
 #include <catch2/catch.hpp>
 #include <filesystem>

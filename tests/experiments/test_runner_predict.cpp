@@ -176,7 +176,7 @@ ranks = [4]
   CHECK(one(s, "SELECT count(*) FROM predictions p JOIN prediction_runs l ON l.prediction_id = p.id WHERE "
                "l.run_id = " + run + " AND p.source = 'simgrid'") == "2");
   // One rank: the replay's step is the profile's compute, which is the model's 1-rank step (within the
-  // simulation's 1 %); 4 ranks on 10 GbE: the two independent predictions within the 10 %.
+  // simulation's 1 %); 4 ranks on 10 GbE: the two independent predictions within the required 10 %.
   for (const char* ranks : {"1", "4"}) {
     INFO(ranks << " ranks");
     const double sim = std::stod(one(s, std::string("SELECT step_s FROM predictions WHERE source = 'simgrid' AND "

@@ -223,8 +223,8 @@ TEST_CASE("gpu: models give the CPU's outputs, gradients, statistics and steps",
         // Every step starts from identical parameters and state (the CPU's, uploaded after each update):
         // left to drift by float32 rounding, these tiny models amplify it chaotically. On the CPU alone, a
         // 1e-5 relative change of one step's gradients becomes a 5e-2 gradient difference two steps later in
-        // the fused residual model (NHWC; ReLU inputs crossing zero), and 4.5e-4 in NCHW. Session 13's H100
-        // run failed this case at step 2 with 4e-3 that way, though steps 0-1 were within 1e-4 and 5e-4.
+        // the fused residual model (NHWC; ReLU inputs crossing zero), and 4.5e-4 in NCHW. On an H100, drift
+        // made this case fail at step 2 with 4e-3, though steps 0-1 were within 1e-4 and 5e-4.
         const double grad_tol = step == 0 ? 1e-4 : 5e-4;
         train_step_matches(*cpu, *gpu, n, rng, x, dy, grad_tol);
         for (size_t i = 1; i < top; ++i) {  // activation gradients between layers

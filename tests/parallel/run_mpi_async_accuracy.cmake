@@ -1,8 +1,8 @@
 # Asynchronous model averaging must train a BatchNormalization network as well as synchronous averaging:
 # resnet20 on Fashion-MNIST padded to 32x32x3, 2 ranks, 4 epochs of 25 steps of 64 per rank, merging every
-# 2 epochs (issue 22's study, experiments/averaging.toml). Measured on a 2-vCPU VM (session 14): synchronous
-# averaging every 2 epochs ends at 71.1 % test accuracy, this run at 72.0 %; the first merge rule (deltas
-# against the last take-back) collapsed it to 24.7 % (28.4 % at seed 1). The check asks for 60 %: far above
+# 2 epochs (the averaging study, experiments/averaging.toml). Measured on a 2-vCPU VM: synchronous
+# averaging every 2 epochs ends at 71.1 % test accuracy, this run at 72.0 %; a merge rule of deltas
+# against the last take-back collapses it to 24.7 % (28.4 % at seed 1). The check asks for 60 %: far above
 # a collapse, below the seeds' spread of a healthy run (gradient data parallelism: 70.2-76.1 % over 5 seeds).
 # Needs Debian's dataset-fashion-mnist (ci/setup.sh installs it); without it the test is skipped, saying so.
 # Asynchronous runs depend on when the merges land (timing), so the figure varies a little from run to run

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The analytic model (dtnn predict) against the step replay under SimGrid, at a few points (issue 21).
+"""The analytic model (dtnn predict) against the step replay under SimGrid, at a few points.
 
   test_model_vs_simgrid.py DTNN STEP_REPLAY_SMPI_SO SOURCE_DIR WORK
 

@@ -16,7 +16,7 @@
 // - The measured times account for the step, on every rank (2, 3 and 4 ranks; blocking and every bucket
 //   size): compute + time in communication calls is within 2 % of the step time (5 % past 2 ranks, where
 //   ranks share cores); blocking makes no communication call during compute, so there compute + exposed
-//   communication is the step within the same bound (the check as stated); non-blocking, the calls
+//   communication is the step within the same bound (the check as specified); non-blocking, the calls
 //   made between layers are the rest (comm - exposed >= 0, printed as a share of the step).
 // - No allocation per step on any rank, blocking and non-blocking (1 KiB buckets: the most requests): an
 //   epoch of 6 steps makes as many operator new calls as one of 2 (support/alloc_count.h; MPI's own

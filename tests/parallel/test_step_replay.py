@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The step replay proxy (suites/step_replay) under a real mpirun and under SimGrid's smpirun (issue 21).
+"""The step replay proxy (suites/step_replay) under a real mpirun and under SimGrid's smpirun.
 
   test_step_replay.py real STEP_REPLAY PROFILE WORK MPIEXEC [MPIRUN_FLAGS...]
   test_step_replay.py simgrid STEP_REPLAY_SMPI_SO PROFILE WORK DRIVER

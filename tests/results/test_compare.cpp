@@ -104,7 +104,7 @@ TEST_CASE("compare: a planted regression is found, noise is not", "[compare]") {
   CHECK(dtnn::compare_runs(f.store, o).regressions == 0);
 }
 
-// Review findings of session 24: sizes decide per pair whether a verdict is possible (10 baseline runs against
+// Sizes decide per pair whether a verdict is possible (10 baseline runs against
 // 3 candidate runs can give p = 2 / C(13, 3) = 0.007), a trial whose candidate runs all failed is a failure, not
 // "only in the baseline", and a zero throughput is named instead of turning into a NaN.
 TEST_CASE("compare: unequal run counts, failed candidates and zero throughput", "[compare]") {
@@ -148,7 +148,7 @@ TEST_CASE("compare: unequal run counts, failed candidates and zero throughput", 
 
 TEST_CASE("compare: too few samples are flagged, bad selections refused", "[compare]") {
   Fixture f("compare_few");
-  // Three runs a side, eight epochs each: 24 epochs a side would have passed the old per-epoch test, but
+  // Three runs a side, eight epochs each: 24 epochs a side would pass a per-epoch test, but
   // three runs can never give p < 0.05.
   for (int i = 0; i < 3; ++i) planted_run(f, "t", {900, 1000, 1001, 1002, 999, 1000, 1003, 998});
   for (int i = 0; i < 3; ++i) planted_run(f, "t", {400, 500, 501, 502, 499, 500, 503, 498});

@@ -51,7 +51,7 @@ TEST_CASE("store: text is stored as valid UTF-8, invalid bytes as U+FFFD", "[sto
 
 TEST_CASE("query: JSON output of a row stored with invalid UTF-8 replaces the bytes", "[store]") {
   dtnn::ResultStore store = db_with_error("text_old_row", "x");
-  store.exec("UPDATE runs SET error = CAST(X'626164FF2E6E707A' AS TEXT)");  // as a store before the fix wrote it
+  store.exec("UPDATE runs SET error = CAST(X'626164FF2E6E707A' AS TEXT)");  // as an older store may hold it
   std::string json;
   REQUIRE_NOTHROW(json = json_of(store));
   CHECK(json.find("bad\xEF\xBF\xBD.npz") != std::string::npos);

@@ -329,8 +329,8 @@ def check_straggler_and_averaging(dtnn, mpirun, work):
     comm_ids = {e["id"] for e in events if e["kind"] == "comm_calls"}
     check(comm_ids and comm_ids <= layer_ids and len(comm_ids) > 5,
           f"comm_calls ids {sorted(comm_ids)} are backward layers' ids (or the Input's)")
-    # 12 batches of 4096 a worker per epoch: more than the 8 global batches of MNIST's 60000 samples the trace
-    # buffer used to be sized for (the rest dropped).
+    # 12 batches of 4096 a worker per epoch: more than the 8 global batches of MNIST's 60000 samples, so a trace
+    # buffer sized from the dataset would drop the rest.
     js, report = os.path.join(work, "averaging.json"), os.path.join(work, "averaging.report.json")
     cmd = mpirun + [dtnn, "train", "--parallel=data", "--model=simplemlp", "--use_synthetic_data=True",
                     "--batch_size=4096", "--num_epochs=2", "--threads=1", "--evaluate_on_test=False",

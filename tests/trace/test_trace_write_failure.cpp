@@ -1,8 +1,8 @@
-// A trace that cannot be written costs the trace, nothing else. The trace files used to be written before the
-// weights, history and report, so a full disk (or a file-size limit) under a large trace aborted the run with
-// none of them; and a Paraver trace's three files were replaced one by one, so a .prv too large to write left
-// the old .prv beside a new .pcf and .row. A file-size limit (ulimit -f, SIGXFSZ ignored: writes fail with
-// EFBIG as on a full disk) stands in for the full disk: the trace's files are the run's largest.
+// A trace that cannot be written costs the trace, nothing else: a full disk (or a file-size limit) under a
+// large trace still leaves the run's weights, history and report, and a Paraver trace's three files are
+// replaced as a set, so a .prv too large to write never leaves the old .prv beside a new .pcf and .row. A
+// file-size limit (ulimit -f, SIGXFSZ ignored: writes fail with EFBIG as on a full disk) stands in for the full
+// disk: the trace's files are the run's largest.
 #include <sys/wait.h>
 
 #include <catch2/catch.hpp>

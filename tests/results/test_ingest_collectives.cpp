@@ -9,7 +9,7 @@
 #include <fstream>
 
 #include "cli_helpers.h"
-#include "ingest_helpers.h"
+#include "experiments/ingest_helpers.h"
 #include "results/store.h"
 
 namespace {

@@ -1,5 +1,5 @@
 // Reading bench_allreduce's Google Benchmark JSON. See ingest_collectives.h.
-#include "experiments/ingest_collectives.h"
+#include "results/ingest_collectives.h"
 
 #include <nlohmann/json.hpp>
 

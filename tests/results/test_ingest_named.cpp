@@ -9,7 +9,7 @@
 #include <string>
 
 #include "cli_helpers.h"
-#include "ingest_helpers.h"
+#include "experiments/ingest_helpers.h"
 #include "results/store.h"
 #include "skip.h"
 

@@ -1,5 +1,5 @@
 // Reading named Google Benchmark results. See ingest_named.h.
-#include "experiments/ingest_named.h"
+#include "results/ingest_named.h"
 
 #include <nlohmann/json.hpp>
 
