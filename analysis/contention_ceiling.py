@@ -62,7 +62,8 @@ def main():
     print(f"in the data-parallel run (median rank, {c['mode']}, {c['buckets_per_step']} bucket(s) per step):")
     print(f"  a rank computes at {fmt(rank_rate)} samples/s, {100 * rank_rate / statistics.median(copy_medians):.1f} % of a copy's rate")
     # Non-blocking: the calls between layers that progress the sums (in comm calls, not exposed) are a third
-    # part of the step, neither compute nor exposed (README "Measured in every run"); blocking makes none.
+    # part of the step, neither compute nor exposed (engine/TRAINING.md, "Data parallelism"); blocking makes
+    # none.
     between = statistics.median(e["communication"]["median"]["comm_s"] - e["communication"]["median"]["exposed_s"]
                                 for e in comm_epochs)
     print(f"  exposed communication {100 * med('exposed_s') / epoch_s:.1f} % of the epoch; communication calls "

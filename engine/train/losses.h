@@ -7,7 +7,8 @@
 //                              (p - y) / global_batch  (fused: Softmax's backward is skipped).
 //                              Otherwise p is clipped to [1e-7, 1 - 1e-7].
 //   binary_cross_entropy       -sum_j [y_j log p_j + (1 - y_j) log(1 - p_j)], p clipped to [1e-7, 1 - 1e-7]
-// The gradient from outputs is the clipped loss's: 0 where p was clipped (README, "PyDTNN's bugs fixed").
+// The gradient from outputs is the clipped loss's: 0 where p was clipped (engine/TRAINING.md, "Semantics, and
+// PyDTNN's bugs fixed").
 // Gradients are divided by the GLOBAL batch size (all ranks), so summing them over ranks gives the mean.
 //
 // Metrics (per sample; t = argmax y):
