@@ -16,7 +16,7 @@
 #                  (ALLREDUCE_RANKS: the rank counts, "2 4 8 16")
 #                  into a results database that a later call continues: put the gpu_scaling.tgz an earlier
 #                  call returned into CARRY_DIR (a carried folder) and the run resumes from it
-#     ceiling      the CPU cores: analysis/contention_ceiling.sh at CEILING_RANKS ("4 8 16") ranks, simplecnn on
+#     ceiling      the CPU cores: experiments/contention_ceiling.sh at CEILING_RANKS ("4 8 16") ranks, simplecnn on
 #                  Fashion-MNIST then resnet20 on synthetic CIFAR-10, 3 epochs of STEPS (simplecnn 100, resnet20
 #                  10) steps, REPS (1) rounds: how much of the 16-core scaling loss is the machine (N
 #                  independent 1-rank runs at once) and how much is distribution
@@ -174,12 +174,12 @@ if [ "$part" = ceiling ]; then
   for np in ${CEILING_RANKS:-4 8 16}; do
     echo "#### simplecnn, $np ranks"
     KEEP="$out/ceiling_runs/simplecnn_np$np" DTNN_BUILD_DIR="$bundle" REPS="${REPS:-1}" \
-      EXTRA="--steps_per_epoch=${STEPS:-100}" bash analysis/contention_ceiling.sh "$np" 3 2>&1 | grep -v "^== round"
+      EXTRA="--steps_per_epoch=${STEPS:-100}" bash experiments/contention_ceiling.sh "$np" 3 2>&1 | grep -v "^== round"
   done 2>&1 | tee "$out/ceiling.txt"
   for np in ${CEILING_RANKS:-4 8 16}; do
     echo "#### resnet20_cifar10 (synthetic), $np ranks"
     KEEP="$out/ceiling_runs/resnet20_np$np" DTNN_BUILD_DIR="$bundle" REPS="${REPS:-1}" DATASET=cifar10 \
-      EXTRA="--steps_per_epoch=${STEPS:-10}" bash analysis/contention_ceiling.sh "$np" 3 resnet20_cifar10 synthetic 2>&1 |
+      EXTRA="--steps_per_epoch=${STEPS:-10}" bash experiments/contention_ceiling.sh "$np" 3 resnet20_cifar10 synthetic 2>&1 |
       grep -v "^== round"
   done 2>&1 | tee -a "$out/ceiling.txt"
 fi

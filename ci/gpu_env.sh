@@ -17,7 +17,7 @@ print(":".join(dirs))
 PY
 )"
 export LD_LIBRARY_PATH="$(cd "$bundle" && pwd)/lib:/usr/local/cuda/lib64:$pylibs:${LD_LIBRARY_PATH:-}"
-# dtnn reads analysis/targets.toml and runs analysis/reference/torch_train.py from the tree it was built
+# dtnn reads analysis/targets.toml and runs experiments/reference/torch_train.py from the tree it was built
 # from, which is not where the device's copy lies: this one (the scripts run from the repository root).
 export DTNN_SOURCE_DIR="$PWD"
 export PYTHONUNBUFFERED=1

@@ -16,7 +16,7 @@
 #   5 d2l_torch  the PyTorch reference's d2l trial on the GPU (python3 with CUDA PyTorch)
 #   6 timelines  resnet20 traced vs untraced (REPS 2) and the 2-rank non-blocking trace
 #   7 ceiling    the 16 CPU cores: N independent 1-rank runs at once against N ranks (N = 4, 8, 16;
-#                analysis/contention_ceiling.sh), simplecnn and resnet20: the machine's share of the scaling loss
+#                experiments/contention_ceiling.sh), simplecnn and resnet20: the machine's share of the scaling loss
 # A part starts only if its minimum fits before DEADLINE; one cut at its limit or never started is named in
 # the summary, so the next lent session knows where to go on (PARTS="4 5 6" runs those alone).
 #
@@ -141,7 +141,7 @@ part() {
   tar czf "$out/session.tgz" -C "$work" . 2>/dev/null
 }
 
-# Expected on an H100 (rates of analysis/baselines/gpu_h100.md: resnet50 909 samples/s in FP32, i.e. ~22
+# Expected on an H100 (rates of results/baselines/gpu_h100.md: resnet50 909 samples/s in FP32, i.e. ~22
 # TFLOP/s; d2l's ResNet-18 2.7 GFLOP a training sample, 1.6 PFLOP for 10 epochs: ~75 s at that rate, ~125 s at
 # 13 TFLOP/s, and 28x28 maps use the GPU less well than ImageNet's): tests ~45 s, buckets ~60 s, d2l ~100-150 s,
 # uneven ~60 s, d2l_torch ~100 s, timelines ~60 s. The minimums are what makes a part's figures whole (d2l: the

@@ -6,10 +6,10 @@
 #     tests    the [gpu] test cases, `dtnn algos`, `dtnn conv` on resnet50's 3x3 256-channel layer, the
 #              cuDNN per-layer table of resnet50_imagenet (`dtnn layers --device gpu`, TF32 off), and
 #              20-step training runs of resnet20_cifar10, vgg16_cifar10 and resnet50_imagenet
-#     compare  analysis/gpu_vs_pytorch.sh: dtnn vs PyTorch training samples/s on the same GPU
+#     compare  experiments/gpu_vs_pytorch.sh: dtnn vs PyTorch training samples/s on the same GPU
 #     unit     only the [gpu] test cases and the 2-rank GPU test (not part of `all`)
 #     matrix   `dtnn run experiments/gpu.toml` into OUT/gpu_matrix.db, split by MATRIX_ONLY (not part of `all`)
-#     profile  analysis/gpu_profile.sh: ncu kernel times of one resnet50 training step (TF32 on), both
+#     profile  experiments/gpu_profile.sh: ncu kernel times of one resnet50 training step (TF32 on), both
 #              frameworks, grouped by category (not part of `all`)
 # Everything lands in OUT_DIR (a few files: the device tool returns at most 8), the summaries last on stdout.
 set -uo pipefail
@@ -96,13 +96,13 @@ fi
 
 if [ "$part" = profile ]; then
   NCU="$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)" PYTHON=python3 \
-    bash analysis/gpu_profile.sh "$bundle" "$work/profile" resnet50_imagenet imagenet "${PROFILE_TF32:-True}" > /dev/null
+    bash experiments/gpu_profile.sh "$bundle" "$work/profile" resnet50_imagenet imagenet "${PROFILE_TF32:-True}" > /dev/null
   tar czf "$out/gpu_verify_profile.tgz" -C "$work" profile
   cat "$work/profile/profile.md"
 fi
 
 if [ "$part" = compare ] || [ "$part" = all ]; then
-  PYTHON=python3 bash analysis/gpu_vs_pytorch.sh "$bundle" "$work/compare" 2>&1 | tee "$work/compare.txt"
+  PYTHON=python3 bash experiments/gpu_vs_pytorch.sh "$bundle" "$work/compare" 2>&1 | tee "$work/compare.txt"
 fi
 
 [ -d "$work/compare" ] && tar czf "$out/gpu_verify_compare.tgz" -C "$work" compare compare.txt

@@ -4,7 +4,7 @@
 # report fails the test) into build-asan without CUDA, then `ctest -L asan` (slow tests only with
 # DTNN_SLOW_TESTS=1). Leaks are findings too; tests/sanitizers/lsan.supp lists, with reasons, the
 # third-party allocations that live until exit. Not part of ci/test.sh (its build alone takes longer than
-# the whole of ci/test.sh; analysis/baselines/ci_times_2core.md has the times). Run ci/setup.sh first.
+# the whole of ci/test.sh; results/baselines/ci_times_2core.md has the times). Run ci/setup.sh first.
 #   DTNN_ASAN_DIR         build directory (default build-asan)
 #   DTNN_ASAN_CMAKE_ARGS  extra CMake arguments (e.g. -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 #   DTNN_ASAN_TESTS       a ctest -R regular expression to run only some tests

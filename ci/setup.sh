@@ -16,7 +16,7 @@ packages=(
   python3-numpy python3-torch python3-matplotlib                    # /usr/bin/python3: interop checks, PyTorch reference, plots
   clang libclang-rt-14-dev libomp-dev                               # ci/fuzz.sh: libFuzzer, clang's ASan/UBSan runtimes, OpenMP
   libsimgrid-dev                                                    # SimGrid 3.32: smpicxx/smpirun for suites/step_replay (it Provides the virtual "simgrid")
-  iproute2                                                          # tc: analysis/shaped_loopback.sh caps lo (a network-like link)
+  iproute2                                                          # tc: experiments/shaped_loopback.sh caps lo (a network-like link)
   slurm-wlm munge                                                   # a real Slurm for the `slurm` tests (ci/slurm_local.sh starts it on this host)
 )
 missing=()

@@ -4,7 +4,7 @@
 # CIFAR-10, 20 steps), batch 64, 1 rank x 1 thread, once with the kernels OpenBLAS picks by itself
 # (OPENBLAS_CORETYPE unset, DTNN_BLAS_CORE=keep) and once with the core engine/backend/cpu/blas_core.h picks,
 # alternating, ROUNDS times (default 3). Prints one line per run: round, framework, model, core, samples/s
-# (each framework's own training throughput). analysis/baselines/blas_core.md has the figures.
+# (each framework's own training throughput). results/baselines/blas_core.md has the figures.
 #   experiments/blas_core_ab.sh [BUILD_DIR] > ab.txt
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,7 +28,7 @@ run() {  # framework model core
   # shellcheck disable=SC2046
   case "$fw" in
     dtnn) out="$(OPENBLAS_CORETYPE="$core" "$dtnn" train "${common[@]}" $(recipe "$model") 2>&1)" ;;
-    pytorch) out="$(OPENBLAS_CORETYPE="$core" "$py" analysis/reference/torch_train.py "${common[@]}" $(recipe "$model") 2>&1)" ;;
+    pytorch) out="$(OPENBLAS_CORETYPE="$core" "$py" experiments/reference/torch_train.py "${common[@]}" $(recipe "$model") 2>&1)" ;;
     pydtnn)
       [ -n "${DTNN_PYDTNN:-}" ] || return 0
       [ "$model" = resnet20 ] && return 0  # PyDTNN's synthetic CIFAR-10 is NaN: its resnet20 runs in frameworks.toml

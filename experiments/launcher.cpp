@@ -26,7 +26,7 @@ namespace dtnn {
 
 namespace {
 
-// Whether the PyTorch reference (analysis/reference/torch_train.py, whose parser is built from the same
+// Whether the PyTorch reference (experiments/reference/torch_train.py, whose parser is built from the same
 // option table) takes this option.
 bool torch_takes(const std::string& name) {
   const OptionSpec* o = find_option(name);
@@ -191,7 +191,7 @@ std::vector<std::string> launcher_argv(const Matrix& matrix, const Trial& trial,
   return argv;
 }
 
-// The rendezvous of a PyTorch DDP world (analysis/reference/torch_dist.py): a port free on this host now, and
+// The rendezvous of a PyTorch DDP world (experiments/reference/torch_dist.py): a port free on this host now, and
 // under mpirun the first host of the ranks (srun: the ranks ask Slurm for the step's first node).
 void ddp_rendezvous(const Matrix& matrix, const Trial& trial, Launch& launch) {
   if (trial.ranks() == 1) return;
@@ -232,7 +232,7 @@ Launch pytorch_launch(const Matrix& matrix, const Trial& trial, Launch launch) {
       launch.unsupported_why = "the PyTorch reference has no --" + name;
   ddp_rendezvous(matrix, trial, launch);
   launch.argv = launcher_argv(matrix, trial, false, launch);
-  launch.argv.insert(launch.argv.end(), {python_interpreter(), source_dir() + "/analysis/reference/torch_train.py"});
+  launch.argv.insert(launch.argv.end(), {python_interpreter(), source_dir() + "/experiments/reference/torch_train.py"});
   peer_options(matrix, trial, launch.argv);
   return launch;
 }

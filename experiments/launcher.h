@@ -7,7 +7,7 @@
 //   none           dtnn train ...                 refused when the matrix is loaded
 //
 // The peers start the same way, in place of `dtnn train`: framework pytorch runs
-// analysis/reference/torch_train.py (ranks > 1: one PyTorch DDP world, its rendezvous in MASTER_ADDR, under
+// experiments/reference/torch_train.py (ranks > 1: one PyTorch DDP world, its rendezvous in MASTER_ADDR, under
 // mpirun, and MASTER_PORT, a port free when the command is made; srun gets no --mpi=pmix for it), framework
 // pydtnn runs experiments/peers/pydtnn_peer.py with DTNN_PYDTNN set (the trial's pydtnn_path, else the
 // runner's own $DTNN_PYDTNN; neither: unsupported) and --parallel=data at ranks > 1. Both take the trial's

@@ -38,7 +38,7 @@
 // them (kind none; mpirun with fewer hosts in its hostfile than nodes, or without one for nodes > 1).
 // Parameters besides the `dtnn train` options: ranks (positive integer), device ("cpu" | "gpu", which maps
 // to --enable_gpu), framework ("dtnn" | "pytorch": the PyTorch reference, DDP at more than one rank, in
-// analysis/reference | "pydtnn": the real PyDTNN through experiments/peers/pydtnn_peer.py, from pydtnn_path or
+// experiments/reference | "pydtnn": the real PyDTNN through experiments/peers/pydtnn_peer.py, from pydtnn_path or
 // $DTNN_PYDTNN),
 // and the others of matrix_params.cpp's table (scaling, transport, tracing, mode, platform, predictor).
 // Values are validated: unknown keys, wrong TOML types, empty axes, unknown models / conv algorithms /

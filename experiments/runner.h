@@ -1,6 +1,6 @@
 // The matrix runner (`dtnn run`): expands a matrix and runs each trial as a child process,
 //   [mpirun -np R ...] dtnn train <options> --report <tmp>.json      (framework dtnn)
-//   [mpirun -np R ...] /usr/bin/python3 analysis/reference/torch_train.py <options> ...   (framework pytorch)
+//   [mpirun -np R ...] /usr/bin/python3 experiments/reference/torch_train.py <options> ...   (framework pytorch)
 //   [mpirun -np R ...] /usr/bin/python3 experiments/peers/pydtnn_peer.py <options> ...    (framework pydtnn)
 // with the matrix's timeout, stdout and stderr in a per-run log file next to the database,
 // <db dir>/logs/<db file stem>-<hash of its path>/<matrix>/<run id>-<nonce>.log (runs.log_path): databases in

@@ -1,5 +1,5 @@
 // Where dtnn finds the repository's files it reads or runs at run time (analysis/targets.toml, the PyTorch
-// reference analysis/reference/torch_train.py, analysis/plots/report.py, the SimGrid replay and platforms).
+// reference experiments/reference/torch_train.py, analysis/plots/report.py, the SimGrid replay and platforms).
 #pragma once
 
 #include <string>

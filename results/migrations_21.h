@@ -12,7 +12,7 @@ namespace dtnn::schema {
 // section read it. The median of an even count is the mean of the middle two.
 //
 // epoch_comm's mode also takes 'ddp': PyTorch's DistributedDataParallel (the PyTorch reference beyond one rank,
-// analysis/reference/torch_dist.py) with its times taken as dtnn's. SQLite cannot change a CHECK in place: the
+// experiments/reference/torch_dist.py) with its times taken as dtnn's. SQLite cannot change a CHECK in place: the
 // table is rebuilt (same columns, rows kept), with legacy_alter_table on for the rename, which otherwise stops at
 // the views that name the dropped table (v_comm, v_averaging, v_averaging_epochs: they read the new one after).
 inline constexpr const char* kMigration21Sql = R"SQL(

@@ -177,7 +177,7 @@ AllreduceAlgorithm choose_iallreduce(int p, double bytes, bool in_place, Collect
 //   GPU reduction: γ = 1e-12 s/B (HBM at ~1 TB/s): an assumption, negligible beside any link's β.
 //   localhost2, localhost2_tcp: least-squares fits (relative residuals, 4 B..16 MiB, γ fixed at the CPU
 //     rate, Open MPI 4.1 rules) of the committed 2-rank MPI_Allreduce measurements
-//     analysis/baselines/allreduce_{shm,tcp}_xeon-emr_2core.json (Open MPI 4.1.4); reproduce with
+//     results/baselines/allreduce_{shm,tcp}_xeon-emr_2core.json (Open MPI 4.1.4); reproduce with
 //     `dtnn predict --fit-collectives FILE --fit-max-bytes 16777216 ...`. Residuals: shared memory rms 29 %
 //     (max 57 %: 8-64 KiB run 2x slower than any α + nβ line), TCP rms 15 % (max 41 %). 32 MiB and up are left
 //     out: glibc's mmap threshold makes them a different regime (allreduce_2core.md).
@@ -213,9 +213,9 @@ const std::vector<Platform>& platform_presets() {
        "pytorch benchmarks/distributed/ddp/README.md (8 V100 per node, 4 x 100 Gb IB): a ring per NIC, 50 GB/s "
        "per node, 1.5 us; intra-node V100 NVLink 2, 150 GB/s and 3 us"},
       {"localhost2", "this 2-vCPU VM: 2 ranks over Open MPI 4.1 shared memory (vader)", kShm, kShm, 2,
-       "fit of analysis/baselines/allreduce_shm_xeon-emr_2core.json"},
+       "fit of results/baselines/allreduce_shm_xeon-emr_2core.json"},
       {"localhost2_tcp", "this 2-vCPU VM: 2 ranks over TCP loopback (--mca btl self,tcp)", kTcp, kTcp, 2,
-       "fit of analysis/baselines/allreduce_tcp_xeon-emr_2core.json"},
+       "fit of results/baselines/allreduce_tcp_xeon-emr_2core.json"},
   };
   return presets;
 }

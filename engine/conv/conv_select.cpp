@@ -210,22 +210,22 @@ ConvChoice select_conv_algorithm(std::string_view requested, const ConvProblem& 
   }
   if (requested == "auto") {
     // On AVX-512 CPUs oneDNN's JIT runs about twice as fast as every AVX2 kernel here (dtnn's and
-    // OpenBLAS's), on nearly every layer and direction (analysis/baselines/conv_cpu_2core.md); the layers
+    // OpenBLAS's), on nearly every layer and direction (results/baselines/conv_cpu_2core.md); the layers
     // with fewer than 16 filters stay with im2row_gemm's skinny kernels, which beat it there too.
     const ConvAlgorithm& onednn = find_conv_algorithm("onednn");
     if (cpu_has_avx512() && p.k >= 16 && !(p.layout == Layout::nchw && p.groups == p.c && p.c > 1) &&
         onednn.supports(p).ok())
       return single(&onednn, "heuristic");
     // Image-sized inputs (C <= 4: first layers) with 16 or more filters: cpu.direct's (s, c)-row tiles
-    // beat both GEMM formulations (fwd + weight gradient 1.2-4x, analysis/baselines/conv_cpu_2core.md).
+    // beat both GEMM formulations (fwd + weight gradient 1.2-4x, results/baselines/conv_cpu_2core.md).
     const ConvAlgorithm& direct = find_conv_algorithm("direct");
     if (p.c <= 4 && p.k >= 16 && p.groups == 1 && direct.supports(p).ok()) return single(&direct, "heuristic");
     // Other layers with few input or output channels (simplecnn): im2row_gemm's implicit K = 4/8 and skinny
-    // kernels beat convgemm's 16-channel panels there (measured 2-4x, analysis/baselines/conv_cpu_2core.md).
+    // kernels beat convgemm's 16-channel panels there (measured 2-4x, results/baselines/conv_cpu_2core.md).
     const ConvAlgorithm& im2row = find_conv_algorithm("im2row_gemm");
     if ((p.c < 8 || p.k < 16) && im2row.supports(p).ok()) return single(&im2row, "heuristic");
     // NCHW depthwise: oneDNN has no fast kernel for plain NCHW there (measured 1.4-3.9x slower than
-    // cpu.depthwise on MobileNet's 512-channel 14x14 layer, analysis/baselines/conv_cpu_2core.md).
+    // cpu.depthwise on MobileNet's 512-channel 14x14 layer, results/baselines/conv_cpu_2core.md).
     const ConvAlgorithm& depthwise = find_conv_algorithm("depthwise");
     if (p.layout == Layout::nchw && depthwise.supports(p).ok()) return single(&depthwise, "heuristic");
     for (const ConvAlgorithm* a : conv_algorithms())

@@ -1,7 +1,7 @@
 // --pad_to_cifar: MNIST-format data (28x28x1) presented as CIFAR-shaped 32x32x3 images, so the CIFAR
 // models of the zoo (resnet20_cifar10, vgg3dobn, ...) train on Fashion-MNIST. Each image is zero-padded
 // by 2 pixels on every side (0 is the background of x/255 MNIST pixels) and its gray channel copied to
-// the three channels. The PyTorch reference (analysis/reference/torch_train.py --pad_to_cifar) does the
+// the three channels. The PyTorch reference (experiments/reference/torch_train.py --pad_to_cifar) does the
 // same, so the two can be compared on the same inputs.
 #include <cstring>
 

@@ -11,7 +11,7 @@
 // nothing else runs at that level during its call. So a model holds kSlots buffers per nesting level, each
 // sized for its largest request, instead of one per layer boundary (d2l's ResNet-18 at batch 256 on the
 // CPU: about 1 GB of gradient buffers down to about 0.4 GB; the numbers are in
-// analysis/baselines/memory_2core.md).
+// results/baselines/memory_2core.md).
 //
 // Life cycle: while layers are built, BuildContext::gradient() reserves room in a slot and returns a
 // GradientBuffer; once everything is built the Model allocates all slots in one buffer on its device

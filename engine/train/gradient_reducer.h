@@ -10,7 +10,7 @@
 // gradient / --gradient_buckets_min (default 4): DDP's 25 MiB assumes models far larger than that, and a
 // model of a few MiB got one or two buckets, the first closing late in the backward pass (resnet20's 1 MiB
 // first bucket held 98 % of its gradient and closed after 73 % of backward: over a 100mbit link it hid 31 %
-// of blocking's exposed time, four buckets 90 %; analysis/baselines/overlap_2core.md). The loss/metric tail
+// of blocking's exposed time, four buckets 90 %; results/baselines/overlap_2core.md). The loss/metric tail
 // the trainer packs behind the gradients rides with the FIRST bucket: it is contiguous with the top layers'
 // gradients and known before backward starts (the trainer fills it first), so it costs no extra message.
 //

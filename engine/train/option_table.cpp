@@ -290,7 +290,7 @@ std::vector<OptionSpec> make_table() {
       integer("model_checkpoint_save_freq", DTNN_FIELD(lr_schedulers.model_checkpoint_save_freq), M | MM | P, 1, kBig,
               "model_checkpoint: save only on epochs divisible by this"),
       // Checkpoint and resume
-      // The PyTorch reference takes both too, with a file of its own (analysis/reference/torch_checkpoint.py).
+      // The PyTorch reference takes both too, with a file of its own (experiments/reference/torch_checkpoint.py).
       path("checkpoint_file", DTNN_FIELD(checkpoint_file), M | T,
            "Rewrite this checkpoint after every epoch (rank 0; dtnn writes an NPZ, the PyTorch reference its own)"),
       path("resume_from", DTNN_FIELD(resume_from), M | T, "Continue the run recorded in this checkpoint file"),

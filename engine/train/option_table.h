@@ -3,7 +3,7 @@
 //   - the CLI (experiments/cli.cpp) declares one command-line option per row and sets values with
 //     set_option_text, so the command line and a matrix accept and refuse the same values;
 //   - `dtnn train --list-options [--format json]` prints it (the PyTorch reference builds its parser
-//     from the JSON, analysis/reference/torch_train.py);
+//     from the JSON, experiments/reference/torch_train.py);
 //   - options_list() (the "Parameters" dump and the run report), validate_options() (ranges and choices at
 //     start-up), the checkpoint's must-match list, matrix validation (experiments/matrix.cpp) and the
 //     runner's list of options the PyTorch reference takes (experiments/runner.cpp) all iterate over it.
@@ -34,7 +34,7 @@ enum class OptionKind {
 enum OptionFlag : uint32_t {
   kOptMatrix = 1u << 0,     // a matrix may set it ([base], [axes], [[include]])
   kOptMustMatch = 1u << 1,  // a resumed run must have the checkpoint's value (train/checkpoint.cpp)
-  kOptTorch = 1u << 2,      // the PyTorch reference (analysis/reference/torch_train.py) takes it
+  kOptTorch = 1u << 2,      // the PyTorch reference (experiments/reference/torch_train.py) takes it
   kOptPyDTNN = 1u << 3,     // PyDTNN's option, with PyDTNN's meaning (otherwise dtnn's own)
   kOptPlanned = 1u << 4,    // accepted by the parser, not implemented yet: a non-default value exits 3
   kOptRunner = 1u << 5,     // set by the matrix runner itself (report, parallel), never by a matrix

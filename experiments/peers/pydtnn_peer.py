@@ -9,7 +9,7 @@ PyDTNN is the checkout named by $DTNN_PYDTNN, its Cython modules built in place 
 builds one and prints the line DTNN_PYDTNN=DIR). This script imports its pydtnn.pydtnn_benchmark and calls
 main() in this process with PyDTNN's options in sys.argv, its stdout and stderr shown live and captured; rank 0
 then reads PyDTNN's printed figures and its history file (pydtnn_output.py) and writes --report, a JSON run
-report ("dtnn.run_report/1", framework "pydtnn"; the same shape as dtnn's and analysis/reference/torch_train.py's).
+report ("dtnn.run_report/1", framework "pydtnn"; the same shape as dtnn's and experiments/reference/torch_train.py's).
 
 Options: --name=value, under dtnn's names (`dtnn train --list-options`), which are PyDTNN's for what both have.
   * An option of PyDTNN's parser (pydtnn/parser.py) goes to PyDTNN as given; its value is checked first

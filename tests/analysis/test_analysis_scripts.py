@@ -400,7 +400,7 @@ def validate_ranks_real(dtnn, source, work):
     con.close()
     run([dtnn, "train", "--model=simplecnn", "--use_synthetic_data=True", "--steps_per_epoch=3", "--num_epochs=1",
          "--threads=1", "--evaluate_on_test=False", "--progress=False", "--report=" + report], cwd=work)
-    baselines = os.path.join(source, "analysis", "baselines")
+    baselines = os.path.join(source, "results", "baselines")
     run([dtnn, "ingest", os.path.join(baselines, "allreduce_shm_xeon-emr_2core.json"),
          os.path.join(baselines, "allreduce_tcp_xeon-emr_2core.json"), "--db", db])
     with open(report) as f:

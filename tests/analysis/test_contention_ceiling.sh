@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# analysis/contention_ceiling.sh end to end on a short synthetic simplecnn (2 ranks, 2 rounds of 3 epochs of
+# experiments/contention_ceiling.sh end to end on a short synthetic simplecnn (2 ranks, 2 rounds of 3 epochs of
 # 6 steps, about 15 s): the runs' reports are kept, and the printed ceiling, speed-up and compute share are
-# recomputed here from those reports, as analysis/contention_ceiling.py's docstring defines them (epochs 2-3;
+# recomputed here from those reports, as experiments/contention_ceiling.py's docstring defines them (epochs 2-3;
 # alone and data pooled over rounds, independent the per-round sum of the copies' medians); refused
 # arguments exit 2 with one line.
 #   test_contention_ceiling.sh DTNN_BUILD_DIR SOURCE_DIR WORK_DIR
@@ -11,7 +11,7 @@ rm -rf "$work" && mkdir -p "$work"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 out="$(KEEP="$work/keep" REPS=2 DTNN_BUILD_DIR="$build" EXTRA="--steps_per_epoch=6" \
-       bash "$src/analysis/contention_ceiling.sh" 2 3 simplecnn synthetic)" || fail "the script failed"
+       bash "$src/experiments/contention_ceiling.sh" 2 3 simplecnn synthetic)" || fail "the script failed"
 echo "$out"
 for f in r0-alone r0-copy0 r0-copy1 r0-data r1-alone r1-copy0 r1-copy1 r1-data; do [ -s "$work/keep/$f.json" ] || fail "no $f.json kept"; done
 
@@ -56,7 +56,7 @@ PY
 for args in "0 3" "2 x" "2 3 simplecnn $work/no-such-folder" "REPS=0"; do
   set +e
   reps=1; [ "$args" = REPS=0 ] && { reps=0; args=""; }
-  msg="$(REPS=$reps DTNN_BUILD_DIR="$build" bash "$src/analysis/contention_ceiling.sh" $args 2>&1 > /dev/null)"; rc=$?
+  msg="$(REPS=$reps DTNN_BUILD_DIR="$build" bash "$src/experiments/contention_ceiling.sh" $args 2>&1 > /dev/null)"; rc=$?
   set -e
   [ "$rc" -eq 2 ] || fail "arguments '$args': exit $rc, not 2"
   [ "$(printf '%s\n' "$msg" | wc -l)" -eq 1 ] || fail "arguments '$args': not one line: $msg"

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Checks analysis/gpu_profile_summary.py on excerpts of real Nsight Compute logs of one resnet50 training step
+# Checks experiments/gpu_profile_summary.py on excerpts of real Nsight Compute logs of one resnet50 training step
 # (tests/analysis/ncu/: 13 dtnn kernels and 10 PyTorch kernels of an H100 run, microseconds):
 # the totals and per-category sums it prints, the unit conversion (nanoseconds with a thousands separator),
 # and a one-line error with exit 1 for a log without timing rows, an unknown unit or a missing file.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-script="$here/../../analysis/gpu_profile_summary.py"
+script="$here/../../experiments/gpu_profile_summary.py"
 py="${PYTHON:-/usr/bin/python3}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT

@@ -43,7 +43,7 @@ TEST_CASE("collective model: ring, recursive doubling, Rabenseifner and binomial
   // libnbc's binomial: reduce ceil(log2 p)(a + n b + n g), then a bcast whose ranks post all their sends at once
   // (they share the link). By hand on the tree: p = 2: 2 a + 2 n b + n g. p = 6: reduce 3 rounds; root -> 1, 2, 4
   // (3 sends: 1 a + 3 n b), 1 -> 3, 5 (2 more: 2 a + 5 n b). p = 8: root -> 1, 2, 4 (3), 1 -> 3, 5 (2), 3 -> 7
-  // (1): 3 a + 6 n b. SimGrid's flows agree on a fat tree up to 16 ranks (analysis/baselines/model_vs_simgrid.md).
+  // (1): 3 a + 6 n b. SimGrid's flows agree on a fat tree up to 16 ranks (results/baselines/model_vs_simgrid.md).
   CHECK(t(A::binomial, 2) == Approx(2e-6 + 2e-3 + 1e-4).epsilon(1e-12));
   CHECK(t(A::binomial, 6) == Approx(5e-6 + 8e-3 + 3e-4).epsilon(1e-12));
   CHECK(t(A::binomial, 8) == Approx(6e-6 + 9e-3 + 3e-4).epsilon(1e-12));

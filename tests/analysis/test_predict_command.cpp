@@ -222,7 +222,7 @@ TEST_CASE("dtnn predict: --from-run reads runs.report, --fit-collectives db the 
   CHECK_THAT(dtnn::test::run_dtnn("predict --from-run 999 --db " + db).err, Contains("no such run"));
   // bench_allreduce results ingested in the store calibrate the link.
   REQUIRE(dtnn::test::run_dtnn("ingest " + std::string(DTNN_SOURCE_DIR) +
-                               "/analysis/baselines/allreduce_tcp_xeon-emr_2core.json --db " + db).status == 0);
+                               "/results/baselines/allreduce_tcp_xeon-emr_2core.json --db " + db).status == 0);
   const dtnn::test::Command fit = dtnn::test::run_dtnn("predict --from-run " + std::to_string(run) + " --db " + db +
                                                        " --ranks 2 --platform eth10g --fit-collectives db "
                                                        "--fit-transport btl=self,tcp --fit-max-bytes 16777216 --json");
@@ -344,7 +344,7 @@ TEST_CASE("dtnn predict: bad input is one line and a non-zero exit", "[perfmodel
       {"predict --from-report " + report + " --ranks 2,4,...,3", "the count after \"...\" (3) must be above"},
       {"predict --from-report " + report + " --scaling strong --global_batch 4 --ranks 1,8", "leaves some rank no sample"},
       {"predict --from-report " + report + " --inter_gbps 100 --fit-collectives " + std::string(DTNN_SOURCE_DIR) +
-           "/analysis/baselines/allreduce_tcp_xeon-emr_2core.json", "--fit-collectives replaces both links"},
+           "/results/baselines/allreduce_tcp_xeon-emr_2core.json", "--fit-collectives replaces both links"},
   };
   for (const auto& [args, what] : cases) {
     INFO(args);

@@ -16,7 +16,7 @@ them, each a database of the store's real schema (analysis_db.new_db) with made-
 7. v_comm rows of zero steps (step_ms NULL) or zero step time do not fail the report.
 8. The run status table counts diverged runs.
 9. analysis/allreduce_fit.py: an Iallreduce sweep without Allreduce's smallest size gives its own latency.
-10. analysis/gpu_profile_summary.py: convertTensor is a copy, cuDNN's scudnn kernels are convolutions.
+10. experiments/gpu_profile_summary.py: convertTensor is a copy, cuDNN's scudnn kernels are convolutions.
 11. A study over nodes at ranks_per_node = 2 (ranks 2, 4, 8; never 1 rank) has scaling rows, against its
     fewest ranks (v_scaling since migration 17, and report_data's copy of it for --matrix); an ok run without
     samples/s is not counted in `runs`.
@@ -183,7 +183,7 @@ def allreduce_fit(source, work):
 
 def gpu_profile_categories(source):
     print("\n== 10: gpu_profile_summary.py categories ==")
-    sys.path.insert(0, os.path.join(source, "analysis"))
+    sys.path.insert(0, os.path.join(source, "experiments"))
     import gpu_profile_summary as g  # noqa: E402
     for kernel, want in (("convertTensor_kernel", "copies / transposes / reductions"),
                          ("ampere_scudnn_128x64_relu_interior_nn_v1", "convolution"),

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# analysis/shaped_loopback.sh and analysis/shaped_link.sh, on this machine's real loopback (about 40 s):
+# experiments/shaped_loopback.sh and experiments/shaped_link.sh, on this machine's real loopback (about 40 s):
 #   - the cap is real for MPI: a 2-rank MPI_Allreduce of 1 MiB over TCP takes at least 2 n 8 / RATE (lo
 #     carries both ranks' n bytes; -10 %) at 100mbit, and at most 2.5x that (CPU load stretches it); uncapped
 #     it takes under a tenth of that;
@@ -9,7 +9,7 @@
 #   - refused arguments: one line, exit 2;
 #   - shaped_link.sh end to end on a short synthetic simplecnn (none and 200mbit, blocking and 0.25 MiB): its
 #     printed hidden share, step saved and speed-up recomputed here from the reports it kept, as
-#     analysis/shaped_link.py's docstring defines them.
+#     experiments/shaped_link.py's docstring defines them.
 #   - traffic to 127.0.0.1 (Slurm's, as ci/slurm_local.sh sets it up, which may run beside this test) is not
 #     capped: the same allreduce over --mca btl_tcp_if_include lo stays fast under the cap;
 # Exit 77 (ctest: skipped) where the machine cannot shape: not root, no tc, no htb or u32 in the kernel.
@@ -18,7 +18,7 @@ set -euo pipefail
 build="$1" src="$2" work="$3"
 rm -rf "$work" && mkdir -p "$work"
 fail() { echo "FAIL: $*" >&2; exit 1; }
-S="$src/analysis/shaped_loopback.sh"
+S="$src/experiments/shaped_loopback.sh"
 capped_lo() { tc qdisc show dev lo 2> /dev/null | grep -q "^qdisc \(tbf\|htb\)"; }
 clean() {  # removes the qdiscs this test or the script under test set up (never another one)
   if tc qdisc show dev lo 2> /dev/null | grep -q "^qdisc htb \(7e57\|1234\): root"; then tc qdisc del dev lo root; fi
@@ -111,7 +111,7 @@ capped_lo && fail "off left the cap"
 # shaped_link.sh end to end, and its table recomputed from the reports (0.25:1: a 0.25 MiB cap alone, which
 # exercises the CAP:N form: --gradient_buckets_min=1).
 out="$(RATES="none 200mbit" BUCKETS="blocking 0.25:1" REPS=1 STEPS=4 DTNN_BUILD_DIR="$build" \
-       bash "$src/analysis/shaped_link.sh" "$work/link" simplecnn)" || fail "shaped_link.sh failed"
+       bash "$src/experiments/shaped_link.sh" "$work/link" simplecnn)" || fail "shaped_link.sh failed"
 echo "$out"
 capped_lo && fail "shaped_link.sh left a cap"
 /usr/bin/python3 - "$work/link" "$out" <<'PY'
@@ -152,13 +152,13 @@ PY
 # shaped_link.sh's refused arguments: one line, exit 2, nothing run.
 mkdir -p "$work/full" && touch "$work/full/r0-alone.json"
 set +e
-msg="$(DTNN_BUILD_DIR="$build" bash "$src/analysis/shaped_link.sh" "$work/full" 2>&1 > /dev/null)"; rc=$?
+msg="$(DTNN_BUILD_DIR="$build" bash "$src/experiments/shaped_link.sh" "$work/full" 2>&1 > /dev/null)"; rc=$?
 set -e
 [ "$rc" -eq 2 ] && [ "$(printf '%s\n' "$msg" | wc -l)" -eq 1 ] || fail "a non-empty OUT_DIR: exit $rc ($msg)"
 echo "refused a non-empty OUT_DIR: $msg"
 for env in "RATES=fast" "BUCKETS=x" "BUCKETS=25:0" "REPS=0" "STEPS=-1"; do
   set +e
-  msg="$(env "$env" DTNN_BUILD_DIR="$build" bash "$src/analysis/shaped_link.sh" "$work/refused" 2>&1 > /dev/null)"; rc=$?
+  msg="$(env "$env" DTNN_BUILD_DIR="$build" bash "$src/experiments/shaped_link.sh" "$work/refused" 2>&1 > /dev/null)"; rc=$?
   set -e
   [ "$rc" -eq 2 ] || fail "$env: exit $rc, not 2"
   [ "$(printf '%s\n' "$msg" | wc -l)" -eq 1 ] || fail "$env: not one line: $msg"

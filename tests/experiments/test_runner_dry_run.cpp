@@ -28,7 +28,7 @@ args = ["--bind-to", "core"]
   CHECK_THAT(out, Contains("train --dataset=mnist --num_epochs=2"));
   // PyTorch at 2 ranks: one DDP world under the same mpirun, its rendezvous passed on with -x.
   CHECK_THAT(out, Contains("-x DTNN_RUN_NONCE -x DTNN_LAUNCHER_VERSION -x MASTER_ADDR -x MASTER_PORT --bind-to core "));
-  CHECK_THAT(out, Contains("analysis/reference/torch_train.py --dataset=mnist --num_epochs=2"));
+  CHECK_THAT(out, Contains("experiments/reference/torch_train.py --dataset=mnist --num_epochs=2"));
   CHECK_FALSE(fs::exists(ws.db()));  // a dry run touches no database
 
   const std::string slurm = ws.file("slurm.toml", std::string("name = \"slurm\"\n[launcher]\nkind = \"srun\"\n"
@@ -147,7 +147,7 @@ TEST_CASE("runner: $DTNN_SOURCE_DIR names the tree dtnn reads its scripts and ta
   const std::string log = (ws.dir / "dry.log").string();
   const std::string tree = (ws.dir / "elsewhere").string();
   REQUIRE(dtnn_cli("run " + m + " --dry-run", log) == 0);
-  CHECK_THAT(read_text(log), Contains(std::string(DTNN_SOURCE_DIR) + "/analysis/reference/torch_train.py"));
+  CHECK_THAT(read_text(log), Contains(std::string(DTNN_SOURCE_DIR) + "/experiments/reference/torch_train.py"));
   ::setenv("DTNN_SOURCE_DIR", tree.c_str(), 1);  // inherited by the dtnn child
   const int dry = dtnn_cli("run " + m + " --dry-run", log);
   const std::string dry_out = read_text(log);
@@ -155,7 +155,7 @@ TEST_CASE("runner: $DTNN_SOURCE_DIR names the tree dtnn reads its scripts and ta
   const int real = dtnn_cli("run " + m + " --db " + ws.db(), log);
   ::unsetenv("DTNN_SOURCE_DIR");
   CHECK(dry == 0);
-  CHECK_THAT(dry_out, Contains(tree + "/analysis/reference/torch_train.py"));
+  CHECK_THAT(dry_out, Contains(tree + "/experiments/reference/torch_train.py"));
   CHECK(real != 0);
   CHECK_THAT(read_text(log), Contains(tree + "/analysis/targets.toml"));
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The PyTorch reference at 2 ranks (analysis/reference/torch_dist.py): one DDP world under a real mpirun.
+"""The PyTorch reference at 2 ranks (experiments/reference/torch_dist.py): one DDP world under a real mpirun.
 
   test_torch_ddp.py SOURCE_DIR DTNN_BINARY WORK_DIR
 
@@ -47,7 +47,7 @@ def mpirun(n):
 def train(name, prefix, *options, model="simplemlp"):
     """simplemlp by default: no dropout, whose masks each rank draws for its own samples."""
     report = os.path.join(WORK, name + ".json")
-    cmd = prefix + [PY, os.path.join(SRC, "analysis/reference/torch_train.py"), f"--model={model}",
+    cmd = prefix + [PY, os.path.join(SRC, "experiments/reference/torch_train.py"), f"--model={model}",
                     "--dataset=mnist", f"--dataset_train_path={DATA}", "--num_epochs=2", "--steps_per_epoch=15",
                     "--threads=1", "--seed=5", f"--report={report}", *options]
     env = dict(os.environ, DTNN_BINARY=DTNN, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()),

@@ -12,7 +12,7 @@ if ! "$py" -c "import torch" > /dev/null 2>&1; then
   echo "SKIPPED: $py cannot import torch (Debian's python3-torch is not installed)"
   exit 77
 fi
-"$py" - "$src/analysis/reference/torch_train.py" <<'PY'
+"$py" - "$src/experiments/reference/torch_train.py" <<'PY'
 import importlib.util, json, os, subprocess, sys
 spec = importlib.util.spec_from_file_location("torch_train", sys.argv[1])
 tt = importlib.util.module_from_spec(spec)
@@ -36,7 +36,7 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 opts=(--model=simplemlp "--dataset_train_path=$src/experiments/datasets/mnist-10k" --batch_size=1000
       --steps_per_epoch=10 --num_epochs=1 --evaluate_on_test=False --threads=1)
-"$py" "$src/analysis/reference/torch_train.py" "${opts[@]}" "--report=$work/torch.json" > /dev/null
+"$py" "$src/experiments/reference/torch_train.py" "${opts[@]}" "--report=$work/torch.json" > /dev/null
 "$DTNN_BINARY" train "${opts[@]}" --progress=False "--report=$work/dtnn.json" > /dev/null
 "$py" - "$work/torch.json" "$work/dtnn.json" <<'PY'
 import json, sys
@@ -47,7 +47,7 @@ PY
 # The reference's optimizers take dtnn's steps (engine/optim/optimizer.cpp's rules, written out again here in
 # numpy, in double): Adam with epsilon inside the square root (and nadam's numerator), decay outside the
 # momentum and moments. torch.optim.Adam's first step was ~lr for every weight where dtnn's is not.
-"$py" - "$src/analysis/reference" <<'PY'
+"$py" - "$src/experiments/reference" <<'PY'
 import argparse, sys
 import numpy as np, torch
 sys.path.insert(0, sys.argv[1])

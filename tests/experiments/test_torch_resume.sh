@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The PyTorch reference's --checkpoint_file / --resume_from (analysis/reference/torch_checkpoint.py): 2 epochs,
+# The PyTorch reference's --checkpoint_file / --resume_from (experiments/reference/torch_checkpoint.py): 2 epochs,
 # then a resume to 3, repeat an uninterrupted 3-epoch run's per-epoch losses and end with the same weights, batch
 # norm statistics and velocities, bit for bit (one thread; vgg3dobn has batch norm and dropout, sgd with
 # momentum a velocity to restore; no evaluation pass, which would cost more than the training here);
@@ -23,7 +23,7 @@ fail() {
   echo "test_torch_resume: FAIL: $*" >&2
   exit 1
 }
-tt() { "$py" "$src/analysis/reference/torch_train.py" --model=vgg3dobn --dataset=cifar10 --use_synthetic_data=True \
+tt() { "$py" "$src/experiments/reference/torch_train.py" --model=vgg3dobn --dataset=cifar10 --use_synthetic_data=True \
   --batch_size=16 --steps_per_epoch=3 --threads=1 --optimizer=sgd --momentum=0.9 --learning_rate=0.01 --seed=3 \
   --evaluate_on_test=False "$@"; }
 tt --num_epochs=3 --report=straight.json --checkpoint_file=straight.pt > straight.out
@@ -35,7 +35,7 @@ echo "not a checkpoint" > text.pt
 head -c 5000 after2.pt > truncated.pt
 # One process (torch imported once, ~3 s): the resumed run against the uninterrupted one, then the refusals:
 # torch_train.main on each bad command line must exit 1 or 2 with one line on stderr holding the text.
-"$py" - "$src/analysis/reference" <<'PY' || fail "see above"
+"$py" - "$src/experiments/reference" <<'PY' || fail "see above"
 import contextlib, io, json, sys
 import torch
 try:

@@ -12,7 +12,7 @@
 //     AlexNet: the one-tower 96-filter network at 227x227 (62,378,344, the sum of its layer sizes);
 //     MobileNet: Keras MobileNet(alpha=1) trainable parameters (4,231,976; the closed form below).
 //   - CIFAR ResNet-(6n+2): the closed form below (projection shortcuts); ResNet-20 = 272,474, which the
-//     PyTorch build in analysis/reference/torch_models.py also prints (option A, without the projection
+//     PyTorch build in experiments/reference/torch_models.py also prints (option A, without the projection
 //     convs and BNs, would be 269,722).
 //   - vgg16_cifar10: 15,245,130 (PyDTNN's README); vgg11bn_cifar10: 9,758,474 (torch_models.py's build).
 //   - resnet18_d2l: 11,175,818, summed by hand layer by layer (zoo_resnet.cpp) and printed by the PyTorch

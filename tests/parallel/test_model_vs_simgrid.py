@@ -10,7 +10,7 @@
    `dtnn predict --json` (no SimGrid needed).
 2. simplecnn's committed profile (suites/step_replay/profiles/simplecnn.json) on eth10g, 4 and 16 ranks, blocking
    and non-blocking, through analysis/perfmodel/validate_simgrid.sh: the model's step within TOL_PCT of SimGrid's.
-   Up to 16 ranks (one rack) the full table (analysis/baselines/model_vs_simgrid.md) has every simplecnn point
+   Up to 16 ranks (one rack) the full table (results/baselines/model_vs_simgrid.md) has every simplecnn point
    within 0.41 %; a model or proxy regression (SimGrid 3.30's selector: ring at 16 ranks, +4 %; a binomial
    broadcast costed one child a round: -19 % at 16 ranks) is far outside.
 Part 2 exits 77 (skipped) without smpirun or the SimGrid build of the proxy; part 1 runs first regardless.

@@ -9,7 +9,7 @@ accuracy), in both modes and with both ways of making a non-blocking sum, every 
 check libnbc's binomial schedule on a rank count that is not a power of two (sums only: 3 spinning ranks on 2
 cores time nothing). On this shared 2-core VM another process's time slice inside a spin lengthens it, which says
 nothing about the proxy: so each timed run waits (a while) for idle CPUs, its other processes' CPU time is
-measured (/proc/stat less the run's own rusage, as analysis/baselines/allreduce_2core.md did), and a run that
+measured (/proc/stat less the run's own rusage, as results/baselines/allreduce_2core.md did), and a run that
 is off while others used more than 5 % of the CPUs is run again; off on a quiet machine fails; never quiet skips.
 
 simgrid: on a generated 2-host platform of known route latency L and bandwidth B (nominal network, as

@@ -5,7 +5,7 @@
 // Processor" with AVX-512 under OpenBLAS 0.3.21) gets the Prescott fallback: SSE3 kernels on an AVX-512
 // core, every GEMM several times slower and every framework that uses this OpenBLAS (NumPy, so PyDTNN;
 // PyTorch's linear layers) with it. The one remedy OpenBLAS offers is OPENBLAS_CORETYPE, read at load.
-// analysis/baselines/blas_core.md has the measured effect.
+// results/baselines/blas_core.md has the measured effect.
 #pragma once
 
 #include <string>

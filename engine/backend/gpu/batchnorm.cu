@@ -5,7 +5,7 @@
 //   flat (N, F) inputs are described as N x F x 1 x 1. cuDNN's conventions match dtnn's: the running
 //   variance is the unbiased one and its exponential average factor is dtnn's (1 - momentum); epsilon must
 //   be >= CUDNN_BN_MIN_EPSILON (1e-5). One launch per direction, which small models need (measured on an
-//   H100, analysis/baselines/gpu_h100.md: resnet20 trains at 18.2k samples/s with it, 14.7k with the own
+//   H100, results/baselines/gpu_h100.md: resnet20 trains at 18.2k samples/s with it, 14.7k with the own
 //   kernels below, whose 4 launches per direction cost more than they save there).
 //
 // dtnn's own kernels (synchronised statistics, --sync_batchnorm, which cuDNN cannot do): below. On

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Two measurements, dtnn against PyTorch (Debian's python3-torch) side by side in one call:
 #
-#   [CONV_ALGO=best_of] analysis/zoo_vs_pytorch.sh throughput [EPOCHS]
+#   [CONV_ALGO=best_of] experiments/zoo_vs_pytorch.sh throughput [EPOCHS]
 #       resnet20_cifar10 on synthetic CIFAR-shaped data, batch 64, threads 1 then 2: EPOCHS (default 5)
 #       epochs of 20 steps each, dtnn and PyTorch alternating; prints the median samples/s, the spread
 #       and the ratio dtnn/PyTorch per thread count. dtnn runs with --conv_algo=$CONV_ALGO (default auto;
 #       best_of tunes in the first run of each thread count and reads its cache afterwards).
-#   [SEEDS="0 1 2"] analysis/zoo_vs_pytorch.sh accuracy [MODELS] [DATA_DIR]
+#   [SEEDS="0 1 2"] experiments/zoo_vs_pytorch.sh accuracy [MODELS] [DATA_DIR]
 #       2-epoch runs on Fashion-MNIST padded to 32x32x3 (--pad_to_cifar) of each model in MODELS
 #       (default "resnet20_cifar10 vgg3dobn"), SGD lr 0.01 momentum 0.9, batch 64, 1 thread each, once per
 #       seed in SEEDS (default "0"); dtnn and PyTorch run concurrently (one core each: the accuracy, not the
@@ -17,7 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 what="${1:-throughput}"
 dtnn="${DTNN_BUILD_DIR:-build}/experiments/dtnn"
-torch=(/usr/bin/python3 analysis/reference/torch_train.py)
+torch=(/usr/bin/python3 experiments/reference/torch_train.py)
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 

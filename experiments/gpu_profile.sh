@@ -6,15 +6,15 @@
 # are pure kernel time: launch gaps and copies are not in them (a step's free-running time minus the sum
 # is what the host and the gaps cost).
 #
-#   analysis/gpu_profile.sh BUILD_OR_BUNDLE_DIR OUT_DIR [MODEL DATASET ALLOW_TF32]
+#   experiments/gpu_profile.sh BUILD_OR_BUNDLE_DIR OUT_DIR [MODEL DATASET ALLOW_TF32]
 #   defaults: resnet50_imagenet imagenet True
 # Environment: PROFILE_STEP (5), BATCH (64), TENSOR_FORMAT (NCHW), PYTHON (python3), NCU (ncu).
 # Needs a CUDA device, ncu, and a PyTorch with CUDA (python3 of the GPU image). Writes OUT_DIR/dtnn.csv,
 # OUT_DIR/pytorch.csv (ncu's raw rows) and OUT_DIR/profile.md (the comparison, also printed).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-build="${1:?usage: analysis/gpu_profile.sh BUILD_DIR OUT_DIR [MODEL DATASET ALLOW_TF32]}"
-out="${2:?usage: analysis/gpu_profile.sh BUILD_DIR OUT_DIR [MODEL DATASET ALLOW_TF32]}"
+build="${1:?usage: experiments/gpu_profile.sh BUILD_DIR OUT_DIR [MODEL DATASET ALLOW_TF32]}"
+out="${2:?usage: experiments/gpu_profile.sh BUILD_DIR OUT_DIR [MODEL DATASET ALLOW_TF32]}"
 model="${3:-resnet50_imagenet}"
 dataset="${4:-imagenet}"
 tf32="${5:-True}"
@@ -31,7 +31,7 @@ ncu_args=(--profile-from-start off --clock-control none --cache-control none --m
 export DTNN_CUDA_PROFILE_STEP="$step"
 "$ncu" "${ncu_args[@]}" --log-file "$out/dtnn.csv" "$build/experiments/dtnn" train "${common[@]}" --progress=False \
   --evaluate_on_test=False > "$out/dtnn.log" 2>&1 || echo "gpu_profile: dtnn under ncu failed (rc $?), see dtnn.log" >&2
-"$ncu" "${ncu_args[@]}" --log-file "$out/pytorch.csv" "$py" analysis/reference/torch_train.py "${common[@]}" \
+"$ncu" "${ncu_args[@]}" --log-file "$out/pytorch.csv" "$py" experiments/reference/torch_train.py "${common[@]}" \
   --evaluate_on_test=False > "$out/pytorch.log" 2>&1 || echo "gpu_profile: PyTorch under ncu failed (rc $?), see pytorch.log" >&2
-"$py" analysis/gpu_profile_summary.py "$out/dtnn.csv" "$out/pytorch.csv" \
+"$py" experiments/gpu_profile_summary.py "$out/dtnn.csv" "$out/pytorch.csv" \
   --title "$model, batch ${BATCH:-64}, TF32 $tf32, training step $step" | tee "$out/profile.md"

@@ -3,8 +3,8 @@
 # machine that talk over TCP (`mpirun --mca btl self,tcp`), where communication is otherwise too fast to
 # matter (a 1 MiB allreduce in ~0.5 ms) and overlap cannot show.
 #
-#   analysis/shaped_loopback.sh RATE COMMAND [ARG...]   e.g. RATE = 1gbit, 300mbit, 100mbit (tc's units)
-#   analysis/shaped_loopback.sh off                     removes a cap this script left behind (kill -9)
+#   experiments/shaped_loopback.sh RATE COMMAND [ARG...]   e.g. RATE = 1gbit, 300mbit, 100mbit (tc's units)
+#   experiments/shaped_loopback.sh off                     removes a cap this script left behind (kill -9)
 #
 # The cap: an htb qdisc (handle 7e57:) on `lo`'s egress whose capped class (rate = ceil = RATE, burst 96 KiB,
 # more than lo's 64 KiB packets) takes every IPv4 and IPv6 packet not addressed to 127.0.0.0/8 or ::1; those
@@ -21,7 +21,7 @@
 # Exit: the command's status; 2 with one line for refused arguments or a loopback that already has a
 # qdisc (someone else's cap: left alone); 3 with one line when this machine cannot shape (tests skip on 3).
 set -uo pipefail
-me="analysis/shaped_loopback.sh"
+me="experiments/shaped_loopback.sh"
 handle="7e57:"
 refuse() { echo "$me: $*" >&2; exit 2; }
 cannot() { echo "$me: cannot shape here: $*" >&2; exit 3; }

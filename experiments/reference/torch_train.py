@@ -48,7 +48,7 @@ distinct images (the whole set would not fit in memory; every sample still has i
 has dtnn's length; throughput runs cap it with --steps_per_epoch.
 
 Ranks: started by a launcher (mpirun, srun or torchrun), the processes train as one PyTorch
-DistributedDataParallel world (analysis/reference/torch_dist.py: gloo on CPUs, NCCL on GPUs), with dtnn's
+DistributedDataParallel world (experiments/reference/torch_dist.py: gloo on CPUs, NCCL on GPUs), with dtnn's
 recipe: every rank draws the same order and takes dtnn's share of each global batch (--batch_size per rank,
 or --global_batch_size split over the ranks), the gradient is the global batch's mean, SGD's rate is
 multiplied by the ranks under weak scaling (--learning_rate_scaling, PyDTNN's rule), and each epoch is timed
@@ -84,24 +84,24 @@ table's names, kinds, defaults and ranges; booleans as --name=True/False:
 
 Run with Debian's PyTorch (python3-torch), e.g.:
 
-    /usr/bin/python3 analysis/reference/torch_train.py --model=simplecnn \\
+    /usr/bin/python3 experiments/reference/torch_train.py --model=simplecnn \\
         --dataset=mnist --dataset_train_path=/usr/share/datasets/fashion-mnist \\
         --optimizer=adam --learning_rate=0.001 --batch_size=64 --num_epochs=5 \\
         --threads=1 --report=/tmp/torch_simplecnn.json
 
-    /usr/bin/python3 analysis/reference/torch_train.py --model=resnet20_cifar10 \\
+    /usr/bin/python3 experiments/reference/torch_train.py --model=resnet20_cifar10 \\
         --dataset=mnist --pad_to_cifar=True --dataset_train_path=/usr/share/datasets/fashion-mnist \\
         --optimizer=sgd --learning_rate=0.1 --batch_size=64 --num_epochs=2 --threads=2
 
 On a GPU machine (any PyTorch with CUDA, e.g. 2.x), ResNet-50 throughput on synthetic ImageNet, strict
 float32, the first epoch being warm-up (cudnn benchmark):
 
-    python3 analysis/reference/torch_train.py --model=resnet50_imagenet --dataset=imagenet \\
+    python3 experiments/reference/torch_train.py --model=resnet50_imagenet --dataset=imagenet \\
         --use_synthetic_data=True --batch_size=64 --optimizer=sgd --learning_rate=0.01 \\
         --num_epochs=3 --steps_per_epoch=30 --evaluate_on_test=False --enable_gpu=True \\
         --allow_tf32=False --tensor_format=NCHW --threads=4 --report=/tmp/torch_resnet50_gpu.json
 
-(analysis/gpu_vs_pytorch.sh runs this against `dtnn train --enable_gpu=True`.)
+(experiments/gpu_vs_pytorch.sh runs this against `dtnn train --enable_gpu=True`.)
 
 Exit status: 0 on success, 1 on bad data files, 2 on bad options, 3 for a model, dataset or device this
 reference does not implement or this machine lacks (the dtnn runner records that run as "unsupported"), 4 when
@@ -302,7 +302,7 @@ def sync(device):
 
 
 # DTNN_CUDA_PROFILE_STEP=k (as for dtnn): training step k (from 0, over the run) runs alone inside the CUDA
-# profiler's capture window, for `ncu --profile-from-start off` (analysis/gpu_profile.sh).
+# profiler's capture window, for `ncu --profile-from-start off` (experiments/gpu_profile.sh).
 PROFILE_STEP = int(os.environ["DTNN_CUDA_PROFILE_STEP"]) if os.environ.get("DTNN_CUDA_PROFILE_STEP") else None
 STEPS_RUN = [0]
 

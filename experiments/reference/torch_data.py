@@ -1,4 +1,4 @@
-"""The PyTorch reference's datasets, for analysis/reference/torch_train.py (whose docstring describes
+"""The PyTorch reference's datasets, for experiments/reference/torch_train.py (whose docstring describes
 them): MNIST-format IDX files, CIFAR-10 binary batches and dtnn-sized synthetic data.
 
 Contract: load_data(args), args being torch_train.py's parsed options, returns (train, val, test), each

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Summarises Nsight Compute CSV logs (`ncu --csv --metrics gpu__time_duration.sum --log-file F`) of one
-training step per framework (analysis/gpu_profile.sh): kernel time per category, side by side, and each
+training step per framework (experiments/gpu_profile.sh): kernel time per category, side by side, and each
 framework's heaviest kernels. Standard library only.
 
     gpu_profile_summary.py DTNN_CSV PYTORCH_CSV [--title T]

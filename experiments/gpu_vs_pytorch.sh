@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # dtnn's GPU backend vs PyTorch on the same GPU: training throughput (samples/s) of the same models, data
 # shapes and recipe (SGD lr 0.01, batch 64, synthetic data), dtnn and the PyTorch reference runner
-# (analysis/reference/torch_train.py) run alternately. Runs on the GPU machine (`python3` = a CUDA PyTorch).
+# (experiments/reference/torch_train.py) run alternately. Runs on the GPU machine (`python3` = a CUDA PyTorch).
 #
-#   analysis/gpu_vs_pytorch.sh [BUILD_DIR] [OUT_DIR]
+#   experiments/gpu_vs_pytorch.sh [BUILD_DIR] [OUT_DIR]
 #   defaults: build, a new mktemp -d directory
 #
 # Cases (the first epoch of every run is warm-up, cudnnFind / cudnn.benchmark, and is left out: each run
@@ -30,7 +30,7 @@ build="${1:-build}"
 out="${2:-$(mktemp -d -t dtnn_gpu_vs_pytorch.XXXXXX)}"
 mkdir -p "$out" || exit 1
 dtnn="$build/experiments/dtnn"
-reference=analysis/reference/torch_train.py
+reference=experiments/reference/torch_train.py
 py="${PYTHON:-python3}"
 reps="${REPS:-2}"
 epochs="${EPOCHS:-3}"

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # How much of a network's cost overlapped reduction hides, on one machine: 2 ranks over TCP through a loopback
-# capped at each of RATES (analysis/shaped_loopback.sh), blocking against non-blocking with each bucket cap of
+# capped at each of RATES (experiments/shaped_loopback.sh), blocking against non-blocking with each bucket cap of
 # BUCKETS, beside a 1-rank run. The target "over TCP, non-blocking hides at least 75 % of the communication
 # time that blocking exposes" cannot be read on an uncapped loopback, where the reduction is under 1 % of a
 # step; capped, it is 3-35 % (resnet20 at 1gbit-100mbit).
 #
-#   analysis/shaped_link.sh OUT_DIR [MODEL] [DATA]
+#   experiments/shaped_link.sh OUT_DIR [MODEL] [DATA]
 #   defaults: resnet20_cifar10, DATA=synthetic (or a dataset folder, e.g. /usr/share/datasets/fashion-mnist)
 #   Environment (defaults): RATES ("none 1gbit 300mbit 100mbit"; none = not capped), BUCKETS ("blocking 25 0.25
 #   0": blocking, or non-blocking with that --gradient_bucket_mb; CAP:N also sets --gradient_buckets_min=N,
@@ -21,13 +21,13 @@
 # link for both directions, where the model's links are full duplex: blocking's exchange (both directions at
 # once) and libnbc's binomial reduce + broadcast (one direction, then the other) take the same time on it,
 # which one fit of the model would put 2x apart.
-# Prints analysis/shaped_link.py's table; keeps every report, log, bench and prediction in OUT_DIR (new or
+# Prints experiments/shaped_link.py's table; keeps every report, log, bench and prediction in OUT_DIR (new or
 # empty: refused otherwise, so that no stale file enters the table).
 # Needs what shaped_loopback.sh needs (root, tc, htb and u32): exit 3 with one line where it cannot shape; 2 for
 # refused arguments; 1 when a run fails. Run it alone on the machine: the cap slows all loopback traffic.
 # OUT_DIR and DATA are the caller's paths; DTNN_BUILD_DIR (default build) is relative to the repository.
 set -euo pipefail
-me="analysis/shaped_link.sh"
+me="experiments/shaped_link.sh"
 fail() { echo "$me: $*" >&2; exit 2; }
 die() { echo "$me: $*" >&2; exit 1; }
 [ $# -ge 1 ] && [ $# -le 3 ] || fail "usage: $me OUT_DIR [MODEL] [DATA]"
@@ -64,7 +64,7 @@ else
 fi
 # Shaping must work before an hour of runs starts: the wrapper's own checks, on a command that does nothing.
 for r in "${rates[@]}"; do
-  if [ "$r" != none ]; then analysis/shaped_loopback.sh "$r" true || exit $?; break; fi
+  if [ "$r" != none ]; then experiments/shaped_loopback.sh "$r" true || exit $?; break; fi
 done
 [ ! -e "$out" ] || [ -z "$(ls -A "$out" 2> /dev/null)" ] || fail "OUT_DIR '$out' is not empty (its files would mix with the new ones)"
 mkdir -p "$out"
@@ -77,7 +77,7 @@ mpi=(mpirun -np 2 --bind-to core --mca btl self,tcp -x OMP_NUM_THREADS)
 export OMP_NUM_THREADS=1
 capped() {  # rate command...: the command under the cap (or as it is for none)
   local r="$1"; shift
-  if [ "$r" = none ]; then "$@"; else analysis/shaped_loopback.sh "$r" "$@"; fi
+  if [ "$r" = none ]; then "$@"; else experiments/shaped_loopback.sh "$r" "$@"; fi
 }
 run() {  # label log command...: when it fails, the log's tail and exit 1
   local label="$1" log="$2"; shift 2
@@ -120,4 +120,4 @@ for ((round = 0; round < reps; round++)); do
     done
   done
 done
-python3 analysis/shaped_link.py "$out" "$reps" "${rates[*]}" "${buckets[*]}"
+python3 experiments/shaped_link.py "$out" "$reps" "${rates[*]}" "${buckets[*]}"

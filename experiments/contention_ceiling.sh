@@ -11,7 +11,7 @@
 # says how its step splits into compute and exposed communication (median rank), so the table also shows
 # how fast each rank computes against a copy (the machine's share, measured inside the data-parallel run).
 #
-#   analysis/contention_ceiling.sh [RANKS] [EPOCHS] [MODEL] [DATA]
+#   experiments/contention_ceiling.sh [RANKS] [EPOCHS] [MODEL] [DATA]
 #   defaults: 2 ranks, 3 epochs, simplecnn, /usr/share/datasets/fashion-mnist; DATA=synthetic uses
 #   --use_synthetic_data=True. Samples: epochs 2.. (epoch 1 is warm-up) of each run; with EPOCHS=1, epoch 1.
 #   Environment: DATASET (default mnist; cifar10 for the CIFAR models), EXTRA (more dtnn options, e.g.
@@ -27,8 +27,8 @@ model="${3:-simplecnn}"
 data="${4:-/usr/share/datasets/fashion-mnist}"
 dataset="${DATASET:-mnist}"
 dtnn="${DTNN_BUILD_DIR:-build}/experiments/dtnn"
-fail() { echo "analysis/contention_ceiling.sh: $*" >&2; exit 2; }     # refused arguments
-die() { echo "analysis/contention_ceiling.sh: $*" >&2; exit 1; }      # a run that failed
+fail() { echo "experiments/contention_ceiling.sh: $*" >&2; exit 2; }     # refused arguments
+die() { echo "experiments/contention_ceiling.sh: $*" >&2; exit 1; }      # a run that failed
 [[ "$ranks" =~ ^[1-9][0-9]*$ ]] || fail "RANKS must be a positive integer, not '$ranks'"
 [[ "$epochs" =~ ^[1-9][0-9]*$ ]] || fail "EPOCHS must be a positive integer, not '$epochs'"
 reps="${REPS:-1}"
@@ -86,5 +86,5 @@ for ((r = 0; r < reps; r++)); do
     "$dtnn" train "${recipe[@]}" --parallel=data --report="$out/r$r-data.json"
 done
 
-python3 analysis/contention_ceiling.py "$out" "$ranks" "$epochs" "$reps"
+python3 experiments/contention_ceiling.py "$out" "$ranks" "$epochs" "$reps"
 [ -n "${KEEP:-}" ] || rm -rf "$out"

@@ -1,4 +1,4 @@
-"""The table of analysis/shaped_link.sh, from what it kept.
+"""The table of experiments/shaped_link.sh, from what it kept.
 
     shaped_link.py OUT_DIR ROUNDS "RATES" "BUCKETS"
 

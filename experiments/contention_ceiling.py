@@ -1,4 +1,4 @@
-"""The table of analysis/contention_ceiling.sh, from the reports it kept.
+"""The table of experiments/contention_ceiling.sh, from the reports it kept.
 
     contention_ceiling.py OUT_DIR RANKS EPOCHS ROUNDS
 

@@ -3,7 +3,7 @@
 # (Adam, lr 0.001, batch 64, 1 thread), then dtnn on 2 MPI ranks x 1 thread. Prints per-epoch
 # samples/s (median and spread), test accuracy, and the ratios dtnn/PyTorch and 2-rank/1-rank.
 #
-#   analysis/throughput_vs_pytorch.sh [EPOCHS] [MODEL] [DATA_DIR]
+#   experiments/throughput_vs_pytorch.sh [EPOCHS] [MODEL] [DATA_DIR]
 #   defaults: 5 epochs, simplecnn, /usr/share/datasets/fashion-mnist
 # Run it alone: the machine has 2 cores and any other load distorts the figures.
 set -euo pipefail
@@ -21,7 +21,7 @@ recipe=(--model="$model" --dataset=mnist --dataset_train_path="$data" --optimize
 echo "== dtnn, 1 rank x 1 thread"
 "$dtnn" train "${recipe[@]}" --progress=false --report="$out/dtnn1.json" | grep -E "^Epoch|^Testing:"
 echo "== PyTorch $(/usr/bin/python3 -c 'import torch; print(torch.__version__)'), 1 thread"
-/usr/bin/python3 analysis/reference/torch_train.py "${recipe[@]}" --report="$out/torch.json" | grep -E "^Epoch|^Test"
+/usr/bin/python3 experiments/reference/torch_train.py "${recipe[@]}" --report="$out/torch.json" | grep -E "^Epoch|^Test"
 echo "== dtnn, 2 ranks x 1 thread (--parallel=data, global batch 128)"
 OMP_NUM_THREADS=1 mpirun -np 2 "${mpi_flags[@]}" "$dtnn" train "${recipe[@]}" --parallel=data --progress=false \
   --report="$out/dtnn2.json" | grep -E "^Epoch|^Testing:"

@@ -1,5 +1,5 @@
 """The PyTorch reference's models, built layer for layer like dtnn's builders (engine/models/), for
-analysis/reference/torch_train.py (whose docstring lists them).
+experiments/reference/torch_train.py (whose docstring lists them).
 
 Contract: build_model(name, input_chw=None) returns a freshly initialised nn.Sequential on the CPU for a name
 in MODELS, for per-sample inputs input_chw (default MODEL_INPUT[name]; another image size only for the
