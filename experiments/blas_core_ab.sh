@@ -12,8 +12,9 @@ build="${1:-build}"
 dtnn="$build/experiments/dtnn"
 py=/usr/bin/python3
 data=/usr/share/datasets/fashion-mnist
-picked="$(env -u OPENBLAS_CORETYPE "$dtnn" algos | sed -n 's/^BLAS: .* \([A-Za-z0-9]*\) MAX_THREADS.*/\1/p')"
-own="$(env -u OPENBLAS_CORETYPE DTNN_BLAS_CORE=keep "$dtnn" algos | sed -n 's/^BLAS: .* \([A-Za-z0-9]*\) MAX_THREADS.*/\1/p')"
+core_of() { sed -n 's/^BLAS: .* \([A-Za-z0-9]*\) MAX_THREADS.*/\1/p'; }
+picked="$(env -u OPENBLAS_CORETYPE "$dtnn" algos | core_of)"
+own="$(env -u OPENBLAS_CORETYPE DTNN_BLAS_CORE=keep "$dtnn" algos | core_of)"
 echo "# OpenBLAS alone: $own; dtnn's choice: $picked; CPU: $(lscpu | sed -n 's/^Model name: *//p')"
 common=(--batch_size=64 --optimizer=sgd --learning_rate=0.01 --momentum=0.9 --num_epochs=1 --seed=0 --threads=1
         --evaluate_on_test=False)
@@ -28,11 +29,14 @@ run() {  # framework model core
   # shellcheck disable=SC2046
   case "$fw" in
     dtnn) out="$(OPENBLAS_CORETYPE="$core" "$dtnn" train "${common[@]}" $(recipe "$model") 2>&1)" ;;
-    pytorch) out="$(OPENBLAS_CORETYPE="$core" "$py" experiments/reference/torch_train.py "${common[@]}" $(recipe "$model") 2>&1)" ;;
+    pytorch)
+      out="$(OPENBLAS_CORETYPE="$core" "$py" experiments/reference/torch_train.py "${common[@]}" $(recipe "$model") \
+        2>&1)" ;;
     pydtnn)
       [ -n "${DTNN_PYDTNN:-}" ] || return 0
       [ "$model" = resnet20 ] && return 0  # PyDTNN's synthetic CIFAR-10 is NaN: its resnet20 runs in frameworks.toml
-      out="$(OPENBLAS_CORETYPE="$core" "$py" experiments/peers/pydtnn_peer.py "${common[@]}" $(recipe "$model") 2>&1)" ;;
+      out="$(OPENBLAS_CORETYPE="$core" "$py" experiments/peers/pydtnn_peer.py "${common[@]}" $(recipe "$model") \
+        2>&1)" ;;
   esac
   echo "$out" | sed -n "s/^Training throughput: \([0-9.]*\).*/$round $fw $model $core \1/p" | tail -n 1
 }

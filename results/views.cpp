@@ -54,7 +54,8 @@ void create_views(sqlite3* db, const std::string& path) {
 }
 
 void create_temp_views(sqlite3* db, const std::string& path) {
-  static const std::string temp = std::regex_replace(std::string(kViewsSql), std::regex("CREATE VIEW "), "CREATE TEMP VIEW ");
+  static const std::string temp =
+      std::regex_replace(std::string(kViewsSql), std::regex("CREATE VIEW "), "CREATE TEMP VIEW ");
   exec_sql(db, path, temp);
 }
 

@@ -198,7 +198,8 @@ CREATE VIEW v_run_recipes AS
               WHEN lower(CAST(coalesce(json_extract(r.report, '$.options.evaluate_only'), '') AS TEXT)) IN ('true', '1')
                 THEN 'evaluation only (--evaluate_only)'
               WHEN coalesce(json_extract(r.report, '$.options.weights_and_bias_filename'), '') <> ''
-                THEN 'may have begun from the weights in ' || json_extract(r.report, '$.options.weights_and_bias_filename')
+                THEN 'may have begun from the weights in '
+                     || json_extract(r.report, '$.options.weights_and_bias_filename')
                      || ' (its report predates the start record)'
               ELSE '' END AS not_from_scratch,
          r.test_accuracy, r.val_accuracy, r.matrix_id, r.environment_id

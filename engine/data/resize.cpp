@@ -105,7 +105,8 @@ class Resized final : public Dataset {
     inner_->load_batch(pool, indices, count, layout, in_.data(), y);
     for (int64_t b = 0; b < count; ++b) {
       const float* src = in_.data() + b * h * w;
-      for (int64_t i = 0; i < h * w; ++i) bytes_[static_cast<size_t>(i)] = static_cast<uint8_t>(std::lrint(src[i] * 255.0f));
+      for (int64_t i = 0; i < h * w; ++i)
+        bytes_[static_cast<size_t>(i)] = static_cast<uint8_t>(std::lrint(src[i] * 255.0f));
       const uint8_t* rows_in = bytes_.data();
       if (ow != w) {
         for (int64_t r = 0; r < h; ++r) filter_line(cols_, bytes_.data() + r * w, 1, wide_.data() + r * ow, 1);
@@ -133,7 +134,8 @@ class Resized final : public Dataset {
 
 }  // namespace
 
-std::unique_ptr<Dataset> resize_images(std::unique_ptr<Dataset> inner, int64_t out_h, int64_t out_w, int64_t max_batch) {
+std::unique_ptr<Dataset> resize_images(std::unique_ptr<Dataset> inner, int64_t out_h, int64_t out_w,
+                                       int64_t max_batch) {
   return std::make_unique<Resized>(std::move(inner), out_h, out_w, max_batch);
 }
 

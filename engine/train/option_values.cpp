@@ -382,8 +382,9 @@ std::string option_table_markdown() {
     std::string where;
     for (const std::string& f : flag_names(s.flags)) where += (where.empty() ? "" : ", ") + f;
     const std::string def = option_default_text(s);
-    out += "| `--" + std::string(s.name) + "` | " + kind_name(s.kind) + " | " + (def.empty() ? "" : "`" + markdown_cell(def) + "`") +
-           " | " + markdown_cell(values_text(s)) + " | " + markdown_cell(s.help) + " | " + where + " |\n";
+    const std::string def_cell = def.empty() ? "" : "`" + markdown_cell(def) + "`";
+    out += "| `--" + std::string(s.name) + "` | " + kind_name(s.kind) + " | " + def_cell + " | " +
+           markdown_cell(values_text(s)) + " | " + markdown_cell(s.help) + " | " + where + " |\n";
   }
   return out;
 }
