@@ -48,6 +48,19 @@ void share_root_weights(Model& model, Communicator& comm) {
   model.upload();
 }
 
+// The sample schedule of these options: worker blocks under model averaging (claimed at run time with
+// --dynamic_blocks), else the even split; steps per walk from --num_batches_per_worker or --steps_per_epoch.
+ScheduleOptions schedule_options(const TrainOptions& o) {
+  ScheduleOptions s;
+  s.worker_blocks = o.model_averaging != "none";
+  s.dynamic = s.worker_blocks && o.dynamic_blocks &&
+              (o.model_averaging == "asynchronous" || o.model_averaging == "partially_asynchronous");
+  s.blocks = BlockOptions{o.blocks_per_worker, o.shuffle_blocks, o.shuffle_block_data};
+  s.fixed_steps = s.worker_blocks && o.num_batches_per_worker > 0 ? o.num_batches_per_worker : o.steps_per_epoch;
+  s.seed = o.seed;
+  return s;
+}
+
 int64_t Trainer::reduce_tail_floats(const TrainOptions& options) {
   return 2 + static_cast<int64_t>(parse_metrics(options.metrics).size());  // loss, metrics, count
 }
@@ -61,6 +74,7 @@ Trainer::Trainer(Model& model, const Dataset& data, Communicator& comm, Optimize
       local_comm_(options.model_averaging != "none" ? make_local_communicator() : nullptr),
       reducer_(local_comm_ ? *local_comm_ : comm, model, reduce_tail_floats(options), options.non_blocking_mpi,
                options.gradient_bucket_mb, options.gradient_buckets_min),
+      schedule_(data, comm, global_batch_, schedule_options(options)),
       shares_(options.model_averaging != "none" ? "" : options.rank_batch_shares, comm.size(), comm.rank()),
       loader_(data, model.layout(), model.max_batch(), augmentation_of(options), options.prefetch) {
   const Shape out = model.output_shape();
@@ -84,7 +98,6 @@ Trainer::Trainer(Model& model, const Dataset& data, Communicator& comm, Optimize
   eval_sums_.resize(2 + metrics_.size());
   for (size_t i = 0; i < model.num_layers(); ++i) every_rank_steps_ |= communicates_in_step(model.layer(i));
   every_rank_steps_ &= comm.size() > 1;
-  permutation_.reserve(data.count(Pool::train));
   merger_ = make_weight_merger(options, comm, model, optimizer);
   epoch_sums_.resize(2 + metrics_.size());
   if (const Straggler s = parse_straggler(options.straggler_ms); s.rank == comm.rank()) straggler_ms_ = s.ms;
@@ -233,52 +246,16 @@ void Trainer::train_step(const Batch& batch, int64_t global_n, double began) {
 EpochRecord Trainer::run_epoch(int epoch, int num_epochs, const Splits& splits) {
   EpochRecord rec;
   rec.epoch = epoch;
-  const int64_t ntrain = static_cast<int64_t>(splits.train.size());
   shuffle_rng_ = epoch_rng(options_.seed, epoch);
   model_.seed_layers(epoch_seed(options_.seed, epoch), comm_.rank());
-  // The samples the batches walk through, `count` of them (cycled), and the span of a whole epoch.
   const bool local = merger_ != nullptr;
   // Asynchronous model averaging: no rank meets another between merges, so the epoch's figures, timing
   // and validation are this rank's own (over the one-process communicator); finish_training() meets.
   const bool async = merger_ && merger_->asynchronous();
   Communicator& epoch_comm = async ? *local_comm_ : comm_;
-  const int64_t* order = permutation_.data();
-  int64_t count = ntrain, span = ntrain;
-  const bool dynamic = async && options_.dynamic_blocks;
-  if (local) {  // this worker's blocks (every rank derives every rank's assignment from the seed)
-    if (!blocks_ || blocks_->train_count() != ntrain)
-      blocks_ = std::make_unique<WorkerBlocks>(ntrain, comm_.size(),
-                                               BlockOptions{options_.blocks_per_worker, options_.shuffle_blocks,
-                                                            options_.shuffle_block_data});
-    const Rng block_rng = Rng(options_.seed ^ 0xB10C5EEDull).fork(epoch);
-    if (dynamic) {
-      blocks_->draw(data_, splits.train, block_rng, shuffle_rng_);
-      if (!counter_) {  // the first epoch, which every rank starts together: collective
-        counter_ = comm_.open_block_counter(num_epochs + 1);
-        counter_slots_ = num_epochs + 1;
-        claimed_.reserve(static_cast<size_t>(num_epochs * blocks_->blocks()));
-      }
-      DTNN_CHECK(epoch >= 1 && epoch < counter_slots_, "--dynamic_blocks: epoch ", epoch, " beyond the ",
-                 counter_slots_ - 1, " the claim counters were opened for");
-    } else {
-      blocks_->assign(data_, splits.train, comm_.rank(), block_rng, shuffle_rng_);
-      order = blocks_->samples().data();
-      count = static_cast<int64_t>(blocks_->samples().size());
-      span = blocks_->largest();
-    }
-  } else {  // same permutation on every rank (the dataset's shuffle from the shared seed stream)
-    permutation_.assign(splits.train.begin(), splits.train.end());
-    data_.shuffle(permutation_, shuffle_rng_);
-  }
-
+  schedule_.begin_epoch(epoch, num_epochs, splits.train, shuffle_rng_);
   const int64_t global_batch = global_batch_;
-  const int64_t fixed = local && options_.num_batches_per_worker > 0 ? options_.num_batches_per_worker
-                                                                     : options_.steps_per_epoch;
-  // Dynamic blocks: a block's steps and samples are worked out per claimed block (walk()); the progress
-  // line counts against the whole epoch.
-  int64_t steps = fixed > 0 ? fixed : (span + global_batch - 1) / global_batch;
-  int64_t total = fixed > 0 ? steps * global_batch : span;
-  const int64_t shown = dynamic ? (fixed > 0 ? fixed * global_batch * blocks_->blocks() : ntrain) : total;
+  const int64_t shown = schedule_.shown();
   const std::string label = "Epoch " + std::to_string(epoch) + "/" + std::to_string(num_epochs);
   std::vector<double> sums(1 + metrics_.size(), 0.0), means(sums.size());
   int64_t done = 0;
@@ -287,23 +264,25 @@ EpochRecord Trainer::run_epoch(int epoch, int num_epochs, const Splits& splits) 
   // The samples of global batch `step`: the last one may be short. When layers communicate inside the
   // step, a rank with no samples would miss their collectives (a hang), so a last batch smaller than the
   // rank count takes one sample per rank, the extra ones wrapping to the start of the epoch's order.
+  SampleWalk w;  // the walk being trained (schedule_.next)
   auto global_count = [&](int64_t step) {
-    const int64_t n = std::min(global_batch, total - step * global_batch);
+    const int64_t n = std::min(global_batch, w.total - step * global_batch);
     return every_rank_steps_ ? std::max<int64_t>(n, comm_.size()) : n;
   };
   auto submit = [&](int64_t step) {  // this rank's share of global batch `step` (all of it: local), to the loader
     const int64_t start = step * global_batch;
     int64_t offset = 0, n = global_count(step);
     if (!local) local_share(comm_, n, &offset, &n);
-    for (int64_t i = 0; i < n; ++i) batch_indices_[i] = order[(start + offset + i) % count];
+    for (int64_t i = 0; i < n; ++i) batch_indices_[i] = w.order[(start + offset + i) % w.count];
     loader_.submit(Pool::train, batch_indices_.data(), n, augment, epoch);
   };
   if (gpu_) gpu::memset_zero(sums_dev_.data(), sums_host_.size() * sizeof(float));
   reducer_.reset_times();
   if (gpu_reducer_) gpu_reducer_->reset_times();
   const double t0 = now_s();
-  // `steps` batches over order[0, count) (cycled), `total` samples: the rank's share, or one claimed block.
+  // w.steps batches over w.order[0, w.count) (cycled), w.total samples: the rank's share, or one claimed block.
   auto walk = [&] {
+    const int64_t steps = w.steps;
     loader_.reset();
     if (steps > 0) submit(0);
     for (int64_t step = 0; step < steps; ++step) {
@@ -355,17 +334,10 @@ EpochRecord Trainer::run_epoch(int epoch, int num_epochs, const Splits& splits) 
       }
     }
   };
-  if (!dynamic) {
+  // One walk, or (dynamic blocks) one per block this rank claims until none is left.
+  while (schedule_.next(epoch, &w)) {
     walk();
-  } else {  // claim positions of the epoch's block order until none is left (another rank took the rest)
-    for (int64_t p = counter_->claim(epoch); p < blocks_->blocks(); p = counter_->claim(epoch)) {
-      order = blocks_->position_samples(p, &count);
-      steps = fixed > 0 ? fixed : (count + global_batch - 1) / global_batch;
-      total = fixed > 0 ? steps * global_batch : count;
-      walk();
-      claimed_.push_back({epoch, blocks_->block_at(p)});
-      merger_->end_block();
-    }
+    if (schedule_.dynamic()) merger_->end_block();
   }
   if (gpu_) {
     gpu::copy_to_host(sums_host_.data(), sums_dev_.data(), sums_host_.size() * sizeof(float));  // waits
@@ -388,7 +360,7 @@ EpochRecord Trainer::run_epoch(int epoch, int num_epochs, const Splits& splits) 
   rec.train.values.resize(sums.size());
   for (size_t v = 0; v < sums.size(); ++v) rec.train.values[v] = done ? sums[v] / static_cast<double>(done) : 0.0;
   // Model averaging: every rank ran `total` samples of its own; the last line counts them all.
-  const int64_t shown_total = local && !async ? total * comm_.size() : shown;
+  const int64_t shown_total = local && !async ? schedule_.planned_total() * comm_.size() : shown;
   if (progress_) progress_(label, done, shown_total, rec.train.time_s, rec.train.values, true);
   // Asynchronous: a rank other than 0 would validate alone for figures nobody reports, and a straggler
   // would spend that time too; so only rank 0 does, unless this rank's schedulers read them.
@@ -416,14 +388,7 @@ EpochRecord Trainer::run_epoch(int epoch, int num_epochs, const Splits& splits) 
 std::optional<AveragingStats> Trainer::finish_training() {
   if (!merger_) return std::nullopt;
   AveragingStats stats = merger_->finish();
-  if (counter_) {  // every rank has claimed its last block (each is inside this collective call)
-    counter_->close();
-    counter_.reset();
-    std::vector<double> every(static_cast<size_t>(comm_.size()));
-    const double mine = static_cast<double>(claimed_.size());
-    comm_.allgather(&mine, 1, every.data());
-    for (double b : every) stats.blocks_per_rank.push_back(static_cast<int64_t>(b));
-  }
+  if (std::vector<int64_t> blocks = schedule_.finish(); !blocks.empty()) stats.blocks_per_rank = blocks;  // collective
   return stats;
 }
 

@@ -70,10 +70,10 @@
 
 #include "data/dataset.h"
 #include "data/loader.h"
-#include "data/worker_blocks.h"
 #include "models/model.h"
 #include "optim/optimizer.h"
 #include "parallel/communicator.h"
+#include "parallel/sample_schedule.h"
 #include "train/gpu_gradient_reducer.h"
 #include "train/batch_shares.h"
 #include "train/gradient_reducer.h"
@@ -134,7 +134,7 @@ class Trainer {
     if (merger_) merger_->weights_replaced();
   }
   // --dynamic_blocks: the (epoch, block id) pairs this rank claimed and trained, in claim order.
-  const std::vector<std::pair<int, int64_t>>& claimed_blocks() const { return claimed_; }
+  const std::vector<std::pair<int, int64_t>>& claimed_blocks() const { return schedule_.claimed(); }
 
   void set_progress(ProgressFn fn) { progress_ = std::move(fn); }
   // Asynchronous modes: every rank validates after each epoch (its LR schedulers watch a val_ metric).
@@ -189,20 +189,16 @@ class Trainer {
   bool validate_every_rank_ = false;
   int64_t classes_ = 0;
   Rng shuffle_rng_;
-  std::vector<int64_t> permutation_, batch_indices_;
+  std::vector<int64_t> batch_indices_;
   std::vector<float> eval_sums_;
   ProgressFn progress_;
   std::function<void()> batch_begin_;
-  // Model averaging: the one-process communicator the reducer works on (declared before it), the merger,
-  // the worker's blocks (built by the first epoch) and the epoch's sums over the ranks.
+  // Model averaging: the one-process communicator the reducer works on (declared before it), the merger
+  // and the epoch's sums over the ranks.
   std::unique_ptr<Communicator> local_comm_;
   GradientReducer reducer_;  // CPU models' gradient sums and updates
   std::unique_ptr<WeightMerger> merger_;
-  std::unique_ptr<WorkerBlocks> blocks_;
-  // --dynamic_blocks: one claim counter per epoch index (opened by the first epoch) and what this rank took.
-  std::unique_ptr<BlockCounter> counter_;
-  int64_t counter_slots_ = 0;
-  std::vector<std::pair<int, int64_t>> claimed_;
+  SampleSchedule schedule_;  // which samples this rank walks each epoch
   std::vector<float> epoch_sums_;
   int64_t straggler_ms_ = 0;  // this rank's sleep before every step
   double slow_factor_ = 1.0;  // --straggler_factor: this rank's steps take this many times their compute
