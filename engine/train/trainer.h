@@ -28,8 +28,9 @@
 // communicator (each rank's step is local: no gradient sum, loss divided by the rank's own batch count), a
 // global batch is one rank's --batch_size (the learning rate is not scaled), and rank r's batches are its
 // own blocks (data/worker_blocks.h; parallel/sample_schedule.h hands every schedule's samples out) in
-// order, cycling when --num_batches_per_worker / --steps_per_epoch asks for more; without a fixed count every rank runs ceil(largest worker's samples / batch_size) steps, batch k
-// holding min(batch_size, largest - k * batch_size) samples (a smaller worker wraps to its start), so the
+// order, cycling when --num_batches_per_worker / --steps_per_epoch asks for more; without a fixed count
+// every rank runs ceil(largest worker's samples / batch_size) steps, batch k holding
+// min(batch_size, largest - k * batch_size) samples (a smaller worker wraps to its start), so the
 // ranks' collectives match. The WeightMerger runs after every step and at the end of every epoch (before
 // validation); the epoch's loss and metric sums are summed over the ranks once, at its end. On one rank with
 // one block per worker and --shuffle_block_data this is plain training, bit for bit.
