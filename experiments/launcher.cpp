@@ -68,10 +68,7 @@ std::vector<std::string> srun_argv(const Matrix& matrix, const Trial& trial, boo
                                      [](const std::string& a) { return a.rfind("--mpi", 0) == 0; });
   if (mpi && !names_mpi) argv.push_back("--mpi=pmix");
   argv.insert(argv.end(), matrix.launcher.args.begin(), matrix.launcher.args.end());
-  // The OpenBLAS kernels dtnn chose for this machine (backend/cpu/blas_core.h) reach every rank of every
-  // framework, on other hosts too: mpirun forwards only what -x names.
-  if (std::getenv("OPENBLAS_CORETYPE")) argv.insert(argv.end(), {"-x", "OPENBLAS_CORETYPE"});
-  return argv;
+  return argv;  // srun exports the whole environment (OPENBLAS_CORETYPE included) by default
 }
 
 }  // namespace
