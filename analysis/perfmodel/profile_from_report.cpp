@@ -13,7 +13,7 @@
 #include "layers/layers.h"
 #include "models/model.h"
 #include "results/store.h"
-#include "train/gradient_reducer.h"
+#include "parallel/gradient_reducer.h"
 #include "train/options.h"
 #include "train/trainer.h"
 

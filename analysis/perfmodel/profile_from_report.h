@@ -3,7 +3,7 @@
 //
 //   layers      model.layers[]: id, type, params; forward_ms / backward_ms (the mean per call over the run,
 //               warm-up step and any evaluation forwards included) in seconds; layers without times get 0.
-//   buckets     engine/train/gradient_reducer.h plan_buckets over the model's gradient slab, exactly as the
+//   buckets     engine/parallel/gradient_reducer.h plan_buckets over the model's gradient slab, exactly as the
 //               trainer plans them: each top-level layer's range is its parameters padded as Model::build
 //               pads them (every tensor to 16 floats), taken from the zoo model with the run's fusion
 //               options; the loss/metric tail (Trainer::reduce_tail_floats) rides with the first bucket.

@@ -129,7 +129,7 @@ class EventPool {
 };
 
 // A second stream for work that overlaps the compute stream (the gradient buckets of data parallelism,
-// train/gpu_gradient_reducer.h), ordered against it by events; created at the device's highest priority,
+// parallel/gpu_gradient_reducer.h), ordered against it by events; created at the device's highest priority,
 // so a bucket's reduction is not held back behind queued compute kernels (as DDP's NCCL stream). `slots` numbered timing events each way,
 // all created here (none in the batch loop); recording a slot again replaces its previous point (a wait
 // already queued on it keeps the old point, as CUDA defines).

@@ -1,4 +1,4 @@
-// WorkerBlocks: dislib's data per worker for model averaging (train/model_averager.h): each worker (rank)
+// WorkerBlocks: dislib's data per worker for model averaging (parallel/model_averager.h): each worker (rank)
 // trains on its own disjoint blocks of the training list, not on a share of every global batch.
 //
 // The training list (Splits::train, in its stored order) is cut into B = ranks x blocks_per_worker

@@ -120,7 +120,7 @@ struct SchedulerSetup {
   // model_checkpoint). Required when those need it.
   std::function<void(const std::string& path)> save_weights;
   // Called after early_stopping restored the best epoch's weights (the trainer's weight merger must know:
-  // train/model_averager.h); may be empty.
+  // parallel/model_averager.h); may be empty.
   std::function<void()> weights_restored;
   // Deletes a file (model_checkpoint's previous one); defaults to std::filesystem::remove.
   std::function<void(const std::string& path)> remove_file;

@@ -2,7 +2,7 @@
 //
 // All calls are collective (every rank calls them in the same order). Buffers are float32 and summed in
 // place. Everything blocks but the request calls (start_allreduce_sum / test_request / wait_request), which
-// the overlapped gradient reduction (train/gradient_reducer.h) uses. The MPI implementation exists only in builds with DTNN_MPI (mpi_communicator.cpp;
+// the overlapped gradient reduction (parallel/gradient_reducer.h) uses. The MPI implementation exists only in builds with DTNN_MPI (mpi_communicator.cpp;
 // mpi_stub.cpp otherwise).
 #pragma once
 
@@ -13,7 +13,7 @@
 
 namespace dtnn {
 
-// One-sided "general weights" (the asynchronous model-averaging modes, train/async_merger.h): `count`
+// One-sided "general weights" (the asynchronous model-averaging modes, parallel/async_merger.h): `count`
 // floats held by rank 0 that any rank merges into and reads back with no other rank taking part (MPI RMA
 // with a passive target: no barrier, no matching call on rank 0). Opened and closed collectively.
 class GeneralWindow {
@@ -82,7 +82,7 @@ class Communicator {
   // Device reductions only (device_library() not empty): queues the in-place sum of `count` floats of GPU
   // memory on `stream` (a cudaStream_t, e.g. gpu::SideStream's) and returns without waiting; every rank
   // queues its reductions in the same order. The base version throws (MPI reduces host memory: the staged
-  // path of train/gpu_gradient_reducer.h).
+  // path of parallel/gpu_gradient_reducer.h).
   virtual void allreduce_sum_device_on(float* data, int64_t count, void* stream);
   virtual double max(double value) = 0;  // allreduce MAX of one value (e.g. the slowest rank's time)
   // Every rank's `count` doubles, rank-major, into all[size() * count] on every rank (the per-rank

@@ -312,7 +312,7 @@ std::vector<OptionSpec> make_table() {
       boolean("shared_storage", DTNN_FIELD(shared_storage), P, "Only rank 0 writes files either way (as PyDTNN)"),
       integer("mpi_processes", DTNN_FIELD(mpi_processes), P, 0, 1 << 24,
               "Checked against the number of ranks started (0: not checked)"),
-      // Data parallelism's gradient reduction and scaling mode (train/gradient_reducer.h)
+      // Data parallelism's gradient reduction and scaling mode (parallel/gradient_reducer.h)
       boolean("non_blocking_mpi", DTNN_FIELD(non_blocking_mpi), M | P,
               "Sum gradients in buckets during the backward pass (MPI_Iallreduce; GPU models: NCCL, or staged "
               "copies, on a side stream)"),
@@ -327,7 +327,7 @@ std::vector<OptionSpec> make_table() {
       integer("global_batch_size", DTNN_FIELD(global_batch_size), M | MM | T | P, 0, kBig,
               "Strong scaling: the global batch, split over the ranks (replaces --batch_size; no lr scaling); "
               "0: weak scaling, --batch_size per rank"),
-      // Model averaging (train/model_averager.h) and dislib's data per worker (data/worker_blocks.h). Not
+      // Model averaging (parallel/model_averager.h) and dislib's data per worker (data/worker_blocks.h). Not
       // must-match: checkpoints are refused with model averaging, and older checkpoints stay readable.
       choice("model_averaging", DTNN_FIELD(model_averaging), M,
              {"none", "synchronous", "asynchronous", "partially_asynchronous"},

@@ -112,7 +112,7 @@ std::vector<std::string> flag_names(uint32_t flags) {
   return out;
 }
 
-// --model_averaging and the options that only it reads (train/model_averager.h).
+// --model_averaging and the options that only it reads (parallel/model_averager.h).
 void validate_averaging(const TrainOptions& o) {
   static const char* const own[] = {"average_every_epochs",  "average_every_steps", "average_optimizer_state",
                                     "average_bn_statistics", "blocks_per_worker",   "shuffle_blocks",

@@ -93,7 +93,7 @@ struct TrainOptions {
   bool shared_storage = false;          // only rank 0 writes files either way (PyDTNN forces it too)
   int mpi_processes = 0;                // > 0: must equal the number of ranks started
 
-  // Data parallelism's gradient reduction (train/gradient_reducer.h): PyDTNN's --non_blocking_mpi (buckets
+  // Data parallelism's gradient reduction (parallel/gradient_reducer.h): PyDTNN's --non_blocking_mpi (buckets
   // summed during the backward pass) and its negation --blocking_mpi (resolve_options folds it in); the
   // bucket cap in MiB (0: one bucket per layer, as PyDTNN), at most the gradient / gradient_buckets_min (a
   // model of a few MiB still gets several buckets; 1: the cap alone, DDP's rule); strong scaling: the global
@@ -103,7 +103,7 @@ struct TrainOptions {
   double gradient_bucket_mb = 25.0;
   int64_t gradient_buckets_min = 4;
   int64_t global_batch_size = 0;
-  // Model averaging (train/model_averager.h; dislib.eddl's training modes): "none" keeps --parallel's
+  // Model averaging (parallel/model_averager.h; dislib.eddl's training modes): "none" keeps --parallel's
   // per-step gradient sum; "synchronous": every rank trains locally on its own blocks (data/worker_blocks.h)
   // and the weights are averaged every average_every_epochs epochs (dislib's n_epocs_sync) or, when
   // average_every_steps > 0, every that many steps (local SGD), and at the end of training. The optimizer
@@ -111,7 +111,7 @@ struct TrainOptions {
   // averaged with the weights unless average_bn_statistics is false (then only at the final average).
   // "asynchronous" (merge into the general weights every average_every_epochs of the rank's own epochs) and
   // "partially_asynchronous" (every average_every_steps steps, or every block with dynamic_blocks) merge over
-  // MPI one-sided communication without meeting (train/async_merger.h).
+  // MPI one-sided communication without meeting (parallel/async_merger.h).
   std::string model_averaging = "none";
   int64_t average_every_epochs = 1;
   int64_t average_every_steps = 0;

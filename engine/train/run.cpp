@@ -35,166 +35,6 @@
 
 namespace dtnn {
 
-int default_threads(int ranks_sharing_cores) {
-  if (const char* env = std::getenv("OMP_NUM_THREADS")) {
-    const int t = std::atoi(env);
-    if (t > 0) return t;
-  }
-  if (const char* env = std::getenv("SLURM_CPUS_PER_TASK")) {  // srun -c N: Slurm gave this task N cores
-    const int t = std::atoi(env);
-    if (t > 0) return t;
-  }
-  cpu_set_t mask;
-  CPU_ZERO(&mask);
-  const int online = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  const int allowed = ::sched_getaffinity(0, sizeof mask, &mask) == 0 ? CPU_COUNT(&mask) : online;
-  // A rank bound to cores of its own (mpirun's per-core binding for -np <= 2, srun with task/affinity) owns
-  // them; ranks sharing one mask (unbound, one container's cpuset, a per-socket binding) split it, so that
-  // no core runs two ranks' threads.
-  return std::max(1, allowed / std::max(1, ranks_sharing_cores));
-}
-
-namespace {
-
-// The table's ranges and choices and the cross-option rules (validate_options), then what needs the file
-// system or the ranks.
-void validate(const TrainOptions& o, const Communicator& comm) {
-  validate_options(o);
-  DTNN_CHECK(o.mpi_processes == 0 || o.mpi_processes == comm.size(), "--mpi_processes=", o.mpi_processes,
-             " but ", comm.size(), " rank", comm.size() == 1 ? " was" : "s were", " started");
-  DTNN_CHECK(!o.evaluate_only || o.weights_and_bias_filename.empty() ||
-                 std::filesystem::exists(o.weights_and_bias_filename),
-             "--evaluate_only: weights file ", o.weights_and_bias_filename, " does not exist");
-  // Output files are checked before training, not found unwritable after it.
-  check_outputs_writable({{"--report", o.report},
-                          {"--history_file", o.history_file},
-                          {"--weights_and_bias_filename", o.weights_and_bias_filename},
-                          {"--checkpoint_file", o.checkpoint_file},
-                          {"--early_stopping_weights_filename", o.lr_schedulers.early_stopping_weights_filename}});
-  if (o.tracing)
-    for (const std::string& output : trace_outputs(o.tracer_output))
-      for (const std::string& path : trace_files(output)) {  // Paraver: the three files of X.prv or DIR
-        const std::filesystem::path dir = std::filesystem::absolute(path).parent_path();
-        DTNN_CHECK(std::filesystem::is_directory(dir), "--tracer_output=", output, ": directory ", dir.string(),
-                   " does not exist");
-        const std::string why = output_path_problem(path);
-        DTNN_CHECK(why.empty(), "--tracer_output=", output, ": ", path == output ? "" : path + " ", why);
-      }
-  // No output may replace an input or another output (--report=w.npz beside --weights_and_bias_filename=w.npz
-  // would leave a JSON file where the weights were). --resume_from may be --checkpoint_file: a preempted run
-  // restarted with one command line reads its checkpoint, then rewrites it after each epoch.
-  std::vector<CommandFile> files = {
-      {"--report", o.report, true},
-      {"--history_file", o.history_file, true},
-      {"--weights_and_bias_filename", o.weights_and_bias_filename, true},
-      {"--checkpoint_file", o.checkpoint_file, true},
-      {"--early_stopping_weights_filename", o.lr_schedulers.early_stopping_weights_filename, true}};
-  if (!o.resume_from.empty() && (o.checkpoint_file.empty() || !same_file(o.resume_from, o.checkpoint_file)))
-    files.push_back({"--resume_from", o.resume_from, false});
-  if (o.tracing)
-    for (const std::string& output : trace_outputs(o.tracer_output))
-      for (const std::string& path : trace_files(output)) files.push_back({"--tracer_output", path, true});
-  check_files_distinct(files);
-  const SlowRank slow = parse_slow_rank(o.straggler_factor);
-  DTNN_CHECK(slow.rank < comm.size(), "--straggler_factor=", o.straggler_factor, ": rank ", slow.rank,
-             " does not exist (", comm.size(), " rank", comm.size() == 1 ? "" : "s", ")");
-  if (!o.rank_batch_shares.empty()) {
-    const BatchShares shares = parse_batch_shares(o.rank_batch_shares);
-    DTNN_CHECK(shares.automatic || static_cast<int>(shares.weights.size()) == comm.size(), "--rank_batch_shares=",
-               o.rank_batch_shares, ": ", shares.weights.size(), " weight", shares.weights.size() == 1 ? "" : "s",
-               " for ", comm.size(), " rank", comm.size() == 1 ? "" : "s", " (one per rank)");
-    DTNN_CHECK(global_batch(o, comm.size()) >= comm.size(), "--rank_batch_shares: a global batch of ",
-               global_batch(o, comm.size()), " cannot give each of ", comm.size(), " ranks a sample");
-  }
-  const Straggler straggler = parse_straggler(o.straggler_ms);
-  DTNN_CHECK(straggler.rank < comm.size(), "--straggler_ms=", o.straggler_ms, ": rank ", straggler.rank,
-             " does not exist (", comm.size(), " rank", comm.size() == 1 ? "" : "s", ")");
-  if (o.enable_gpu) require_gpu();
-}
-
-// Uneven (or auto) shares over ranks whose BatchNormalization layers use local statistics: the gradients
-// are weighted to the global batch's, but each rank's normalisation is over its own share.
-bool uneven_shares_with_local_bn(const TrainOptions& o, const Communicator& comm, const Model& model) {
-  if (o.rank_batch_shares.empty() || o.model_averaging != "none" || o.sync_batchnorm || comm.size() == 1) return false;
-  for (const Layer* layer : model.all_layers())
-    if (layer->type().find("BatchNormalization") != std::string::npos) return true;
-  return false;
-}
-
-}  // namespace
-
-std::unique_ptr<Model> build_training_model(const TrainOptions& o, Communicator& comm) {
-  auto model = create_model(o.model_name);
-  if (o.resize > 0) model->resize_input(o.resize, o.resize);
-  FusionOptions fusion;
-  fusion.bn_relu = o.enable_fused_bn_relu;
-  fusion.conv_relu = o.enable_fused_conv_relu;
-  fusion.conv_bn = o.enable_fused_conv_bn;
-  fusion.conv_bn_relu = o.enable_fused_conv_bn_relu;
-  fusion.add_relu = o.enable_fused_add_relu;
-  model->fuse(fusion);
-  BuildContext ctx;
-  ctx.layout = parse_layout(resolved_tensor_format(o));
-  // Uneven shares (--rank_batch_shares): buffers for the most this rank takes (auto: the whole global batch).
-  ctx.max_batch = o.rank_batch_shares.empty() || o.model_averaging != "none"
-                      ? o.batch_size
-                      : std::max(o.batch_size, largest_rank_batch(global_batch(o, comm.size()),
-                                                                  parse_batch_shares(o.rank_batch_shares),
-                                                                  comm.size(), comm.rank()));
-  ctx.conv_algo = o.conv_algo;
-  if (o.enable_gpu && o.conv_algo == "auto" && !o.enable_cudnn_auto_conv_alg) ctx.conv_algo = "gpu.cudnn.pydtnn_fixed";
-  ctx.comm = &comm;
-  ctx.sync_batchnorm = o.sync_batchnorm;
-  ctx.device = o.enable_gpu ? Device::gpu : Device::cpu;
-  model->build(ctx, o.seed, Trainer::reduce_tail_floats(o));
-  if (o.enable_gpu) model->set_time_layers(o.gpu_layer_times);
-  model->seed_layers(o.seed, comm.rank());
-  return model;
-}
-
-TrainerSetup build_trainer(const TrainOptions& o, Model& model, const Dataset& data, Communicator& comm) {
-  TrainerSetup s;
-  s.optimizer = make_optimizer(o.optimizer, model.slab_size(), o.enable_gpu ? Device::gpu : Device::cpu);
-  s.trainer = std::make_unique<Trainer>(model, data, comm, *s.optimizer, o);
-  s.splits = make_splits(data, o.validation_split, o.test_as_validation, o.seed, step_capped_pools(o, comm.size()));
-  return s;
-}
-
-PoolLimits step_capped_pools(const TrainOptions& o, int ranks) {
-  if (o.dataset_name != "imagenet" || o.steps_per_epoch <= 0) return {};
-  const int64_t samples = global_batch(o, ranks) * o.steps_per_epoch;
-  return {std::max<int64_t>(1, samples / 1251) * 1251, std::max<int64_t>(1, samples / 390) * 390};
-}
-
-std::unique_ptr<Dataset> open_dataset(const TrainOptions& o, const Model& model) {
-  DatasetShape shape = dataset_shape(o.dataset_name);
-  const Shape in = model.input_shape();  // per sample: (h, w, c) in NHWC, (c, h, w) in NCHW
-  const bool nchw = model.layout() == Layout::nchw;
-  if (in.rank() == 3 && !o.pad_to_cifar) {  // synthetic data takes the model's image size, not its channels
-    const int64_t c = nchw ? in[0] : in[2];
-    DTNN_CHECK(c == shape.c, "model ", o.model_name, " takes ", c, "-channel images, dataset ", shape.name, " has ",
-               shape.c, "-channel ", shape.h, "x", shape.w, " images",
-               shape.name == "mnist" && c == 3 ? " (--pad_to_cifar makes MNIST files 32x32x3)" : "");
-  }
-  if (in.rank() == 3 && (o.use_synthetic_data || shape.name == "imagenet")) {  // --resize: the model's input is resized
-    shape.h = nchw ? in[1] : in[0];
-    shape.w = nchw ? in[2] : in[1];
-  }
-  DTNN_CHECK(!o.pad_to_cifar || (shape.name == "mnist" && !o.use_synthetic_data),
-             "--pad_to_cifar applies to MNIST-format files (--dataset=mnist), not to ", o.use_synthetic_data ? "synthetic " : "",
-             shape.name, " data");
-  if (o.use_synthetic_data) return make_synthetic(shape, o.seed);
-  DTNN_CHECK(!o.dataset_train_path.empty(), "--dataset_train_path is required unless --use_synthetic_data=True");
-  const std::string& train = o.dataset_train_path;
-  const std::string& test = o.dataset_test_path.empty() ? o.dataset_train_path : o.dataset_test_path;
-  if (shape.name == "cifar10") return open_cifar10(train, test);
-  if (shape.name == "imagenet") return open_imagenet(train, test, shape.h, shape.w);  // test: validate_options
-  // The loader asks for up to the model's batch: more than --batch_size for a rank with a larger share.
-  if (o.pad_to_cifar) return pad_to_cifar(open_mnist(train, test), model.max_batch());
-  if (o.resize > 0) return resize_images(open_mnist(train, test), o.resize, o.resize, model.max_batch());
-  return open_mnist(train, test);
-}
-
 namespace {
 
 void print_pass(std::ostream& out, const Trainer& trainer, const char* what, const PassResult& r) {
@@ -335,7 +175,7 @@ std::unique_ptr<Tracer> make_tracer(const TrainOptions& o, const Model& model, c
   constexpr int64_t kMaxEvents = int64_t{1} << 21;
   const int64_t gather_share = (int64_t{INT_MAX} - (int64_t{1} << 20)) / (int64_t{ranks} * sizeof(TraceEvent));
   const int64_t per_step = trace_events_per_step(static_cast<int64_t>(model.num_layers()),
-                                                 static_cast<int64_t>(trainer.reducer().buckets().size()),
+                                                 static_cast<int64_t>(trainer.distribution().buckets().size()),
                                                  model.trace_op_events());
   // A rank's training steps per epoch (sched, rank_steps_per_epoch above) at most: with --dynamic_blocks one
   // rank may claim every block, each block's last batch possibly short.
@@ -372,7 +212,7 @@ void write_traces(const TrainOptions& o, const Tracer& tracer, const std::vector
 TraceNames trace_names(const Model& model, const Trainer& trainer) {
   TraceNames n;
   for (const Layer* l : model.all_layers()) n.layers.push_back({l->id, l->type(), l->algorithm_name()});
-  for (const GradientBucket& b : trainer.reducer().buckets())
+  for (const GradientBucket& b : trainer.distribution().buckets())
     n.bucket_layer.push_back(b.ready_after < model.num_layers() ? model.layer(b.ready_after).id : 0);
   for (size_t i = model.num_layers(); i-- > 1;)
     if (model.param_begin(i + 1) > model.param_begin(i)) {
@@ -380,7 +220,7 @@ TraceNames trace_names(const Model& model, const Trainer& trainer) {
       break;
     }
   n.host = host_name();
-  n.per_bucket = trainer.reducer().overlapped();
+  n.per_bucket = trainer.distribution().overlapped();
   n.gpu = model.device() == Device::gpu;
   return n;
 }
@@ -395,14 +235,21 @@ void print_done(std::ostream& out, const RunSummary& run, int epochs_run) {
   out << buf;
 }
 
-}  // namespace
-
-int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
-  validate(o, mpi_comm);
-  const TrainOptions given = o;  // before the defaults and scalings below: what check_ranks_agree names
+// A run's parts, built in this order and destroyed in the reverse one (the trainer before the model and data
+// it refers to, NCCL's communicator last).
+struct RunParts {
   std::unique_ptr<Communicator> nccl;
-  Communicator& comm = start_devices(o, mpi_comm, nccl);
-  const bool root = comm.rank() == 0;
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Dataset> data;
+  bool loaded = false;  // rank 0 read --weights_and_bias_filename
+  TrainerSetup setup;
+  std::unique_ptr<LRSchedulers> schedulers;
+  std::unique_ptr<Tracer> tracer;
+};
+
+// The defaults and scalings the ranks and the machine decide: threads, denormals, SGD's learning rate, the
+// per-rank batch of strong scaling.
+void settle_options(TrainOptions& o, const Communicator& mpi_comm, const Communicator& comm) {
   if (o.threads == 0) o.threads = default_threads(mpi_comm.ranks_sharing_cores());
   cpu::set_threads(o.threads);
   cpu::set_flush_denormals(o.flush_denormals);
@@ -417,105 +264,103 @@ int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
                comm.size(), " ranks: every rank needs at least one sample per batch");
     o.batch_size = (o.global_batch_size + comm.size() - 1) / comm.size();
   }
+}
 
-  auto model = build_training_model(o, comm);
-  if (root) print_model_table(out, *model);
-  if (root) print_model_memory(out, *model);
+// The model and the dataset, rank 0's weights (from --weights_and_bias_filename when it exists) on every rank.
+void build_model_and_data(const TrainOptions& o, const TrainOptions& given, Communicator& comm, RunParts& parts,
+                          std::ostream& out) {
+  const bool root = comm.rank() == 0;
+  parts.model = build_training_model(o, comm);
+  Model& model = *parts.model;
+  if (root) print_model_table(out, model);
+  if (root) print_model_memory(out, model);
   if (root && o.enable_gpu)
-    out << "**** GPU: " << gpu::device_name() << ", model arena " << (model->device_bytes() >> 20) << " MiB\n";
-
+    out << "**** GPU: " << gpu::device_name() << ", model arena " << (model.device_bytes() >> 20) << " MiB\n";
   if (root) out << "**** Loading " << o.dataset_name << " dataset...\n";
-  const std::unique_ptr<Dataset> data = open_dataset(o, *model);
-
-  namespace fs = std::filesystem;
-  const bool load = !o.weights_and_bias_filename.empty() && fs::exists(o.weights_and_bias_filename);
-  if (load && root) load_weights(*model, o.weights_and_bias_filename);
-  if (!o.weights_and_bias_filename.empty() && !load && root)
+  parts.data = open_dataset(o, model);
+  parts.loaded = !o.weights_and_bias_filename.empty() && std::filesystem::exists(o.weights_and_bias_filename);
+  if (parts.loaded && root) load_weights(model, o.weights_and_bias_filename);
+  if (!o.weights_and_bias_filename.empty() && !parts.loaded && root)
     out << "**** Weights file " << o.weights_and_bias_filename
         << " does not exist yet: starting from the initial weights; it will be written after training\n";
-  check_ranks_agree(comm, *model, o, given, *data);
-  share_root_weights(*model, comm);
+  check_ranks_agree(comm, model, o, given, *parts.data);
+  share_root_weights(model, comm);
+}
 
-  TrainerSetup setup = build_trainer(o, *model, *data, comm);
-  Trainer& trainer = *setup.trainer;
-  Optimizer& optimizer = *setup.optimizer;
+// The trainer, its progress line, the LR schedulers and the tracer.
+void build_training(const TrainOptions& o, Communicator& comm, RunParts& parts, std::ostream& out) {
+  parts.setup = build_trainer(o, *parts.model, *parts.data, comm);
+  Trainer& trainer = *parts.setup.trainer;
   // The live bar only where both outputs are terminals: mpirun gives every rank a pseudo-terminal for stdout
   // whatever its own output is (`mpirun ... > log` filled the log with the bar's \r and ESC[K), and a pipe for
   // stderr.
   const bool terminal = isatty(STDOUT_FILENO) == 1 && isatty(STDERR_FILENO) == 1;
-  if (root) trainer.set_progress(make_progress_printer(out, o.progress && terminal, trainer));
-  const SchedulerSetup sched_setup = scheduler_setup(o, trainer, setup.splits, comm, *model, optimizer, out);
-  LRSchedulers schedulers(o.lr_schedulers, sched_setup);
-  std::unique_ptr<Tracer> tracer = o.tracing || o.profile ? make_tracer(o, *model, trainer, sched_setup, comm.size()) : nullptr;
-  trainer.set_tracer(tracer.get());
+  if (comm.rank() == 0) trainer.set_progress(make_progress_printer(out, o.progress && terminal, trainer));
+  const SchedulerSetup sched =
+      scheduler_setup(o, trainer, parts.setup.splits, comm, *parts.model, *parts.setup.optimizer, out);
+  parts.schedulers = std::make_unique<LRSchedulers>(o.lr_schedulers, sched);
+  if (o.tracing || o.profile) parts.tracer = make_tracer(o, *parts.model, trainer, sched, comm.size());
+  trainer.set_tracer(parts.tracer.get());
+  LRSchedulers& schedulers = *parts.schedulers;
   if (!schedulers.empty()) trainer.set_batch_begin([&schedulers] { schedulers.on_batch_begin(); });
   trainer.set_validate_every_rank(schedulers.watch_validation());
+}
 
+// --resume_from: the checkpoint's weights, optimizer, schedulers and history; else a fresh start's record.
+CheckpointState resume(const TrainOptions& o, Communicator& comm, RunParts& parts, std::ostream& out) {
+  const bool root = comm.rank() == 0;
   CheckpointState progress;
-  progress.initial_weights = load ? o.weights_and_bias_filename : std::string();
-  if (!o.resume_from.empty()) {
-    check_same_checkpoint(comm, o.resume_from);  // before loading: a refusal names the files, not a later hang
-    progress = load_checkpoint(o.resume_from, *model, optimizer, schedulers, o, comm.size(), root ? &out : nullptr);
-    // Stored as a run of --num_epochs, it would have trained more: refused (every rank reads the same file).
-    DTNN_CHECK(o.evaluate_only || progress.epoch <= o.num_epochs, o.resume_from, ": checkpoint holds ", progress.epoch,
-               " epochs, more than --num_epochs=", o.num_epochs,
-               " (a resumed run trains up to --num_epochs in all; --evaluate_only evaluates it)");
-    if (root)
-      out << "**** Resuming from " << o.resume_from << " after epoch " << progress.epoch << " (learning rate "
-          << optimizer.learning_rate() << ")\n";
-    if (root && progress.stopped)
-      out << "**** The checkpointed run was stopped by an LR scheduler: nothing more to train\n";
-  }
-  if (root) print_parameters(out, o);
+  progress.initial_weights = parts.loaded ? o.weights_and_bias_filename : std::string();
+  if (o.resume_from.empty()) return progress;
+  check_same_checkpoint(comm, o.resume_from);  // before loading: a refusal names the files, not a later hang
+  Optimizer& optimizer = *parts.setup.optimizer;
+  progress = load_checkpoint(o.resume_from, *parts.model, optimizer, *parts.schedulers, o, comm.size(),
+                             root ? &out : nullptr);
+  // Stored as a run of --num_epochs, it would have trained more: refused (every rank reads the same file).
+  DTNN_CHECK(o.evaluate_only || progress.epoch <= o.num_epochs, o.resume_from, ": checkpoint holds ", progress.epoch,
+             " epochs, more than --num_epochs=", o.num_epochs,
+             " (a resumed run trains up to --num_epochs in all; --evaluate_only evaluates it)");
+  if (root)
+    out << "**** Resuming from " << o.resume_from << " after epoch " << progress.epoch << " (learning rate "
+        << optimizer.learning_rate() << ")\n";
+  if (root && progress.stopped) out << "**** The checkpointed run was stopped by an LR scheduler: nothing more to train\n";
+  return progress;
+}
 
-  std::vector<int64_t> test_indices(static_cast<size_t>(limited_count(*data, Pool::test, step_capped_pools(o, comm.size()))));
-  for (size_t i = 0; i < test_indices.size(); ++i) test_indices[i] = static_cast<int64_t>(i);
-  const Environment env = run_environment(o, comm);
+// What the report records of the run before it trains: its options, ranks, threads, placement and start.
+RunSummary start_summary(const TrainOptions& o, const TrainOptions& given, Communicator& mpi_comm,
+                         const Communicator& comm, const CheckpointState& progress) {
   RunSummary run;
   run.options_given = options_list(given);
   run.ranks = comm.size();
   run.threads = o.threads;
-  {  // where the ranks run, as they see it (each rank's host name, gathered to rank 0)
-    std::vector<std::string> hosts;
-    mpi_comm.gather_bytes(host_name(), hosts);
-    if (root) run.placement = detect_placement(hosts);
-  }
+  std::vector<std::string> hosts;  // where the ranks run, as they see it (each rank's host name, to rank 0)
+  mpi_comm.gather_bytes(host_name(), hosts);
+  if (comm.rank() == 0) run.placement = detect_placement(hosts);
   run.epochs = progress.epochs;  // a resumed run's history and report list every epoch
   run.start.initial_weights = progress.initial_weights;  // the checkpoint's record when resumed
   run.start.resumed_from = o.resume_from;
   run.start.resumed_after_epoch = progress.epoch;
   run.start.evaluate_only = o.evaluate_only;
+  return run;
+}
 
-  if (o.evaluate || o.evaluate_only) {
-    if (root) out << "**** Evaluating on test dataset...\n";
-    PassResult r = trainer.evaluate(Pool::test, test_indices, "Testing");
-    if (o.evaluate_only) {
-      if (root) print_pass(out, trainer, "Testing", r);
-      run.test = r;
-      if (root && !o.report.empty()) write_report(o.report, o, env, *model, trainer, run);
-      return 0;
-    }
-  }
-
-  model->reset_layer_times();
-  if (root && uneven_shares_with_local_bn(o, comm, *model))
-    out << "**** Note: --rank_batch_shares=" << o.rank_batch_shares << " with per-rank BatchNormalization: each rank"
-        << " normalises by its own share's statistics, so the update is not exactly the global batch's"
-        << " (--sync_batchnorm makes it so)\n";
-  if (root) out << "**** Training...\n";
-  const ClockSync clocks = tracer ? sync_clocks(comm) : ClockSync{};
+// The epochs and the final merge, timed between two barriers; returns the epochs run. A rank that throws
+// mid-training (a full disk under a scheduler's weights file, a loader's I/O error) must stop the job from
+// here, while model and trainer still live: unwinding would wait for the other ranks, which go on training.
+// A GPU rank's peer NCCL kernel waits for it and its unwinding for that kernel (the side stream's
+// synchronise, the arena's cudaFree); the asynchronous averaging modes' MPI window and block counter are
+// freed collectively by their destructors. cli.cpp's handler, which aborts the job, would never be reached.
+int train(const TrainOptions& o, Communicator& comm, Communicator& mpi_comm, RunParts& parts,
+          CheckpointState& progress, RunSummary& run, std::ostream& out) {
+  Trainer& trainer = *parts.setup.trainer;
   comm.barrier();
   const double t0 = now_s();
   int epochs_run = 0;
   try {
-    epochs_run = train_epochs(o, trainer, setup.splits, schedulers, *model, optimizer, comm, progress, run, out);
+    epochs_run = train_epochs(o, trainer, parts.setup.splits, *parts.schedulers, *parts.model,
+                              *parts.setup.optimizer, comm, progress, run, out);
   } catch (const std::exception& e) {
-    // A rank that throws mid-training (a full disk under a scheduler's weights file, a loader's I/O error)
-    // must stop the job from here, while model and trainer still live: unwinding would wait for the other
-    // ranks, which go on training. A GPU rank's peer NCCL kernel waits for it and its unwinding for that
-    // kernel (the side stream's synchronise, the arena's cudaFree); the asynchronous averaging modes' MPI
-    // window and block counter are freed collectively by their destructors. cli.cpp's handler, which aborts
-    // the job, would never be reached.
     if (comm.size() > 1) {
       const std::string what = dynamic_cast<const std::bad_alloc*>(&e) ? kOutOfMemoryLine : e.what();
       print_error_line(what);
@@ -524,31 +369,44 @@ int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
     throw;
   }
   run.averaging = trainer.finish_training();  // the final model is the merged one (model averaging)
-  if (run.averaging && comm.size() > 1) agree_on_divergence(comm, *model, run);
+  if (run.averaging && comm.size() > 1) agree_on_divergence(comm, *parts.model, run);
   comm.barrier();
   run.wall_time_s = now_s() - t0;
-  if (root && run.averaging) print_averaging(out, "**** Model averaging", *run.averaging);
-  if (root) print_done(out, run, epochs_run);
-  if (root && trainer.shares().uneven())
+  return epochs_run;
+}
+
+// Rank 0's lines after training: merges, totals, rank shares, layer times, communication.
+void print_training_end(const TrainOptions& o, const Communicator& comm, const RunParts& parts, const RunSummary& run,
+                        int epochs_run, std::ostream& out) {
+  const Trainer& trainer = *parts.setup.trainer;
+  if (run.averaging) print_averaging(out, "**** Model averaging", *run.averaging);
+  print_done(out, run, epochs_run);
+  if (trainer.shares().uneven())
     out << "Rank batch shares (" << trainer.shares().mode() << "): "
-        << trainer.shares().format(dtnn::global_batch(o, comm.size()))
-        << " samples of each global batch of " << dtnn::global_batch(o, comm.size()) << "\n";
-  if (root && epochs_run > 0 && (!o.enable_gpu || o.gpu_layer_times)) print_layer_times(out, *model);
-  if (root) print_communication(out, run.epochs);
+        << trainer.shares().format(dtnn::global_batch(o, comm.size())) << " samples of each global batch of "
+        << dtnn::global_batch(o, comm.size()) << "\n";
+  if (epochs_run > 0 && (!o.enable_gpu || o.gpu_layer_times)) print_layer_times(out, *parts.model);
+  print_communication(out, run.epochs);
+}
+
+// After training: traces gathered, the test pass (finite weights whose test loss is NaN or infinite, from
+// weights so large that activations overflow, are no result either), then what rank 0 writes. The trace
+// files last: a trace that cannot be written (a full disk, a path gone) costs the trace, not the trained
+// weights, history or report (write_traces warns and the report says why). Returns the exit code.
+int finish_run(const TrainOptions& o, Communicator& comm, RunParts& parts, const std::vector<int64_t>& test_indices,
+               const Environment& env, const ClockSync& clocks, RunSummary& run, int epochs_run, std::ostream& out) {
+  const bool root = comm.rank() == 0;
+  Trainer& trainer = *parts.setup.trainer;
+  Tracer* tracer = parts.tracer.get();
   trainer.flush_trace();  // GPU: the device events still pending
   if (tracer && o.profile) print_profile(out, *tracer, comm);
   TraceNames names;
   std::vector<RankTrace> traces;
   if (tracer && o.tracing) {
-    names = trace_names(*model, trainer);
+    names = trace_names(*parts.model, trainer);
     traces = gather_traces(*tracer, clocks, names.host, comm);
     if (root) run.trace = summarize_traces(traces, names, clocks);
   }
-  // The trace files last: a trace that cannot be written (a full disk, a path gone) costs the trace, not the
-  // trained weights, history or report (write_traces warns and the report says why).
-  // The test pass before the weights and history are written: finite weights whose test loss is NaN or
-  // infinite (weights so large that activations overflow, --learning_rate=3e38 on one step) are no result
-  // either, and nothing is written from them.
   if (run.diverged.empty() && !test_indices.empty() && o.evaluate_on_test) {
     if (root) out << "**** Evaluating on test dataset...\n";
     run.test = trainer.evaluate(Pool::test, test_indices, "Testing");
@@ -558,15 +416,61 @@ int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
       run.diverged = "diverged: the test loss (" + trainer.value_names()[0] + ") is " +
                      (std::isnan(loss) ? "nan" : format_double(loss)) + " with finite weights";
   }
+  const bool traced = root && tracer && o.tracing;
   if (!run.diverged.empty()) {
-    if (root && tracer && o.tracing) write_traces(o, *tracer, traces, names, clocks, run, out);
-    return finish_diverged(o, env, *model, trainer, run, epochs_run, root);
+    if (traced) write_traces(o, *tracer, traces, names, clocks, run, out);
+    return finish_diverged(o, env, *parts.model, trainer, run, epochs_run, root);
   }
-  if (root && !o.weights_and_bias_filename.empty()) save_weights(*model, o.weights_and_bias_filename);
+  if (root && !o.weights_and_bias_filename.empty()) save_weights(*parts.model, o.weights_and_bias_filename);
   if (root && !o.history_file.empty()) write_history(o.history_file, run);
-  if (root && tracer && o.tracing) write_traces(o, *tracer, traces, names, clocks, run, out);
-  if (root && !o.report.empty()) write_report(o.report, o, env, *model, trainer, run);
+  if (traced) write_traces(o, *tracer, traces, names, clocks, run, out);
+  if (root && !o.report.empty()) write_report(o.report, o, env, *parts.model, trainer, run);
   return 0;
+}
+
+std::vector<int64_t> test_samples(const TrainOptions& o, const Dataset& data, int ranks) {
+  std::vector<int64_t> indices(static_cast<size_t>(limited_count(data, Pool::test, step_capped_pools(o, ranks))));
+  for (size_t i = 0; i < indices.size(); ++i) indices[i] = static_cast<int64_t>(i);
+  return indices;
+}
+
+}  // namespace
+
+int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
+  validate_run(o, mpi_comm);
+  const TrainOptions given = o;  // before the defaults and scalings below: what check_ranks_agree names
+  RunParts parts;
+  Communicator& comm = start_devices(o, mpi_comm, parts.nccl);
+  const bool root = comm.rank() == 0;
+  settle_options(o, mpi_comm, comm);
+  build_model_and_data(o, given, comm, parts, out);
+  build_training(o, comm, parts, out);
+  Trainer& trainer = *parts.setup.trainer;
+  CheckpointState progress = resume(o, comm, parts, out);
+  if (root) print_parameters(out, o);
+  const std::vector<int64_t> test_indices = test_samples(o, *parts.data, comm.size());
+  const Environment env = run_environment(o, comm);
+  RunSummary run = start_summary(o, given, mpi_comm, comm, progress);
+  if (o.evaluate || o.evaluate_only) {
+    if (root) out << "**** Evaluating on test dataset...\n";
+    PassResult r = trainer.evaluate(Pool::test, test_indices, "Testing");
+    if (o.evaluate_only) {
+      if (root) print_pass(out, trainer, "Testing", r);
+      run.test = r;
+      if (root && !o.report.empty()) write_report(o.report, o, env, *parts.model, trainer, run);
+      return 0;
+    }
+  }
+  parts.model->reset_layer_times();
+  if (root && uneven_shares_with_local_bn(o, comm, *parts.model))
+    out << "**** Note: --rank_batch_shares=" << o.rank_batch_shares << " with per-rank BatchNormalization: each rank"
+        << " normalises by its own share's statistics, so the update is not exactly the global batch's"
+        << " (--sync_batchnorm makes it so)\n";
+  if (root) out << "**** Training...\n";
+  const ClockSync clocks = parts.tracer ? sync_clocks(comm) : ClockSync{};
+  const int epochs_run = train(o, comm, mpi_comm, parts, progress, run, out);
+  if (root) print_training_end(o, comm, parts, run, epochs_run, out);
+  return finish_run(o, comm, parts, test_indices, env, clocks, run, epochs_run, out);
 }
 
 }  // namespace dtnn

@@ -28,6 +28,14 @@ namespace dtnn {
 // pass is skipped when training diverged.
 int run_training(TrainOptions options, Communicator& comm, std::ostream& out);
 
+// The table's ranges and choices and the cross-option rules (validate_options), then what needs the file
+// system or the ranks (output paths writable and distinct, rank numbers that exist, a GPU when asked).
+void validate_run(const TrainOptions& options, const Communicator& comm);
+
+// Uneven (or auto) shares over ranks whose BatchNormalization layers use local statistics: the gradients
+// are weighted to the global batch's, but each rank's normalisation is over its own share.
+bool uneven_shares_with_local_bn(const TrainOptions& options, const Communicator& comm, const Model& model);
+
 // The model `options` describe, fused as asked, built for its device, layout and batch (every buffer sized
 // here: none is allocated in the batch loop) and seeded for this rank. Not yet sharing rank 0's weights.
 std::unique_ptr<Model> build_training_model(const TrainOptions& options, Communicator& comm);

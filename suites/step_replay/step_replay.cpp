@@ -9,7 +9,7 @@
 // under SimGrid smpi_execute_benched(seconds), which runs seconds x the host's own speed in flops, so a
 // simulated second of compute is a profile second whatever speed the platform gives its hosts; under a real
 // MPI a spin on the steady clock (this proxy's own run measures the same thing, within the spin's accuracy).
-// Communication is real MPI in the trainer's order (engine/train/gradient_reducer.cpp): blocking, one
+// Communication is real MPI in the trainer's order (engine/parallel/gradient_reducer.cpp): blocking, one
 // MPI_Allreduce(MPI_IN_PLACE) of total_floats after backward (under SimGrid from a shared send buffer: run()
 // says why); non_blocking, each bucket started after the
 // backward of its ready_after layer, the oldest outstanding one tested after every layer, then each waited for

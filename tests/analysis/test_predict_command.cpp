@@ -16,7 +16,7 @@
 #include "models/model.h"
 #include "results/store.h"
 #include "stored_run.h"
-#include "train/gradient_reducer.h"
+#include "parallel/gradient_reducer.h"
 
 using namespace dtnn::perf;
 using Catch::Matchers::Contains;

@@ -155,7 +155,7 @@ TEST_CASE("lr_schedulers: early_stopping stops after patience and restores exact
   LRSchedulerOptions o;
   o.names = "early_stopping";
   o.early_stopping_patience = 2;
-  int restored = 0;  // the trainer's weight merger is told (train/model_averager.h), once, at the restore
+  int restored = 0;  // the trainer's weight merger is told (parallel/model_averager.h), once, at the restore
   f.setup.weights_restored = [&restored] { ++restored; };
   LRSchedulers s(o, f.setup);
   const int64_t n = model->slab_size();

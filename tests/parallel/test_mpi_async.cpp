@@ -1,4 +1,4 @@
-// Run under `mpirun -np 2`: the asynchronous model-averaging merger (train/async_merger.h) over MPI
+// Run under `mpirun -np 2`: the asynchronous model-averaging merger (parallel/async_merger.h) over MPI
 // one-sided communication, driven directly (no trainer): the test itself moves each rank's weights and BN
 // statistics by known amounts between merges and records, per merge, the window's merge index, the model
 // the rank merged and the weights it took back. Rank 0 then replays every merge of both ranks in index
@@ -26,7 +26,7 @@
 #include "layers/layers.h"
 #include "models/model.h"
 #include "parallel/communicator.h"
-#include "train/async_merger.h"
+#include "parallel/async_merger.h"
 #include "train/trainer.h"
 
 using namespace dtnn;

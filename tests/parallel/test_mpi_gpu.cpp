@@ -4,7 +4,7 @@
 //     the ranks on GPU rank % devices (both may share one GPU);
 //   - synchronised batch normalization on the GPU (dtnn's kernels, statistics allreduced): 2 ranks x 16
 //     samples normalise like 1 x 32 on rank 0;
-//   - the trainer's gradient buckets on the GPU (--non_blocking_mpi, train/gpu_gradient_reducer.h) against
+//   - the trainer's gradient buckets on the GPU (--non_blocking_mpi, parallel/gpu_gradient_reducer.h) against
 //     its blocking reduction: a CNN with BatchNormalization, 12 steps then a short epoch that leaves rank 1
 //     without samples in its last step, buckets of one per layer, 1 KiB (small layers merged) and
 //     25 MiB: the weights and BN statistics bit-identical to blocking (2 ranks: a sum of two floats does not
@@ -64,7 +64,7 @@ void reduction(Communicator& device_comm, Communicator& mpi, const char* what) {
   check(test::max_rel_error(got, expected) <= 1e-6, what, test::max_rel_error(got, expected));
 }
 
-// NCCL on a side stream as the bucketed path queues it (train/gpu_gradient_reducer.cpp): the compute stream
+// NCCL on a side stream as the bucketed path queues it (parallel/gpu_gradient_reducer.cpp): the compute stream
 // produces the data (a kernel), the side stream waits for it by an event, NCCL sums in place there and the
 // side stream marks; the compute stream waits for the mark and consumes the sum (a second kernel). The host
 // waits only at the end, so a missing order shows as a wrong value. With 1 rank (the only NCCL run one GPU

@@ -1,5 +1,5 @@
 // Run under mpirun with 2, 3 or 4 ranks (--oversubscribe past 2 cores): the overlapped, bucketed gradient
-// reduction (--non_blocking_mpi, train/gradient_reducer.h) against the blocking one, and strong scaling
+// reduction (--non_blocking_mpi, parallel/gradient_reducer.h) against the blocking one, and strong scaling
 // (--global_batch_size) against one process.
 //
 // - Non-blocking equals blocking after 20 steps and after an epoch with a short last batch, for one bucket
@@ -113,7 +113,7 @@ Run train(Communicator& comm, TrainOptions o, bool smooth, int64_t steps, int64_
   r.state.assign(model->state_slab(), model->state_slab() + model->state_size());
   r.ranks_identical = identical_on_all_ranks(comm, r.params);  // BN statistics are per rank by design
   r.comm = rec.comm;
-  const RankTimes& t = trainer.reducer().times();
+  const RankTimes& t = trainer.distribution().times();
   // Every segment of a step is timed as compute or as a communication call, so compute + comm is the step up
   // to the glue between segments. (compute + exposed leaves out the calls made during backward: microseconds
   // on a quiet machine, but a descheduled rank inside MPI_Test makes them long, and that is not an error.)

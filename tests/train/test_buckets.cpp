@@ -1,4 +1,4 @@
-// plan_buckets (train/gradient_reducer.h) on hand-made slab layouts, each expected bucket worked out by hand:
+// plan_buckets (parallel/gradient_reducer.h) on hand-made slab layouts, each expected bucket worked out by hand:
 // reverse layer order, layers never split, DDP's 1 MiB first bucket, the tail riding with the first bucket,
 // layers without parameters skipped; and the optimizer's ranged update against its whole-slab step.
 #include <catch2/catch.hpp>
@@ -7,7 +7,7 @@
 #include "layers/layers.h"
 #include "models/model.h"
 #include "optim/optimizer.h"
-#include "train/gradient_reducer.h"
+#include "parallel/gradient_reducer.h"
 
 namespace {
 

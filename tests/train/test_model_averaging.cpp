@@ -1,4 +1,4 @@
-// Model averaging on one process and dislib's data per worker (train/model_averager.h,
+// Model averaging on one process and dislib's data per worker (parallel/model_averager.h,
 // data/worker_blocks.h): every averaging mode equals plain training bit for bit on one rank; the blocks of
 // the ranks are disjoint, cover the training list, follow from the seed and change per epoch when asked;
 // the options that only model averaging reads are refused without it, unimplemented modes are refused.

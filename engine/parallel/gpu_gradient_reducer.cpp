@@ -1,4 +1,4 @@
-#include "train/gpu_gradient_reducer.h"
+#include "parallel/gpu_gradient_reducer.h"
 
 #include "core/clock.h"
 #include "core/error.h"
@@ -128,7 +128,7 @@ void GpuGradientReducer::after_layer(size_t layer) {
   if (!nccl_ && poll_in_backward_ && next_test_ < next_start_) progress();
 }
 
-void GpuGradientReducer::finish(Optimizer& optimizer, float* params) {
+void GpuGradientReducer::finish_step(Optimizer& optimizer, float* params) {
   const int e = 4 * parity_;
   events_.record(e + kBackwardEnd);
   const int sum_begin = trace_ && reduce_ ? trace_->mark() : -1;
@@ -167,9 +167,9 @@ void GpuGradientReducer::read_pending() {
     if (pending_[p]) read_step(p);
 }
 
-EpochComm GpuGradientReducer::gather_epoch(Communicator& comm) {
+EpochComm GpuGradientReducer::gather_epoch() {
   read_pending();
-  return gather_epoch_comm(comm, times_, steps_, !reduce_ ? "none" : overlapped_ ? "non_blocking" : "blocking",
+  return gather_epoch_comm(comm_, times_, steps_, !reduce_ ? "none" : overlapped_ ? "non_blocking" : "blocking",
                            !reduce_ ? 0 : overlapped_ ? static_cast<int64_t>(buckets_.size()) : 1,
                            reduce_ ? static_cast<double>(total_floats_) * sizeof(float) : 0.0);
 }

@@ -46,7 +46,7 @@
 #include <memory>
 #include <vector>
 
-#include "train/model_averager.h"
+#include "parallel/model_averager.h"
 
 namespace dtnn {
 

@@ -1,4 +1,4 @@
-#include "train/async_merger.h"
+#include "parallel/async_merger.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "train/gradient_reducer.h"
+#include "parallel/gradient_reducer.h"
 
 #include <algorithm>
 #include <climits>
@@ -103,7 +103,7 @@ void GradientReducer::after_layer(size_t layer) {
     tracer_->add(TraceKind::comm_calls, layer_ids_[layer], t0, t1);  // the layer's id, as forward/backward
 }
 
-void GradientReducer::finish(Optimizer& optimizer, float* params) {
+void GradientReducer::finish_step(Optimizer& optimizer, float* params) {
   const double backward_end = now_s();
   times_.compute_s += backward_end - step_t0_ - comm_in_step_;
   times_.comm_s += comm_in_step_;
@@ -151,7 +151,7 @@ void GradientReducer::finish(Optimizer& optimizer, float* params) {
   ++steps_;
 }
 
-EpochComm GradientReducer::gather_epoch(Communicator& comm) const {
+EpochComm GradientReducer::gather_epoch_over(Communicator& comm) const {
   return gather_epoch_comm(comm, times_, steps_, !reduce_ ? "none" : overlapped_ ? "non_blocking" : "blocking",
                            !reduce_ ? 0 : overlapped_ ? static_cast<int64_t>(buckets_.size()) : 1,
                            reduce_ ? static_cast<double>(total_floats_) * sizeof(float) : 0.0);

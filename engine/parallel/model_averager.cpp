@@ -1,6 +1,6 @@
-#include "train/model_averager.h"
+#include "parallel/model_averager.h"
 
-#include "train/async_merger.h"
+#include "parallel/async_merger.h"
 
 #include "core/clock.h"
 #include "core/error.h"

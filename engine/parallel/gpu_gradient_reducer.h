@@ -1,5 +1,5 @@
 // GpuGradientReducer: data parallelism's gradient sum and optimizer update for a GPU model (the GPU half of
-// train/gradient_reducer.h), blocking or overlapped with the backward pass, and what communication cost.
+// parallel/gradient_reducer.h), blocking or overlapped with the backward pass, and what communication cost.
 //
 // Blocking (PyDTNN's default): after the backward pass one reduction of the whole gradient slab and the
 // loss/metric tail: NCCL on the compute stream (--enable_nccl), or the staged path of
@@ -45,39 +45,40 @@
 
 #include "backend/gpu_ops.h"
 #include "trace/gpu_trace.h"
-#include "train/gradient_reducer.h"
+#include "parallel/distribution.h"
+#include "parallel/gradient_reducer.h"
 
 namespace dtnn {
 
-class GpuGradientReducer final : public BackwardHook {
+class GpuGradientReducer final : public Distribution, public BackwardHook {
  public:
   // `tail` floats follow the model's gradient slab (device memory) and are summed with it.
   // layers_communicate: some layer makes MPI calls inside a step (see the staged path above).
   GpuGradientReducer(Communicator& comm, const Model& model, int64_t tail, bool non_blocking, double bucket_mb,
                      int64_t min_buckets, bool layers_communicate);
-  ~GpuGradientReducer();
+  ~GpuGradientReducer() override;
   GpuGradientReducer(const GpuGradientReducer&) = delete;
   GpuGradientReducer& operator=(const GpuGradientReducer&) = delete;
 
-  BackwardHook* hook() { return overlapped_ ? this : nullptr; }
-  bool overlapped() const { return overlapped_; }
-  const std::vector<GradientBucket>& buckets() const { return buckets_; }
-  void begin_step();
+  BackwardHook* hook() override { return overlapped_ ? this : nullptr; }
+  bool overlapped() const override { return overlapped_; }
+  const std::vector<GradientBucket>& buckets() const override { return buckets_; }
+  void begin_step() override;
   void after_layer(size_t layer) override;
   // Sums what is still unsummed and queues the optimizer's step on `params` (device memory).
-  void finish(Optimizer& optimizer, float* params);
-  void reset_times();
+  void finish_step(Optimizer& optimizer, float* params) override;
+  void reset_times() override;
   // The sums of the steps read so far: a step's events are read when the step after the next begins, so
-  // these lag the host by up to two steps unless read_pending() was called after finish().
-  const RankTimes& times() const { return times_; }
+  // these lag the host by up to two steps unless read_pending() was called after finish_step().
+  const RankTimes& times() const override { return times_; }
   // Waits for the device and reads every step still unread (--rank_batch_shares=auto, while it measures:
   // a synchronisation per step for those few steps only).
-  void read_pending();
+  void read_pending() override;
   // GPU timelines: spans for the reduction (blocking) or the wait for the buckets, and the update (null: none).
-  void set_gpu_trace(GpuTrace* trace) { trace_ = trace; }
+  void set_tracer(Tracer*, GpuTrace* trace) override { trace_ = trace; }
   // Reads every step's events still unread (waits for the device), then the figures over every rank
   // (collective).
-  EpochComm gather_epoch(Communicator& comm);
+  EpochComm gather_epoch() override;
 
  private:
   int side_slot(int parity, size_t bucket, int k) const {

@@ -1,14 +1,15 @@
 // Model averaging: dislib.eddl's distributed training modes, in which every rank trains a local copy of the
 // model on its own data (data/worker_blocks.h) with no per-step gradient sum, and the copies are merged now
-// and then. The trainer drives a WeightMerger through three calls; a mode is one implementation:
+// and then. ModelAveraging (parallel/model_averaging.h, these modes' distribution strategy) drives a
+// WeightMerger through three calls; a mode is one implementation:
 //   after_step()       after every local optimizer step (all ranks run the same number of steps);
 //   end_epoch(e, last) after epoch e's training loop, before its validation pass; `last`: the run's last;
 //   finish()           once after training (also after a scheduler stopped it early), before the model is
 //                      evaluated and saved: merges what is still unmerged, so the final model is the merged
 //                      one on every rank, and returns the run's totals (collective).
-// The asynchronous modes (train/async_merger.h: MPI one-sided merges into general weights) plug in behind
-// the same calls; there end_epoch() is not collective and asynchronous() says so, so the trainer keeps an
-// epoch's figures rank-local (no rank waits for another between merges).
+// The asynchronous modes (parallel/async_merger.h: MPI one-sided merges into general weights) plug in behind
+// the same calls; there end_epoch() is not collective and asynchronous() says so, so an epoch's figures stay
+// rank-local (no rank waits for another between merges).
 //
 // Synchronous (ModelAverager): every average_every_epochs epochs (dislib's n_epocs_sync) or, when
 // average_every_steps > 0, every that many steps counted over the run (local SGD), and always at the end,
@@ -34,21 +35,10 @@
 #include "models/model.h"
 #include "optim/optimizer.h"
 #include "parallel/communicator.h"
+#include "parallel/distribution.h"
 #include "train/options.h"
 
 namespace dtnn {
-
-struct AveragingStats {
-  int64_t averages = 0;
-  double bytes = 0.0;        // per rank
-  double wait_s = 0.0;       // rank 0's seconds inside the averages
-  double max_wait_s = 0.0;   // the largest over the ranks
-  // Asynchronous modes, for the run (finish()): each rank's merges, rank-major (averages, bytes and wait_s
-  // are then rank 0's). Empty otherwise.
-  std::vector<int64_t> merges_per_rank;
-  // --dynamic_blocks, for the run: the blocks each rank claimed and trained, rank-major. Empty otherwise.
-  std::vector<int64_t> blocks_per_rank;
-};
 
 class WeightMerger {
  public:

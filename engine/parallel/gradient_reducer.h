@@ -42,14 +42,10 @@
 #include "models/model.h"
 #include "optim/optimizer.h"
 #include "parallel/communicator.h"
+#include "parallel/distribution.h"
 #include "trace/tracer.h"
 
 namespace dtnn {
-
-struct GradientBucket {
-  int64_t begin = 0, end = 0;  // floats [begin, end) of the gradient slab (the first bucket: tail included)
-  size_t ready_after = 0;      // the top-level layer whose backward completes it (its lowest layer)
-};
 
 // Buckets for a model whose top-level layer i holds slab range [param_begin[i], param_begin[i + 1])
 // (param_begin has layers + 1 entries, the last the slab size) plus `tail` floats after the slab, with
@@ -60,49 +56,32 @@ struct GradientBucket {
 std::vector<GradientBucket> plan_buckets(const std::vector<int64_t>& param_begin, int64_t tail, double bucket_mb,
                                          int64_t min_buckets = 1);
 
-// Sums of one rank's step times over the steps of an epoch (seconds).
-struct RankTimes {
-  double step_s = 0.0, compute_s = 0.0, comm_s = 0.0, exposed_s = 0.0;
-};
-
-// An epoch's communication: rank 0's times and each field's minimum, median and maximum over the ranks.
-struct EpochComm {
-  // "blocking", "non_blocking", "none" (one rank: nothing reduced, the step is all compute); GPU models
-  // measure on the device timeline (train/gpu_gradient_reducer.h)
-  std::string mode;
-  int64_t steps = 0;
-  int64_t buckets_per_step = 0;
-  double bytes_per_step = 0.0;  // bytes each rank contributes to the sums in one step
-  RankTimes rank0, min, median, max;
-  std::vector<RankTimes> ranks;  // every rank's, in rank order (the run's per-rank phase summary)
-};
-
 // The epoch figures over every rank from each rank's sums (collective: every rank calls it at the same point).
 EpochComm gather_epoch_comm(Communicator& comm, const RankTimes& times, int64_t steps, const char* mode,
                             int64_t buckets_per_step, double bytes_per_step);
 
-class GradientReducer final : public BackwardHook {
+class GradientReducer final : public Distribution, public BackwardHook {
  public:
   // `tail` floats follow the model's gradient slab and are summed with it. One rank: no communication.
   GradientReducer(Communicator& comm, const Model& model, int64_t tail, bool non_blocking, double bucket_mb,
                   int64_t min_buckets);
 
   // The hook to give Model::backward: this object when buckets are started during backward, else null.
-  BackwardHook* hook() { return overlapped_ ? this : nullptr; }
-  bool overlapped() const { return overlapped_; }
-  void begin_step();
+  BackwardHook* hook() override { return overlapped_ ? this : nullptr; }
+  bool overlapped() const override { return overlapped_; }
+  void begin_step() override;
   void after_layer(size_t layer) override;
-  // Sums what is still unsummed and applies the optimizer's step to `params` from the model's gradients.
-  void finish(Optimizer& optimizer, float* params);
+  void finish_step(Optimizer& optimizer, float* params) override;
 
-  const std::vector<GradientBucket>& buckets() const { return buckets_; }
-  // This rank's sums since the last reset, and the epoch figures over every rank (collective: every rank
-  // calls it at the same point).
-  const RankTimes& times() const { return times_; }
-  void reset_times();
-  EpochComm gather_epoch(Communicator& comm) const;
+  const std::vector<GradientBucket>& buckets() const override { return buckets_; }
+  const RankTimes& times() const override { return times_; }
+  void reset_times() override;
+  EpochComm gather_epoch() override { return gather_epoch_over(comm_); }
+  // The epoch figures over `comm`'s ranks (collective over them): model averaging's steps reduce over one
+  // process and report over the world.
+  EpochComm gather_epoch_over(Communicator& comm) const;
   // Records communication calls, each bucket's sum in flight, waits and updates (null: none).
-  void set_tracer(Tracer* tracer) { tracer_ = tracer; }
+  void set_tracer(Tracer* tracer, GpuTrace*) override { tracer_ = tracer; }
 
  private:
   void start(size_t b);
