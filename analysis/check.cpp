@@ -2,6 +2,7 @@
 #include "analysis/check.h"
 
 #include <cstdio>
+#include <map>
 #include <ostream>
 
 #include "analysis/ci_output.h"
@@ -18,37 +19,49 @@ std::string fixed2(double v) {
   return buf;
 }
 
-std::string join(const std::vector<std::string>& v, const char* sep) {
-  std::string s;
-  for (const std::string& x : v) s += (s.empty() ? "" : sep) + x;
-  return s;
-}
+// One row of v_recipe_differences: a target of the run's model and dataset, and how the run's recipe differs.
+struct TargetMatch {
+  std::string metric, recipe, source, differences;
+  double target = 0.0, tolerance = 0.0;
+};
 
-// Why no target judged the run: the differences from the nearest target of its model and dataset (fewest).
-std::string why_no_target(const std::vector<ResultStore::Target>& targets, const RunRecipe& run) {
-  const std::vector<std::string>* best = nullptr;
-  std::vector<std::vector<std::string>> diffs;
-  diffs.reserve(targets.size());
-  for (const ResultStore::Target& t : targets) diffs.push_back(recipe_differences(t, run));
-  size_t best_index = 0;
-  for (size_t i = 0; i < targets.size(); ++i) {
-    if (targets[i].model != run.model || targets[i].dataset != run.dataset) continue;
-    if (!best || diffs[i].size() < best->size()) {
-      best = &diffs[i];
-      best_index = i;
+// Why no target judged the run: the differences from the nearest target of its model and dataset (the fewest;
+// the first in the file among equals).
+std::string why_no_target(const std::vector<TargetMatch>& targets, const RunRecipe& run) {
+  const TargetMatch* best = nullptr;
+  size_t fewest = 0;
+  for (const TargetMatch& t : targets) {
+    size_t n = 1;
+    for (size_t at = t.differences.find("; "); at != std::string::npos; at = t.differences.find("; ", at + 2)) ++n;
+    if (!best || n < fewest) {
+      best = &t;
+      fewest = n;
     }
   }
   if (!best) return "no target for " + run.model + " on " + run.dataset;
-  const std::string name = targets[best_index].recipe.empty() ? "the nearest target's" : "'" + targets[best_index].recipe + "':";
-  return "recipe differs from " + name + " " + join(*best, "; ");
+  const std::string name = best->recipe.empty() ? "the nearest target's" : "'" + best->recipe + "':";
+  return "recipe differs from " + name + " " + best->differences;
+}
+
+// Every run's targets of its model and dataset, in the file's order (the store's one rule: v_recipe_differences).
+std::map<std::string, std::vector<TargetMatch>> target_matches(const ResultStore& store) {
+  std::map<std::string, std::vector<TargetMatch>> by_run;
+  const QueryResult rows = store.query("SELECT run_id, metric, target, tolerance, recipe, source, differences"
+                                       " FROM v_recipe_differences ORDER BY run_id, target_id");
+  for (const auto& row : rows.rows)
+    by_run[*row[0]].push_back({*row[1], *row[4], *row[5], *row[6], std::stod(*row[2]), std::stod(*row[3])});
+  return by_run;
 }
 
 }  // namespace
 
-CheckCounts check_targets(const ResultStore& store, const std::string& targets_path, const std::string& selection,
+CheckCounts check_targets(const std::string& db_path, const std::string& targets_path, const std::string& selection,
                           std::ostream& out) {
-  // The targets come from the file and are matched here: check only reads the database.
+  // The targets come from the file, for this connection only: check only reads the database.
   const std::vector<ResultStore::Target> targets = load_targets(targets_path);
+  const ResultStore store = ResultStore::open_read_only_with_targets(db_path, targets);
+  const std::map<std::string, std::vector<TargetMatch>> matches = target_matches(store);
+  const std::vector<TargetMatch> none;
   const std::string where_sql = selection.empty() ? "" : " AND " + selection_sql(selection);
   const std::string runs_sql =
       " FROM runs r JOIN matrices m ON m.id = r.matrix_id JOIN environments e ON e.id = r.environment_id ";
@@ -74,8 +87,10 @@ CheckCounts check_targets(const ResultStore& store, const std::string& targets_p
     base.label = *run[2];
     base.recipe = run_recipe(run, 5);
     bool judged = false;
-    for (const ResultStore::Target& t : targets) {
-      if (!recipe_differences(t, base.recipe).empty()) continue;
+    const auto found = matches.find(base.run_id);
+    const std::vector<TargetMatch>& mine = found == matches.end() ? none : found->second;
+    for (const TargetMatch& t : mine) {
+      if (!t.differences.empty()) continue;
       judged = true;
       CheckRow row = base;
       row.metric = t.metric;
@@ -98,7 +113,7 @@ CheckCounts check_targets(const ResultStore& store, const std::string& targets_p
       CheckRow row = base;
       row.value = row.target = "-";
       row.verdict = "no target";
-      row.why = why_no_target(targets, base.recipe);
+      row.why = why_no_target(mine, base.recipe);
       ++counts.no_target;
       counts.rows.push_back(row);
     }

@@ -30,10 +30,10 @@ struct CheckCounts {
 
 // Reads the targets file and prints one line per ok run matching `selection` (all runs when empty) and target
 // it followed: pass or fail; or one "no target" line with the reason; then how many diverged runs the selection
-// has (they have no accuracy to check, and are neither a pass nor a fail). Only reads the store (the CLI opens it
-// with open_read_only). Checking nothing is an error, not a pass: no ok run in the selection (the message names
-// it).
-CheckCounts check_targets(const ResultStore& store, const std::string& targets_path, const std::string& selection,
+// has (they have no accuracy to check, and are neither a pass nor a fail). Only reads the database at db_path
+// (ResultStore::open_read_only_with_targets: the file's targets, matched by the store's v_recipe_differences).
+// Checking nothing is an error, not a pass: no ok run in the selection (the message names it).
+CheckCounts check_targets(const std::string& db_path, const std::string& targets_path, const std::string& selection,
                           std::ostream& out);
 
 // JUnit XML (one test case per run and target; no target: skipped with the reason) and a Markdown summary.

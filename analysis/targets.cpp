@@ -16,12 +16,6 @@ std::string where(const std::string& path, const toml::node& node) {
   return path + ":" + std::to_string(node.source().begin.line);
 }
 
-std::string number_text(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
-
 }  // namespace
 
 // A targets file is a few hundred short tables: 4 MiB is far above any, and stops /dev/zero.
@@ -135,45 +129,6 @@ RunRecipe run_recipe(const std::vector<std::optional<std::string>>& row, size_t 
   r.global_batch = i(9);
   r.not_from_scratch = s(10);
   return r;
-}
-
-std::vector<std::string> recipe_differences(const ResultStore::Target& t, const RunRecipe& r) {
-  std::vector<std::string> d;
-  if (t.model != r.model || t.dataset != r.dataset) {
-    d.push_back("model/dataset " + r.model + "/" + r.dataset + ", target's " + t.model + "/" + t.dataset);
-    return d;
-  }
-  if (!r.not_from_scratch.empty()) d.push_back(r.not_from_scratch + "; targets judge training from scratch");
-  // 0 / "" in a target are "not stated": only rows stored before the recipes (the loader requires them).
-  if (t.num_epochs != 0 && t.num_epochs != r.num_epochs)
-    d.push_back("epochs " + std::to_string(r.num_epochs) + ", target's " + std::to_string(t.num_epochs));
-  if (!t.optimizer.empty() && t.optimizer != r.optimizer)
-    d.push_back("optimizer " + r.optimizer + ", target's " + t.optimizer);
-  if (t.learning_rate > 0 && !(std::fabs(r.learning_rate - t.learning_rate) <= 1e-6 * t.learning_rate))
-    d.push_back("learning rate " + number_text(r.learning_rate) + ", target's " + number_text(t.learning_rate));
-  if (t.momentum >= 0.0 && !(r.momentum >= 0.0 && std::fabs(r.momentum - t.momentum) <= 1e-9))
-    d.push_back(r.momentum >= 0.0 ? "momentum " + number_text(r.momentum) + ", target's " + number_text(t.momentum)
-                                  : "momentum not recorded, target's " + number_text(t.momentum));
-  if (t.steps_per_epoch != r.steps_per_epoch)
-    d.push_back(r.steps_per_epoch ? "epochs capped at " + std::to_string(r.steps_per_epoch) + " steps" +
-                                        (t.steps_per_epoch ? ", target's " + std::to_string(t.steps_per_epoch)
-                                                           : std::string(", target's are whole"))
-                                  : "whole epochs, target's capped at " + std::to_string(t.steps_per_epoch) + " steps");
-  if (t.batch_size > 0) {
-    if (t.batch_size != r.batch_size)
-      d.push_back("batch " + std::to_string(r.batch_size) + " per rank, target's " + std::to_string(t.batch_size));
-    bool rank_ok = t.ranks.empty();
-    std::string list;
-    for (int k : t.ranks) {
-      rank_ok = rank_ok || k == r.ranks;
-      list += (list.empty() ? "" : ",") + std::to_string(k);
-    }
-    if (!rank_ok) d.push_back(std::to_string(r.ranks) + " ranks, target's " + list);
-  }
-  if (t.global_batch_size > 0 && t.global_batch_size != r.global_batch)
-    d.push_back("global batch " + std::to_string(r.global_batch) + ", target's " +
-                std::to_string(t.global_batch_size));
-  return d;
 }
 
 }  // namespace dtnn

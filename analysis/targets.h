@@ -43,13 +43,10 @@ struct RunRecipe {
 };
 
 // The select list (over results/views.sql's v_run_recipes, aliased c) of RunRecipe's fields, in declaration
-// order, and its reader. The recipe is read once, in that view, for both the view v_accuracy_vs_target and
-// dtnn check.
+// order, and its reader (dtnn check prints it). The recipe is read once, in that view, and matched with
+// targets once, in v_recipe_differences.
 extern const char* const kRunRecipeColumns;
 RunRecipe run_recipe(const std::vector<std::optional<std::string>>& row, size_t first_column);
 
-// How the run's recipe differs from the target's ("epochs 1, target's 2", ...); empty when it follows it.
-// Model and dataset are compared first: a different model or dataset is one reason.
-std::vector<std::string> recipe_differences(const ResultStore::Target& target, const RunRecipe& run);
 
 }  // namespace dtnn

@@ -396,8 +396,7 @@ int run_harness_command(HarnessCommands& h) {
   if (h.run->parsed()) return cmd_run(h.run_options, h.targets);
   if (h.query->parsed()) return cmd_query(h.db, h.query_what, h.format, h.query_timeout_s);
   if (h.check->parsed()) {
-    const dtnn::ResultStore store = dtnn::ResultStore::open_read_only(h.db);
-    const dtnn::CheckCounts c = dtnn::check_targets(store, h.targets, h.select, std::cout);
+    const dtnn::CheckCounts c = dtnn::check_targets(h.db, h.targets, h.select, std::cout);
     dtnn::write_ci_file(h.junit, dtnn::check_junit(c));
     dtnn::write_ci_file(h.markdown, dtnn::check_markdown(c, h.targets));
     return c.fail > 0 ? 1 : 0;

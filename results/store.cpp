@@ -30,6 +30,25 @@ using namespace store_detail;
 
 namespace {
 
+// Appends `targets` to schema.targets in order (ids in that order); a momentum < 0 is stored NULL (not stated).
+void insert_targets(sqlite3* db, const std::string& path, const std::string& schema,
+                    const std::vector<ResultStore::Target>& targets) {
+  for (const ResultStore::Target& t : targets) {
+    std::string ranks;
+    for (int r : t.ranks) ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
+    Statement st(db, path,
+                 "INSERT INTO " + schema + ".targets (model, dataset, metric, target, tolerance, num_epochs, optimizer, "
+                 "recipe, source, learning_rate, batch_size, global_batch_size, ranks, steps_per_epoch, momentum)"
+                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    st.bind(1, t.model).bind(2, t.dataset).bind(3, t.metric).bind(4, t.target).bind(5, t.tolerance);
+    st.bind(6, t.num_epochs).bind(7, t.optimizer).bind(8, t.recipe).bind(9, t.source).bind(10, t.learning_rate);
+    st.bind(11, t.batch_size).bind(12, t.global_batch_size).bind(13, ranks).bind(14, t.steps_per_epoch);
+    if (t.momentum >= 0.0) st.bind(15, t.momentum);
+    st.run();
+  }
+}
+
+
 namespace fs = std::filesystem;
 
 // "<boot id> <start time in clock ticks since boot>" of process `pid` (migrations_16.h), or "" when /proc
@@ -191,7 +210,13 @@ ResultStore ResultStore::open_at_version(const std::string& path, int version) {
   }
 }
 
-ResultStore ResultStore::open_read_only(const std::string& path) {
+ResultStore ResultStore::open_read_only(const std::string& path) { return open_read_only(path, nullptr); }
+
+ResultStore ResultStore::open_read_only_with_targets(const std::string& path, const std::vector<Target>& targets) {
+  return open_read_only(path, &targets);
+}
+
+ResultStore ResultStore::open_read_only(const std::string& path, const std::vector<Target>* targets) {
   check_path(path);
   if (!fs::exists(path)) fail(path, ": no such results database (run `dtnn run` first)");
   ResultStore store(open_db(path, SQLITE_OPEN_READONLY), path);
@@ -221,7 +246,16 @@ ResultStore ResultStore::open_read_only(const std::string& path) {
          " (a writer such as `dtnn run` or `dtnn check` migrates it)");
   // Another build's views: this build's, for this connection only (the TEMP schema is not the file), created
   // before the connection is closed to writes.
-  if (!views_current(store.db_, path)) create_temp_views(store.db_, path);
+  if (targets) {
+    exec_sql(store.db_, path,
+             "CREATE TEMP TABLE targets (id INTEGER PRIMARY KEY, model TEXT NOT NULL, dataset TEXT NOT NULL, metric "
+             "TEXT NOT NULL, target REAL NOT NULL, tolerance REAL NOT NULL, num_epochs INTEGER NOT NULL, optimizer TEXT "
+             "NOT NULL, recipe TEXT NOT NULL, source TEXT NOT NULL, learning_rate REAL NOT NULL, batch_size INTEGER NOT "
+             "NULL, global_batch_size INTEGER NOT NULL, ranks TEXT NOT NULL, steps_per_epoch INTEGER NOT NULL, "
+             "momentum REAL)");
+    insert_targets(store.db_, path, "temp", *targets);
+  }
+  if (targets || !views_current(store.db_, path)) create_temp_views(store.db_, path);
   exec_sql(store.db_, path, "PRAGMA query_only = ON");
   guard_read_only(store.db_, path);
   store.read_only_ = true;
@@ -475,19 +509,7 @@ ResultStore::StoredResults ResultStore::count_stored_results(int64_t matrix_id, 
 void ResultStore::replace_targets(const std::vector<Target>& targets) {
   Transaction tx(db_, path_);
   exec_sql(db_, path_, "DELETE FROM targets");
-  for (const Target& t : targets) {
-    std::string ranks;
-    for (int r : t.ranks) ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
-    Statement st(db_, path_,
-                 "INSERT INTO targets (model, dataset, metric, target, tolerance, num_epochs, optimizer, recipe, source, "
-                 "learning_rate, batch_size, global_batch_size, ranks, steps_per_epoch, momentum)"
-                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-    st.bind(1, t.model).bind(2, t.dataset).bind(3, t.metric).bind(4, t.target).bind(5, t.tolerance);
-    st.bind(6, t.num_epochs).bind(7, t.optimizer).bind(8, t.recipe).bind(9, t.source).bind(10, t.learning_rate);
-    st.bind(11, t.batch_size).bind(12, t.global_batch_size).bind(13, ranks).bind(14, t.steps_per_epoch);
-    if (t.momentum >= 0.0) st.bind(15, t.momentum);  // else left NULL: not stated
-    st.run();
-  }
+  insert_targets(db_, path_, "main", targets);
   tx.commit();
 }
 

@@ -221,6 +221,9 @@ class ResultStore {
     double momentum = -1.0;              // SGD's momentum; < 0: not stated (stored NULL), any run's matches
   };
   void replace_targets(const std::vector<Target>& targets);
+  // open_read_only, with `targets` in place of the stored ones for this connection (`dtnn check` with a targets
+  // file): a TEMP targets table, which shadows the file's, and this build's views as TEMP views that read it.
+  static ResultStore open_read_only_with_targets(const std::string& path, const std::vector<Target>& targets);
 
   // Runs one SQL statement and returns its rows (for read-only stores, any write fails). A statement that
   // would not end or fill memory (a recursive CTE without LIMIT) fails with one line instead: after
@@ -233,6 +236,7 @@ class ResultStore {
 
  private:
   ResultStore(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  static ResultStore open_read_only(const std::string& path, const std::vector<Target>* targets);
   void migrate(int up_to);
   // Throws "not a dtnn results database" for a database with tables but no schema_migrations table.
   void refuse_foreign() const;

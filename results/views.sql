@@ -111,33 +111,104 @@ CREATE VIEW v_averaging AS
   WHERE v.epoch = (SELECT max(epoch) FROM epochs e WHERE e.run_id = r.id)
   ORDER BY r.model, v.mode, a.every_epochs, a.every_steps, v.straggler, r.ranks, r.id;
 
--- Measured (runs) and predicted (predictions) scaling curves, the one speed-up rule: per matrix (by name),
--- configuration, environment and rank count, the mean samples/s, speed-up and efficiency against the fewest
--- ranks that configuration ran on in that matrix and environment (baseline_ranks), exposed communication, and
--- the source of each row (measured, or the model or simulator of a prediction, with its curve).
-CREATE VIEW v_scaling AS
+-- The throughput a speed-up is taken of: each ok run's whole-run samples/s (epoch 0) and each of its epochs'
+-- (epoch N, without the warm-up of the first), with the share of the step the median rank computed and spent
+-- exposed on communication.
+CREATE VIEW v_scaling_figures AS
+  SELECT r.id AS run_id, 0 AS epoch, r.samples_per_s, c.exposed_fraction AS exposed,
+         c.compute_ms / c.step_ms AS compute
+  FROM runs r LEFT JOIN v_comm c ON c.run_id = r.id WHERE r.status = 'ok'
+  UNION ALL
+  SELECT r.id, e.epoch, e.samples_per_s, x.exposed_s / x.step_s, x.compute_s / x.step_s
+  FROM runs r JOIN epochs e ON e.run_id = r.id
+  LEFT JOIN epoch_comm x ON x.run_id = r.id AND x.epoch = e.epoch AND x.stat = 'median'
+  WHERE r.status = 'ok';
+
+-- Which runs belong together in a scaling study: each ok run's configuration, its matrix (by name),
+-- environment and config_key (the trial's parameters but ranks and nodes: experiments/runner.cpp), and its
+-- baseline_key, the config_key without the parameters one rank does not depend on (transport and reduction
+-- mode: one rank reduces nothing, so a 1-rank run stands for every transport and mode of its configuration).
+CREATE VIEW v_scaling_groups AS
+  WITH RECURSIVE items(run_id, pos, rest, item) AS (
+    SELECT id, 0, config_key || ';', '' FROM runs WHERE status = 'ok'
+    UNION ALL
+    SELECT run_id, pos + 1, substr(rest, instr(rest, ';') + 1), substr(rest, 1, instr(rest, ';') - 1)
+    FROM items WHERE rest != ''),
+  kept AS (
+    SELECT run_id, group_concat(item, ';') AS baseline_key
+    FROM (SELECT run_id, item FROM items
+          WHERE item != '' AND substr(item, 1, instr(item || '=', '=') - 1)
+                NOT IN ('transport', 'non_blocking_mpi', 'blocking_mpi', 'gradient_bucket_mb', 'gradient_buckets_min')
+          ORDER BY run_id, pos)
+    GROUP BY run_id)
+  SELECT r.id AS run_id, r.environment_id, coalesce(m.name, '') AS matrix, r.config_key,
+         coalesce(k.baseline_key, '') AS baseline_key, r.ranks
+  FROM runs r LEFT JOIN matrices m ON m.id = r.matrix_id LEFT JOIN kept k ON k.run_id = r.id
+  WHERE r.status = 'ok';
+
+-- The one speed-up rule (v_scaling_epochs and v_scaling, and every reader through them): which runs a
+-- configuration's speed-up is against, per figure (epoch 0: the whole run). A configuration's baseline is the
+-- 1-rank runs of its baseline_key (v_scaling_groups); a configuration with no such run is against its own
+-- fewest ranks (a study over nodes that starts at 4 ranks), which baseline_ranks says. Only runs with that
+-- figure count.
+CREATE VIEW v_scaling_baselines AS
+  WITH f AS (
+    SELECT s.run_id, s.epoch, s.samples_per_s AS sps, g.environment_id, g.matrix, g.config_key, g.baseline_key, g.ranks
+    FROM v_scaling_figures s JOIN v_scaling_groups g ON g.run_id = s.run_id),
+  cand AS (SELECT * FROM f WHERE sps > 0),
+  one AS (SELECT DISTINCT environment_id, matrix, baseline_key, epoch FROM cand WHERE ranks = 1),
+  fewest AS (
+    SELECT environment_id, matrix, config_key, epoch, min(ranks) AS ranks FROM cand
+    GROUP BY environment_id, matrix, config_key, epoch),
+  configs AS (SELECT DISTINCT environment_id, matrix, config_key, baseline_key, epoch FROM f)
+  SELECT c.environment_id, c.matrix, c.config_key, c.epoch, b.run_id AS baseline_run_id, b.ranks AS baseline_ranks,
+         b.sps AS baseline_samples_per_s
+  FROM configs c
+  LEFT JOIN one o ON o.environment_id = c.environment_id AND o.matrix = c.matrix AND o.baseline_key = c.baseline_key
+                 AND o.epoch = c.epoch
+  LEFT JOIN fewest w ON w.environment_id = c.environment_id AND w.matrix = c.matrix AND w.config_key = c.config_key
+                    AND w.epoch = c.epoch
+  JOIN cand b ON b.environment_id = c.environment_id AND b.matrix = c.matrix AND b.epoch = c.epoch
+             AND CASE WHEN o.baseline_key IS NOT NULL THEN b.ranks = 1 AND b.baseline_key = c.baseline_key
+                      ELSE b.ranks = w.ranks AND b.config_key = c.config_key END;
+
+-- Measured scaling per figure (epoch 0: the whole run; epoch N: that epoch): per configuration (as
+-- v_scaling_baselines) and rank count, the runs with the figure, their mean, min and max samples/s, speed-up and
+-- efficiency against the configuration's baseline (its mean samples/s and ranks), and the mean compute and
+-- exposed-communication shares of the step.
+CREATE VIEW v_scaling_epochs AS
   WITH agg AS (
-    SELECT r.environment_id, m.name AS matrix, r.config_key, r.framework, r.model, r.dataset, r.conv_algo, r.threads,
-           r.device, r.ranks, avg(r.samples_per_s) AS sps, count(r.samples_per_s) AS n,
-           avg(c.exposed_fraction) AS exposed, avg(c.compute_ms / c.step_ms) AS compute
-    FROM runs r JOIN matrices m ON m.id = r.matrix_id LEFT JOIN v_comm c ON c.run_id = r.id WHERE r.status = 'ok'
-    GROUP BY r.environment_id, m.name, r.config_key, r.ranks),
+    SELECT g.environment_id, g.matrix, g.config_key, s.epoch, r.framework, r.model, r.dataset, r.conv_algo,
+           r.threads, r.device, r.ranks, avg(s.samples_per_s) AS sps, min(s.samples_per_s) AS min_sps,
+           max(s.samples_per_s) AS max_sps, count(s.samples_per_s) AS n, avg(s.exposed) AS exposed,
+           avg(s.compute) AS compute
+    FROM v_scaling_figures s JOIN v_scaling_groups g ON g.run_id = s.run_id JOIN runs r ON r.id = s.run_id
+    GROUP BY g.environment_id, g.matrix, g.config_key, s.epoch, r.ranks),
   base AS (
-    SELECT environment_id, matrix, config_key, min(ranks) AS ranks FROM agg WHERE sps > 0
-    GROUP BY environment_id, matrix, config_key),
-  newest AS (
+    SELECT environment_id, matrix, config_key, epoch, avg(baseline_samples_per_s) AS sps, min(baseline_ranks) AS ranks
+    FROM v_scaling_baselines GROUP BY environment_id, matrix, config_key, epoch)
+  SELECT a.framework, a.model, a.dataset, a.conv_algo, a.threads, a.device, a.ranks, a.epoch, a.n AS runs,
+         round(a.sps, 1) AS mean_samples_per_s, round(a.min_sps, 1) AS min_samples_per_s,
+         round(a.max_sps, 1) AS max_samples_per_s, round(a.sps / b.sps, 3) AS speedup,
+         round(a.sps / b.sps * b.ranks / a.ranks, 3) AS efficiency, round(b.sps, 1) AS baseline_samples_per_s,
+         b.ranks AS baseline_ranks, a.environment_id, a.config_key, round(a.compute, 4) AS compute_fraction,
+         round(a.exposed, 4) AS exposed_comm_fraction, a.matrix
+  FROM agg a JOIN base b ON b.environment_id = a.environment_id AND b.matrix = a.matrix
+                        AND b.config_key = a.config_key AND b.epoch = a.epoch;
+
+-- Measured (runs) and predicted (predictions) scaling curves: the whole runs' rows of v_scaling_epochs (the one
+-- speed-up rule), and the newest prediction of each kind with the source of each row (measured, or the model or
+-- simulator of a prediction, with its curve).
+CREATE VIEW v_scaling AS
+  WITH newest AS (
     SELECT max(id) AS id FROM predictions
     GROUP BY environment_id, config_key, source, model_kind, model, platform, rules, mode, scaling,
              coalesce(variant, ''), ranks)
   SELECT * FROM (
-  SELECT a.framework, a.model, a.dataset, a.conv_algo, a.threads, a.device, a.ranks, a.n AS runs,
-         round(a.sps, 1) AS mean_samples_per_s, round(a.sps / b.sps, 3) AS speedup,
-         round(a.sps / b.sps * b.ranks / a.ranks, 3) AS efficiency, a.environment_id, a.config_key,
-         round(a.compute, 4) AS compute_fraction, round(a.exposed, 4) AS exposed_comm_fraction,
-         'measured' AS source, NULL AS platform, NULL AS curve, b.ranks AS baseline_ranks, a.matrix
-  FROM agg a JOIN base m ON m.environment_id = a.environment_id AND m.matrix = a.matrix AND m.config_key = a.config_key
-  JOIN agg b ON b.environment_id = a.environment_id AND b.matrix = a.matrix AND b.config_key = a.config_key
-            AND b.ranks = m.ranks
+  SELECT framework, model, dataset, conv_algo, threads, device, ranks, runs, mean_samples_per_s, speedup, efficiency,
+         environment_id, config_key, compute_fraction, exposed_comm_fraction, 'measured' AS source, NULL AS platform,
+         NULL AS curve, baseline_ranks, matrix
+  FROM v_scaling_epochs WHERE epoch = 0
   UNION ALL
   SELECT r.framework, p.model, r.dataset, r.conv_algo, r.threads, r.device, p.ranks, 0 AS runs,
          round(p.samples_per_s, 1), round(p.speedup, 3), round(p.efficiency, 3), p.environment_id, p.config_key,
@@ -167,8 +238,8 @@ CREATE VIEW v_throughput AS
   WHERE r.status = 'ok';
 
 -- Each ok run's recipe as it trained it, the one reading of a run that accuracy targets are matched against:
--- v_accuracy_vs_target joins it with the stored targets, `dtnn check` (analysis/check.cpp) with a targets
--- file, and says how a run differs from the nearest target. The batch per rank and the global batch are the
+-- v_recipe_differences matches it with targets (the stored ones, or `dtnn check`'s file: analysis/check.cpp)
+-- and says how a run differs from each. The batch per rank and the global batch are the
 -- report's options (a strong-scaling trial's runs.batch_size is its global batch); a report's options are
 -- text, so global_batch_size is cast before nullif (nullif('0', 0) is '0'); the learning rate is the one
 -- given (SGD under weak scaling ran it times the ranks); not_from_scratch says why a run did not train the
@@ -205,37 +276,63 @@ CREATE VIEW v_run_recipes AS
          r.test_accuracy, r.val_accuracy, r.matrix_id, r.environment_id
   FROM runs r WHERE r.status = 'ok';
 
--- Each ok run trained from scratch against every stored accuracy target whose recipe it followed (model,
--- dataset, epochs, optimizer, learning rate as given, momentum, batch per rank with its rank counts or the
--- global batch, steps per epoch; a target's 0 / '' / NULL: not stated), with the verdict pass / fail / no
--- value. analysis/targets.cpp recipe_differences is the same rule in words, for `dtnn check`.
+-- The one target-matching rule: every ok run (v_run_recipes) against every target of its model and dataset,
+-- with how its recipe differs from the target's, in words separated by '; ' ('' when it follows it: then the
+-- target judges the run). A target's 0 / '' / NULL is "not stated": epochs, optimizer, learning rate (as
+-- given), momentum, batch per rank with its rank counts, global batch; steps per epoch are always compared (0:
+-- whole epochs). A run not trained from scratch follows no recipe. v_accuracy_vs_target judges the stored
+-- targets with it; `dtnn check` judges a targets file's with it (a TEMP targets table shadowing the stored one).
+CREATE VIEW v_recipe_differences AS
+  SELECT c.run_id, t.id AS target_id, t.metric, t.target, t.tolerance, t.recipe, t.source, substr(
+           CASE WHEN c.not_from_scratch <> ''
+                THEN '; ' || c.not_from_scratch || '; targets judge training from scratch' ELSE '' END
+        || CASE WHEN t.num_epochs <> 0 AND t.num_epochs <> c.num_epochs
+                THEN '; epochs ' || c.num_epochs || ', target''s ' || t.num_epochs ELSE '' END
+        || CASE WHEN t.optimizer <> '' AND t.optimizer <> c.optimizer
+                THEN '; optimizer ' || c.optimizer || ', target''s ' || t.optimizer ELSE '' END
+        || CASE WHEN t.learning_rate > 0 AND NOT abs(c.learning_rate - t.learning_rate) <= 1e-6 * t.learning_rate
+                THEN '; learning rate ' || printf('%g', c.learning_rate) || ', target''s '
+                     || printf('%g', t.learning_rate) ELSE '' END
+        || CASE WHEN t.momentum IS NULL OR abs(c.momentum - t.momentum) <= 1e-9 THEN ''
+                WHEN c.momentum IS NULL THEN '; momentum not recorded, target''s ' || printf('%g', t.momentum)
+                ELSE '; momentum ' || printf('%g', c.momentum) || ', target''s ' || printf('%g', t.momentum) END
+        || CASE WHEN t.steps_per_epoch = c.steps_per_epoch THEN ''
+                WHEN c.steps_per_epoch <> 0
+                THEN '; epochs capped at ' || c.steps_per_epoch || ' steps'
+                     || CASE WHEN t.steps_per_epoch <> 0 THEN ', target''s ' || t.steps_per_epoch
+                             ELSE ', target''s are whole' END
+                ELSE '; whole epochs, target''s capped at ' || t.steps_per_epoch || ' steps' END
+        || CASE WHEN t.batch_size > 0 AND t.batch_size <> c.batch_per_rank
+                THEN '; batch ' || c.batch_per_rank || ' per rank, target''s ' || t.batch_size ELSE '' END
+        || CASE WHEN t.batch_size > 0 AND t.ranks <> '' AND (',' || t.ranks || ',') NOT LIKE ('%,' || c.ranks || ',%')
+                THEN '; ' || c.ranks || ' ranks, target''s ' || t.ranks ELSE '' END
+        || CASE WHEN t.global_batch_size > 0 AND t.global_batch_size <> c.global_batch
+                THEN '; global batch ' || c.global_batch || ', target''s ' || t.global_batch_size ELSE '' END,
+         3) AS differences
+  FROM v_run_recipes c JOIN targets t ON t.model = c.model AND t.dataset = c.dataset;
+
+-- Each ok run against every stored accuracy target whose recipe it followed (v_recipe_differences), with the
+-- verdict pass / fail / no value.
 CREATE VIEW v_accuracy_vs_target AS
   SELECT run_id, framework, model, dataset, num_epochs, optimizer, metric, round(value, 2) AS value, target,
          tolerance,
          CASE WHEN value IS NULL THEN 'no value' WHEN value >= target - tolerance THEN 'pass' ELSE 'fail' END
            AS verdict,
          source
-  FROM (SELECT c.run_id, c.framework, c.model, c.dataset, c.num_epochs, c.optimizer, t.metric,
-               CASE t.metric WHEN 'test_accuracy' THEN c.test_accuracy ELSE c.val_accuracy END AS value,
-               t.target, t.tolerance, t.source
-        FROM v_run_recipes c JOIN targets t
-          ON t.model = c.model AND t.dataset = c.dataset
-         AND (t.num_epochs = 0 OR t.num_epochs = c.num_epochs) AND (t.optimizer = '' OR t.optimizer = c.optimizer)
-         AND (t.learning_rate = 0 OR abs(c.learning_rate - t.learning_rate) <= 1e-6 * t.learning_rate)
-         AND c.steps_per_epoch = t.steps_per_epoch
-         AND (t.momentum IS NULL OR abs(c.momentum - t.momentum) <= 1e-9)
-         AND (t.batch_size = 0 OR (t.batch_size = c.batch_per_rank
-                                   AND (t.ranks = '' OR (',' || t.ranks || ',') LIKE ('%,' || c.ranks || ',%'))))
-         AND (t.global_batch_size = 0 OR t.global_batch_size = c.global_batch)
-        WHERE c.not_from_scratch = '');
+  FROM (SELECT c.run_id, c.framework, c.model, c.dataset, c.num_epochs, c.optimizer, d.metric,
+               CASE d.metric WHEN 'test_accuracy' THEN c.test_accuracy ELSE c.val_accuracy END AS value,
+               d.target, d.tolerance, d.source
+        FROM v_recipe_differences d JOIN v_run_recipes c ON c.run_id = d.run_id
+        WHERE d.differences = '');
 
 -- Frameworks side by side (dtnn, PyTorch, PyDTNN): per recipe, environment, device, scaling mode and rank
--- count, each framework's median samples/s with min-max, speed-up and efficiency against its own fewest
--- ranks, exposed communication and test accuracy.
+-- count, each framework's median samples/s with min-max, speed-up and efficiency against the median of the
+-- runs its configurations' speed-ups are against (v_scaling_baselines, the one rule: 1 rank, else the
+-- fewest), exposed communication and test accuracy.
 CREATE VIEW v_frameworks AS
   WITH ok AS (
-    SELECT r.environment_id, r.framework, r.model, r.dataset, r.device, r.threads, r.batch_size, r.optimizer,
-           r.num_epochs, r.ranks,
+    SELECT r.id AS run_id, r.environment_id, r.framework, r.model, r.dataset, r.device, r.threads, r.batch_size,
+           r.optimizer, r.num_epochs, r.ranks,
            CASE WHEN json_extract(r.params, '$.scaling') = 'strong'
                      OR json_extract(r.params, '$.global_batch_size') IS NOT NULL THEN 'strong' ELSE 'weak' END
              AS scaling,
@@ -244,31 +341,35 @@ CREATE VIEW v_frameworks AS
     WHERE r.status = 'ok' AND r.samples_per_s IS NOT NULL),
   ranked AS (  -- k: the run's place by samples/s, n: the group's runs (a window without ORDER BY: all of them)
     SELECT *, row_number() OVER (g ORDER BY sps) AS k, count(*) OVER g AS n FROM ok
-    WINDOW g AS (PARTITION BY environment_id, framework, model, dataset, device, threads, scaling, batch_size,
-                              optimizer, num_epochs, ranks)),
+    WINDOW g AS (PARTITION BY environment_id, framework, model, dataset, device, threads, scaling, batch_size, optimizer, num_epochs, ranks)),
   grp AS (
     SELECT environment_id, framework, model, dataset, device, threads, scaling, batch_size, optimizer, num_epochs,
            ranks, max(n) AS runs, avg(CASE WHEN k IN ((n + 1) / 2, n / 2 + 1) THEN sps END) AS median_sps,
            min(sps) AS min_sps, max(sps) AS max_sps, avg(exposed) AS exposed, avg(acc) AS acc
     FROM ranked
-    GROUP BY environment_id, framework, model, dataset, device, threads, scaling, batch_size, optimizer, num_epochs,
-             ranks),
+    GROUP BY environment_id, framework, model, dataset, device, threads, scaling, batch_size, optimizer, num_epochs, ranks),
+  base_runs AS (  -- the baseline runs of the recipe's configurations, at the fewest baseline ranks among them
+    SELECT *, min(baseline_ranks) OVER (g) AS fewest FROM (
+      SELECT DISTINCT o.environment_id, o.framework, o.model, o.dataset, o.device, o.threads, o.scaling, o.batch_size,
+             o.optimizer, o.num_epochs, b.baseline_run_id, b.baseline_ranks, b.baseline_samples_per_s AS sps
+      FROM ok o JOIN v_scaling_groups s ON s.run_id = o.run_id
+      JOIN v_scaling_baselines b ON b.environment_id = s.environment_id AND b.matrix = s.matrix
+                                AND b.config_key = s.config_key AND b.epoch = 0)
+    WINDOW g AS (PARTITION BY environment_id, framework, model, dataset, device, threads, scaling, batch_size, optimizer, num_epochs)),
+  base_ranked AS (
+    SELECT *, row_number() OVER (g ORDER BY sps) AS k, count(*) OVER g AS n FROM base_runs
+    WHERE baseline_ranks = fewest
+    WINDOW g AS (PARTITION BY environment_id, framework, model, dataset, device, threads, scaling, batch_size, optimizer, num_epochs)),
   base AS (
     SELECT environment_id, framework, model, dataset, device, threads, scaling, batch_size, optimizer, num_epochs,
-           min(ranks) AS ranks
-    FROM grp
-    GROUP BY environment_id, framework, model, dataset, device, threads, scaling, batch_size, optimizer, num_epochs)
+           min(baseline_ranks) AS ranks, avg(CASE WHEN k IN ((n + 1) / 2, n / 2 + 1) THEN sps END) AS median_sps
+    FROM base_ranked GROUP BY environment_id, framework, model, dataset, device, threads, scaling, batch_size, optimizer, num_epochs)
   SELECT g.model, g.dataset, g.device, g.scaling, g.batch_size, g.threads, g.optimizer, g.num_epochs, g.ranks,
          g.framework, g.runs, round(g.median_sps, 1) AS median_samples_per_s, round(g.min_sps, 1) AS min_samples_per_s,
          round(g.max_sps, 1) AS max_samples_per_s, round(g.median_sps / b.median_sps, 3) AS speedup,
          round(g.median_sps / b.median_sps * b.ranks / g.ranks, 3) AS efficiency, b.ranks AS baseline_ranks,
          round(g.exposed, 4) AS exposed_comm_fraction, round(g.acc, 2) AS test_accuracy, g.environment_id
   FROM grp g
-  JOIN base b0 USING (environment_id, framework, model, dataset, device, threads, scaling, batch_size, optimizer,
-                      num_epochs)
-  JOIN grp b ON b.environment_id = g.environment_id AND b.framework = g.framework AND b.model = g.model
-            AND b.dataset = g.dataset AND b.device = g.device AND b.threads = g.threads AND b.scaling = g.scaling
-            AND b.batch_size = g.batch_size AND b.optimizer = g.optimizer AND b.num_epochs = g.num_epochs
-            AND b.ranks = b0.ranks
+  JOIN base b USING (environment_id, framework, model, dataset, device, threads, scaling, batch_size, optimizer, num_epochs)
   ORDER BY g.environment_id, g.model, g.dataset, g.device, g.scaling, g.batch_size, g.threads, g.optimizer,
            g.num_epochs, g.ranks, g.framework;

@@ -9,8 +9,8 @@ training step of epoch 2 (epoch 1 is warm-up):
   measured   the median rank's step, the compute of the fastest / median / slowest rank, the median rank's
              exposed communication (time waiting after its own backward pass: the transfer and the wait for
              slower ranks alike);
-  from 1     `dtnn predict --from-run <the 1-rank run of the same configuration>` (analysis/scaling_groups.py:
-             the same environment and parameters, transport and reduction mode aside): scaling predicted
+  from 1     `dtnn predict --from-run <the 1-rank run of the same configuration>` (the store's
+             v_scaling_groups: the same environment and parameters, transport and reduction mode aside): scaling predicted
              from one rank (the model assumes a rank computes as fast with 15 neighbours as alone);
   own        `dtnn predict --from-run <this run>`: the same run's layer times (rank 0's), so only the
              communication model and the schedule are tested;
@@ -28,9 +28,6 @@ import sqlite3
 import statistics
 import subprocess
 import sys
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from scaling_groups import base_key  # noqa: E402  (analysis/, beside this folder)
 
 
 def predict(dtnn, db, run_id, ranks, transport, mode, scaling, global_batch):
@@ -55,7 +52,12 @@ def main():
         "SELECT id, model, ranks, json_extract(params, '$.transport'), json_extract(params, '$.non_blocking_mpi'),"
         " json_extract(params, '$.scaling'), json_extract(params, '$.batch_size'), environment_id, config_key"
         " FROM runs WHERE status = 'ok' ORDER BY model, 6, 4, 5, ranks").fetchall()
-    one = {base_key(env, key): i for i, m, r, t, nb, s, b, env, key in runs if r == 1}
+    # A 1-rank run of each multi-rank run's configuration, transport and reduction mode aside (the store's
+    # grouping of scaling studies: v_scaling_groups).
+    one = dict(con.execute(
+        "SELECT g.run_id, max(o.run_id) FROM v_scaling_groups g JOIN v_scaling_groups o"
+        " ON o.environment_id = g.environment_id AND o.matrix = g.matrix AND o.baseline_key = g.baseline_key"
+        " AND o.ranks = 1 GROUP BY g.run_id"))
 
     def comm(run_id, stat):
         return con.execute("SELECT step_s / steps, compute_s / steps, exposed_s / steps FROM epoch_comm"
@@ -66,7 +68,7 @@ def main():
     print("| --- | --- | --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     errors = {"from 1": [], "own": [], "own+skew": []}
     for run_id, model, ranks, transport, nb, scaling, batch, env, key in runs:  # strong: batch is the global batch
-        base = one.get(base_key(env, key))
+        base = one.get(run_id)
         if ranks == 1 or base is None:
             continue
         mode = "non_blocking" if nb in (1, "true", "True", True) else "blocking"
