@@ -29,7 +29,7 @@ void add_predict_command(CLI::App& app, PredictCommand& p) {
   c->add_option("--model_kind", o.model_kind, "dtnn (measured layer times) or pydtnn (PyDTNN's formulas)")->capture_default_str();
   c->add_option("--write-profile", o.write_profile, "Also write the step profile (the SimGrid proxy's input)");
   c->add_flag("--json", o.json, "Print JSON instead of the table")->disable_flag_override();
-  c->add_option("--from-simgrid", o.from_simgrid, "With --store: store analysis/simgrid_replay.sh's PREDICTION_JSON "
+  c->add_option("--from-simgrid", o.from_simgrid, "With --store: store suites/step_replay/simgrid_replay.sh's PREDICTION_JSON "
                 "output (source simgrid) instead of predicting");
   c->add_flag("--store", o.store, "Also store the predicted rows in --db (the predictions table; dtnn query predictions)")
       ->disable_flag_override();

@@ -50,22 +50,22 @@ std::string command_line(const perf::PredictCommandOptions& o) {
   return s + " --store";
 }
 
-// The SimGrid platform file of a preset (analysis/platforms/), "" when there is none.
+// The SimGrid platform file of a preset (suites/step_replay/platforms/), "" when there is none.
 std::string platform_file(const std::string& platform) {
   static const std::map<std::string, std::string> files = {{"eth10g", "eth10g.xml"}, {"ib100", "ib100_fattree.xml"},
                                                            {"nvlink8", "nvlink8.xml"}, {"localhost2", "localhost2.xml"}};
   const auto it = files.find(platform);
-  return it == files.end() ? "" : source_dir() + "/analysis/platforms/" + it->second;
+  return it == files.end() ? "" : source_dir() + "/suites/step_replay/platforms/" + it->second;
 }
 
 // predictor = "simgrid": the calibration run's step profile replayed by suites/step_replay under SimGrid's
-// smpirun (analysis/simgrid_replay.sh, which runs 1 rank too for the efficiency), its row for the trial's rank
+// smpirun (suites/step_replay/simgrid_replay.sh, which runs 1 rank too for the efficiency), its row for the trial's rank
 // count stored with source simgrid.
 PredictedOutcome simgrid_trial(ResultStore& store, int64_t matrix_id, const Trial& trial, int64_t run,
                                perf::PredictCommandOptions o) {
   const std::string xml = platform_file(o.platform);
   const std::string proxy = DTNN_STEP_REPLAY_SMPI;
-  const std::string script = source_dir() + "/analysis/simgrid_replay.sh";
+  const std::string script = source_dir() + "/suites/step_replay/simgrid_replay.sh";
   std::string command = "dtnn predict --from-run " + std::to_string(run) + " --db " + shell_quote(store.path()) +
                         " --write-profile P.json; PREDICTION_JSON=R.json " + script + " P.json " + xml + " " +
                         std::to_string(trial.ranks()) + " -- --mode " + o.mode +
@@ -102,7 +102,7 @@ PredictedOutcome simgrid_trial(ResultStore& store, int64_t matrix_id, const Tria
     std::ifstream in(log);
     while (std::getline(in, line))
       if (!line.empty()) last = line;
-    return {"failed", "analysis/simgrid_replay.sh failed: " + last, command};
+    return {"failed", "suites/step_replay/simgrid_replay.sh failed: " + last, command};
   }
   nlohmann::json doc = nlohmann::json::parse(std::ifstream(result));
   nlohmann::json rows = nlohmann::json::array();

@@ -182,7 +182,7 @@ AllreduceAlgorithm choose_iallreduce(int p, double bytes, bool in_place, Collect
 //     (max 57 %: 8-64 KiB run 2x slower than any α + nβ line), TCP rms 15 % (max 41 %). 32 MiB and up are left
 //     out: glibc's mmap threshold makes them a different regime (allreduce_2core.md).
 //   eth10g, ib100, nvlink8: nominal figures (line rate and a typical MPI latency), the same as the SimGrid
-//     platform files of analysis/platforms/ are to use.
+//     platform files of suites/step_replay/platforms/ are to use.
 const std::vector<Platform>& platform_presets() {
   constexpr double kCpuGamma = 7.5e-11;
   static const LinkCost kShm{5.203e-7, 1.5178e-10, kCpuGamma};  // alpha 0.520 us, 1/beta 6.59 GB/s
@@ -200,7 +200,7 @@ const std::vector<Platform>& platform_presets() {
       {"ib100", "100 Gb/s InfiniBand fat-tree (full bisection), one rank per node", kIb, kShm, 1,
        "100 Gb/s line rate (beta 0.08 ns/B), 1.5 us MPI latency (typical EDR); CPU gamma"},
       {"nvlink8", "nodes of 8 GPUs joined by NVLink-class links; nodes on ib100", kIb, kNvlink, 8,
-       "intra-node 300 GB/s each way per GPU (NVLink 3 on an A100) and 3 us, as analysis/platforms/nvlink8.xml; GPU "
+       "intra-node 300 GB/s each way per GPU (NVLink 3 on an A100) and 3 us, as suites/step_replay/platforms/nvlink8.xml; GPU "
        "gamma; inter-node: ib100"},
       // The published clusters of the sanity checks (analysis/perfmodel/published_sanity.sh): nominal
       // line rates as for eth10g and ib100, GPU gamma; NCCL's ring is forced there with --algorithm ring.

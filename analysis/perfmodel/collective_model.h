@@ -111,7 +111,7 @@ struct Platform {
 };
 
 // Built-in platforms, one table with its sources (collective_model.cpp): eth10g, ib100, nvlink8 (nominal,
-// as the SimGrid platform files of analysis/platforms/), horovod_roce25 and dgx1v_ib4x100 (the published clusters
+// as the SimGrid platform files of suites/step_replay/platforms/), horovod_roce25 and dgx1v_ib4x100 (the published clusters
 // of the sanity checks, nominal), localhost2 and localhost2_tcp (fitted here).
 const std::vector<Platform>& platform_presets();
 // A preset by name; throws dtnn::Error listing the known names.

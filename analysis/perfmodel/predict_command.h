@@ -31,7 +31,7 @@ struct PredictCommandOptions {
   std::string write_profile;
   bool json = false;
   bool store = false;               // also store the rows in --db (predict_store.h)
-  std::string from_simgrid;         // with store: a dtnn.prediction/1 of analysis/simgrid_replay.sh to store
+  std::string from_simgrid;         // with store: a dtnn.prediction/1 of suites/step_replay/simgrid_replay.sh to store
   std::string collectives = "ompi41";  // ompi41 | simgrid
   std::string algorithm = "auto";      // force one allreduce algorithm
   // Calibration of the platform's link (both intra- and inter-node) from bench_allreduce results.

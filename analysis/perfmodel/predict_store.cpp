@@ -103,10 +103,10 @@ int store_simgrid_prediction(const std::string& file, const std::string& db, std
   try {
     doc = json::parse(read_file(file, kMaxJsonFileBytes));
   } catch (const json::exception&) {
-    fail(file, ": not JSON (expected analysis/simgrid_replay.sh's PREDICTION_JSON output)");
+    fail(file, ": not JSON (expected suites/step_replay/simgrid_replay.sh's PREDICTION_JSON output)");
   }
   DTNN_CHECK(doc.is_object() && doc.contains("source") && doc["source"] == "simgrid", file,
-             ": not a SimGrid prediction (\"source\": \"simgrid\"; analysis/simgrid_replay.sh's PREDICTION_JSON)");
+             ": not a SimGrid prediction (\"source\": \"simgrid\"; suites/step_replay/simgrid_replay.sh's PREDICTION_JSON)");
   ResultStore store = ResultStore::open_existing(db);
   PredictionOrigin origin;
   if (doc.contains("source_run") && doc["source_run"].is_number_integer()) {

@@ -39,7 +39,7 @@ std::vector<PredictionRow> prediction_rows(const nlohmann::json& prediction, con
 // one more line naming the stored rows.
 int run_predict_and_store(const PredictCommandOptions& options, std::ostream& out);
 
-// `dtnn predict --from-simgrid FILE --store`: the dtnn.prediction/1 document analysis/simgrid_replay.sh writes
+// `dtnn predict --from-simgrid FILE --store`: the dtnn.prediction/1 document suites/step_replay/simgrid_replay.sh writes
 // (PREDICTION_JSON; "source": "simgrid") into the predictions table of `db` with source simgrid, calibrated from
 // the document's source_run (the run its profile came from) when that run is in `db`. Prints one line. Throws
 // dtnn::Error (nothing stored) on a file that is not such a document or a source_run missing from `db`.

@@ -2,7 +2,7 @@
 # validate_simgrid.sh DTNN PROFILE... : the analytic model against SimGrid ("model vs SimGrid").
 #
 # For each step profile (dtnn.step_profile/1, e.g. suites/step_replay/profiles/*.json) x platform x mode x rank
-# count: `dtnn predict --json` and the step replay under SimGrid (analysis/simgrid_replay.sh), one markdown table
+# count: `dtnn predict --json` and the step replay under SimGrid (suites/step_replay/simgrid_replay.sh), one markdown table
 #
 #   model | platform | mode | ranks | model step ms | SimGrid step ms | diff | model exposed ms |
 #   SimGrid exposed ms | allreduce | sim wall s | flag
@@ -37,8 +37,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 platform_file() {
   case $1 in
-    eth10g) echo "$here/../platforms/eth10g.xml" ;;
-    ib100) echo "$here/../platforms/ib100_fattree.xml" ;;
+    eth10g) echo "$here/../../suites/step_replay/platforms/eth10g.xml" ;;
+    ib100) echo "$here/../../suites/step_replay/platforms/ib100_fattree.xml" ;;
     *) echo "validate_simgrid.sh: no platform file for '$1' (eth10g, ib100)" >&2; exit 2 ;;
   esac
 }
@@ -58,7 +58,7 @@ for profile in "$@"; do
       "$dtnn" predict --profile "$profile" --platform "$platform" --ranks "$rank_list" --mode "$mode" \
         --collectives $rules --gamma 0 --json > "$work/model.json"
       echo "validate_simgrid.sh: $(basename "$profile") $platform $mode: SimGrid on ${ranks[*]} ranks ($(date +%T))" >&2
-      STEPS=${STEPS:-3} WARMUP=${WARMUP:-1} "$here/../simgrid_replay.sh" "$profile" "$xml" "${ranks[@]}" -- \
+      STEPS=${STEPS:-3} WARMUP=${WARMUP:-1} "$here/../../suites/step_replay/simgrid_replay.sh" "$profile" "$xml" "${ranks[@]}" -- \
         --mode "$mode" > "$work/simgrid.txt"
       python3 - "$work/model.json" "$work/simgrid.txt" "$platform" "$mode" "$tol" "${CSV:-}" <<'PY'
 import json, sys

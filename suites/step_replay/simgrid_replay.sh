@@ -3,7 +3,7 @@
 #
 # The performance model's independent check: the step replay proxy (suites/step_replay, built as
 # step_replay_smpi.so by the step_replay_smpi target) run under SimGrid's smpirun on PLATFORM
-# (analysis/platforms/*.xml) for each rank count, one rank per host, and a table of what one training step of
+# (suites/step_replay/platforms/*.xml) for each rank count, one rank per host, and a table of what one training step of
 # PROFILE (a dtnn.step_profile/1) costs:
 #
 #   ranks  step ms  compute ms  exposed ms  efficiency  sim wall s
@@ -46,7 +46,7 @@ done
 [ ${#ranks[@]} -gt 0 ] || usage
 [ $# -gt 0 ] && shift  # the --
 proxy_args=("$@")
-proxy=$(realpath "${STEP_REPLAY_SMPI:-$here/../build/suites/step_replay_smpi.so}")
+proxy=$(realpath "${STEP_REPLAY_SMPI:-$here/../../build/suites/step_replay_smpi.so}")
 command -v smpirun > /dev/null || { echo "simgrid_replay.sh: smpirun not found (Debian: apt-get install libsimgrid-dev)" >&2; exit 1; }
 [ -f "$proxy" ] || { echo "simgrid_replay.sh: $proxy not built (ninja -C build step_replay_smpi)" >&2; exit 1; }
 strong=0

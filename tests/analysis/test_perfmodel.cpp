@@ -100,7 +100,7 @@ TEST_CASE("collective model: Open MPI 4.1's choice at its thresholds, libnbc's a
   CHECK(choose_allreduce(2, 65536, CollectiveRules::simgrid) == A::ring);         // ompi_ring_segmented
   CHECK(choose_iallreduce(8, 1e6, true, CollectiveRules::simgrid) == A::all_to_all);
   CHECK(find_platform("ib100").link_for(2).beta == Approx(8.0 / 100e9));
-  CHECK(find_platform("nvlink8").link_for(8).beta == Approx(1.0 / 300e9));  // analysis/platforms/nvlink8.xml
+  CHECK(find_platform("nvlink8").link_for(8).beta == Approx(1.0 / 300e9));  // suites/step_replay/platforms/nvlink8.xml
   CHECK(find_platform("dgx1v_ib4x100").link_for(8).beta == Approx(1.0 / 150e9));  // V100 NVLink 2
   CHECK(find_platform("nvlink8").link_for(9).beta == Approx(8.0 / 100e9));
   CHECK_THROWS_WITH(find_platform("myrinet"), Contains("unknown platform 'myrinet' (known: eth10g, ib100"));

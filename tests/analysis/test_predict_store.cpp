@@ -130,7 +130,7 @@ TEST_CASE("dtnn predict --store: bad input is one line, exit 1, and nothing stor
     CHECK(dtnn::test::one_line_error(c));
     CHECK_THAT(c.err, Contains(says));
   }
-  // --from-simgrid reads a file from elsewhere (analysis/simgrid_replay.sh's output): this run's own
+  // --from-simgrid reads a file from elsewhere (suites/step_replay/simgrid_replay.sh's output): this run's own
   // prediction marked as SimGrid's, then broken one field at a time. A 1e30 rank count was cast to int
   // (undefined behaviour); a schema or source of another type escaped as nlohmann's type_error.
   const dtnn::test::Command good =

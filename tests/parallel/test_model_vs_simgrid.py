@@ -3,7 +3,7 @@
 
   test_model_vs_simgrid.py DTNN STEP_REPLAY_SMPI_SO SOURCE_DIR WORK
 
-1. The platform presets carry their SimGrid platform files' numbers: for analysis/platforms/eth10g.xml and
+1. The platform presets carry their SimGrid platform files' numbers: for suites/step_replay/platforms/eth10g.xml and
    ib100_fattree.xml (a FAT_TREE cluster of L levels), 1/bw is the preset's inter-node beta and the route across
    the top level (2 L links of `lat`) its alpha; for nvlink8.xml (one server: a flat cluster, each GPU's link to
    the switch and the backbone between) the preset's intra-node link has 1/bw and 2 lat + bb_lat. Read from

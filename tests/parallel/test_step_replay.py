@@ -13,11 +13,11 @@ measured (/proc/stat less the run's own rusage, as results/baselines/allreduce_2
 is off while others used more than 5 % of the CPUs is run again; off on a quiet machine fails; never quiet skips.
 
 simgrid: on a generated 2-host platform of known route latency L and bandwidth B (nominal network, as
-analysis/platforms/): a blocking allreduce with no compute costs what Open MPI 4.1's algorithm for that size
+suites/step_replay/platforms/): a blocking allreduce with no compute costs what Open MPI 4.1's algorithm for that size
 sends (SimGrid's ompi selector on 2 ranks: one exchange of the whole buffer below 4 KiB, L + n/B; two exchanges of
 half of it from 256 KiB, 2L + n/B) within 10 %; compute alone replays to the profile's sum within 1 %; a bucket
 of a large last layer summed without blocking hides behind the backward pass of the layers below it; and
-analysis/simgrid_replay.sh prints its table. Exits 77 (skipped) without smpirun or the SimGrid build.
+suites/step_replay/simgrid_replay.sh prints its table. Exits 77 (skipped) without smpirun or the SimGrid build.
 """
 import json
 import os
