@@ -20,7 +20,7 @@ AsyncMerger::AsyncMerger(const TrainOptions& options, Communicator& comm, Model&
   // Every rank starts from rank 0's weights (the trainer broadcast them): the general weights start there.
   std::copy(model.param_slab(), model.param_slab() + params_, general_.begin());
   if (merge_state_) std::copy(model.state_slab(), model.state_slab() + state_, general_.begin() + params_);
-  window_ = comm.open_general_window(general_.data(), count_);
+  window_ = open_general_window(comm, general_.data(), count_);
 }
 
 void AsyncMerger::delta(const float* general, int64_t merges_before, float* delta) {

@@ -47,6 +47,7 @@
 #include <vector>
 
 #include "parallel/model_averager.h"
+#include "parallel/one_sided.h"
 
 namespace dtnn {
 

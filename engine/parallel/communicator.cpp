@@ -35,30 +35,4 @@ void Communicator::allreduce_sum_device_on(float*, int64_t, void*) {
   fail("device reductions on a stream need NCCL (--enable_nccl); ", library_version(), " reduces host memory");
 }
 
-std::unique_ptr<GeneralWindow> Communicator::open_general_window(const float*, int64_t) {
-  fail("one-sided general weights need MPI and more than one rank (", library_version(), ", ", size(), " rank(s))");
-}
-
-namespace {
-
-class LocalBlockCounter final : public BlockCounter {
- public:
-  explicit LocalBlockCounter(int64_t slots) : next_(static_cast<size_t>(slots), 0) {}
-  int64_t claim(int64_t slot) override {
-    DTNN_ASSERT(slot >= 0 && slot < static_cast<int64_t>(next_.size()));
-    return next_[static_cast<size_t>(slot)]++;
-  }
-  void close() override {}
-
- private:
-  std::vector<int64_t> next_;
-};
-
-}  // namespace
-
-std::unique_ptr<BlockCounter> Communicator::open_block_counter(int64_t slots) {
-  DTNN_CHECK(size() == 1, "shared block counters across ", size(), " ranks need MPI (", library_version(), ")");
-  return std::make_unique<LocalBlockCounter>(slots);
-}
-
 }  // namespace dtnn

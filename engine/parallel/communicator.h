@@ -2,8 +2,10 @@
 //
 // All calls are collective (every rank calls them in the same order). Buffers are float32 and summed in
 // place. Everything blocks but the request calls (start_allreduce_sum / test_request / wait_request), which
-// the overlapped gradient reduction (parallel/gradient_reducer.h) uses. The MPI implementation exists only in builds with DTNN_MPI (mpi_communicator.cpp;
-// mpi_stub.cpp otherwise).
+// the overlapped gradient reduction (parallel/gradient_reducer.h) uses. One-sided communication (the window
+// of asynchronous merges, the claim counters of dynamic blocks) is parallel/one_sided.h's, for the strategies
+// and schedules that use it. The MPI implementation exists only in builds with DTNN_MPI
+// (mpi_communicator.cpp; mpi_stub.cpp otherwise).
 #pragma once
 
 #include <cstdint>
@@ -12,45 +14,6 @@
 #include <vector>
 
 namespace dtnn {
-
-// One-sided "general weights" (the asynchronous model-averaging modes, parallel/async_merger.h): `count`
-// floats held by rank 0 that any rank merges into and reads back with no other rank taking part (MPI RMA
-// with a passive target: no barrier, no matching call on rank 0). Opened and closed collectively.
-class GeneralWindow {
- public:
-  // How one merge changes the general weights: given them as they are (`general`, the window's count
-  // floats) and how many merges every rank has applied before this one, fills delta[0, count).
-  class Rule {
-   public:
-    virtual void delta(const float* general, int64_t merges_before, float* delta) = 0;
-
-   protected:
-    ~Rule() = default;
-  };
-  virtual ~GeneralWindow() = default;
-  // One whole merge, atomic with respect to every other rank's (none is lost or interleaved, whatever the
-  // timing): reads the general weights into `general`, asks `rule` for the delta (into `delta`), adds it
-  // and counts the merge. On return `general` holds the general weights right after this merge (read +
-  // delta, element by element in float, as the window adds). Returns merges_before. Waits only for the
-  // window's lock; not collective.
-  virtual int64_t merge(Rule& rule, float* general, float* delta) = 0;
-  // Collective, once: after every rank's last merge (the only meeting point), copies the general weights to
-  // `out` on every rank and frees the window.
-  virtual void close(float* out) = 0;
-};
-
-// Shared claim counters (--dynamic_blocks, train/trainer.h): `slots` int64 counters, all 0 at the start,
-// held by rank 0; claim(slot) atomically adds 1 to one and returns its value before the add, so every value
-// 0, 1, 2, ... of a slot goes to exactly one claim over all ranks (a block of work handed to whichever rank
-// asks first, as PyCOMPSs hands dislib's tasks to free workers). Over MPI: MPI_Fetch_and_op(1, MPI_SUM) in a
-// passive-target access epoch on rank 0 (a shared lock: the operation itself is atomic), so a claim waits
-// for no other rank and rank 0 takes no part. Opened and closed collectively.
-class BlockCounter {
- public:
-  virtual ~BlockCounter() = default;
-  virtual int64_t claim(int64_t slot) = 0;  // not collective
-  virtual void close() = 0;                 // collective, once, after every rank's last claim
-};
 
 class Communicator {
  public:
@@ -104,13 +67,6 @@ class Communicator {
   virtual bool test_request(int slot) { return true; }
   virtual void wait_request(int slot) {}
   virtual void barrier() = 0;
-  // Collective: a GeneralWindow of `count` floats starting as rank 0's `initial` (the window lives on rank
-  // 0; the other ranks expose nothing). The base version (one process, or a build without MPI) fails: a
-  // single rank has nothing to merge (the merger does not open one).
-  virtual std::unique_ptr<GeneralWindow> open_general_window(const float* initial, int64_t count);
-  // Collective: a BlockCounter of `slots` counters. The base version (one process) counts locally; the
-  // MPI communicator opens a window on rank 0 when it has more than one rank.
-  virtual std::unique_ptr<BlockCounter> open_block_counter(int64_t slots);
   // Ends every rank after a fatal error on one (MPI_Abort); a no-op for one process.
   virtual void abort(int code) = 0;
   virtual std::string library_version() const = 0;

@@ -43,7 +43,7 @@ void SampleSchedule::begin_epoch(int epoch, int num_epochs, const std::vector<in
   }
   blocks_->draw(data_, train, block_rng, shuffle_rng);
   if (!counter_) {  // the first epoch, which every rank starts together: collective
-    counter_ = comm_.open_block_counter(num_epochs + 1);
+    counter_ = open_block_counter(comm_, num_epochs + 1);
     counter_slots_ = num_epochs + 1;
     claimed_.reserve(static_cast<size_t>(num_epochs * blocks_->blocks()));
   }

@@ -24,6 +24,7 @@
 #include "data/dataset.h"
 #include "data/worker_blocks.h"
 #include "parallel/communicator.h"
+#include "parallel/one_sided.h"
 
 namespace dtnn {
 

@@ -182,8 +182,8 @@ int unwinding_case(Communicator& world) {
   const float initial[4] = {1, 2, 3, 4};
   bool unwound = false;
   try {
-    std::unique_ptr<GeneralWindow> window = world.open_general_window(initial, 4);
-    std::unique_ptr<BlockCounter> counter = world.open_block_counter(2);
+    std::unique_ptr<GeneralWindow> window = open_general_window(world, initial, 4);
+    std::unique_ptr<BlockCounter> counter = open_block_counter(world, 2);
     if (world.rank() == 1) throw std::runtime_error("rank 1 fails with the windows open");
     world.barrier();  // released only once rank 1 has unwound
     throw std::runtime_error("rank 0 fails too");
