@@ -319,89 +319,85 @@ Outcome run_trial(ResultStore& store, int64_t run_id, const Launch& launch, cons
 
 }  // namespace
 
-int run_matrix(const RunnerOptions& options, std::ostream& out) {
-  const Matrix matrix = load_matrix(options.matrix_path);
-  const std::vector<Trial> trials = filter_trials(matrix.trials, options.only);
-  const std::string dtnn_binary = options.dtnn_binary.empty() ? self_executable() : options.dtnn_binary;
-  // Before anything runs or is stored: a --dtnn that cannot run made every trial a stored failure.
+namespace {
+
+// Before anything runs or is stored: a --dtnn that cannot run made every trial a stored failure.
+void check_run_inputs(const RunnerOptions& options, const Matrix& matrix, const std::vector<Trial>& trials,
+                      const std::string& dtnn_binary) {
   if (!options.dtnn_binary.empty()) {
     std::error_code ec;
     if (!fs::is_regular_file(dtnn_binary, ec) || ::access(dtnn_binary.c_str(), X_OK) != 0)
       fail("--dtnn ", dtnn_binary, ": not an executable file (a dtnn binary the trials run)");
   }
-  // The PyTorch reference reads the option table from the binary whose runs it is compared with.
-  ::setenv("DTNN_BINARY", dtnn_binary.c_str(), 1);
   if (trials.empty()) fail("no trial of ", matrix.path, " matches the --only filters");
   for (const std::string& t : options.tags)
     if (const std::string why = tag_problem(t); !why.empty()) fail("--tag '", t, "': ", why);
-  if (options.dry_run) {
-    // Predicted trials are predicted once (they are not measured, so not repeated).
-    const size_t predicted = std::count_if(trials.begin(), trials.end(), is_predicted);
-    out << "matrix " << matrix.name << " (" << matrix.path << "): " << trials.size() - predicted << " trial(s) x "
-        << matrix.repeats << " repeat(s)" << (predicted ? " + " + std::to_string(predicted) + " predicted" : "")
-        << " = " << (trials.size() - predicted) * matrix.repeats + predicted << " run(s)\n";
-    const std::string work_dir = (database_log_dir(fs::absolute(options.db_path)) / matrix.name).string();
-    for (size_t i = 0; i < trials.size(); ++i) {
-      const Launch launch = trial_launch(matrix, trials[i], dtnn_binary, work_dir);
-      const std::string& why = launch.unsupported_why;
-      out << "  " << i + 1 << "  " << trials[i].label << "\n     "
-          << (is_predicted(trials[i]) ? predicted_description(trials[i])
-                                      : why.empty() ? command_string(launch.argv) : "unsupported: " + why) << "\n";
-      if (!launch.hostfile_path.empty() && why.empty()) {
-        std::string hosts = launch.hostfile_text.substr(0, launch.hostfile_text.size() - 1);  // one line
-        for (size_t at; (at = hosts.find('\n')) != std::string::npos;) hosts.replace(at, 1, "; ");
-        out << "     hostfile " << launch.hostfile_path << ": " << hosts << "\n";
-      }
-    }
-    return 0;
-  }
+}
 
-  // A missing, empty or malformed hostfile fails before any run, whether or not a trial has a layout
-  // (without one, mpirun would fail every multi-rank trial with its own message, stored as each run's error).
-  if (matrix.launcher.kind == "mpirun" && !matrix.launcher.hostfile.empty())
-    for (const Trial& t : trials)
-      if (t.ranks() > 1 && !is_predicted(t)) {
-        if (!fs::is_regular_file(matrix.launcher.hostfile))
-          fail(matrix.path, ": launcher 'hostfile': ", matrix.launcher.hostfile, " is not a file");
-        (void)hostfile_hosts(matrix.launcher.hostfile);
-        break;
-      }
-  // Every trial's ranks read it into their report's placement (mpirun passes it on with -x).
-  ::setenv("DTNN_LAUNCHER_VERSION", launcher_version(matrix.launcher.kind).c_str(), 1);
-  const fs::path db_path = prepare_db_path(options.db_path);
-  ResultStore store = ResultStore::open(db_path.string());
-  const fs::path db_log_dir = database_log_dir(db_path);
-  const std::vector<std::string> reaped = store.reap_orphaned_runs();
-  remove_stale_reports(reaped, db_log_dir, store);
-  if (!reaped.empty()) out << "marked " << reaped.size() << " run(s) of an earlier, killed runner as interrupted\n";
-  const int64_t matrix_id = store.add_matrix(matrix.name, matrix.path, matrix.hash, matrix.text);
+// --dry-run: the runs a matrix would make, each trial's command line (or why it is unsupported) and hostfile.
+void print_dry_run(const RunnerOptions& options, const Matrix& matrix, const std::vector<Trial>& trials,
+                   const std::string& dtnn_binary, std::ostream& out) {
+  // Predicted trials are predicted once (they are not measured, so not repeated).
+  const size_t predicted = std::count_if(trials.begin(), trials.end(), is_predicted);
+  out << "matrix " << matrix.name << " (" << matrix.path << "): " << trials.size() - predicted << " trial(s) x "
+      << matrix.repeats << " repeat(s)" << (predicted ? " + " + std::to_string(predicted) + " predicted" : "")
+      << " = " << (trials.size() - predicted) * matrix.repeats + predicted << " run(s)\n";
+  const std::string work_dir = (database_log_dir(fs::absolute(options.db_path)) / matrix.name).string();
+  for (size_t i = 0; i < trials.size(); ++i) {
+    const Launch launch = trial_launch(matrix, trials[i], dtnn_binary, work_dir);
+    const std::string& why = launch.unsupported_why;
+    out << "  " << i + 1 << "  " << trials[i].label << "\n     "
+        << (is_predicted(trials[i]) ? predicted_description(trials[i])
+                                    : why.empty() ? command_string(launch.argv) : "unsupported: " + why) << "\n";
+    if (!launch.hostfile_path.empty() && why.empty()) {
+      std::string hosts = launch.hostfile_text.substr(0, launch.hostfile_text.size() - 1);  // one line
+      for (size_t at; (at = hosts.find('\n')) != std::string::npos;) hosts.replace(at, 1, "; ");
+      out << "     hostfile " << launch.hostfile_path << ": " << hosts << "\n";
+    }
+  }
+}
+
+// A missing, empty or malformed hostfile fails before any run, whether or not a trial has a layout (without
+// one, mpirun would fail every multi-rank trial with its own message, stored as each run's error).
+void check_hostfile(const Matrix& matrix, const std::vector<Trial>& trials) {
+  if (matrix.launcher.kind != "mpirun" || matrix.launcher.hostfile.empty()) return;
+  for (const Trial& t : trials)
+    if (t.ranks() > 1 && !is_predicted(t)) {
+      if (!fs::is_regular_file(matrix.launcher.hostfile))
+        fail(matrix.path, ": launcher 'hostfile': ", matrix.launcher.hostfile, " is not a file");
+      (void)hostfile_hosts(matrix.launcher.hostfile);
+      return;
+    }
+}
+
+// The environment the runs are stored under: this process's, or (--dtnn) another build's provenance and flags,
+// from its --version line, with --git-commit's commit when stated (a build may predate provenance lines).
+StoredEnvironment trial_environment(const RunnerOptions& options) {
   StoredEnvironment environment = current_environment();
-  if (!options.dtnn_binary.empty()) {  // another build: its own provenance and flags, from its --version line
+  if (!options.dtnn_binary.empty()) {
     const BuildProvenance other = binary_provenance(options.dtnn_binary);
     environment.git_commit = other.commit;
     environment.git_dirty = other.dirty;
     environment.build_type = environment.build_type.substr(0, environment.build_type.find(" [")) + " [" +
                              other.flags + "]";
   }
-  if (!options.git_commit.empty()) {  // the commit stated for that build (it may predate provenance lines)
+  if (!options.git_commit.empty()) {
     environment.git_commit = options.git_commit;
     environment.git_dirty = false;
   }
-  const int64_t env_id = store.add_environment(environment);
-  const fs::path log_dir = db_log_dir / matrix.name;
-  {
-    std::error_code ec;
-    fs::create_directories(log_dir, ec);
-    if (ec) fail(log_dir.string(), ": cannot create the log directory (", ec.message(), ")");
-  }
-  std::string tags;
-  for (const std::string& t : matrix.tags) tags += (tags.empty() ? "" : ",") + t;
-  for (const std::string& t : options.tags) tags += (tags.empty() ? "" : ",") + t;
+  return environment;
+}
 
-  std::vector<Planned> plan;
+struct RunPlan {
+  std::vector<Planned> runs;  // measured trials first (they calibrate the predictions)
   int skipped = 0, skipped_diverged = 0;  // --resume: repeats stored before, those of them diverged
+};
+
+RunPlan plan_runs(const RunnerOptions& options, const Matrix& matrix, const std::vector<Trial>& trials,
+                  ResultStore& store, int64_t matrix_id, int64_t env_id) {
+  RunPlan plan;
   for (const Trial& t : trials) {
-    // A prediction is made once, whatever the repeats; the measured trials first (they calibrate it).
+    // A prediction is made once, whatever the repeats.
     const int repeats = is_predicted(t) ? 1 : matrix.repeats;
     ResultStore::StoredResults stored;
     if (options.resume && is_predicted(t)) stored.ok = store.count_predictions(matrix_id, env_id, t.key);
@@ -409,83 +405,145 @@ int run_matrix(const RunnerOptions& options, std::ostream& out) {
     // A diverged repeat is a result: rerunning it (every --resume, every requeue of a --submit job) would
     // diverge again from the same seed. The ok ones count first.
     const int done = std::min(stored.ok + stored.diverged, repeats);
-    skipped += done;
-    skipped_diverged += std::max(0, done - stored.ok);
-    for (int r = done; r < repeats; ++r) plan.push_back({t, r});
+    plan.skipped += done;
+    plan.skipped_diverged += std::max(0, done - stored.ok);
+    for (int r = done; r < repeats; ++r) plan.runs.push_back({t, r});
   }
-  std::stable_partition(plan.begin(), plan.end(), [](const Planned& p) { return !is_predicted(p.trial); });
-  out << "matrix " << matrix.name << ": " << trials.size() << " trial(s), " << plan.size() << " run(s) to do";
+  std::stable_partition(plan.runs.begin(), plan.runs.end(), [](const Planned& p) { return !is_predicted(p.trial); });
+  return plan;
+}
+
+// Where the runs of a matrix are stored: the store, its matrix and environment rows, the logs and tags.
+struct RunTarget {
+  ResultStore& store;
+  int64_t matrix_id = 0, env_id = 0;
+  fs::path log_dir;
+  std::string tags;
+  std::string dtnn_binary;
+};
+
+struct Tally {
+  int ok = 0, failed = 0, timeout = 0, unsupported = 0, diverged = 0, predicted = 0;
+  void add(const std::string& status) {
+    if (status == "ok") ++ok;
+    else if (status == "diverged") ++diverged;
+    else if (status == "unsupported") ++unsupported;
+    else if (status == "timeout") ++timeout;
+    else if (status == "failed") ++failed;
+    else if (status == "predicted") ++predicted;
+  }
+};
+
+// One planned run, stored with its final status (a prediction's rows, or a failed run saying why); returns the
+// status ("predicted" for stored predictions) and prints the runs that did not go as planned.
+std::string run_planned(const Matrix& matrix, const Planned& planned, RunTarget& t, bool tty, std::ostream& out) {
+  const Trial& trial = planned.trial;
+  if (is_predicted(trial)) {  // no process: a row of predictions, or a failed run saying why
+    const PredictedOutcome p = run_predicted_trial(t.store, t.matrix_id, trial, t.env_id);
+    if (p.status == "ok") return "predicted";
+    const int64_t run_id = t.store.begin_run(run_start(t.matrix_id, t.env_id, planned, t.tags, p.command));
+    t.store.set_log_path(run_id, "(none: a predicted trial starts no process)");
+    t.store.finish_run(run_id, p.status, p.error, 0.0);
+    out << (tty ? "\r\033[K" : "") << "  run " << run_id << " " << p.status << ": " << p.error << "\n" << std::flush;
+    return p.status;
+  }
+  const Launch launch = trial_launch(matrix, trial, t.dtnn_binary, t.log_dir.string());
+  const int64_t run_id = t.store.begin_run(run_start(t.matrix_id, t.env_id, planned, t.tags, command_string(launch.argv)));
+  // From here on the run is 'running': whatever goes wrong, it gets a final status before the next trial
+  // (a store that cannot even record that ends the runner; the next runner reaps the row).
+  double duration = 0.0;
+  Outcome o;
+  try {
+    o = run_trial(t.store, run_id, launch, layout_of(trial), t.log_dir, matrix.timeout_s, duration);
+  } catch (const std::exception& e) {
+    o = {"failed", std::string("runner: ") + e.what()};
+  }
+  const bool stored = o.status == "ok" || o.status == "diverged";  // with the report already
+  if (!stored) t.store.finish_run(run_id, o.status, o.error, duration);
+  const bool known_beforehand = o.status == "unsupported" && !launch.unsupported_why.empty();  // not news
+  if (o.status != "ok" && o.status != "interrupted" && !known_beforehand)
+    out << (tty ? "\r\033[K" : "") << "  run " << run_id << " " << o.status << ": " << o.error << "\n" << std::flush;
+  return o.status;
+}
+
+// Opens (or creates) the database, reaps the rows of a killed runner, and adds the matrix and environment rows.
+RunTarget open_target(const RunnerOptions& options, const Matrix& matrix, ResultStore& store, const fs::path& db_path,
+                      const std::string& dtnn_binary, std::ostream& out) {
+  const fs::path db_log_dir = database_log_dir(db_path);
+  const std::vector<std::string> reaped = store.reap_orphaned_runs();
+  remove_stale_reports(reaped, db_log_dir, store);
+  if (!reaped.empty()) out << "marked " << reaped.size() << " run(s) of an earlier, killed runner as interrupted\n";
+  RunTarget t{store, 0, 0, {}, {}, {}};
+  t.matrix_id = store.add_matrix(matrix.name, matrix.path, matrix.hash, matrix.text);
+  t.env_id = store.add_environment(trial_environment(options));
+  t.log_dir = db_log_dir / matrix.name;
+  std::error_code ec;
+  fs::create_directories(t.log_dir, ec);
+  if (ec) fail(t.log_dir.string(), ": cannot create the log directory (", ec.message(), ")");
+  for (const std::string& tag : matrix.tags) t.tags += (t.tags.empty() ? "" : ",") + tag;
+  for (const std::string& tag : options.tags) t.tags += (t.tags.empty() ? "" : ",") + tag;
+  t.dtnn_binary = dtnn_binary;
+  return t;
+}
+
+// The last lines: counts, and the exit status (the matrix's: a diverged run stored before and skipped is
+// still news; a stop signal's 128 + signal).
+int finish_matrix(const Tally& n, const RunPlan& plan, int stopped_by, double total, bool tty, std::ostream& out) {
+  out << (tty ? "\r\033[K" : "") << "done in " << format_duration(total) << ": " << n.ok << " ok, " << n.failed
+      << " failed, " << n.timeout << " timeout, " << n.unsupported << " unsupported, " << n.diverged << " diverged"
+      << (n.predicted ? ", " + std::to_string(n.predicted) + " predicted" : std::string())
+      << (stopped_by ? ", interrupted by signal " + std::to_string(stopped_by) : std::string()) << "\n";
+  if (plan.skipped_diverged)
+    out << plan.skipped_diverged << " diverged run(s) stored before were not rerun (run those trials without "
+        << "--resume, e.g. with --only, to try again)\n";
+  if (stopped_by) return 128 + stopped_by;
+  return n.failed + n.timeout + n.diverged + plan.skipped_diverged > 0 ? 1 : 0;
+}
+
+}  // namespace
+
+int run_matrix(const RunnerOptions& options, std::ostream& out) {
+  const Matrix matrix = load_matrix(options.matrix_path);
+  const std::vector<Trial> trials = filter_trials(matrix.trials, options.only);
+  const std::string dtnn_binary = options.dtnn_binary.empty() ? self_executable() : options.dtnn_binary;
+  check_run_inputs(options, matrix, trials, dtnn_binary);
+  // The PyTorch reference reads the option table from the binary whose runs it is compared with.
+  ::setenv("DTNN_BINARY", dtnn_binary.c_str(), 1);
+  if (options.dry_run) {
+    print_dry_run(options, matrix, trials, dtnn_binary, out);
+    return 0;
+  }
+  check_hostfile(matrix, trials);
+  // Every trial's ranks read it into their report's placement (mpirun passes it on with -x).
+  ::setenv("DTNN_LAUNCHER_VERSION", launcher_version(matrix.launcher.kind).c_str(), 1);
+  const fs::path db_path = prepare_db_path(options.db_path);
+  ResultStore store = ResultStore::open(db_path.string());
+  RunTarget target = open_target(options, matrix, store, db_path, dtnn_binary, out);
+  const RunPlan plan = plan_runs(options, matrix, trials, store, target.matrix_id, target.env_id);
+  out << "matrix " << matrix.name << ": " << trials.size() << " trial(s), " << plan.runs.size() << " run(s) to do";
   if (options.resume) {
-    out << ", " << skipped << " already stored ok";
-    if (skipped_diverged) out << " or diverged (" << skipped_diverged << " diverged: not rerun)";
+    out << ", " << plan.skipped << " already stored ok";
+    if (plan.skipped_diverged) out << " or diverged (" << plan.skipped_diverged << " diverged: not rerun)";
   }
   out << "; database " << db_path.string() << "\n" << std::flush;
 
   const StopSignals stop_signals;
   const bool tty = ::isatty(STDOUT_FILENO);
   const auto start = Clock::now();
-  int n_ok = 0, n_failed = 0, n_timeout = 0, n_unsupported = 0, n_diverged = 0, n_predicted = 0;
+  Tally tally;
   int stopped_by = 0;  // the stop signal that ended the runner
-  for (size_t i = 0; i < plan.size() && !stopped_by; ++i) {
-    if (stop_signal()) {  // between trials: start no other
-      stopped_by = stop_signal();
-      break;
-    }
-    const Trial& trial = plan[i].trial;
+  for (size_t i = 0; i < plan.runs.size() && !stopped_by; ++i) {
+    if ((stopped_by = stop_signal())) break;  // between trials: start no other
     const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-    const double eta = i == 0 ? NAN : elapsed / static_cast<double>(i) * static_cast<double>(plan.size() - i);
-    out << (tty ? "\r\033[K" : "") << "[" << i + 1 << "/" << plan.size() << "] " << trial.label << " (repeat "
-        << plan[i].repeat + 1 << "/" << matrix.repeats << ")  elapsed " << format_duration(elapsed) << "  ETA "
-        << format_duration(eta) << (tty ? "" : "\n") << std::flush;
-
-    if (is_predicted(trial)) {  // no process: a row of predictions, or a failed run saying why
-      const PredictedOutcome p = run_predicted_trial(store, matrix_id, trial, env_id);
-      if (p.status == "ok") {
-        ++n_predicted;
-        continue;
-      }
-      const int64_t run_id = store.begin_run(run_start(matrix_id, env_id, plan[i], tags, p.command));
-      store.set_log_path(run_id, "(none: a predicted trial starts no process)");
-      store.finish_run(run_id, p.status, p.error, 0.0);
-      ++(p.status == "unsupported" ? n_unsupported : n_failed);
-      out << (tty ? "\r\033[K" : "") << "  run " << run_id << " " << p.status << ": " << p.error << "\n" << std::flush;
-      continue;
-    }
-    const Launch launch = trial_launch(matrix, trial, dtnn_binary, log_dir.string());
-    const std::string& unsupported_why = launch.unsupported_why;
-    const int64_t run_id = store.begin_run(run_start(matrix_id, env_id, plan[i], tags, command_string(launch.argv)));
-    // From here on the run is 'running': whatever goes wrong, it gets a final status before the next trial
-    // (a store that cannot even record that ends the runner; the next runner reaps the row).
-    double duration = 0.0;
-    Outcome o;
-    try {
-      o = run_trial(store, run_id, launch, layout_of(trial), log_dir, matrix.timeout_s, duration);
-    } catch (const std::exception& e) {
-      o = {"failed", std::string("runner: ") + e.what()};
-    }
-    if (o.status == "interrupted") stopped_by = stop_signal();
-    const bool stored = o.status == "ok" || o.status == "diverged";  // with the report already
-    if (!stored) store.finish_run(run_id, o.status, o.error, duration);
-    if (o.status == "ok") ++n_ok;
-    else if (o.status == "diverged") ++n_diverged;
-    else if (o.status == "unsupported") ++n_unsupported;
-    else if (o.status == "timeout") ++n_timeout;
-    else if (o.status == "failed") ++n_failed;
-    const bool known_beforehand = o.status == "unsupported" && !unsupported_why.empty();  // not news
-    if (o.status != "ok" && o.status != "interrupted" && !known_beforehand)
-      out << (tty ? "\r\033[K" : "") << "  run " << run_id << " " << o.status << ": " << o.error << "\n" << std::flush;
+    const double eta = i == 0 ? NAN : elapsed / static_cast<double>(i) * static_cast<double>(plan.runs.size() - i);
+    out << (tty ? "\r\033[K" : "") << "[" << i + 1 << "/" << plan.runs.size() << "] " << plan.runs[i].trial.label
+        << " (repeat " << plan.runs[i].repeat + 1 << "/" << matrix.repeats << ")  elapsed " << format_duration(elapsed)
+        << "  ETA " << format_duration(eta) << (tty ? "" : "\n") << std::flush;
+    const std::string status = run_planned(matrix, plan.runs[i], target, tty, out);
+    if (status == "interrupted") stopped_by = stop_signal();
+    tally.add(status);
   }
-  const double total = std::chrono::duration<double>(Clock::now() - start).count();
-  out << (tty ? "\r\033[K" : "") << "done in " << format_duration(total) << ": " << n_ok << " ok, " << n_failed
-      << " failed, " << n_timeout << " timeout, " << n_unsupported << " unsupported, " << n_diverged << " diverged"
-      << (n_predicted ? ", " + std::to_string(n_predicted) + " predicted" : std::string())
-      << (stopped_by ? ", interrupted by signal " + std::to_string(stopped_by) : std::string()) << "\n";
-  // The exit status is the matrix's: a diverged run stored before and skipped is still news.
-  if (skipped_diverged)
-    out << skipped_diverged << " diverged run(s) stored before were not rerun (run those trials without --resume, "
-        << "e.g. with --only, to try again)\n";
-  if (stopped_by) return 128 + stopped_by;
-  return n_failed + n_timeout + n_diverged + skipped_diverged > 0 ? 1 : 0;
+  return finish_matrix(tally, plan, stopped_by, std::chrono::duration<double>(Clock::now() - start).count(), tty, out);
 }
 
 }  // namespace dtnn

@@ -282,7 +282,10 @@ std::string prediction_variant(const PredictCommandOptions& o) {
   return text;
 }
 
-int run_predict_command(const PredictCommandOptions& o, std::ostream& out) {
+namespace {
+
+// The options' values and combinations; returns how many profile sources were given (0 or 1).
+int check_predict_options(const PredictCommandOptions& o) {
   DTNN_CHECK(o.model_kind == "dtnn" || o.model_kind == "pydtnn", "--model_kind must be dtnn or pydtnn (got '",
              o.model_kind, "')");
   DTNN_CHECK(o.scaling == "weak" || o.scaling == "strong", "--scaling must be weak or strong (got '", o.scaling, "')");
@@ -304,33 +307,39 @@ int run_predict_command(const PredictCommandOptions& o, std::ostream& out) {
                         {"--from-simgrid", o.from_simgrid, false},
                         {"--fit-collectives", o.fit_collectives == "db" ? std::string() : o.fit_collectives, false},
                         {"--platform", o.platform, false}});
-  const std::vector<int> ranks = parse_rank_list(o.ranks);
-  const CollectiveRules rules = parse_rules(o.collectives);
-  std::optional<AllreduceAlgorithm> forced;
-  if (o.algorithm != "auto") forced = parse_algorithm(o.algorithm);
+  // The fit replaces both links: link overrides given with it would be dropped without a word.
+  DTNN_CHECK(o.fit_collectives.empty() || !(o.inter_gbps || o.inter_alpha_us || o.intra_gbps || o.intra_alpha_us),
+             "--fit-collectives replaces both links: give it without --inter_gbps/--inter_alpha_us/--intra_gbps/"
+             "--intra_alpha_us");
+  DTNN_CHECK(o.rank_samples_per_s >= 0 && std::isfinite(o.rank_samples_per_s), "--rank_samples_per_s must be > 0");
+  DTNN_CHECK(o.batch_size >= 0, "--batch_size must be > 0 (got ", o.batch_size, ")");
+  return sources;
+}
+
+// The platform predicted on: the preset, its cluster overrides, --gamma, or the fit of measured collectives;
+// recorded in the report.
+Platform predict_platform(const PredictCommandOptions& o, json& report, std::ostream& out) {
   Platform platform = find_platform(o.platform);
   describe_cluster(o, platform);
   if (o.gamma) {
     DTNN_CHECK(*o.gamma >= 0 && std::isfinite(*o.gamma), "--gamma must be >= 0 (seconds per byte)");
     platform.inter.gamma = platform.intra.gamma = *o.gamma;
   }
-  json report = {{"schema", "dtnn.prediction/1"}, {"model_version", kModelVersion}};
-  // The fit replaces both links: link overrides given with it would be dropped without a word.
-  DTNN_CHECK(o.fit_collectives.empty() || !(o.inter_gbps || o.inter_alpha_us || o.intra_gbps || o.intra_alpha_us),
-             "--fit-collectives replaces both links: give it without --inter_gbps/--inter_alpha_us/--intra_gbps/"
-             "--intra_alpha_us");
   if (!o.fit_collectives.empty()) platform = calibrated(o, platform, report, out);
   report["platform"] = {{"name", platform.name},
                         {"inter", {{"alpha", platform.inter.alpha}, {"beta", platform.inter.beta}, {"gamma", platform.inter.gamma}}},
                         {"intra", {{"alpha", platform.intra.alpha}, {"beta", platform.intra.beta}, {"gamma", platform.intra.gamma}}},
                         {"ranks_per_node", platform.ranks_per_node}, {"source", platform.source}};
+  return platform;
+}
 
+// The measured profile, restated to --batch_size and rescaled to --rank_samples_per_s (the dtnn model), and
+// written to --write-profile; none without a source.
+std::optional<StepProfile> predict_profile(const PredictCommandOptions& o, int sources) {
   std::optional<StepProfile> profile;
   if (sources == 1) profile = load_profile(o);
   if (profile && !o.model.empty())
     DTNN_CHECK(profile->model == o.model, "--model ", o.model, " but the profile is of ", profile->model);
-  DTNN_CHECK(o.rank_samples_per_s >= 0 && std::isfinite(o.rank_samples_per_s), "--rank_samples_per_s must be > 0");
-  DTNN_CHECK(o.batch_size >= 0, "--batch_size must be > 0 (got ", o.batch_size, ")");
   if (profile && o.model_kind == "dtnn") {
     if (o.batch_size > 0) restate_batch(*profile, o.batch_size);
     if (o.rank_samples_per_s > 0)
@@ -345,91 +354,119 @@ int run_predict_command(const PredictCommandOptions& o, std::ostream& out) {
     DTNN_CHECK(profile, "--write-profile needs measured times: --from-run, --from-report or --profile");
     write_file_atomically(o.write_profile, step_profile_json(*profile));
   }
+  return profile;
+}
+
+// Why the profile's run cannot be compared with the prediction for its rank count ("" when it can). A restated
+// batch or rescaled compute is no longer the run it came from, and (past one rank) a platform, collective
+// algorithm, reduction rate or bucket cap the run did not have predicts another run. A run on one host (or of
+// unknown placement: dtnn before placements ran on one) had this machine's links: localhost2*, or a fit of its
+// measured collectives.
+std::string why_not_compared(const PredictCommandOptions& o, const Provenance& v, const Platform& platform) {
+  const bool communicates = v.ranks > 1, one_host = v.nodes <= 1;
+  const bool local_platform = platform.name.rfind("localhost", 0) == 0 || !o.fit_collectives.empty();
+  if (o.batch_size > 0 || o.rank_samples_per_s > 0) return "--batch_size/--rank_samples_per_s changed the profile";
+  if (communicates && (o.algorithm != "auto" || o.gamma || o.bucket_mb))
+    return "--algorithm/--gamma/--bucket_mb changed what is predicted";
+  if (communicates && platform.name.find('*') != std::string::npos)
+    return "--inter_*/--intra_*/--ranks_per_node changed the platform";
+  if (communicates && one_host && !local_platform)
+    return "the run had one host's links, the prediction is for " + platform.name +
+           " (compare with localhost2, localhost2_tcp or --fit-collectives)";
+  return "";
+}
+
+// The run the profile came from, beside the prediction for its rank count and mode: a line and its JSON.
+struct MeasuredNote {
+  std::string text;
+  json fields;
+};
+
+MeasuredNote measured_note(const PredictCommandOptions& o, const StepProfile& profile, const Platform& platform,
+                           const std::vector<StepPrediction>& preds, const StepOptions& so) {
+  const Provenance& v = profile.provenance;
+  MeasuredNote m;
+  if (!(v.measured_step_s > 0 && v.ranks > 0)) return m;
+  const std::string mmode = v.mode == "none" ? "none" : v.mode;
+  m.text = printf_str("measured: %s at %d rank%s (%s, %d thread%s): step %.3f ms (compute %.3f, exposed %.3f)",
+                      profile.source_run ? ("run " + std::to_string(*profile.source_run)).c_str() : "the report",
+                      v.ranks, v.ranks == 1 ? "" : "s", mmode.c_str(), v.threads, v.threads == 1 ? "" : "s",
+                      v.measured_step_s * 1e3, v.measured_compute_s * 1e3, v.measured_exposed_s * 1e3);
+  m.fields = {{"ranks", v.ranks}, {"mode", mmode}, {"step_s", v.measured_step_s},
+              {"compute_s", v.measured_compute_s}, {"exposed_s", v.measured_exposed_s}};
+  const std::string why_not = why_not_compared(o, v, platform);
+  if (!why_not.empty()) m.text += "; not compared (" + why_not + ")";
+  for (const StepPrediction& s : preds)
+    if (why_not.empty() && s.ranks == v.ranks && (v.ranks == 1 || mmode == so.mode) && !so.strong) {
+      const double err = (s.step_s - v.measured_step_s) / v.measured_step_s;
+      m.text += printf_str("; predicted on %s %.3f ms (%+.1f %%)", platform.name.c_str(), s.step_s * 1e3, err * 100);
+      m.fields["predicted_step_s"] = s.step_s;
+      m.fields["error"] = err;
+    }
+  return m;
+}
+
+void print_dtnn_prediction(const PredictCommandOptions& o, const StepProfile& profile, const Platform& platform,
+                           const StepOptions& so, const std::vector<Row>& rows, const MeasuredNote& measured,
+                           std::ostream& out) {
+  out << printf_str("dtnn predict: %s, %lld samples per rank%s, %s, %s scaling, %s collectives\n",
+                    profile.model.c_str(), static_cast<long long>(profile.batch_size),
+                    so.strong ? printf_str(" (global batch %.0f)", so.global_batch > 0 ? so.global_batch
+                                                                                       : double(profile.batch_size))
+                                    .c_str()
+                              : "",
+                    so.mode.c_str(), o.scaling.c_str(), rules_name(so.rules));
+  out << "platform: " << describe_platform(platform) << "\n";
+  out << printf_str("profile: %zu layers, %lld floats summed per step, %zu buckets", profile.layers.size(),
+                    static_cast<long long>(profile.total_floats), profile.buckets.size());
+  if (profile.provenance.bucket_mb >= 0) out << printf_str(" (cap %g MiB)", profile.provenance.bucket_mb);
+  out << "\n";
+  print_rows(out, rows);
+  if (!measured.text.empty()) out << measured.text << "\n";
+  for (const std::string& n : profile.provenance.notes) out << "note: " << n << "\n";
+  out << "Every row is a prediction (" << kModelVersion << ", analysis/perfmodel/step_model.h), not a measurement.\n";
+}
+
+}  // namespace
+
+int run_predict_command(const PredictCommandOptions& o, std::ostream& out) {
+  const int sources = check_predict_options(o);
+  const std::vector<int> ranks = parse_rank_list(o.ranks);
+  StepOptions so;
+  so.rules = parse_rules(o.collectives);
+  if (o.algorithm != "auto") so.algorithm = parse_algorithm(o.algorithm);
+  json report = {{"schema", "dtnn.prediction/1"}, {"model_version", kModelVersion}};
+  const Platform platform = predict_platform(o, report, out);
+  std::optional<StepProfile> profile = predict_profile(o, sources);
   if (o.model_kind == "pydtnn") return predict_pydtnn(o, platform, ranks, profile ? &*profile : nullptr, report, out);
   DTNN_CHECK(profile, "the dtnn model needs measured times: --from-run ID, --from-report FILE or --profile FILE "
                       "(or --model_kind pydtnn for PyDTNN's formulas)");
-
-  StepOptions so;
   so.mode = o.mode.empty() ? profile->mode : o.mode;
   so.strong = o.scaling == "strong";
   so.global_batch = o.global_batch;
-  so.rules = rules;
-  so.algorithm = forced;
   DTNN_CHECK(so.mode == "blocking" || !profile->buckets.empty(), "non_blocking needs the profile's buckets");
   const std::vector<StepPrediction> preds = predict_scaling(*profile, platform, ranks, so);
   std::vector<Row> rows;
   for (const StepPrediction& s : preds)
     rows.push_back({s.ranks, s.samples_per_rank, s.step_s, s.compute_s, s.exposed_s, s.comm_s, s.samples_per_s,
                     s.efficiency, s.algorithms});
-
-  // The run the profile came from, beside the prediction for its rank count and mode.
-  const Provenance& v = profile->provenance;
-  std::string measured;
-  json measured_json;
-  if (v.measured_step_s > 0 && v.ranks > 0) {
-    const std::string mmode = v.mode == "none" ? "none" : v.mode;
-    measured = printf_str("measured: %s at %d rank%s (%s, %d thread%s): step %.3f ms (compute %.3f, exposed %.3f)",
-                          profile->source_run ? ("run " + std::to_string(*profile->source_run)).c_str() : "the report",
-                          v.ranks, v.ranks == 1 ? "" : "s", mmode.c_str(), v.threads, v.threads == 1 ? "" : "s",
-                          v.measured_step_s * 1e3,
-                          v.measured_compute_s * 1e3, v.measured_exposed_s * 1e3);
-    measured_json = {{"ranks", v.ranks}, {"mode", mmode}, {"step_s", v.measured_step_s},
-                     {"compute_s", v.measured_compute_s}, {"exposed_s", v.measured_exposed_s}};
-    // A restated batch or rescaled compute is no longer the run it came from, and (past one rank) a platform,
-    // collective algorithm, reduction rate or bucket cap the run did not have predicts another run: nothing to
-    // compare. A run on one host (or of unknown placement: dtnn before placements ran on one) had this
-    // machine's links: localhost2*, or a fit of its measured collectives.
-    const bool communicates = v.ranks > 1, one_host = v.nodes <= 1;
-    const bool local_platform = platform.name.rfind("localhost", 0) == 0 || !o.fit_collectives.empty();
-    std::string why_not;
-    if (o.batch_size > 0 || o.rank_samples_per_s > 0) why_not = "--batch_size/--rank_samples_per_s changed the profile";
-    else if (communicates && (forced || o.gamma || o.bucket_mb))
-      why_not = "--algorithm/--gamma/--bucket_mb changed what is predicted";
-    else if (communicates && platform.name.find('*') != std::string::npos)
-      why_not = "--inter_*/--intra_*/--ranks_per_node changed the platform";
-    else if (communicates && one_host && !local_platform)
-      why_not = "the run had one host's links, the prediction is for " + platform.name + " (compare with localhost2, "
-                "localhost2_tcp or --fit-collectives)";
-    if (!why_not.empty()) measured += "; not compared (" + why_not + ")";
-    for (const StepPrediction& s : preds)
-      if (why_not.empty() && s.ranks == v.ranks && (v.ranks == 1 || mmode == so.mode) && !so.strong) {
-        const double err = (s.step_s - v.measured_step_s) / v.measured_step_s;
-        measured += printf_str("; predicted on %s %.3f ms (%+.1f %%)", platform.name.c_str(), s.step_s * 1e3, err * 100);
-        measured_json["predicted_step_s"] = s.step_s;
-        measured_json["error"] = err;
-      }
-  }
-  if (o.json) {
-    report["model_kind"] = "dtnn";
-    report["model"] = profile->model;
-    report["batch_size"] = profile->batch_size;
-    if (profile->source_run) report["source_run"] = *profile->source_run;
-    report["mode"] = so.mode;
-    report["scaling"] = o.scaling;
-    report["rules"] = rules_name(rules);
-    report["variant"] = prediction_variant(o);
-    report["rows"] = rows_json(rows);
-    if (!measured_json.is_null()) report["measured"] = measured_json;
-    report["notes"] = v.notes;
-    out << report.dump(2) << "\n";
+  const MeasuredNote measured = measured_note(o, *profile, platform, preds, so);
+  if (!o.json) {
+    print_dtnn_prediction(o, *profile, platform, so, rows, measured, out);
     return 0;
   }
-  out << printf_str("dtnn predict: %s, %lld samples per rank%s, %s, %s scaling, %s collectives\n",
-                    profile->model.c_str(), static_cast<long long>(profile->batch_size),
-                    so.strong ? printf_str(" (global batch %.0f)", so.global_batch > 0 ? so.global_batch
-                                                                                       : double(profile->batch_size))
-                                    .c_str()
-                              : "",
-                    so.mode.c_str(), o.scaling.c_str(), rules_name(rules));
-  out << "platform: " << describe_platform(platform) << "\n";
-  out << printf_str("profile: %zu layers, %lld floats summed per step, %zu buckets", profile->layers.size(),
-                    static_cast<long long>(profile->total_floats), profile->buckets.size());
-  if (v.bucket_mb >= 0) out << printf_str(" (cap %g MiB)", v.bucket_mb);
-  out << "\n";
-  print_rows(out, rows);
-  if (!measured.empty()) out << measured << "\n";
-  for (const std::string& n : v.notes) out << "note: " << n << "\n";
-  out << "Every row is a prediction (" << kModelVersion << ", analysis/perfmodel/step_model.h), not a measurement.\n";
+  report["model_kind"] = "dtnn";
+  report["model"] = profile->model;
+  report["batch_size"] = profile->batch_size;
+  if (profile->source_run) report["source_run"] = *profile->source_run;
+  report["mode"] = so.mode;
+  report["scaling"] = o.scaling;
+  report["rules"] = rules_name(so.rules);
+  report["variant"] = prediction_variant(o);
+  report["rows"] = rows_json(rows);
+  if (!measured.fields.is_null()) report["measured"] = measured.fields;
+  report["notes"] = profile->provenance.notes;
+  out << report.dump(2) << "\n";
   return 0;
 }
 

@@ -46,7 +46,7 @@ LAT = {"us": 1e-6, "ns": 1e-9, "ms": 1e-3, "s": 1.0}
 
 
 def cluster_of(source, xml):
-    text = open(os.path.join(source, "analysis", "platforms", xml)).read()
+    text = open(os.path.join(source, "suites", "step_replay", "platforms", xml)).read()
     text = re.sub(r"<!--.*?-->", "", text, flags=re.S)
     return dict(re.findall(r'(\w+)="([^"]*)"', re.search(r"<cluster\b[^>]*>", text).group(0)))
 
