@@ -80,25 +80,8 @@ std::vector<int64_t> padded_param_begin(const json& options, const std::vector<P
   }
 }
 
-}  // namespace
-
-StepProfile profile_from_report(const std::string& text, const std::string& where, const ReportOptions& options) {
-  const json r = parse_json(text, where);
-  DTNN_CHECK(r.is_object() && r.contains("schema") && r["schema"] == "dtnn.run_report/1", where,
-             ": not a dtnn run report (schema dtnn.run_report/1)");
-  DTNN_CHECK(r.contains("options") && r["options"].is_object() && r.contains("model") && r["model"].is_object() &&
-                 r["model"].contains("layers") && r["model"]["layers"].is_array(),
-             where, ": a run report needs options and model.layers");
-  const json& opts = r["options"];
-  StepProfile p;
-  p.model = option(opts, "model", string_or(r["model"], "name", "", where));
-  try {
-    p.batch_size = std::stoll(option(opts, "batch_size", "0"));
-  } catch (const std::exception&) {
-    fail(where, ": options.batch_size is not an integer");
-  }
-  p.source_run = options.source_run;
-  Provenance& prov = p.provenance;
+// The layers and their mean forward and backward times; returns their sum per step.
+double read_layers(const json& r, const std::string& where, StepProfile& p) {
   bool timed = false;
   double layer_sum = 0.0;
   for (const json& l : r["model"]["layers"]) {
@@ -116,9 +99,12 @@ StepProfile profile_from_report(const std::string& text, const std::string& wher
   }
   DTNN_CHECK(!p.layers.empty(), where, ": model.layers is empty");
   DTNN_CHECK(timed, where, ": model.layers carry no forward_ms/backward_ms (a GPU run or a report without layer times)");
-  prov.notes.push_back("layer times: the report's mean per call (warm-up step and evaluation forwards included)");
+  p.provenance.notes.push_back("layer times: the report's mean per call (warm-up step and evaluation forwards included)");
+  return layer_sum;
+}
 
-  // The gradient slab as the trainer lays it out, and its buckets.
+// The gradient slab as the trainer lays it out, and its buckets (plan_buckets with the run's options).
+void plan_slab(const json& opts, const std::string& where, const ReportOptions& options, StepProfile& p) {
   std::string why;
   std::vector<int64_t> begin = padded_param_begin(opts, p.layers, &why);
   if (begin.empty()) {
@@ -128,7 +114,7 @@ StepProfile profile_from_report(const std::string& text, const std::string& wher
       DTNN_CHECK(l.params <= (int64_t{1} << 50) - begin.back(), where, ": the layers' parameters add up past 2^50");
       begin.push_back(begin.back() + l.params);
     }
-    prov.notes.push_back("buckets from the report's unpadded parameter counts (" + why + ")");
+    p.provenance.notes.push_back("buckets from the report's unpadded parameter counts (" + why + ")");
   }
   TrainOptions train;
   train.metrics = option(opts, "metrics", train.metrics);
@@ -151,9 +137,11 @@ StepProfile profile_from_report(const std::string& text, const std::string& wher
     p.buckets.push_back({b.end - b.begin, b.ready_after});
   p.total_floats = begin.back() - begin.front() + tail;
   p.mode = option_true(opts, "non_blocking_mpi") ? "non_blocking" : "blocking";
-  prov.bucket_mb = bucket_mb;
+  p.provenance.bucket_mb = bucket_mb;
+}
 
-  // Measured per-step times (rank 0), over every epoch that measured them.
+// Measured per-step times (rank 0), over every epoch that measured them, and where the run ran.
+void read_measured(const json& r, const std::string& where, Provenance& prov) {
   double step = 0, compute = 0, exposed = 0;
   int64_t steps = 0;
   if (r.contains("epochs") && r["epochs"].is_array())
@@ -186,9 +174,11 @@ StepProfile profile_from_report(const std::string& text, const std::string& wher
   prov.measured_step_s = step / steps;
   prov.measured_compute_s = compute / steps;
   prov.measured_exposed_s = exposed / steps;
-  const double residual = prov.measured_compute_s - layer_sum;
+}
 
-  // Loss, update and the rest.
+// Loss, update and the rest of the step beyond the layers (`residual`: measured compute less the layers).
+void split_residual(const json& r, const std::string& where, double residual, StepProfile& p) {
+  Provenance& prov = p.provenance;
   const json* phases = r.contains("phases") && r["phases"].is_object() ? &r["phases"] : nullptr;
   if (phases && string_or(*phases, "source", "", where + ": phases") == "trace" && phases->contains("rows") &&
       (*phases)["rows"].is_array()) {
@@ -217,6 +207,30 @@ StepProfile profile_from_report(const std::string& text, const std::string& wher
   if (residual < 0)
     prov.notes.push_back("the layers' mean times add up to more than the measured compute per step (" +
                          fmt("%.3f ms", -residual * 1e3) + " more): warm-up or evaluation calls weigh on the means");
+}
+
+}  // namespace
+
+StepProfile profile_from_report(const std::string& text, const std::string& where, const ReportOptions& options) {
+  const json r = parse_json(text, where);
+  DTNN_CHECK(r.is_object() && r.contains("schema") && r["schema"] == "dtnn.run_report/1", where,
+             ": not a dtnn run report (schema dtnn.run_report/1)");
+  DTNN_CHECK(r.contains("options") && r["options"].is_object() && r.contains("model") && r["model"].is_object() &&
+                 r["model"].contains("layers") && r["model"]["layers"].is_array(),
+             where, ": a run report needs options and model.layers");
+  const json& opts = r["options"];
+  StepProfile p;
+  p.model = option(opts, "model", string_or(r["model"], "name", "", where));
+  try {
+    p.batch_size = std::stoll(option(opts, "batch_size", "0"));
+  } catch (const std::exception&) {
+    fail(where, ": options.batch_size is not an integer");
+  }
+  p.source_run = options.source_run;
+  const double layer_sum = read_layers(r, where, p);
+  plan_slab(opts, where, options, p);
+  read_measured(r, where, p.provenance);
+  split_residual(r, where, p.provenance.measured_compute_s - layer_sum, p);
   check_step_profile(p, where);
   return p;
 }

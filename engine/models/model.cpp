@@ -53,9 +53,28 @@ void Model::build(const BuildContext& ctx, uint64_t seed, int64_t reduce_tail) {
     all_.push_back(layer.get());
     for (Layer* child : layer->children()) all_.push_back(child);
   }
+  const int64_t before_slabs = counted.floats;
+  build_slabs(seed, reduce_tail);
+  const int64_t slab_floats = counted.floats - before_slabs;
+  build_activations();
+  memory_.activations = (counted.floats - slab_floats - counted.private_gradients - counted.private_workspaces) * 4;
+  memory_.gradients = (counted.private_gradients + gradients_.floats()) * 4;
+  memory_.workspace = (counted.private_workspaces + workspace_.floats) * 4;
+  memory_.parameters = (2 * slab_size_ + reduce_tail + state_size_) * 4;
+  workspace_.floats = std::max<int64_t>(workspace_.floats, 1);
+  workspace_.storage = ctx_.zeros(Shape{workspace_.floats});
+  workspace_.data = workspace_.storage.data();
+  gradients_.allocate(ctx_);
+  ctx_.counters = nullptr;
+  times_.assign(layers_.size(), LayerTime{});
+  time_layers_ = !gpu;
+  built_ = true;
+}
 
-  // Parameter and gradient slabs, each parameter starting on a 64-byte boundary; buffers likewise in
-  // the state slab. Parameters are initialised on the host, then (GPU) uploaded.
+// Parameter and gradient slabs, each parameter starting on a 64-byte boundary; buffers likewise in the state
+// slab. Parameters are initialised on the host, then (GPU) uploaded.
+void Model::build_slabs(uint64_t seed, int64_t reduce_tail) {
+  const bool gpu = ctx_.device == Device::gpu;
   const auto padded = [](const Param& p) { return (p.shape.numel() + 15) / 16 * 16; };
   slab_size_ = 0;
   num_params_ = 0;
@@ -67,13 +86,11 @@ void Model::build(const BuildContext& ctx, uint64_t seed, int64_t reduce_tail) {
     }
     for (Param& b : layer->buffers()) state_size_ += padded(b);
   }
-  const int64_t before_slabs = counted.floats;
   params_ = Tensor::zeros(Shape{std::max<int64_t>(slab_size_, 1)});
   state_ = Tensor::zeros(Shape{std::max<int64_t>(state_size_, 1)});
   grads_slab_ = ctx_.zeros(Shape{slab_size_ + reduce_tail});
   dev_params_ = gpu ? ctx_.zeros(params_.shape()) : params_.view();
   dev_state_ = gpu ? ctx_.zeros(state_.shape()) : state_.view();
-  const int64_t slab_floats = counted.floats - before_slabs;
   int64_t offset = 0, state_offset = 0;
   // all_ lists each top-level layer followed by its children, so a top-level layer's parameters are one
   // contiguous range of the slab.
@@ -84,7 +101,7 @@ void Model::build(const BuildContext& ctx, uint64_t seed, int64_t reduce_tail) {
     for (Param& p : layer->params()) {
       p.host = Tensor::wrap(params_.data() + offset, p.shape);
       p.value = p.host.view();  // init_params() writes the host copy
-      p.grad = Tensor::wrap(grads_slab_.data() + offset, p.shape, Layout::flat, ctx.device);
+      p.grad = Tensor::wrap(grads_slab_.data() + offset, p.shape, Layout::flat, ctx_.device);
       offset += padded(p);
     }
     for (Param& b : layer->buffers()) {
@@ -97,24 +114,25 @@ void Model::build(const BuildContext& ctx, uint64_t seed, int64_t reduce_tail) {
   DTNN_ASSERT(param_begin_.size() == layers_.size() + 1 && offset == slab_size_);
   Rng rng(seed);
   for (auto& layer : layers_) layer->init_params(rng);
-  if (gpu) {  // from now on layers see the device copies
-    offset = state_offset = 0;
-    for (Layer* layer : all_) {
-      for (Param& p : layer->params()) {
-        p.value = Tensor::wrap(dev_params_.data() + offset, p.shape, Layout::flat, Device::gpu);
-        offset += padded(p);
-      }
-      for (Param& b : layer->buffers()) {
-        b.value = Tensor::wrap(dev_state_.data() + state_offset, b.shape, Layout::flat, Device::gpu);
-        state_offset += padded(b);
-      }
+  if (!gpu) return;
+  offset = state_offset = 0;  // from now on layers see the device copies
+  for (Layer* layer : all_) {
+    for (Param& p : layer->params()) {
+      p.value = Tensor::wrap(dev_params_.data() + offset, p.shape, Layout::flat, Device::gpu);
+      offset += padded(p);
     }
-    upload();
+    for (Param& b : layer->buffers()) {
+      b.value = Tensor::wrap(dev_state_.data() + state_offset, b.shape, Layout::flat, Device::gpu);
+      state_offset += padded(b);
+    }
   }
+  upload();
+}
 
-  // Activations and their gradients.
-  const auto full = [&](const Shape& sample, Layout) { return sample.prepend(ctx.max_batch); };
-  const auto layout_of = [&](const Shape& sample) { return sample.rank() == 3 ? ctx.layout : Layout::flat; };
+// Activations and their gradients.
+void Model::build_activations() {
+  const auto full = [&](const Shape& sample, Layout) { return sample.prepend(ctx_.max_batch); };
+  const auto layout_of = [&](const Shape& sample) { return sample.rank() == 3 ? ctx_.layout : Layout::flat; };
   acts_.clear();
   grads_.clear();
   bool seen_compute = false;
@@ -144,18 +162,6 @@ void Model::build(const BuildContext& ctx, uint64_t seed, int64_t reduce_tail) {
     const int slot = GradientScratch::chain_slot(buffers++);
     grads_.push_back(seen_compute ? ctx_.gradient(0, slot, full(out, layout), layout) : GradientBuffer());
   }
-  memory_.activations = (counted.floats - slab_floats - counted.private_gradients - counted.private_workspaces) * 4;
-  memory_.gradients = (counted.private_gradients + gradients_.floats()) * 4;
-  memory_.workspace = (counted.private_workspaces + workspace_.floats) * 4;
-  memory_.parameters = (2 * slab_size_ + reduce_tail + state_size_) * 4;
-  workspace_.floats = std::max<int64_t>(workspace_.floats, 1);
-  workspace_.storage = ctx_.zeros(Shape{workspace_.floats});
-  workspace_.data = workspace_.storage.data();
-  gradients_.allocate(ctx_);
-  ctx_.counters = nullptr;
-  times_.assign(layers_.size(), LayerTime{});
-  time_layers_ = !gpu;
-  built_ = true;
 }
 
 void Model::download() const {

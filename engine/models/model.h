@@ -143,6 +143,11 @@ class Model {
   int64_t trace_op_events() const;
 
  private:
+  // build()'s stages: the parameter, gradient and state slabs (parameters initialised from `seed`; GPU: on the
+  // device), then the activations and their gradients.
+  void build_slabs(uint64_t seed, int64_t reduce_tail);
+  void build_activations();
+
   std::string name_;
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<Layer*> all_;
