@@ -8,9 +8,8 @@
 // one min(1 MiB, cap), DDP's small first bucket, so communication starts early; --gradient_bucket_mb=0:
 // one bucket per layer with parameters, PyDTNN's one collective per layer). The cap is at most the
 // gradient / --gradient_buckets_min (default 4): DDP's 25 MiB assumes models far larger than that, and a
-// model of a few MiB got one or two buckets, the first closing late in the backward pass (resnet20's 1 MiB
-// first bucket held 98 % of its gradient and closed after 73 % of backward: over a 100mbit link it hid 31 %
-// of blocking's exposed time, four buckets 90 %; results/baselines/overlap_2core.md). The loss/metric tail
+// model of a few MiB got one or two buckets, the first closing late in the backward pass, which hid little of
+// the communication (measured in results/baselines/overlap_2core.md). The loss/metric tail
 // the trainer packs behind the gradients rides with the FIRST bucket: it is contiguous with the top layers'
 // gradients and known before backward starts (the trainer fills it first), so it costs no extra message.
 //
@@ -26,9 +25,9 @@
 //   step_s     begin_step() to the end of the update;
 //   compute_s  forward, loss, backward and update, less the time inside communication calls made meanwhile
 //              (timed as segments, so compute + comm = step time up to the glue between them is a real
-//              check; compute + exposed leaves out the calls made between layers: measured 0.6-4 % of a
-//              small CNN's 1.5 ms step with 2 ranks on 2 cores, up to 19 % with 4 ranks there, where a rank
-//              is descheduled inside MPI_Test; kept apart, as step_replay and the cost model split it too);
+//              check; compute + exposed leaves out the calls made between layers, a few per cent of a small
+//              CNN's step and more when ranks outnumber cores and one is descheduled inside MPI_Test
+//              (results/baselines/overlap_2core.md); kept apart, as step_replay and the cost model split it);
 //   comm_s     time inside communication calls (start, test, wait, blocking allreduce);
 //   exposed_s  the part of comm_s spent after the rank's own backward pass finished (the final waits, or the
 //              whole blocking allreduce): time the step spent waiting for communication.
