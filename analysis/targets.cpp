@@ -7,6 +7,8 @@
 
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/toml_file.h"
+#include "core/strings.h"
 
 namespace dtnn {
 
@@ -18,17 +20,13 @@ std::string where(const std::string& path, const toml::node& node) {
 
 }  // namespace
 
-// A targets file is a few hundred short tables: 4 MiB is far above any, and stops /dev/zero.
+// A targets file is a few hundred short tables, each two levels deep: 4 MiB is far above any.
 constexpr std::size_t kMaxTargetsBytes = std::size_t{4} << 20;
+constexpr TomlLimits kTargetsToml{kMaxTargetsBytes, 32, "a targets file", "a targets file needs two"};
 
 std::vector<ResultStore::Target> load_targets(const std::string& path) {
-  toml::table doc;
-  try {
-    doc = toml::parse(read_file(path, kMaxTargetsBytes), path);  // read_file: a FIFO does not hang
-  } catch (const toml::parse_error& e) {
-    if (e.source().begin.line == 0) fail(path, ": cannot read the targets file");
-    fail(path, ":", e.source().begin.line, ": ", e.description());
-  }
+  // read_file: a FIFO does not hang; the cap stops /dev/zero.
+  const toml::table doc = parse_toml(read_file(path, kMaxTargetsBytes), path, kTargetsToml);
   for (const auto& [key, node] : doc)
     if (key.str() != "target") fail(where(path, node), ": unknown key '", key.str(), "' (expected [[target]] tables)");
   std::vector<ResultStore::Target> out;
@@ -124,8 +122,8 @@ RunRecipe run_recipe(const std::vector<std::optional<std::string>>& row, size_t 
   r.batch_size = i(4);
   r.ranks = i(5);
   r.steps_per_epoch = i(6);
-  r.learning_rate = row.at(c + 7) ? std::stod(*row.at(c + 7)) : 0.0;
-  r.momentum = row.at(c + 8) ? std::stod(*row.at(c + 8)) : -1.0;
+  r.learning_rate = row.at(c + 7) ? to_double(*row.at(c + 7), "learning_rate") : 0.0;
+  r.momentum = row.at(c + 8) ? to_double(*row.at(c + 8), "momentum") : -1.0;
   r.global_batch = i(9);
   r.not_from_scratch = s(10);
   return r;

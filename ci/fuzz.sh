@@ -16,7 +16,7 @@ build_dir="${DTNN_FUZZ_DIR:-build-fuzz}"
 seconds="${DTNN_FUZZ_SECONDS:-20}"
 jobs="${DTNN_FUZZ_JOBS:-2}"
 read -r -a targets <<< "${DTNN_FUZZ_TARGETS:-fuzz_idx fuzz_cifar10 fuzz_npz fuzz_imagenet_shard fuzz_weights \
-fuzz_checkpoint fuzz_matrix_toml fuzz_run_report fuzz_benchmark_json fuzz_step_profile}"
+fuzz_checkpoint fuzz_matrix_toml fuzz_targets_toml fuzz_run_report fuzz_benchmark_json fuzz_step_profile}"
 
 # Only what the targets link: no tests, suites, CUDA, oneDNN or MPI (none of them reads these files).
 build_start=$SECONDS

@@ -529,13 +529,7 @@ void check_trials(const Parser& p, const std::vector<Axis>& axes, const Matrix& 
 
 Matrix parse_matrix(const std::string& text, const std::string& path) {
   const Parser p{path};
-  check_toml_shape(text, path);
-  toml::table root;
-  try {
-    root = toml::parse(text, path);
-  } catch (const toml::parse_error& e) {
-    fail(path, ":", e.source().begin.line, ": ", e.description());
-  }
+  const toml::table root = parse_toml(text, path, kMatrixToml);
   Matrix m;
   m.path = path;
   m.dir = matrix_directory(path);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/toml_file.h"
 #include "train/option_table.h"
 
 namespace dtnn::matrix_detail {
@@ -35,8 +36,7 @@ const Spec* find_spec(const std::string& name);  // nullptr when neither
 // What a value of this kind is, singular ("a positive integer") or plural ("positive integers").
 std::string expectation(const Spec& s, bool plural);
 
-// Throws dtnn::Error "<path>: ..." / "<path>:<line>: ..." for a file over kMaxMatrixBytes or nested deeper than
-// kMaxMatrixDepth (toml++ recurses once per level: 50,000 levels overflow the stack).
-void check_toml_shape(const std::string& text, const std::string& path);
+// The guards of a matrix file (core/toml_file.h): kMaxMatrixBytes, kMaxMatrixDepth.
+inline constexpr TomlLimits kMatrixToml{kMaxMatrixBytes, kMaxMatrixDepth, "a matrix file", "a matrix needs three"};
 
 }  // namespace dtnn::matrix_detail

@@ -3,9 +3,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
 
-#include <charconv>
+#include "core/error.h"
 
 namespace dtnn {
 
@@ -32,6 +36,23 @@ std::string shell_quote(const std::string& text) {
   std::string q = "'";
   for (char c : text) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return q + "'";
+}
+
+std::optional<double> parse_double(const std::string& text) {
+  if (text.empty() || std::isspace(static_cast<unsigned char>(text.front()))) return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size()) return std::nullopt;
+  // ERANGE: an overflow (+-HUGE_VAL) is refused; an underflow (a subnormal or a zero) is the value itself.
+  if (errno == ERANGE && std::isinf(v)) return std::nullopt;
+  return v;
+}
+
+double to_double(const std::string& text, const std::string& what) {
+  const std::optional<double> v = parse_double(text);
+  if (!v) fail(what, ": '", text, "' is not a number");
+  return *v;
 }
 
 }  // namespace dtnn

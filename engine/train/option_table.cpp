@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "backend/cpu/blas.h"
 #include "conv/conv_algorithm.h"
 #include "trace/tracer.h"
 #include "core/error.h"
@@ -119,7 +120,7 @@ std::string check_lr_schedulers(const std::string& v) {
 
 constexpr uint32_t M = kOptMatrix, MM = kOptMustMatch, T = kOptTorch, P = kOptPyDTNN, PL = kOptPlanned,
                    R = kOptRunner, A = kOptAlias;
-constexpr int64_t kMaxThreads = 1024;
+constexpr int64_t kMaxThreads = cpu::kMaxThreads;
 constexpr int64_t kBig = int64_t{1} << 40;  // sizes and counts: far past anything real, no overflow in products
 
 #define DTNN_FIELD(member) [](TrainOptions& o) -> OptionField { return &o.member; }

@@ -3,10 +3,12 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 #include <thread>
 
+#include "backend/cpu/blas.h"
 #include "backend/gpu.h"
 #include "core/error.h"
 #include "core/file_io.h"
@@ -18,15 +20,28 @@
 
 namespace dtnn {
 
+namespace {
+
+// A thread count from the launcher's environment variable `name`: its leading integer when positive (a list such
+// as OMP_NUM_THREADS=4,2 gives its first level), else none (0). More than a rank may run is refused, not capped:
+// the launcher asked for something this rank will not do.
+int env_threads(const char* name) {
+  const char* env = std::getenv(name);
+  if (!env) return 0;
+  char* end = nullptr;
+  errno = 0;
+  const long t = std::strtol(env, &end, 10);
+  if (end == env || t <= 0) return 0;
+  DTNN_CHECK(errno != ERANGE && t <= cpu::kMaxThreads, name, "=", env, ": more threads than a rank runs (at most ",
+             cpu::kMaxThreads, "; --threads=N sets them)");
+  return static_cast<int>(t);
+}
+
+}  // namespace
+
 int default_threads(int ranks_sharing_cores) {
-  if (const char* env = std::getenv("OMP_NUM_THREADS")) {
-    const int t = std::atoi(env);
-    if (t > 0) return t;
-  }
-  if (const char* env = std::getenv("SLURM_CPUS_PER_TASK")) {  // srun -c N: Slurm gave this task N cores
-    const int t = std::atoi(env);
-    if (t > 0) return t;
-  }
+  if (const int t = env_threads("OMP_NUM_THREADS")) return t;
+  if (const int t = env_threads("SLURM_CPUS_PER_TASK")) return t;  // srun -c N: Slurm gave this task N cores
   cpu_set_t mask;
   CPU_ZERO(&mask);
   const int online = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
@@ -34,7 +49,7 @@ int default_threads(int ranks_sharing_cores) {
   // A rank bound to cores of its own (mpirun's per-core binding for -np <= 2, srun with task/affinity) owns
   // them; ranks sharing one mask (unbound, one container's cpuset, a per-socket binding) split it, so that
   // no core runs two ranks' threads.
-  return std::max(1, allowed / std::max(1, ranks_sharing_cores));
+  return std::clamp(allowed / std::max(1, ranks_sharing_cores), 1, cpu::kMaxThreads);
 }
 
 void validate_run(const TrainOptions& o, const Communicator& comm) {

@@ -75,6 +75,9 @@ cp "$corpus/fuzz_weights/tiny-weights.npz" "$corpus/fuzz_checkpoint/tiny-checkpo
 
 # The repository's experiment matrices.
 cp experiments/*.toml tests/analysis/report_matrix.toml "$corpus/fuzz_matrix_toml/"  # launcher_*.toml, mpirun_*.toml: hand-written, kept
+# The repository's accuracy targets (one.toml and deep_dotted.toml: hand-written, kept).
+mkdir -p "$corpus/fuzz_targets_toml"
+cp analysis/targets.toml "$corpus/fuzz_targets_toml/"
 
 # Run reports of real `dtnn train` runs: ok (with a validation split and the runner's nonce) and diverged.
 train=("$build/experiments/dtnn" train --model=simplecnn --dataset=mnist --dataset_train_path="$mnist"

@@ -71,6 +71,26 @@ TEST_CASE("default threads: the launcher's count comes first", "[train]") {
   CHECK(dtnn::default_threads(2) == 5);
 }
 
+TEST_CASE("default threads: a launcher's count past what a rank runs is refused, not handed to OpenMP", "[train]") {
+  ScopedEnv slurm("SLURM_CPUS_PER_TASK", nullptr);
+  {
+    ScopedEnv omp("OMP_NUM_THREADS", "99999");
+    CHECK_THROWS_WITH(dtnn::default_threads(1), Catch::Contains("OMP_NUM_THREADS=99999") &&
+                                                    Catch::Contains("at most 1024"));
+  }
+  {
+    ScopedEnv omp("OMP_NUM_THREADS", "99999999999999999999999");  // past long: refused, not wrapped
+    CHECK_THROWS_WITH(dtnn::default_threads(1), Catch::Contains("OMP_NUM_THREADS="));
+  }
+  ScopedEnv omp("OMP_NUM_THREADS", nullptr);
+  {
+    ScopedEnv big("SLURM_CPUS_PER_TASK", "99999");
+    CHECK_THROWS_WITH(dtnn::default_threads(1), Catch::Contains("SLURM_CPUS_PER_TASK=99999"));
+  }
+  ScopedEnv most("SLURM_CPUS_PER_TASK", "1024");
+  CHECK(dtnn::default_threads(1) == 1024);
+}
+
 TEST_CASE("default threads: a rank bound to one core uses one", "[train]") {
   ScopedEnv omp("OMP_NUM_THREADS", nullptr);
   ScopedEnv slurm("SLURM_CPUS_PER_TASK", nullptr);

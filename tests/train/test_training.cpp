@@ -215,6 +215,17 @@ TEST_CASE("cli: bad input gives one line on stderr, a non-zero exit and no repor
   CHECK(one_line_error(run("train --use_synthetic_data=True --optimizer=adagrad" + tail)));
   CHECK(one_line_error(run("train --use_synthetic_data=True --tensor_format=NWHC" + tail)));
   CHECK(one_line_error(run("train --use_synthetic_data=True --conv_algo=magic" + tail)));
+  {  // the thread count's default from the launcher's environment, bounded as --threads is
+    const char* was = std::getenv("OMP_NUM_THREADS");
+    const std::string old = was ? was : "";
+    ::setenv("OMP_NUM_THREADS", "99999", 1);
+    const Command c = run("train --use_synthetic_data=True --steps_per_epoch=1 --num_epochs=1" + tail);
+    if (was) ::setenv("OMP_NUM_THREADS", old.c_str(), 1);
+    else ::unsetenv("OMP_NUM_THREADS");
+    CHECK(c.status != 0);
+    CHECK(one_line_error(c));
+    CHECK(c.err.find("OMP_NUM_THREADS=99999") != std::string::npos);
+  }
   if (gpu_device_count() == 0) CHECK(one_line_error(run("train --use_synthetic_data=True --enable_gpu=True" + tail)));
   // A truncated image file.
   const std::string dir = test::temp_path("truncated_ds");

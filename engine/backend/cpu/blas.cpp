@@ -21,7 +21,7 @@ void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float al
 }
 
 void set_threads(int threads) {
-  DTNN_CHECK(threads >= 1, "--threads must be at least 1 (got ", threads, ")");
+  DTNN_CHECK(threads >= 1 && threads <= kMaxThreads, "--threads must be 1 to ", kMaxThreads, " (got ", threads, ")");
   g_threads = threads;
   openblas_set_num_threads(threads);
   omp_set_num_threads(threads);

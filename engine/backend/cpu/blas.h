@@ -13,6 +13,10 @@ namespace dtnn::cpu {
 void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
            int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
+// The most threads a rank runs (--threads and every default it resolves to): a count past it is refused rather
+// than handed to libgomp, which crashes creating tens of thousands of threads.
+inline constexpr int kMaxThreads = 1024;
+// 1 <= threads <= kMaxThreads, else dtnn::Error.
 void set_threads(int threads);
 int threads();
 // Denormal floats flushed to zero (MXCSR FTZ: results; DAZ: operands) on the calling thread and every
