@@ -8,6 +8,7 @@
 #include "analysis/ci_output.h"
 #include "analysis/compare.h"
 #include "core/error.h"
+#include "core/strings.h"
 
 namespace dtnn {
 
@@ -49,7 +50,7 @@ std::map<std::string, std::vector<TargetMatch>> target_matches(const ResultStore
   const QueryResult rows = store.query("SELECT run_id, metric, target, tolerance, recipe, source, differences"
                                        " FROM v_recipe_differences ORDER BY run_id, target_id");
   for (const auto& row : rows.rows)
-    by_run[*row[0]].push_back({*row[1], *row[4], *row[5], *row[6], std::stod(*row[2]), std::stod(*row[3])});
+    by_run[*row[0]].push_back({*row[1], *row[4], *row[5], *row[6], to_double(*row[2], "target"), to_double(*row[3], "tolerance")});
   return by_run;
 }
 
@@ -102,7 +103,7 @@ CheckCounts check_targets(const std::string& db_path, const std::string& targets
         row.verdict = "FAIL (no value)";
         ++counts.fail;
       } else {
-        const double v = std::stod(*value);
+        const double v = to_double(*value, "accuracy");
         row.value = fixed2(v);
         row.verdict = v >= t.target - t.tolerance ? "pass" : "FAIL";
         ++(row.verdict == "pass" ? counts.pass : counts.fail);

@@ -11,6 +11,7 @@
 #include "analysis/ci_output.h"
 #include "analysis/stats.h"
 #include "core/error.h"
+#include "core/strings.h"
 
 namespace dtnn {
 
@@ -45,7 +46,7 @@ std::map<std::string, Samples> samples_of(const ResultStore& store, const std::s
   for (size_t i = 0; i < q.rows.size(); ++i) {
     const auto& row = q.rows[i];
     if (std::stoi(*row[3]) > warmup) {
-      const double v = row[4] ? std::stod(*row[4]) : 0.0;
+      const double v = row[4] ? to_double(*row[4], "value") : 0.0;
       // log() of it is the test's sample: a run that trained nothing per second is named, not a NaN later.
       DTNN_CHECK(v > 0 && std::isfinite(v), "run ", *row[2], " epoch ", *row[3], " has samples/s ",
                  row[4] ? *row[4] : std::string("NULL"), ": not a throughput to compare");

@@ -70,7 +70,7 @@ std::vector<RunValue> run_values(const ResultStore& store, const HistoryOptions&
                                       "r.started_at, r.test_accuracy" + from + keep +
                                       " AND r.test_accuracy > 0 ORDER BY r.id");
     for (const auto& row : q.rows)
-      out.push_back({*row[0], *row[1], *row[2], build_kind(*row[3]), *row[4], *row[5], std::stod(*row[6])});
+      out.push_back({*row[0], *row[1], *row[2], build_kind(*row[3]), *row[4], *row[5], to_double(*row[6], "value")});
     h.no_value_runs = clean - static_cast<int>(out.size());
     return out;
   }
@@ -84,7 +84,7 @@ std::vector<RunValue> run_values(const ResultStore& store, const HistoryOptions&
   std::vector<double> run;
   for (size_t i = 0; i < epochs.rows.size(); ++i) {
     const auto& row = epochs.rows[i];
-    run.push_back(std::stod(*row[6]));
+    run.push_back(to_double(*row[6], "value"));
     if (i + 1 < epochs.rows.size() && *epochs.rows[i + 1][5] == *row[5]) continue;
     const double v = median(run);
     run.clear();

@@ -2,13 +2,18 @@
 #include "analysis/query.h"
 
 #include <algorithm>
+#include <charconv>
+#include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <ostream>
+#include <regex>
 #include <set>
 
 #include "core/error.h"
+#include "core/strings.h"
 
 namespace dtnn {
 
@@ -129,11 +134,16 @@ const View kViews[] = {
     {"matrices", "matrix files runs came from", "SELECT id, name, file, hash, created_at FROM matrices ORDER BY id"},
 };
 
-bool is_number(const std::string& s) {
-  if (s.empty()) return false;
-  char* end = nullptr;
-  std::strtod(s.c_str(), &end);
-  return end == s.c_str() + s.size() && s.find_first_of("xXnN") == std::string::npos;
+// A stored cell as JSON: a number when its text is a JSON number literal (an integer within int64 as an integer,
+// another as a double, subnormals included), else text: "007", "+1", ".5" and SQLite's "Inf" stay text.
+nlohmann::json json_cell(const std::string& s) {
+  static const std::regex number(R"(-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?)");
+  if (s.size() > 400 || !std::regex_match(s, number)) return s;
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec == std::errc() && end == s.data() + s.size()) return v;
+  if (const std::optional<double> d = parse_double(s)) return *d;
+  return s;
 }
 
 std::string csv_field(const std::string& s) {
@@ -183,13 +193,70 @@ std::vector<std::string> key_differences(const std::vector<std::string>& keys, s
   return out;
 }
 
-void print_table(std::ostream& out, const QueryResult& r) {
-  auto text = [](const std::optional<std::string>& v) { return v ? *v : std::string("NULL"); };
+// CSV (RFC 4180) or JSON rows, one at a time: the JSON is the array nlohmann's dump(2) prints, each object
+// indented inside it, so a result is never held whole.
+class RowPrinter {
+ public:
+  RowPrinter(std::ostream& out, const std::string& format) : out_(out), json_(format == "json") {}
+  void columns(const std::vector<std::string>& names) {
+    names_ = names;
+    if (json_) return;
+    for (size_t i = 0; i < names.size(); ++i) out_ << (i ? "," : "") << csv_field(names[i]);
+    out_ << "\n";
+  }
+  void row(const ResultStore::RowView& row) {
+    if (!json_) {
+      for (size_t i = 0; i < row.size(); ++i) out_ << (i ? "," : "") << (row[i] ? csv_field(std::string(*row[i])) : "");
+      out_ << "\n";
+      return;
+    }
+    nlohmann::json o = nlohmann::json::object();
+    for (size_t i = 0; i < row.size(); ++i) o[names_[i]] = row[i] ? json_cell(std::string(*row[i])) : nlohmann::json(nullptr);
+    // Rows stored before the store made text valid UTF-8 may hold other bytes: U+FFFD for them, not a throw.
+    const std::string text = o.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+    out_ << (rows_++ ? ",\n  " : "[\n  ");
+    for (const char c : text) out_ << c << (c == '\n' ? "  " : "");
+  }
+  void end() {
+    if (json_) out_ << (rows_ ? "\n]\n" : "[]\n");
+  }
+
+ private:
+  std::ostream& out_;
+  bool json_;
+  std::vector<std::string> names_;
+  size_t rows_ = 0;
+};
+
+// A cell as the table shows it: control characters (C0, DEL) escaped, so stored text cannot move the cursor,
+// clear the screen or retitle the terminal.
+std::string shown_text(const std::optional<std::string>& v) {
+  if (!v) return "NULL";
+  std::string out;
+  for (const char c : *v) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u != 0x7f) {
+      out += c;
+      continue;
+    }
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "\\x%02x", u);
+    out += buf;
+  }
+  return out;
+}
+
+// The rows aligned; column `replaced` (when `cells` is given) shows those cells instead of its own.
+void print_table(std::ostream& out, const QueryResult& r, size_t replaced = std::numeric_limits<size_t>::max(),
+                 const std::vector<std::string>* cells = nullptr) {
+  const auto text_at = [&](size_t row, size_t i) {
+    return cells && i == replaced ? shown_text((*cells)[row]) : shown_text(r.rows[row][i]);
+  };
   std::vector<size_t> width(r.columns.size());
   for (size_t i = 0; i < r.columns.size(); ++i) width[i] = r.columns[i].size();
   constexpr size_t kMax = 60;  // long cells (errors, keys) are cut in the table; csv/json keep them whole
-  for (const auto& row : r.rows)
-    for (size_t i = 0; i < row.size(); ++i) width[i] = std::min(kMax, std::max(width[i], text(row[i]).size()));
+  for (size_t row = 0; row < r.rows.size(); ++row)
+    for (size_t i = 0; i < r.rows[row].size(); ++i) width[i] = std::min(kMax, std::max(width[i], text_at(row, i).size()));
   auto cell = [&](const std::string& s, size_t w) {
     std::string c = s.size() > w ? s.substr(0, w - 3) + "..." : s;
     return c + std::string(w - c.size(), ' ');
@@ -198,8 +265,8 @@ void print_table(std::ostream& out, const QueryResult& r) {
   out << "\n";
   for (size_t i = 0; i < r.columns.size(); ++i) out << (i ? "  " : "") << std::string(width[i], '-');
   out << "\n";
-  for (const auto& row : r.rows) {
-    for (size_t i = 0; i < row.size(); ++i) out << (i ? "  " : "") << cell(text(row[i]), width[i]);
+  for (size_t row = 0; row < r.rows.size(); ++row) {
+    for (size_t i = 0; i < r.rows[row].size(); ++i) out << (i ? "  " : "") << cell(text_at(row, i), width[i]);
     out << "\n";
   }
   out << "(" << r.rows.size() << " row" << (r.rows.size() == 1 ? "" : "s") << ")\n";
@@ -229,26 +296,15 @@ std::string query_sql(const std::string& view_or_sql) {
 
 void print_query(std::ostream& out, const QueryResult& r, const std::string& format) {
   auto text = [](const std::optional<std::string>& v) { return v ? *v : std::string("NULL"); };
-  if (format == "csv") {
-    for (size_t i = 0; i < r.columns.size(); ++i) out << (i ? "," : "") << csv_field(r.columns[i]);
-    out << "\n";
+  if (format == "csv" || format == "json") {
+    RowPrinter printer(out, format);
+    printer.columns(r.columns);
+    ResultStore::RowView view;
     for (const auto& row : r.rows) {
-      for (size_t i = 0; i < row.size(); ++i) out << (i ? "," : "") << (row[i] ? csv_field(*row[i]) : "");
-      out << "\n";
+      view.assign(row.begin(), row.end());
+      printer.row(view);
     }
-  } else if (format == "json") {
-    nlohmann::json rows = nlohmann::json::array();
-    for (const auto& row : r.rows) {
-      nlohmann::json o = nlohmann::json::object();
-      for (size_t i = 0; i < row.size(); ++i) {
-        if (!row[i]) o[r.columns[i]] = nullptr;
-        else if (is_number(*row[i])) o[r.columns[i]] = std::stod(*row[i]);
-        else o[r.columns[i]] = *row[i];
-      }
-      rows.push_back(o);
-    }
-    // Rows stored before the store made text valid UTF-8 may hold other bytes: U+FFFD for them, not a throw.
-    out << rows.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    printer.end();
   } else if (format == "table") {
     const auto key_col = std::find(r.columns.begin(), r.columns.end(), "config_key");
     if (key_col == r.columns.end() || r.rows.size() < 2) {
@@ -260,13 +316,21 @@ void print_query(std::ostream& out, const QueryResult& r, const std::string& for
     for (const auto& row : r.rows) keys.push_back(text(row[k]));
     std::string shared;
     const std::vector<std::string> cells = key_differences(keys, shared);
-    QueryResult shown = r;
-    for (size_t i = 0; i < shown.rows.size(); ++i) shown.rows[i][k] = cells[i];
-    print_table(out, shown);
-    out << "config_key shared by every row: " << (shared.empty() ? "(nothing)" : shared) << "\n";
+    print_table(out, r, k, &cells);
+    out << "config_key shared by every row: " << (shared.empty() ? "(nothing)" : shown_text(shared)) << "\n";
   } else {
     fail("unknown --format '", format, "' (table, csv or json)");
   }
+}
+
+void run_query(std::ostream& out, const ResultStore& store, const std::string& sql, const std::string& format,
+               double timeout_s) {
+  if (format != "csv" && format != "json") return print_query(out, store.query(sql, timeout_s), format);
+  RowPrinter printer(out, format);
+  store.query_rows(
+      sql, [&](const std::vector<std::string>& columns) { printer.columns(columns); },
+      [&](const ResultStore::RowView& row) { printer.row(row); }, timeout_s);
+  printer.end();
 }
 
 }  // namespace dtnn

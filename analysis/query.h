@@ -21,4 +21,11 @@ std::string query_sql(const std::string& view_or_sql);
 
 void print_query(std::ostream& out, const QueryResult& result, const std::string& format);  // table|csv|json
 
+// `dtnn query`: runs the statement on `store` and prints it. CSV and JSON are streamed (one row in memory at a
+// time: ResultStore::query_rows); the table holds the rows for its column widths, within the store's result
+// guard. The table shows control characters escaped (\x1b), as JSON does, so stored text cannot drive the
+// terminal.
+void run_query(std::ostream& out, const ResultStore& store, const std::string& sql, const std::string& format,
+               double timeout_s);
+
 }  // namespace dtnn

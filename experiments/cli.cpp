@@ -8,12 +8,14 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <climits>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include "analysis/check.h"
 #include "analysis/ci_output.h"
@@ -45,6 +47,15 @@
 #include "train/run.h"
 
 namespace {
+
+// A number option's value must be finite: CLI11's Range lets "nan" through (every comparison with it is false).
+const CLI::Validator finite_number(
+    [](std::string& text) {
+      const std::optional<double> v = dtnn::parse_double(text);
+      return v && std::isfinite(*v) ? std::string() : "not a finite number: " + text;
+    },
+    "FINITE");
+
 using dtnn::shell_quote;
 
 using dtnn::TrainOptions;
@@ -138,8 +149,11 @@ int cmd_query(const std::string& db, const std::string& what, const std::string&
   }
   const std::string sql = dtnn::query_sql(what);
   if (format != "table" && format != "csv" && format != "json") dtnn::fail("unknown --format '", format, "' (table, csv or json)");
+  // SQLite's own memory bounded beside the result guard's: a statement the guard never sees a row of (a huge
+  // sort, three 900 MB blobs in one row) fails with "out of memory" instead of growing the process.
+  dtnn::ResultStore::limit_sqlite_memory(dtnn::ResultStore::kMaxQueryResultBytes / 2);
   const dtnn::ResultStore store = dtnn::ResultStore::open_read_only(db);
-  dtnn::print_query(std::cout, store.query(sql, timeout_s), format);
+  dtnn::run_query(std::cout, store, sql, format, timeout_s);
   return 0;
 }
 
@@ -223,6 +237,40 @@ void add_engine_commands(CLI::App& app, EngineCommands& e) {
 
 }
 
+// The ranks a launcher started this process among, from the launcher's environment (Open MPI's mpirun, PMI,
+// PMIx: srun --mpi=pmix); 1 outside a launcher.
+int env_count(std::initializer_list<const char*> names, int fallback) {
+  for (const char* name : names)
+    if (const std::optional<double> v = dtnn::parse_double(std::getenv(name) ? std::getenv(name) : ""))
+      if (*v >= 0 && *v < 1e9) return static_cast<int>(*v);
+  return fallback;
+}
+int launcher_ranks() { return env_count({"OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "PMI_SIZE"}, 1); }
+
+// The communicator `dtnn train` trains over: MPI's world for --parallel=data, one process for sequential. In a job
+// of several ranks (a launcher's environment says so) every rank joins MPI first and the ranks agree on
+// --parallel: a sequential rank beside data ranks would train alone while they wait for it in MPI_Init, so
+// such a job is refused, said once by rank 0 (null: exit 2). Sequential ranks of one job (PyDTNN's scripts run
+// mpirun -np 2 with --parallel=sequential) each train alone, as PyDTNN's do; their MPI world stays open until
+// the process ends, so that every rank finalises it.
+std::unique_ptr<dtnn::Communicator> start_communicator(const std::string& parallel) {
+  if (launcher_ranks() <= 1 || !dtnn::mpi_available())
+    return parallel == "data" ? dtnn::make_mpi_communicator() : dtnn::make_local_communicator();
+  static std::unique_ptr<dtnn::Communicator> world;
+  world = dtnn::make_mpi_communicator();
+  const double mine = parallel == "data" ? 1.0 : 0.0;
+  const bool some = world->max(mine) > 0.0, all = world->max(-mine) < 0.0;  // max(-x) < 0: every x is 1
+  if (some != all) {
+    if (world->rank() == 0)
+      dtnn::print_error_line("--parallel=data on some ranks of this job and sequential on others: a sequential rank "
+                             "would train alone beside the others; give every rank the same --parallel");
+    world.reset();
+    return nullptr;
+  }
+  if (all) return std::move(world);
+  return dtnn::make_local_communicator();
+}
+
 // `dtnn train` after parsing: the option table's listing, or the options resolved and the run.
 int cmd_train(EngineCommands& e, std::unique_ptr<dtnn::Communicator>& comm) {
   if (e.train_flags.list) {
@@ -244,7 +292,8 @@ int cmd_train(EngineCommands& e, std::unique_ptr<dtnn::Communicator>& comm) {
     print_error(err.what());
     return 2;
   }
-  comm = options.parallel == "data" ? dtnn::make_mpi_communicator() : dtnn::make_local_communicator();
+  comm = start_communicator(options.parallel);
+  if (!comm) return 2;
   if (dtnn::cli::names_pydtnn_model_options(given) && comm->rank() == 0)
     dtnn::cli::print_pydtnn_model_time(options, comm->size(), std::cout);
   return dtnn::run_training(options, *comm, std::cout);
@@ -305,7 +354,7 @@ void add_harness_commands(CLI::App& app, HarnessCommands& h) {
   query->add_option("--db", db, "Results database")->capture_default_str();
   query->add_option("--format", format, "table, csv or json")->capture_default_str();
   query->add_option("--timeout", h.query_timeout_s, "Stop a statement running longer (seconds; 0: no limit)")
-      ->capture_default_str()->check(CLI::Range(0.0, 1e9));
+      ->capture_default_str()->check(CLI::Range(0.0, 1e9))->check(finite_number);
 
   CLI::App* check = h.check = app.add_subcommand("check", "Check stored runs against the accuracy targets; exit 1 on a failure");
   check->add_option("--db", db, "Results database")->capture_default_str();

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "core/error.h"
 
@@ -134,6 +135,12 @@ class Statement {
   int64_t int_column(int i) const { return sqlite3_column_int64(stmt_, i); }
   int columns() const { return sqlite3_column_count(stmt_); }
   std::string column_name(int i) const { return sqlite3_column_name(stmt_, i); }
+  // The cell's text as SQLite holds it: valid until the next step() or the statement's end.
+  std::optional<std::string_view> text_view(int i) const {
+    if (sqlite3_column_type(stmt_, i) == SQLITE_NULL) return std::nullopt;
+    const unsigned char* t = sqlite3_column_text(stmt_, i);
+    return std::string_view(reinterpret_cast<const char*>(t), static_cast<size_t>(sqlite3_column_bytes(stmt_, i)));
+  }
   std::optional<std::string> text_column(int i) const {
     if (sqlite3_column_type(stmt_, i) == SQLITE_NULL) return std::nullopt;
     const unsigned char* t = sqlite3_column_text(stmt_, i);

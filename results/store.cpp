@@ -7,12 +7,15 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -127,11 +130,17 @@ bool has_table(sqlite3* db, const std::string& path, const std::string& table) {
   return st.int_column(0) > 0;
 }
 
+// The schema version the file records. One no dtnn writes (negative, or past an int: a damaged or foreign
+// database) is refused here, never read as another number and migrated.
 int stored_version(sqlite3* db, const std::string& path) {
   if (!has_table(db, path, "schema_migrations")) return 0;
-  Statement st(db, path, "SELECT coalesce(max(version), 0) FROM schema_migrations");
+  Statement st(db, path, "SELECT coalesce(max(version), 0), coalesce(min(version), 0) FROM schema_migrations");
   st.step();
-  return static_cast<int>(st.int_column(0));
+  const int64_t newest = st.int_column(0), oldest = st.int_column(1);
+  if (oldest < 0 || newest > INT_MAX)
+    fail(path, ": schema version ", oldest < 0 ? oldest : newest,
+         " is not one any dtnn writes (a damaged or foreign database): not read or migrated");
+  return static_cast<int>(newest);
 }
 
 // The message for a database whose schema is newer than this build's migrations.
@@ -243,7 +252,7 @@ ResultStore ResultStore::open_read_only(const std::string& path, const std::vect
   if (v > latest_version()) fail(newer_schema(path, v));
   if (v != latest_version())
     fail(path, ": schema version ", v, ", this dtnn reads version ", latest_version(),
-         " (a writer such as `dtnn run` or `dtnn check` migrates it)");
+         " (a writer such as `dtnn run` or `dtnn ingest` migrates it; query, check and report only read)");
   // Another build's views: this build's, for this connection only (the TEMP schema is not the file), created
   // before the connection is closed to writes.
   if (targets) {
@@ -528,7 +537,13 @@ struct ProgressHandlerOff {
 
 }  // namespace
 
-QueryResult ResultStore::query(const std::string& sql, double time_limit_s, std::size_t max_result_bytes) const {
+void ResultStore::query_rows(const std::string& sql,
+                             const std::function<void(const std::vector<std::string>&)>& on_columns,
+                             const std::function<void(const RowView&)>& on_row, double time_limit_s,
+                             std::size_t max_result_bytes) const {
+  // NaN would turn the time guard off (every comparison with it is false).
+  DTNN_CHECK(std::isfinite(time_limit_s) && time_limit_s >= 0, "query time limit must be >= 0 seconds (got ",
+             time_limit_s, ")");
   Statement st(db_, path_, sql);
   // VACUUM INTO has no authorizer action (read_only_guard.h); it would create its file before failing.
   if (read_only_ && !st.read_only())
@@ -541,10 +556,12 @@ QueryResult ResultStore::query(const std::string& sql, double time_limit_s, std:
     sqlite3_progress_handler(db_, 100000, past_deadline, &deadline);  // ~1 ms of virtual-machine steps
   }
   const ProgressHandlerOff off{db_};
-  QueryResult r;
-  for (int i = 0; i < st.columns(); ++i) r.columns.push_back(st.column_name(i));
-  std::size_t bytes = 0;
-  for (;;) {
+  std::vector<std::string> columns;
+  for (int i = 0; i < st.columns(); ++i) columns.push_back(st.column_name(i));
+  on_columns(columns);
+  RowView row(columns.size());
+  std::size_t bytes = 0, rows = 0;
+  for (;; ++rows) {
     bool row_ready = false;
     try {
       row_ready = st.step();
@@ -552,20 +569,47 @@ QueryResult ResultStore::query(const std::string& sql, double time_limit_s, std:
       if (std::chrono::steady_clock::now() > deadline)
         fail(path_, ": the statement ran longer than ", time_limit_s,
              " s and was stopped (a recursive WITH without LIMIT? raise --timeout, or 0 for none)");
+      if ((sqlite3_errcode(db_) & 0xff) == SQLITE_NOMEM && sqlite3_hard_heap_limit64(-1) > 0)
+        fail(path_, ": the statement needed more than the ", sqlite3_hard_heap_limit64(-1),
+             " bytes SQLite may use here and was stopped (add WHERE or LIMIT, or smaller values)");
       throw;
     }
     if (!row_ready) break;
-    std::vector<std::optional<std::string>> row;
     for (int i = 0; i < st.columns(); ++i) {
-      row.push_back(st.text_column(i));
-      bytes += row.back() ? row.back()->size() + 1 : 1;
+      row[static_cast<size_t>(i)] = st.text_view(i);
+      bytes += (row[static_cast<size_t>(i)] ? row[static_cast<size_t>(i)]->size() : 0) + 1;
+      if (bytes > max_result_bytes)
+        fail(path_, ": the result passed ", max_result_bytes, " bytes after ", rows,
+             " rows and was stopped (add WHERE or LIMIT)");
     }
-    if (bytes > max_result_bytes)
-      fail(path_, ": the result passed ", max_result_bytes, " bytes after ", r.rows.size(),
-           " rows and was stopped (add WHERE or LIMIT)");
-    r.rows.push_back(std::move(row));
+    on_row(row);
   }
+}
+
+QueryResult ResultStore::query(const std::string& sql, double time_limit_s, std::size_t max_result_bytes) const {
+  QueryResult r;
+  std::size_t held = 0;  // what the rows take in memory: text, and each cell's and row's bookkeeping
+  query_rows(
+      sql, [&](const std::vector<std::string>& columns) { r.columns = columns; },
+      [&](const RowView& view) {
+        std::vector<std::optional<std::string>> row;
+        row.reserve(view.size());
+        held += kRowBytes;
+        for (const std::optional<std::string_view>& cell : view) {
+          held += kCellBytes + (cell ? cell->size() : 0);
+          if (held > max_result_bytes)
+            fail(path_, ": the result passed ", max_result_bytes, " bytes after ", r.rows.size(),
+                 " rows and was stopped (add WHERE or LIMIT)");
+          row.push_back(cell ? std::optional<std::string>(std::string(*cell)) : std::nullopt);
+        }
+        r.rows.push_back(std::move(row));
+      },
+      time_limit_s, std::numeric_limits<std::size_t>::max());  // the memory held is the guard here
   return r;
+}
+
+void ResultStore::limit_sqlite_memory(std::size_t bytes) {
+  sqlite3_hard_heap_limit64(static_cast<sqlite3_int64>(bytes));
 }
 
 void ResultStore::exec(const std::string& sql) {

@@ -19,9 +19,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/machine.h"
@@ -227,10 +229,23 @@ class ResultStore {
 
   // Runs one SQL statement and returns its rows (for read-only stores, any write fails). A statement that
   // would not end or fill memory (a recursive CTE without LIMIT) fails with one line instead: after
-  // time_limit_s seconds when it is > 0, and as soon as its rows' text passes max_result_bytes.
+  // time_limit_s seconds when it is > 0 (finite: NaN is refused), and as soon as its rows pass max_result_bytes.
+  // The result's size counts each cell's text plus what holding it costs (kCellBytes a cell, kRowBytes a row),
+  // so the guard bounds the memory a result takes, not only its text.
   static constexpr std::size_t kMaxQueryResultBytes = std::size_t{1} << 30;
+  static constexpr std::size_t kCellBytes = 48, kRowBytes = 40;
   QueryResult query(const std::string& sql, double time_limit_s = 0,
                     std::size_t max_result_bytes = kMaxQueryResultBytes) const;
+  // The same statement streamed: on_columns gets the column names once, then on_row every row in turn (its
+  // cells are valid during that call only), so memory stays one row's. The same guards: time_limit_s, and
+  // max_result_bytes over the cells' text (checked before a cell is read).
+  using RowView = std::vector<std::optional<std::string_view>>;
+  void query_rows(const std::string& sql, const std::function<void(const std::vector<std::string>&)>& on_columns,
+                  const std::function<void(const RowView&)>& on_row, double time_limit_s = 0,
+                  std::size_t max_result_bytes = kMaxQueryResultBytes) const;
+  // Caps SQLite's own memory in this process (sqlite3_hard_heap_limit64): a statement that would need more
+  // (three 900 MB blobs in one row, a huge sort) fails with "out of memory" instead of growing the process.
+  static void limit_sqlite_memory(std::size_t bytes);
   // Statements without results (tests, maintenance); on a read-only store, one statement as query runs it.
   void exec(const std::string& sql);
 

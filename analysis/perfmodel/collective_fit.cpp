@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/json_parse.h"
 #include "core/file_io.h"
+#include "core/strings.h"
 #include "results/ingest_collectives.h"
 #include "results/store.h"
 
@@ -182,7 +183,7 @@ std::vector<FitPoint> load_store_points(const ResultStore& store, const std::str
   std::vector<FitPoint> out;
   for (const auto& row : q.rows) {
     DTNN_ASSERT(row.size() == 4 && row[0] && row[1] && row[2] && row[3]);
-    out.push_back({*row[0], std::stoi(*row[1]), std::stod(*row[2]), std::stod(*row[3])});
+    out.push_back({*row[0], std::stoi(*row[1]), to_double(*row[2], "bytes"), to_double(*row[3], "seconds")});
   }
   DTNN_CHECK(!out.empty(), "no collective_benchmarks rows with transport '", transport,
              "' in the store (dtnn ingest a bench_allreduce JSON first; `dtnn query collectives` lists them)");

@@ -74,13 +74,36 @@ MAX_FAILED_LISTED = 100
 # ---- the report --------------------------------------------------------------------------------------------
 
 
+class SafePlots:
+    """report_plots with every chart guarded: one that cannot be drawn (report_plots.PlotError) is noted, by file
+    name, in place of its image, and the report goes on."""
+
+    def __init__(self, module):
+        self.module = module
+        self.failed = {}  # file name -> why it was not drawn
+
+    def __getattr__(self, name):
+        chart = getattr(self.module, name)
+        if not callable(chart):
+            return chart
+
+        def guarded(path, *args, **kwargs):
+            try:
+                return chart(path, *args, **kwargs)
+            except self.module.PlotError as e:
+                self.failed[os.path.basename(path)] = str(e)
+                sys.stderr.write(f"{PREFIX}warning: {e}\n")
+                return None
+        return guarded
+
+
 class Report(ScalingSections, FrameworkSections, AveragingSections, HistorySections):
     """Collects the Markdown lines and writes the plots into the output directory."""
 
     def __init__(self, store, out_dir, plots):
         self.store = store
         self.out = out_dir
-        self.plots = plots  # the report_plots module, or None without matplotlib
+        self.plots = SafePlots(plots) if plots is not None else None  # None without matplotlib
         self.lines = []
         self.runs = store.ok_runs()
         self.several_envs = len({r["environment_id"] for r in self.runs}) > 1
@@ -89,7 +112,8 @@ class Report(ScalingSections, FrameworkSections, AveragingSections, HistorySecti
         self.lines.extend(lines)
 
     def image(self, name, alt):
-        self.add(markdown_image(name, alt), "")
+        why = self.plots.failed.get(name) if self.plots is not None else None
+        self.add(f"_(Figure {why})_" if why else markdown_image(name, alt), "")
 
     def no_plots(self):
         if self.plots is None:

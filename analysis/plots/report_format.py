@@ -1,5 +1,6 @@
 """Formatting helpers of report.py: Markdown tables, numbers, labels that tell configurations apart."""
 
+import hashlib
 import re
 import statistics
 from collections import Counter
@@ -55,7 +56,12 @@ def short_error(text):
 
 
 def file_part(text):
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", str(text)).strip("-") or "x"
+    """`text` as part of a file name: [A-Za-z0-9._-] only, at most 33 characters (a longer one keeps its first 24
+    and a hash of the whole, so names stay distinct and a file name of six parts stays under 255 bytes)."""
+    part = re.sub(r"[^A-Za-z0-9._-]+", "-", str(text)).strip("-") or "x"
+    if len(part) <= 33:
+        return part
+    return part[:24] + "-" + hashlib.sha256(str(text).encode("utf-8", "surrogateescape")).hexdigest()[:8]
 
 
 def varying(groups, columns):

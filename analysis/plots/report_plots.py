@@ -3,9 +3,11 @@
 Each function takes plain Python data, writes one PNG and closes its figure.
 """
 
+import os
 import warnings
 
 import matplotlib
+import matplotlib.text
 
 matplotlib.use("Agg")
 # Labels are trial names and parameter values ("dataset_train_path=$HOME/x"): text, never mathtext, which
@@ -18,9 +20,26 @@ from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter  # noqa
 DPI = 110
 
 
+# The longest text a chart shows (titles, tick labels, legends): a stored name can be any length, and one of
+# 5,000 characters made an 88,930-pixel image that matplotlib refused, losing the whole report.
+MAX_TEXT = 80
+
+
+class PlotError(Exception):
+    """A chart that could not be drawn; the report says so in its place and goes on."""
+
+
 def _save(fig, path):
-    fig.savefig(path, dpi=DPI, bbox_inches="tight")
-    plt.close(fig)
+    for text in fig.findobj(matplotlib.text.Text):
+        shown = text.get_text()
+        if len(shown) > MAX_TEXT:
+            text.set_text(shown[:MAX_TEXT - 3] + "...")
+    try:
+        fig.savefig(path, dpi=DPI, bbox_inches="tight")
+    except (ValueError, OverflowError, MemoryError, OSError) as e:
+        raise PlotError(f"{os.path.basename(path)}: not drawn ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+    finally:
+        plt.close(fig)
 
 
 def throughput_bars(path, labels, medians, mins, maxs):

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <set>
+#include <string>
 
 #include "core/error.h"
 #include "io/npz_values.h"
@@ -121,6 +124,9 @@ CheckpointState load_checkpoint(const std::string& path, Model& model, Optimizer
 
   // Options first: a checkpoint of another run is refused by name, before any shape check.
   const Pairs stored = parse_text(io::read_text(arrays, "dtnn_options", path));
+  std::set<std::string> named;  // a record naming an option twice (two seeds) is no record dtnn wrote
+  for (const auto& [key, value] : stored)
+    DTNN_CHECK(named.insert(key).second, path, ": array 'dtnn_options' names ", key, " twice: not a checkpoint dtnn wrote");
   const auto lookup = [&](const std::string& key) -> const std::string* {
     for (const auto& [k, v] : stored)
       if (k == key) return &v;
@@ -181,6 +187,13 @@ CheckpointState load_checkpoint(const std::string& path, Model& model, Optimizer
     }
     state.epochs.push_back(std::move(rec));
   }
+
+  // Every step trained at least one sample: more steps than the recorded epochs trained samples is a count
+  // from elsewhere (Adam's bias correction would read it).
+  int64_t trained = 0;
+  for (const EpochRecord& rec : state.epochs) trained += std::min<int64_t>(rec.train.samples, INT64_MAX / 2 - trained);
+  DTNN_CHECK(steps <= trained, path, ": array 'dtnn_optimizer_steps' holds ", steps, " steps, more than the ", trained,
+             " samples its ", state.epoch, " epoch", state.epoch == 1 ? "" : "s", " trained");
 
   // Check every remaining array's presence and size before changing anything.
   for (const auto& [name, t] : optimizer.state()) {

@@ -6,9 +6,10 @@
 #include <cstdio>
 #include <cstring>
 #include <iterator>
-#include <utility>
+#include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -67,6 +68,14 @@ std::vector<std::string> collective_options(const TrainOptions& o) {
 
 namespace {
 
+// The option a line of collective_options() is about: "--batch_size=64" and "no --resume_from" give
+// "batch_size" and "resume_from".
+std::string option_key(const std::string& line) {
+  const size_t dashes = line.find("--");
+  const size_t begin = dashes == std::string::npos ? 0 : dashes + 2;
+  return line.substr(begin, line.find_first_of("= (", begin) - begin);
+}
+
 // "" when this rank's collective options are rank 0's (collective); else the first that differs.
 std::string options_unlike_root(Communicator& comm, const TrainOptions& o) {
   const std::vector<std::string> mine = collective_options(o);
@@ -78,13 +87,21 @@ std::string options_unlike_root(Communicator& comm, const TrainOptions& o) {
   if (comm.rank() == 0) root = joined;
   comm.broadcast_bytes(root.data(), size, 0);
   if (root == joined) return "";
-  size_t at = 0;
-  for (const std::string& s : mine) {
-    const size_t end = root.find('\n', at);
-    const std::string theirs = root.substr(at, end == std::string::npos ? std::string::npos : end - at);
-    if (theirs != s) return s + " where rank 0 has " + theirs;
-    at = end == std::string::npos ? root.size() : end + 1;
+  // By option, not by position: the lists differ in length when a rank leaves out options its mode ignores.
+  std::map<std::string, std::string> theirs;
+  for (size_t at = 0; at < root.size();) {
+    const size_t end = std::min(root.find('\n', at), root.size());
+    const std::string line = root.substr(at, end - at);
+    theirs.emplace(option_key(line), line);
+    at = end + 1;
   }
+  for (const std::string& s : mine) {
+    const auto it = theirs.find(option_key(s));
+    if (it == theirs.end()) return s + " where rank 0 does not name --" + option_key(s);
+    if (it->second != s) return s + " where rank 0 has " + it->second;
+    theirs.erase(it);
+  }
+  if (!theirs.empty()) return "no --" + theirs.begin()->first + " where rank 0 has " + theirs.begin()->second;
   return "options unlike rank 0's";
 }
 

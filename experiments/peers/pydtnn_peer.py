@@ -800,6 +800,7 @@ def run(opts):
     except out.OutputError as e:
         raise Exit(1, f"cannot read PyDTNN's output: {e}") from None
     if code == 4:
+        sys.stdout.flush()  # the error line starts a line of a log holding both streams
         print(f"pydtnn_peer: {report['error']}", file=sys.stderr)
     if opts.get("report"):
         try:
@@ -815,6 +816,7 @@ def main(argv=None):
         return run(opts)
     except Exit as e:
         if env_rank() == 0 or e.code == 1:
+            sys.stdout.flush()  # the error line starts a line of a log holding both streams
             print(f"pydtnn_peer: {e}", file=sys.stderr, flush=True)
         return e.code
 

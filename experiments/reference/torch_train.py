@@ -225,6 +225,7 @@ def parse_args(argv):
 
 
 def fail(code, message):
+    sys.stdout.flush()  # the error line starts a line of a log holding both streams
     print(f"torch_train: {message}", file=sys.stderr)
     sys.exit(code)
 

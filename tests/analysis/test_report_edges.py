@@ -162,6 +162,27 @@ def hostile_names_and_degenerate_rows(dtnn, source, work):
     check("status: diverged counted", "| diverged | 1 |" in status, True)
 
 
+def one_odd_row(dtnn, source, work):
+    print("\n== one layer benchmark with a 5,000-character model name: the report is written around it ==")
+    db = os.path.join(work, "odd.db")
+    adb.new_db(dtnn, db, work).close()
+    layers = os.path.join(work, "odd_layers.json")
+    adb.run([dtnn, "layers", "--model", "simplecnn", "--batch_size", "2", "--samples", "1", "--conv_algo",
+             "im2row_gemm", "--json", layers])
+    doc = json.load(open(layers))
+    doc["model"] = "m" * 5000
+    with open(layers, "w") as f:
+        json.dump(doc, f)
+    adb.run([dtnn, "ingest", layers, "--db", db])
+    out = os.path.join(work, "out_odd")
+    rc, err, md = report(source, db, out)
+    check("odd row: report exit status and no error", (rc, err), (0, ""))
+    names = [n for n in os.listdir(out) if n.startswith("conv_")]
+    check("odd row: the conv chart is drawn under a short file name",
+          len(names) == 1 and names[0].endswith(".png") and len(names[0]) < 100, True)
+    check("odd row: its section is in the report", "## Convolution algorithms per layer" in md, True)
+
+
 def allreduce_fit(source, work):
     print("\n== 9: allreduce_fit.py, Iallreduce without the 4 B size ==")
     bench = []
@@ -236,6 +257,7 @@ def main():
     chart_targets(source)
     orphan_predictions(dtnn, source, work)
     hostile_names_and_degenerate_rows(dtnn, source, work)
+    one_odd_row(dtnn, source, work)
     allreduce_fit(source, work)
     gpu_profile_categories(source)
     scaling_without_one_rank(dtnn, source, work)

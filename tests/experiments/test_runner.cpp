@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -210,6 +211,20 @@ TEST_CASE("cli: query is read-only, check and compare exit 1 on failures", "[run
   CHECK(dtnn_cli("query no_such_view --db " + ws.db(), log) == 1);
   CHECK_THAT(read_text(log), Contains("unknown view 'no_such_view'"));
   CHECK(one(ws.db(), "SELECT count(*) FROM runs") == "4");
+  // A time limit of NaN would turn the guard off: refused as a malformed command line.
+  CHECK(dtnn_cli("query runs --timeout=nan --db " + ws.db(), log) == 2);
+  CHECK_THAT(read_text(log), Contains("--timeout"));
+  // JSON: integers as integers, a subnormal double as a number, digits with a leading zero stay text.
+  CHECK(dtnn_cli("query \"SELECT 1 AS i, 5e-324 AS s, '007' AS z, 2.5 AS d\" --format json --db " + ws.db(), log) == 0);
+  const nlohmann::json j = nlohmann::json::parse(read_text(log));
+  CHECK(j.at(0).at("i").is_number_integer());
+  CHECK(j.at(0).at("s").get<double>() > 0.0);
+  CHECK(j.at(0).at("s").get<double>() < 1e-300);
+  CHECK(j.at(0).at("z") == "007");
+  CHECK(j.at(0).at("d") == 2.5);
+  // The table escapes control characters (an ESC from a stored value would clear the screen); JSON escapes them.
+  CHECK(dtnn_cli("query \"SELECT char(27) || '[2J' AS t\" --db " + ws.db(), log) == 0);
+  CHECK_THAT(read_text(log), Contains("\\x1b[2J") && !Contains("\x1b"));
 
   // Targets: synthetic data cannot reach 99 %, so the check fails; a 1 % target passes. Both state the recipe the
   // runs followed (2 epochs of 3 steps, sgd 0.01, batch 64, 1 rank).
@@ -270,6 +285,16 @@ steps_per_epoch = 3
                                                "target = 50\nsource = \"s\"\nmomentum = 1.5\n" + recipe);
   CHECK(dtnn_cli("check --db " + ws.db() + " --targets " + wrong, log) == 2);
   CHECK_THAT(read_text(log), Contains("m2.toml:1: momentum must be in [0, 1)"));
+  // A deep targets file (dotted keys, nested table headers) is one line, not a stack overflow in toml++.
+  std::string dotted = "a";
+  for (int i = 0; i < 50000; ++i) dotted += ".a";
+  for (const std::string& text : {dotted + " = 1\n", "[" + dotted + "]\n"}) {
+    const std::string deep = ws.file("deep.toml", text);
+    CHECK(dtnn_cli("check --db " + ws.db() + " --targets " + deep, log) == 2);
+    CHECK_THAT(read_text(log), Contains("deep.toml:1: tables, arrays or dotted keys nested more than 32 levels deep"));
+    CHECK(dtnn_cli("run " + matrix + " --db " + ws.db() + " --targets " + deep, log) == 1);  // a run that cannot start
+    CHECK_THAT(read_text(log), Contains("deep.toml:1: tables, arrays or dotted keys nested more than 32 levels deep"));
+  }
   {
     dtnn::ResultStore store = dtnn::ResultStore::open(ws.db());
     for (const double momentum : {0.0, 0.9, -1.0}) {  // -1: not stated, stored NULL
@@ -381,6 +406,19 @@ TEST_CASE("runner: mpirun's banner rules are not a failed run's error", "[runner
                                     "exited on signal 9 (Killed).'\necho " + rule + "\necho '  ===  '\nexit 137\n");
   CHECK(dtnn_cli("run " + matrix + " --db " + ws.db() + " --dtnn " + mpirun) == 1);
   CHECK(one(ws.db(), "SELECT error FROM runs") == "exit 137: mpirun noticed that process rank 1 exited on signal 9 (Killed).");
+}
+
+TEST_CASE("runner: a failed trial's error is its dtnn: line, also after more output than a stdout buffer", "[runner]") {
+  // resnet20's model and memory tables fill more than a 4 KiB stdout buffer before the dataset is opened: a
+  // half-flushed stdout line would take in the stderr line, and the stored error would read "**** Loading ...".
+  Workspace ws("buffered");
+  const std::string matrix = ws.file("m.toml", "name = \"m\"\n[base]\nmodel = \"resnet20_cifar10\"\n"
+                                               "dataset = \"cifar10\"\ndataset_train_path = \"/nonexistent/cifar\"\n"
+                                               "num_epochs = 1\nthreads = 1\n");
+  CHECK(dtnn_cli("run " + matrix + " --db " + ws.db()) == 1);
+  const std::string error = one(ws.db(), "SELECT error FROM runs");
+  CHECK_THAT(error, Contains(": dtnn: ") && Contains("/nonexistent/cifar"));
+  CHECK_THAT(error, !Contains("****"));
 }
 
 TEST_CASE("runner: the timeout message shows timeout_s as the matrix gives it", "[runner]") {

@@ -119,12 +119,26 @@ if(out MATCHES "Epoch 1/1")
   message(FATAL_ERROR "ranks with and without --non_blocking_mpi trained:\n${out}")
 endif()
 message(STATUS "mpi cli: ranks with and without --non_blocking_mpi refused")
+# One rank sequential beside a data-parallel one: it trained alone while the other waited for it in MPI_Init.
+# Refused by every rank, said once (by rank 0), in bounded time.
+string(REPLACE "--parallel=data" "--parallel=sequential" sequential_args "${args}")
+execute_process(
+  COMMAND ${MPIEXEC} ${FLAGS} -np 1 ${DTNN} ${args} : -np 1 ${DTNN} ${sequential_args}
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
+string(REGEX MATCHALL "--parallel=data on some ranks of this job and sequential on others" said "${err}")
+list(LENGTH said times)
+if(rc EQUAL 0 OR NOT times EQUAL 1 OR out MATCHES "Epoch 1/1")
+  message(FATAL_ERROR "ranks with --parallel=data and sequential: exit ${rc}, expected one refusal:\n${out}\n${err}")
+endif()
+message(STATUS "mpi cli: ranks with --parallel=data and sequential refused once")
 # Options the check did not compare: early stopping on one rank left the epoch loop for a barrier while the
 # other entered the next allreduce (a hang); tracing or profiling (clock syncing) on one rank only, likewise; another learning
 # rate left the ranks' weights apart for the rest of the run; an output named on rank 1 alone was never written.
 foreach(pair "--lr_schedulers=early_stopping|--lr_schedulers=early_stopping where rank 0 has --lr_schedulers="
              "--profile=True|--profile=True where rank 0 has --profile=False"
              "--learning_rate=0.02|--learning_rate=0.02 where rank 0 has --learning_rate=0.01"  # as given, not scaled
+             # compared by option, not by position: averaging leaves the update rule out of rank 1's list
+             "--model_averaging=synchronous|--model_averaging=synchronous where rank 0 has --model_averaging=none"
              # only rank 0 writes outputs: one named on rank 1 alone was silently never written
              "--report=${WORK}/r1.json|--report=${WORK}/r1.json where rank 0 names none")
   string(REPLACE "|" ";" pair "${pair}")

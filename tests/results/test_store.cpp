@@ -243,6 +243,23 @@ TEST_CASE("store: files that are not (this version of) a dtnn database are refus
                             std::to_string(dtnn::ResultStore::latest_version()) + "): use that build or a newer one";
   CHECK_THROWS_WITH(dtnn::ResultStore::open(future), newer);
   CHECK_THROWS_WITH(dtnn::ResultStore::open_read_only(future), newer);
+  // A version no dtnn writes (2^63 - 1 read back as an int is -1): refused by readers and writers alike, never
+  // migrated, and the file left as it was.
+  const std::string foreign = fresh_db("foreign_version");
+  {
+    dtnn::ResultStore s = dtnn::ResultStore::open(foreign);
+    s.exec("INSERT INTO schema_migrations (version, description) VALUES (9223372036854775807, 'foreign')");
+  }
+  const auto stamp = fs::last_write_time(foreign);
+  const auto size = fs::file_size(foreign);
+  CHECK_THROWS_WITH(dtnn::ResultStore::open(foreign),
+                    Contains("schema version 9223372036854775807 is not one any dtnn writes") &&
+                        Contains("not read or migrated"));
+  CHECK_THROWS_WITH(dtnn::ResultStore::open_read_only(foreign),
+                    Contains("schema version 9223372036854775807 is not one any dtnn writes") &&
+                        Contains("not read or migrated"));
+  CHECK(fs::last_write_time(foreign) == stamp);
+  CHECK(fs::file_size(foreign) == size);
   // dtnn report reads the database with Python's own SQL: it made no such check and wrote a report.
   const std::string out = fresh_db("future_report");
   for (const std::string& db : {future, other}) {

@@ -66,9 +66,18 @@ TEST_CASE("store: a query that would never end or fill memory is stopped with on
   CHECK_THROWS_WITH(ro.query(endless + "SELECT count(*) FROM c", 0.3),
                     Contains(db + ": the statement ran longer than 0.3 s") && Contains("--timeout"));
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(30));  // stopped, not run to the end
-  // Rows of 100 bytes: the 10th passes 1000 bytes (each value counts one byte more, its separator).
+  // Rows of one 100-byte value: each holds 100 + kCellBytes + kRowBytes = 188 bytes, so the 6th passes 1000.
+  static_assert(dtnn::ResultStore::kCellBytes + dtnn::ResultStore::kRowBytes == 88, "the rows' cost below");
   CHECK_THROWS_WITH(ro.query(endless + "SELECT printf('%.100c', 'x') FROM c", 0, 1000),
-                    Contains(db + ": the result passed 1000 bytes after 9 rows") && Contains("LIMIT"));
+                    Contains(db + ": the result passed 1000 bytes after 5 rows") && Contains("LIMIT"));
+  // Streamed, only the text counts (each value one byte more, its separator): the 10th row passes 1000, and no
+  // row is held.
+  size_t streamed = 0;
+  CHECK_THROWS_WITH(ro.query_rows(
+                        endless + "SELECT printf('%.100c', 'x') FROM c", [](const std::vector<std::string>&) {},
+                        [&](const dtnn::ResultStore::RowView&) { ++streamed; }, 0, 1000),
+                    Contains(db + ": the result passed 1000 bytes after 9 rows"));
+  CHECK(streamed == 9);
   // A statement that ends is not touched by either limit, and the store stays usable after a stop.
   CHECK(ro.query(endless + "SELECT count(*) FROM (SELECT x FROM c LIMIT 1000)", 5, 1000).rows.at(0).at(0) == "1000");
   CHECK(ro.query("SELECT count(*) FROM runs").rows.at(0).at(0) == "0");

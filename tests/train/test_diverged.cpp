@@ -66,7 +66,8 @@ TEST_CASE("cli: weights files and checkpoints holding NaN, infinities or negativ
                {"dtnn_epochs", nan, "array 'dtnn_epochs' holds NaN"},
                {"dtnn_optimizer_m", inf, "array 'dtnn_optimizer_m' holds an infinity"},
                {"dtnn_learning_rate", inf, "positive finite rate"},
-               {"dtnn_optimizer_steps", -3, "negative step count (-3)"}};
+               {"dtnn_optimizer_steps", -3, "negative step count (-3)"},
+               {"dtnn_optimizer_steps", 4611686018427387904.0, "4611686018427387904 steps, more than the"}};
   for (const auto& c : cases) {
     const std::string bad = tampered(ckpt, c.key, c.value);
     const test::Command r = test::run_dtnn(sane + " --resume_from=" + bad);
@@ -81,6 +82,18 @@ TEST_CASE("cli: weights files and checkpoints holding NaN, infinities or negativ
     }
     fs::remove(bad);
   }
+  // An options record naming the seed twice (the first value would pass the check, the second be ignored).
+  std::vector<io::NpyArray> arrays = io::read_npz(ckpt);
+  for (io::NpyArray& a : arrays)
+    if (a.name == "dtnn_options")
+      a = io::make_text("dtnn_options", std::string(a.bytes.begin(), a.bytes.end()) + "seed=7\n");
+  const std::string twice = test::temp_path("seed_twice.npz");
+  io::write_npz(twice, arrays, false);
+  const test::Command r = test::run_dtnn(sane + " --resume_from=" + twice);
+  INFO(r.err);
+  CHECK(test::one_line_error(r));
+  CHECK(r.err.find("names seed twice") != std::string::npos);
+  fs::remove(twice);
   fs::remove(ckpt);
 }
 
