@@ -28,6 +28,7 @@
 #include "core/file_io.h"
 #include "core/sha256.h"
 #include "core/strings.h"
+#include "core/utf8.h"
 #include "experiments/launcher.h"
 #include "experiments/matrix.h"
 #include "experiments/run_files.h"
@@ -143,6 +144,7 @@ StoredEnvironment current_environment() {
                            "CUDA_VISIBLE_DEVICES", "DNNL_VERBOSE", "NCCL_DEBUG", "NCCL_ALGO", "NCCL_PROTO",
                            "OMPI_MCA_btl", "OMPI_MCA_pml"})  // not SLURM_JOB_ID: runs.runner_job_id
     if (const char* v = std::getenv(name)) vars[name] = v;
+  escape_invalid_utf8(vars);  // an environment variable may hold any bytes
   s.env_vars = vars.dump();
   return s;
 }

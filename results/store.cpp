@@ -22,6 +22,7 @@
 
 #include "core/error.h"
 #include "core/host.h"
+#include "core/utf8.h"
 #include "results/migrations.h"
 #include "results/read_only_guard.h"
 #include "results/sqlite_util.h"
@@ -421,6 +422,7 @@ int64_t ResultStore::begin_run(const RunStart& s) {
   st.bind(13, param(p, "device", "cpu"))
       .bind(14, int64_t{std::stoll(param(p, "batch_size", param(p, "global_batch_size", "64")))});
   st.bind(15, int64_t{std::stoll(param(p, "num_epochs", "1"))}).bind(16, param(p, "optimizer", "sgd"));
+  escape_invalid_utf8(params);  // paths resolved against a matrix's directory are bytes
   st.bind(17, params.dump()).bind(18, s.command).bind(19, s.log_path).bind(20, static_cast<int64_t>(::getpid()));
   const char* job = std::getenv("SLURM_JOB_ID");  // a runner inside a Slurm job (dtnn run --submit)
   st.bind(21, host_name()).bind(22, s.tags).bind(23, std::string(job ? job : ""));

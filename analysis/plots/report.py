@@ -52,6 +52,7 @@ sys.dont_write_bytecode = True  # keep analysis/plots/ free of __pycache__
 import argparse  # noqa: E402
 import datetime  # noqa: E402
 import os  # noqa: E402
+import re  # noqa: E402
 import statistics  # noqa: E402
 from collections import defaultdict  # noqa: E402
 
@@ -72,6 +73,12 @@ def one_line(error):
 MAX_FAILED_LISTED = 100
 
 # ---- the report --------------------------------------------------------------------------------------------
+
+
+def shown_bytes(text):
+    """Paths are bytes: Python holds a byte that is not UTF-8 as a lone surrogate (U+DC80..U+DCFF), which no UTF-8
+    writer takes. Shown "\\xNN" instead, as dtnn's own JSON and tables show them."""
+    return re.sub("[\udc80-\udcff]", lambda m: "\\x%02x" % (ord(m.group()) - 0xDC00), text)
 
 
 class SafePlots:
@@ -436,7 +443,7 @@ class Report(ScalingSections, FrameworkSections, AveragingSections, HistorySecti
     def write(self):
         path = os.path.join(self.out, "report.md")
         with open(path, "w", encoding="utf-8") as f:
-            f.write("\n".join(self.lines).rstrip("\n") + "\n")
+            f.write(shown_bytes("\n".join(self.lines).rstrip("\n") + "\n"))
 
 
 # ---- command line --------------------------------------------------------------------------------------------
@@ -468,6 +475,9 @@ def load_plots():
 
 
 def main(argv=None):
+    # A path argument or stored text with bytes that are not UTF-8 is printed escaped, never a UnicodeEncodeError.
+    for stream in (sys.stdout, sys.stderr):
+        stream.reconfigure(errors="backslashreplace")
     parser = Parser(description="Markdown report with PNG plots from the dtnn results store.")
     parser.add_argument("--db", default="results/dtnn.db", help="results database (default: results/dtnn.db)")
     parser.add_argument("--out", required=True, help="output directory for report.md and the PNGs")

@@ -9,7 +9,7 @@ TEMP views of the read-only connection, as `dtnn query` does), never from SQL re
 import os
 import re
 import sqlite3
-import urllib.request
+import urllib.parse
 
 VIEWS_SQL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "results", "views.sql")
 
@@ -36,7 +36,8 @@ class Store:
             raise ReportError(f"{path}: no such results database (run `dtnn run` first)")
         if os.path.isdir(path):
             raise ReportError(f"{path}: is a directory, not a results database")
-        uri = "file:" + urllib.request.pathname2url(os.path.abspath(path)) + "?mode=ro"
+        # The path's bytes, percent-encoded (a byte that is not UTF-8 is a lone surrogate in Python's str).
+        uri = "file:" + urllib.parse.quote(os.fsencode(os.path.abspath(path))) + "?mode=ro"
         try:
             try:
                 objects = self._connect(uri)

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/utf8.h"
 #include "train/batch_shares.h"
 #include "train/output.h"
 
@@ -223,6 +224,7 @@ void write_report(const std::string& path, const TrainOptions& options, const En
   if (run.test) j["test"] = pass_json(trainer, *run.test, true);
   if (nlohmann::json p = phases_json(run); !p.is_null()) j["phases"] = p;
   if (run.trace) j["trace"] = trace_json(run);
+  escape_invalid_utf8(j);  // the options carry paths, which are bytes
   write_file_atomically(path, j.dump(2) + "\n");
 }
 

@@ -312,6 +312,17 @@ CheckpointState resume(const TrainOptions& o, Communicator& comm, RunParts& part
   CheckpointState progress;
   progress.initial_weights = parts.loaded ? o.weights_and_bias_filename : std::string();
   if (o.resume_from.empty()) return progress;
+  // A preempted job restarted with one command line (--resume_from = --checkpoint_file) may have been killed
+  // before its first epoch wrote the file: nothing to resume, so it starts from the beginning.
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!o.checkpoint_file.empty() && !fs::exists(o.resume_from, ec) &&
+      fs::absolute(o.resume_from, ec).lexically_normal() == fs::absolute(o.checkpoint_file, ec).lexically_normal()) {
+    if (comm.rank() == 0)
+      out << "**** " << o.resume_from << " holds no checkpoint yet (it is --checkpoint_file): training from the "
+          << "beginning\n";
+    return progress;
+  }
   check_same_checkpoint(comm, o.resume_from);  // before loading: a refusal names the files, not a later hang
   Optimizer& optimizer = *parts.setup.optimizer;
   progress = load_checkpoint(o.resume_from, *parts.model, optimizer, *parts.schedulers, o, comm.size(),

@@ -421,6 +421,27 @@ TEST_CASE("runner: a failed trial's error is its dtnn: line, also after more out
   CHECK_THAT(error, !Contains("****"));
 }
 
+TEST_CASE("cli: paths that are not UTF-8 are carried, and shown escaped", "[runner]") {
+  // Linux paths are bytes: a 0xFF in a directory name made the run report unwritable after training, every
+  // trial of `dtnn run` fail, and `dtnn report` stop on a Python UnicodeEncodeError.
+  Workspace ws("bytes");
+  const std::string dir = (ws.dir / "b\xff").string();
+  fs::create_directories(dir);
+  const std::string log = (ws.dir / "log").string();
+  CHECK(dtnn_cli("train --model=simplemlp --use_synthetic_data=True --steps_per_epoch=2 --num_epochs=1 --threads=1 "
+                 "--report='" + dir + "/r.json' --history_file='" + dir + "/h.txt' --weights_and_bias_filename='" +
+                 dir + "/w.npz'", log) == 0);
+  const nlohmann::json report = nlohmann::json::parse(read_text(dir + "/r.json"));
+  CHECK_THAT(report.at("options").at("report").get<std::string>(), Contains("b\\xff/r.json"));
+  CHECK(fs::exists(dir + "/h.txt"));
+  CHECK(fs::exists(dir + "/w.npz"));
+  const std::string matrix = ws.file("m.toml", std::string("name = \"m\"\n") + kQuickBase);
+  CHECK(dtnn_cli("run " + matrix + " --db '" + dir + "/d.db'", log) == 0);
+  CHECK(one(dir + "/d.db", "SELECT status FROM runs") == "ok");
+  CHECK(dtnn_cli("report --db '" + dir + "/d.db' --out '" + dir + "/out'", log) == 0);
+  CHECK(fs::exists(dir + "/out/report.md"));
+}
+
 TEST_CASE("runner: the timeout message shows timeout_s as the matrix gives it", "[runner]") {
   Workspace ws("timeout");
   const std::string sleeper = script(ws, "sleeper.sh", "exec sleep 60\n");

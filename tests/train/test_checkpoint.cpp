@@ -250,3 +250,21 @@ TEST_CASE("cli: --checkpoint_file then --resume_from gives the uninterrupted run
   CHECK(unknown.err.find("unknown metric 'val_acc'") != std::string::npos);
   for (const auto& f : {wa, wb, ha, hb, ck, cut}) fs::remove(f);
 }
+
+TEST_CASE("cli: a job restarted with --resume_from = --checkpoint_file before any checkpoint starts from the beginning",
+          "[cli][checkpoint]") {
+  const std::string ckpt = test::temp_path("not_yet_ckpt.npz");
+  fs::remove(ckpt);
+  const test::Command c = test::run_dtnn("train --model=simplemlp --use_synthetic_data=True --steps_per_epoch=2 "
+                                         "--num_epochs=1 --threads=1 --checkpoint_file=" + ckpt + " --resume_from=" + ckpt);
+  INFO(c.out << c.err);
+  CHECK(c.status == 0);
+  CHECK_THAT(c.out, Contains("holds no checkpoint yet (it is --checkpoint_file): training from the beginning"));
+  CHECK(fs::exists(ckpt));  // written after the epoch, for the next restart
+  // A --resume_from that is not the checkpoint file and does not exist is still an error.
+  const test::Command missing = test::run_dtnn("train --model=simplemlp --use_synthetic_data=True --steps_per_epoch=2 "
+                                               "--num_epochs=1 --threads=1 --resume_from=" + ckpt + ".gone");
+  CHECK(missing.status != 0);
+  CHECK(test::one_line_error(missing));
+  fs::remove(ckpt);
+}
