@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "core/error.h"
@@ -105,12 +106,18 @@ std::vector<std::string> hostfile_hosts(const std::string& path) {
   if (std::filesystem::is_directory(path, ec)) fail(path, ": is a directory, expected a hostfile (one host per line)");
   std::istringstream f(read_file(path, std::size_t{1} << 24));  // lines of names: 16 MiB is plenty
   std::vector<std::string> hosts;
+  std::set<std::string> seen;
   std::string line;
   for (int number = 1; std::getline(f, line); ++number) {
     std::istringstream words(line.substr(0, line.find('#')));
     std::string host;
     if (!(words >> host)) continue;
-    if (std::find(hosts.begin(), hosts.end(), host) == hosts.end()) hosts.push_back(host);
+    // A host name reaches mpirun's command line (and ssh's): "-oProxyCommand=..." would be an option there.
+    if (host.front() == '-' || host.size() > 253 ||
+        host.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.-_:[]") != std::string::npos)
+      fail(path, ":", number, ": '", host, "' is not a host name (letters, digits, '.', '-', '_', ':' for IPv6; "
+           "not starting with '-')");
+    if (seen.insert(host).second) hosts.push_back(host);
     // Open MPI's slot counts (its other keywords pass through): a bad one failed every trial with mpirun's
     // own message, stored as each run's error.
     for (std::string word; words >> word;) {

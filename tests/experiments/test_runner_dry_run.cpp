@@ -182,7 +182,10 @@ TEST_CASE("runner: --dry-run counts predicted trials once, a missing hostfile fa
   for (const auto& [text, error] : std::vector<std::pair<std::string, std::string>>{
            {"# nothing\n\n", hosts + ": the hostfile lists no host"},
            {"n1 slots=2\nn2 slots=two\n", hosts + ":2: 'slots=two' is not slots=N with N a positive count of slots"},
-           {"n1 max_slots=0\n", hosts + ":1: 'max_slots=0' is not max_slots=N"}}) {
+           {"n1 max_slots=0\n", hosts + ":1: 'max_slots=0' is not max_slots=N"},
+           // a host name is passed to mpirun (and ssh): an option in its place is refused
+           {"n1\n-oProxyCommand=touch${IFS}/tmp/x slots=1\n", hosts + ":2: '-oProxyCommand=touch${IFS}/tmp/x' is not a host name"},
+           {"n1;reboot\n", hosts + ":1: 'n1;reboot' is not a host name"}}) {
     std::ofstream(hosts) << text;
     CHECK(dtnn_cli("run " + listed + " --db " + ws.db(), log) == 1);
     CHECK_THAT(read_text(log), Contains(error));
