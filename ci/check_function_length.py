@@ -19,21 +19,29 @@ NOT_FUNCTIONS = re.compile(r"^(namespace|struct|class|enum|union|extern|template
 
 
 def functions(path):
-    """(first line, length, signature) of each function defined at namespace scope in the file."""
+    """(first line, length, signature) of each function defined at namespace scope in the file: a line in the
+    first column that opens a parameter list, whose signature (on it or the lines after, before any ';') ends in
+    '{', up to the closing brace in the first column."""
     with open(path, errors="replace") as f:
         lines = f.read().split("\n")
     i = 0
     while i < len(lines):
         line = lines[i]
-        head = " ".join(lines[max(0, i - 3):i + 1])
-        if (line and not line[0].isspace() and line.rstrip().endswith("{") and "(" in head
-                and not NOT_FUNCTIONS.match(line) and "=" not in line.split("(")[0]):
-            j = i + 1
-            while j < len(lines) and lines[j] != "}":
-                j += 1
-            yield i + 1, j - i + 1, line.strip()
-            i = j
-        i += 1
+        if not line or line[0].isspace() or "(" not in line or NOT_FUNCTIONS.match(line) or line.startswith("//") \
+                or "=" in line.split("(")[0]:
+            i += 1
+            continue
+        j = i
+        while j < len(lines) and j < i + 8 and not lines[j].rstrip().endswith("{") and ";" not in lines[j]:
+            j += 1
+        if j >= len(lines) or not lines[j].rstrip().endswith("{") or ";" in lines[j].split("//")[0]:
+            i += 1
+            continue
+        k = j + 1
+        while k < len(lines) and lines[k] != "}":
+            k += 1
+        yield i + 1, k - i + 1, line.strip()
+        i = k + 1
 
 
 def main():

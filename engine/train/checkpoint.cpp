@@ -70,6 +70,42 @@ Pairs parse_text(const std::string& text) {
   return out;
 }
 
+// The value recorded under `key`, or null.
+const std::string* find_value(const Pairs& pairs, const std::string& key) {
+  for (const auto& [k, v] : pairs)
+    if (k == key) return &v;
+  return nullptr;
+}
+
+// The checkpoint's options record, checked against this run's: each option named once, the must-match ones
+// equal (by name, with both values in the refusal), the informative ones that differ warned about.
+Pairs check_options(const io::NpyArrayMap& arrays, const std::string& path, const TrainOptions& options, int ranks,
+                    std::ostream* warn) {
+  const Pairs stored = parse_text(io::read_text(arrays, "dtnn_options", path));
+  std::set<std::string> named;  // a record naming an option twice (two seeds) is no record dtnn wrote
+  for (const auto& [key, value] : stored)
+    DTNN_CHECK(named.insert(key).second, path, ": array 'dtnn_options' names ", key, " twice: not a checkpoint dtnn wrote");
+  const auto lookup = [&](const std::string& key) { return find_value(stored, key); };
+  for (const auto& [key, value] : must_match(options, ranks)) {
+    const std::string* was = lookup(key);
+    // Keys that became must-match later (sync_batchnorm, rank_batch_shares) are absent from older
+    // checkpoints: accepted when this run keeps the default, as nearly every run of that time did.
+    const OptionSpec* spec = find_option(key);
+    if (!was && spec && value == option_default_text(*spec)) continue;
+    DTNN_CHECK(was != nullptr, path, ": checkpoint does not record --", key);
+    DTNN_CHECK(same_value(key, *was, value), path, ": checkpoint was written with ", key == "ranks" ? "" : "--", key, "=", *was,
+               ", this run has ", key == "ranks" ? "" : "--", key, "=", value, " (a resumed run must use the same)");
+  }
+  if (warn)
+    for (const auto& [key, value] : may_differ(options)) {
+      const std::string* was = lookup("~" + key);
+      if (was && *was != value)
+        *warn << "**** Warning: checkpoint was written with --" << key << "=" << *was << ", this run has --" << key
+              << "=" << value << ": training continues, but not bit-identically to an uninterrupted run\n";
+    }
+  return stored;
+}
+
 }  // namespace
 
 void save_checkpoint(const std::string& path, const Model& model, Optimizer& optimizer, const LRSchedulers& schedulers,
@@ -123,32 +159,8 @@ CheckpointState load_checkpoint(const std::string& path, Model& model, Optimizer
   DTNN_CHECK(version == kVersion, path, ": checkpoint version ", version, " is not supported (this dtnn reads ", kVersion, ")");
 
   // Options first: a checkpoint of another run is refused by name, before any shape check.
-  const Pairs stored = parse_text(io::read_text(arrays, "dtnn_options", path));
-  std::set<std::string> named;  // a record naming an option twice (two seeds) is no record dtnn wrote
-  for (const auto& [key, value] : stored)
-    DTNN_CHECK(named.insert(key).second, path, ": array 'dtnn_options' names ", key, " twice: not a checkpoint dtnn wrote");
-  const auto lookup = [&](const std::string& key) -> const std::string* {
-    for (const auto& [k, v] : stored)
-      if (k == key) return &v;
-    return nullptr;
-  };
-  for (const auto& [key, value] : must_match(options, ranks)) {
-    const std::string* was = lookup(key);
-    // Keys that became must-match later (sync_batchnorm, rank_batch_shares) are absent from older
-    // checkpoints: accepted when this run keeps the default, as nearly every run of that time did.
-    const OptionSpec* spec = find_option(key);
-    if (!was && spec && value == option_default_text(*spec)) continue;
-    DTNN_CHECK(was != nullptr, path, ": checkpoint does not record --", key);
-    DTNN_CHECK(same_value(key, *was, value), path, ": checkpoint was written with ", key == "ranks" ? "" : "--", key, "=", *was,
-               ", this run has ", key == "ranks" ? "" : "--", key, "=", value, " (a resumed run must use the same)");
-  }
-  if (warn)
-    for (const auto& [key, value] : may_differ(options)) {
-      const std::string* was = lookup("~" + key);
-      if (was && *was != value)
-        *warn << "**** Warning: checkpoint was written with --" << key << "=" << *was << ", this run has --" << key
-              << "=" << value << ": training continues, but not bit-identically to an uninterrupted run\n";
-    }
+  const Pairs stored = check_options(arrays, path, options, ranks, warn);
+  const auto lookup = [&](const std::string& key) { return find_value(stored, key); };
 
   CheckpointState state;
   state.epoch = io::read_i64(arrays, "dtnn_epoch", path);
