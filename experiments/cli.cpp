@@ -189,6 +189,26 @@ int cmd_report(const std::string& db, const std::string& out_dir, const std::str
 
 void print_error(const char* what) { dtnn::print_error_line(what); }
 
+// The ranks a launcher started this process among, from the launcher's environment (Open MPI's mpirun, PMI,
+// PMIx: srun --mpi=pmix); 1 outside a launcher.
+int env_count(std::initializer_list<const char*> names, int fallback) {
+  for (const char* name : names)
+    if (const std::optional<double> v = dtnn::parse_double(std::getenv(name) ? std::getenv(name) : ""))
+      if (*v >= 0 && *v < 1e9) return static_cast<int>(*v);
+  return fallback;
+}
+int launcher_ranks() { return env_count({"OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "PMI_SIZE"}, 1); }
+
+// A refusal of the command line, before any rank starts MPI. Every rank of a job that runs one command (Open
+// MPI says so: OMPI_NUM_APP_CTX = 1) reaches the same refusal, so rank 0 says it once and the others only exit
+// with its status. The ranks of an MPMD job (mpirun a : b) or of another launcher each say theirs: their
+// command lines may differ.
+void print_usage_error(const char* what) {
+  const bool one_command = env_count({"OMPI_NUM_APP_CTX"}, 0) == 1;
+  if (one_command && env_count({"OMPI_COMM_WORLD_RANK"}, 0) > 0) return;
+  print_error(what);
+}
+
 // The engine's commands: train, models, algos, conv, layers.
 struct EngineCommands {
   TrainOptions train_options;
@@ -237,16 +257,6 @@ void add_engine_commands(CLI::App& app, EngineCommands& e) {
 
 }
 
-// The ranks a launcher started this process among, from the launcher's environment (Open MPI's mpirun, PMI,
-// PMIx: srun --mpi=pmix); 1 outside a launcher.
-int env_count(std::initializer_list<const char*> names, int fallback) {
-  for (const char* name : names)
-    if (const std::optional<double> v = dtnn::parse_double(std::getenv(name) ? std::getenv(name) : ""))
-      if (*v >= 0 && *v < 1e9) return static_cast<int>(*v);
-  return fallback;
-}
-int launcher_ranks() { return env_count({"OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "PMI_SIZE"}, 1); }
-
 // The communicator `dtnn train` trains over: MPI's world for --parallel=data, one process for sequential. In a job
 // of several ranks (a launcher's environment says so) every rank joins MPI first and the ranks agree on
 // --parallel: a sequential rank beside data ranks would train alone while they wait for it in MPI_Init, so
@@ -289,7 +299,7 @@ int cmd_train(EngineCommands& e, std::unique_ptr<dtnn::Communicator>& comm) {
   } catch (const dtnn::Unsupported&) {
     throw;
   } catch (const dtnn::Error& err) {  // a malformed command line
-    print_error(err.what());
+    print_usage_error(err.what());
     return 2;
   }
   comm = start_communicator(options.parallel);
@@ -487,7 +497,7 @@ bool known_command(const CLI::App& app, int argc, char** argv) {
       found |= sub->get_name() == argv[1];
     }
     if (!found) {
-      print_error(("unknown command '" + std::string(argv[1]) + "' (known: " + known + ")").c_str());
+      print_usage_error(("unknown command '" + std::string(argv[1]) + "' (known: " + known + ")").c_str());
       return false;
     }
   }
@@ -510,7 +520,7 @@ bool empty_boolean_value(int argc, char** argv) {
       dtnn::TrainOptions o;
       dtnn::set_option_text(*s, o, "");
     } catch (const std::exception& e) {
-      print_error(e.what());
+      print_usage_error(e.what());
       return true;
     }
   }
@@ -538,7 +548,7 @@ bool expand_train_prefixes(const CLI::App& train, std::vector<std::string>& args
       if (n.compare(0, name.size(), name) == 0) matches.push_back("--" + n);
     if (matches.size() == 1) a = matches[0] + (eq == std::string::npos ? "" : a.substr(eq));
     if (matches.size() > 1) {
-      print_error(("ambiguous option: --" + name + " could match " + dtnn::join(matches, ", ")).c_str());
+      print_usage_error(("ambiguous option: --" + name + " could match " + dtnn::join(matches, ", ")).c_str());
       return false;
     }
   }
@@ -581,7 +591,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    print_error(e.what());
+    print_usage_error(e.what());
     return 2;
   }
 

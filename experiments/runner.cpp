@@ -422,12 +422,14 @@ struct RunTarget {
   fs::path log_dir;
   std::string tags;
   std::string dtnn_binary;
+  int claim_repeats = 0;  // --resume: each run claims a free repeat of its trial first (0: no claim)
 };
 
 struct Tally {
-  int ok = 0, failed = 0, timeout = 0, unsupported = 0, diverged = 0, predicted = 0;
+  int ok = 0, failed = 0, timeout = 0, unsupported = 0, diverged = 0, predicted = 0, taken = 0;
   void add(const std::string& status) {
     if (status == "ok") ++ok;
+    else if (status == "taken") ++taken;
     else if (status == "diverged") ++diverged;
     else if (status == "unsupported") ++unsupported;
     else if (status == "timeout") ++timeout;
@@ -450,7 +452,13 @@ std::string run_planned(const Matrix& matrix, const Planned& planned, RunTarget&
     return p.status;
   }
   const Launch launch = trial_launch(matrix, trial, t.dtnn_binary, t.log_dir.string());
-  const int64_t run_id = t.store.begin_run(run_start(t.matrix_id, t.env_id, planned, t.tags, command_string(launch.argv)));
+  const RunStart start = run_start(t.matrix_id, t.env_id, planned, t.tags, command_string(launch.argv));
+  // Runners resuming one matrix side by side (a requeued job beside a new one) split its missing runs: a
+  // trial whose repeats another runner stored or is running since this one planned is not run twice.
+  const std::optional<int64_t> claimed =
+      t.claim_repeats ? t.store.claim_run(start, t.claim_repeats) : std::optional<int64_t>(t.store.begin_run(start));
+  if (!claimed) return "taken";
+  const int64_t run_id = *claimed;
   // From here on the run is 'running': whatever goes wrong, it gets a final status before the next trial
   // (a store that cannot even record that ends the runner; the next runner reaps the row).
   double duration = 0.0;
@@ -494,6 +502,7 @@ int finish_matrix(const Tally& n, const RunPlan& plan, int stopped_by, double to
   out << (tty ? "\r\033[K" : "") << "done in " << format_duration(total) << ": " << n.ok << " ok, " << n.failed
       << " failed, " << n.timeout << " timeout, " << n.unsupported << " unsupported, " << n.diverged << " diverged"
       << (n.predicted ? ", " + std::to_string(n.predicted) + " predicted" : std::string())
+      << (n.taken ? ", " + std::to_string(n.taken) + " taken by another runner" : std::string())
       << (stopped_by ? ", interrupted by signal " + std::to_string(stopped_by) : std::string()) << "\n";
   if (plan.skipped_diverged)
     out << plan.skipped_diverged << " diverged run(s) stored before were not rerun (run those trials without "
@@ -521,6 +530,7 @@ int run_matrix(const RunnerOptions& options, std::ostream& out) {
   const fs::path db_path = prepare_db_path(options.db_path);
   ResultStore store = ResultStore::open(db_path.string());
   RunTarget target = open_target(options, matrix, store, db_path, dtnn_binary, out);
+  if (options.resume) target.claim_repeats = matrix.repeats;
   const RunPlan plan = plan_runs(options, matrix, trials, store, target.matrix_id, target.env_id);
   out << "matrix " << matrix.name << ": " << trials.size() << " trial(s), " << plan.runs.size() << " run(s) to do";
   if (options.resume) {

@@ -404,10 +404,9 @@ int64_t ResultStore::add_environment(const StoredEnvironment& e) {
   return id;
 }
 
-int64_t ResultStore::begin_run(const RunStart& s) {
+int64_t ResultStore::insert_running(const RunStart& s) {
   nlohmann::json params = s.params;
   const auto& p = s.params;
-  Transaction tx(db_, path_);
   Statement st(db_, path_,
                "INSERT INTO runs (matrix_id, environment_id, trial_key, config_key, label, repeat, framework, model, "
                "dataset, conv_algo, ranks, threads, device, batch_size, num_epochs, optimizer, params, status, "
@@ -428,7 +427,30 @@ int64_t ResultStore::begin_run(const RunStart& s) {
   st.bind(21, host_name()).bind(22, s.tags).bind(23, std::string(job ? job : ""));
   st.bind(24, process_start(::getpid()));
   st.run();
-  const int64_t id = sqlite3_last_insert_rowid(db_);
+  return sqlite3_last_insert_rowid(db_);
+}
+
+int64_t ResultStore::begin_run(const RunStart& s) {
+  Transaction tx(db_, path_);
+  const int64_t id = insert_running(s);
+  tx.commit();
+  return id;
+}
+
+std::optional<int64_t> ResultStore::claim_run(RunStart s, int repeats) {
+  // Counting and inserting in one write transaction (BEGIN IMMEDIATE) is what makes the claim exclusive: a
+  // second runner's count waits for this insert and sees it.
+  Transaction tx(db_, path_);
+  Statement st(db_, path_,
+               "SELECT count(*) FROM runs WHERE matrix_id IN (SELECT id FROM matrices WHERE name = "
+               "(SELECT name FROM matrices WHERE id = ?)) AND environment_id = ? AND trial_key = ? "
+               "AND status IN ('ok', 'diverged', 'running')");
+  st.bind(1, s.matrix_id).bind(2, s.environment_id).bind(3, s.trial_key);
+  st.step();
+  const int64_t taken = st.int_column(0);
+  if (taken >= repeats) return std::nullopt;
+  s.repeat = static_cast<int>(taken);
+  const int64_t id = insert_running(s);
   tx.commit();
   return id;
 }

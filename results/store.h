@@ -162,6 +162,11 @@ class ResultStore {
 
   // Inserts a run with status 'running', owned by this process (pid, host).
   int64_t begin_run(const RunStart& start);
+  // begin_run for a runner that resumes a matrix beside others (--resume, a requeued job): inserts the run
+  // only while fewer than `repeats` runs of its trial key (any version of the matrix, this environment) are
+  // ok, diverged or running, and numbers its repeat after them; nullopt when they are all taken. A 'running'
+  // row of a runner that died keeps its place until a runner on its host reaps it.
+  std::optional<int64_t> claim_run(RunStart start, int repeats);
   // Records where the run's log is (known once the run has its id).
   void set_log_path(int64_t run_id, const std::string& log_path);
   // Records the run's trace files (the runner's --tracer_output for a matrix with tracing = true).
@@ -255,6 +260,7 @@ class ResultStore {
   void migrate(int up_to);
   // Throws "not a dtnn results database" for a database with tables but no schema_migrations table.
   void refuse_foreign() const;
+  int64_t insert_running(const RunStart& start);  // begin_run's INSERT, inside the caller's transaction
   bool insert_conv_benchmark(int64_t environment_id, const ConvBenchmarkRow& row);  // no transaction of its own
   bool insert_named_benchmark(int64_t environment_id, const NamedBenchmarkRow& row);
   bool insert_collective_benchmark(int64_t environment_id, const CollectiveBenchmarkRow& row);

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "parallel/communicator.h"
+#include "parallel/init_watchdog.h"
 #include "parallel/mpi_check.h"
 
 namespace dtnn {
@@ -19,6 +20,9 @@ constexpr int64_t kChunk = INT_MAX;  // MPI counts are int
 class MpiCommunicator final : public Communicator {
  public:
   MpiCommunicator() {
+    // Joining waits for every rank (MPI_Init, then the first collective): bounded, so that a rank that never
+    // comes does not hold this one forever.
+    const InitWatchdog watchdog(mpi_init_timeout_s(), "joining the MPI job (MPI_Init)");
     int initialized = 0;
     DTNN_MPI_CHECK(MPI_Initialized(&initialized));
     if (!initialized) {

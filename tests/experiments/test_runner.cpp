@@ -141,6 +141,28 @@ TEST_CASE("runner: two runners write one database at once", "[runner]") {
   CHECK(one(ws.db(), "PRAGMA integrity_check") == "ok");
 }
 
+TEST_CASE("runner: runners resuming one matrix at once split its missing runs", "[runner]") {
+  Workspace ws("resume_together");
+  // Every runner plans all six runs (the database is empty when they start); the claims keep each run to one.
+  const std::string matrix = ws.file("r.toml", std::string("name = \"r\"\nrepeats = 1\n") + kQuickBase +
+                                                   "[axes]\nseed = [1, 2, 3, 4, 5, 6]\n");
+  std::vector<pid_t> runners;
+  for (int i = 0; i < 3; ++i)
+    runners.push_back(spawn_dtnn({"run", matrix, "--db", ws.db(), "--resume"},
+                                 (ws.dir / ("r" + std::to_string(i) + ".log")).string()));
+  for (const pid_t p : runners) CHECK(wait_exit(p) == 0);
+  std::string logs;
+  for (int i = 0; i < 3; ++i) logs += read_text((ws.dir / ("r" + std::to_string(i) + ".log")).string());
+  INFO(logs);
+  CHECK(one(ws.db(), "SELECT count(*) FROM runs") == "6");
+  CHECK(one(ws.db(), "SELECT count(DISTINCT trial_key) FROM runs WHERE status = 'ok'") == "6");
+  // A second repeat asked for later is numbered after the stored one.
+  ws.file("r.toml", std::string("name = \"r\"\nrepeats = 2\n") + kQuickBase + "[axes]\nseed = [1, 2, 3, 4, 5, 6]\n");
+  CHECK(dtnn_cli("run " + matrix + " --db " + ws.db() + " --resume --only seed=1", (ws.dir / "r3.log").string()) == 0);
+  CHECK(one(ws.db(), "SELECT group_concat(repeat) FROM (SELECT repeat FROM runs WHERE trial_key LIKE '%seed=1%' "
+                     "ORDER BY repeat)") == "0,1");
+}
+
 TEST_CASE("runner: SIGKILL mid-trial leaves the database intact and --resume finishes the matrix", "[runner]") {
   Workspace ws("kill");
   // Three trials; the second one is long enough to be killed in.

@@ -131,6 +131,33 @@ if(rc EQUAL 0 OR NOT times EQUAL 1 OR out MATCHES "Epoch 1/1")
   message(FATAL_ERROR "ranks with --parallel=data and sequential: exit ${rc}, expected one refusal:\n${out}\n${err}")
 endif()
 message(STATUS "mpi cli: ranks with --parallel=data and sequential refused once")
+# A refusal of the command line itself comes from every rank of a one-command job alike: rank 0 says it once.
+# An MPMD job's ranks may be refused for different reasons, so each of them still says its own.
+execute_process(
+  COMMAND ${MPIEXEC} ${FLAGS} -np 2 ${DTNN} ${args} --batch_size=-3
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
+string(REGEX MATCHALL "dtnn: --batch_size: expected an integer" said "${err}")
+list(LENGTH said times)
+if(rc EQUAL 0 OR NOT times EQUAL 1)
+  message(FATAL_ERROR "mpirun -np 2 with --batch_size=-3: exit ${rc}, expected one refusal:\n${out}\n${err}")
+endif()
+message(STATUS "mpi cli: a refused command line said once for all ranks")
+# A rank that exits before joining (a peer program that ends at once) left the other in MPI_Init forever: the
+# wait is bounded (DTNN_MPI_INIT_TIMEOUT_S), said in one line, and the job ends.
+execute_process(
+  COMMAND ${CMAKE_COMMAND} -E env DTNN_MPI_INIT_TIMEOUT_S=3
+          ${MPIEXEC} ${FLAGS} -np 1 ${DTNN} ${args} : -np 1 ${CMAKE_COMMAND} -E true
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 60)
+if(rc EQUAL 0 OR NOT err MATCHES "joining the MPI job \\(MPI_Init\\) did not end in 3 s")
+  message(FATAL_ERROR "a peer that exits before MPI_Init: exit ${rc}, expected a bounded wait:\n${out}\n${err}")
+endif()
+message(STATUS "mpi cli: a rank that never joins ends the job in bounded time")
+execute_process(
+  COMMAND ${CMAKE_COMMAND} -E env DTNN_MPI_INIT_TIMEOUT_S=soon ${MPIEXEC} ${FLAGS} -np 2 ${DTNN} ${args}
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 60)
+if(rc EQUAL 0 OR NOT err MATCHES "DTNN_MPI_INIT_TIMEOUT_S: expected a number of seconds")
+  message(FATAL_ERROR "DTNN_MPI_INIT_TIMEOUT_S=soon: exit ${rc}, expected a refusal:\n${out}\n${err}")
+endif()
 # Options the check did not compare: early stopping on one rank left the epoch loop for a barrier while the
 # other entered the next allreduce (a hang); tracing or profiling (clock syncing) on one rank only, likewise; another learning
 # rate left the ranks' weights apart for the rest of the run; an output named on rank 1 alone was never written.
