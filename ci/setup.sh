@@ -14,6 +14,7 @@ packages=(
   libtomlplusplus-dev nlohmann-json3-dev zlib1g-dev libssl-dev          # libssl-dev: libcrypto (SHA-256)
   dataset-fashion-mnist
   python3-numpy python3-torch python3-matplotlib                    # /usr/bin/python3: interop checks, PyTorch reference, plots
+  chromium                                                          # headless: the HTML report opened in a real browser (tests)
   clang libclang-rt-14-dev libomp-dev                               # ci/fuzz.sh: libFuzzer, clang's ASan/UBSan runtimes, OpenMP
   libsimgrid-dev                                                    # SimGrid 3.32: smpicxx/smpirun for suites/step_replay (it Provides the virtual "simgrid")
   iproute2                                                          # tc: experiments/shaped_loopback.sh caps lo (a network-like link)

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <iostream>
 #include <optional>
+#include <sstream>
 
 #include "analysis/check.h"
 #include "analysis/ci_output.h"
@@ -169,21 +170,39 @@ double parse_fraction(const std::string& text) {
   dtnn::fail("--threshold: expected a fraction such as 5% or 0.05 (got '", text, "')");
 }
 
-int cmd_report(const std::string& db, const std::string& out_dir, const std::string& matrix) {
+// report --format: all, or a comma-separated list of markdown, html and paper; the formats to write.
+std::vector<std::string> report_formats(const std::string& text) {
+  if (text == "all") return {"markdown", "html", "paper"};
+  std::vector<std::string> formats;
+  std::stringstream parts(text);
+  for (std::string f; std::getline(parts, f, ',');) {
+    if (f != "markdown" && f != "html" && f != "paper")
+      dtnn::fail("--format: expected all, or markdown, html and paper separated by commas (got '", text, "')");
+    formats.push_back(f);
+  }
+  if (formats.empty()) dtnn::fail("--format: expected all, or markdown, html and paper separated by commas");
+  return formats;
+}
+
+int cmd_report(const std::string& db, const std::string& out_dir, const std::string& matrix,
+               const std::string& format) {
+  const std::vector<std::string> formats = report_formats(format);
   std::error_code ec;  // not by opening it: a FIFO would block
   if (!std::filesystem::exists(db, ec)) dtnn::fail(db, ": no such results database (run `dtnn run` first)");
   // The checks query, check, compare and history make (a dtnn database, a schema this build knows) before
   // report.py reads it with its own SQL: a newer schema's tables may mean other things.
   (void)dtnn::ResultStore::open_read_only(db);
   std::string cmd = "/usr/bin/python3 " + shell_quote(dtnn::source_dir() + "/analysis/plots/report.py") +
-                    " --db " + shell_quote(db) + " --out " + shell_quote(out_dir);
+                    " --db " + shell_quote(db) + " --out " + shell_quote(out_dir) + " --format " + shell_quote(format);
   if (!matrix.empty()) cmd += " --matrix " + shell_quote(matrix);
   // The history page asks this binary for `dtnn history --format json` (the change points live in C++).
   const std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
   if (!ec) cmd += " --dtnn " + shell_quote(self);
   const int rc = std::system(cmd.c_str());
   if (rc != 0) return 1;  // report.py printed its one-line error
-  std::printf("report: %s/report.md\n", out_dir.c_str());
+  for (const std::string& f : formats)
+    std::printf("report: %s/%s\n", out_dir.c_str(),
+                f == "markdown" ? "report.md" : f == "html" ? "report.html" : "paper/ (PDF, SVG, CSV, LaTeX)");
   return 0;
 }
 
@@ -322,7 +341,7 @@ struct HarnessCommands {
   std::string sbatch_args;  // run --submit
   double query_timeout_s = 600;  // query --timeout: minutes for any real store, not forever
   std::string junit, markdown;  // check, compare, history: CI outputs
-  std::string out_dir, report_matrix;
+  std::string out_dir, report_matrix, report_format = "all";
   dtnn::IngestOptions ingest_options;
   CLI::App *run = nullptr, *query = nullptr, *check = nullptr, *compare = nullptr, *ingest = nullptr,
            *report = nullptr, *history = nullptr;
@@ -408,8 +427,13 @@ void add_harness_commands(CLI::App& app, HarnessCommands& h) {
   CLI::App* ingest = h.ingest = app.add_subcommand("ingest", "Store benchmarks (bench_conv, dtnn layers or bench_allreduce JSON)");
   ingest->add_option("files", ingest_options.files, "JSON files")->required();
   ingest->add_option("--db", ingest_options.db_path, "Results database")->capture_default_str();
-  CLI::App* report = h.report = app.add_subcommand("report", "Markdown report with PNG plots from the results store");
+  CLI::App* report = h.report = app.add_subcommand(
+      "report", "The results store's report: Markdown with PNG plots, one HTML page, figures and tables for a paper");
   report->add_option("--out", out_dir, "Output directory")->required();
+  report->add_option("--format", h.report_format,
+                     "markdown (report.md + PNGs), html (report.html, self-contained), paper (paper/: PDF and SVG "
+                     "figures, CSV and LaTeX tables), comma-separated, or all")
+      ->capture_default_str();
   report->add_option("--db", db, "Results database")->capture_default_str();
   report->add_option("--matrix", report_matrix, "Only runs of this matrix");
 }
@@ -480,7 +504,7 @@ int run_harness_command(HarnessCommands& h) {
     dtnn::write_ci_file(h.markdown, dtnn::history_markdown(hist, h.history_options));
     return h.fail_on_regression && hist.regressed_series > 0 ? 1 : 0;
   }
-  if (h.report->parsed()) return cmd_report(h.db, h.out_dir, h.report_matrix);
+  if (h.report->parsed()) return cmd_report(h.db, h.out_dir, h.report_matrix, h.report_format);
   if (h.ingest->parsed()) return dtnn::run_ingest(h.ingest_options, std::cout);
   return 0;
 }

@@ -56,9 +56,11 @@ import re  # noqa: E402
 import statistics  # noqa: E402
 from collections import defaultdict  # noqa: E402
 
+from report_blocks import Chart  # noqa: E402
 from report_data import STATUSES, ReportError, Store  # noqa: E402
+from report_markdown import write_markdown  # noqa: E402
 from report_format import (SHORT, distinguishing, file_part, labels_for, median, num,  # noqa: E402
-                           markdown_image, numeric, short_error, table, varying)
+                           numeric, short_error, table, varying)
 from report_averaging import AveragingSections  # noqa: E402
 from report_history import HistorySections  # noqa: E402
 from report_scaling import ScalingSections  # noqa: E402
@@ -75,57 +77,22 @@ MAX_FAILED_LISTED = 100
 # ---- the report --------------------------------------------------------------------------------------------
 
 
-def shown_bytes(text):
-    """Paths are bytes: Python holds a byte that is not UTF-8 as a lone surrogate (U+DC80..U+DCFF), which no UTF-8
-    writer takes. Shown "\\xNN" instead, as dtnn's own JSON and tables show them."""
-    return re.sub("[\udc80-\udcff]", lambda m: "\\x%02x" % (ord(m.group()) - 0xDC00), text)
-
-
-class SafePlots:
-    """report_plots with every chart guarded: one that cannot be drawn (report_plots.PlotError) is noted, by file
-    name, in place of its image, and the report goes on."""
-
-    def __init__(self, module):
-        self.module = module
-        self.failed = {}  # file name -> why it was not drawn
-
-    def __getattr__(self, name):
-        chart = getattr(self.module, name)
-        if not callable(chart):
-            return chart
-
-        def guarded(path, *args, **kwargs):
-            try:
-                return chart(path, *args, **kwargs)
-            except self.module.PlotError as e:
-                self.failed[os.path.basename(path)] = str(e)
-                sys.stderr.write(f"{PREFIX}warning: {e}\n")
-                return None
-        return guarded
-
-
 class Report(ScalingSections, FrameworkSections, AveragingSections, HistorySections):
     """Collects the Markdown lines and writes the plots into the output directory."""
 
-    def __init__(self, store, out_dir, plots):
+    def __init__(self, store):
         self.store = store
-        self.out = out_dir
-        self.plots = SafePlots(plots) if plots is not None else None  # None without matplotlib
-        self.lines = []
+        self.lines = []  # Markdown text lines, and Table and Chart blocks (report_blocks)
         self.runs = store.ok_runs()
         self.several_envs = len({r["environment_id"] for r in self.runs}) > 1
 
     def add(self, *lines):
         self.lines.extend(lines)
 
-    def image(self, name, alt):
-        why = self.plots.failed.get(name) if self.plots is not None else None
-        self.add(f"_(Figure {why})_" if why else markdown_image(name, alt), "")
-
-    def no_plots(self):
-        if self.plots is None:
-            self.add("_(No plot: matplotlib is not available to /usr/bin/python3.)_", "")
-        return self.plots is None
+    def chart(self, kind, name, alt, *args):
+        """A chart: report_plots.<kind>(path, *args) draws it as PNG, PDF and SVG, report_echarts.<kind>(*args)
+        in the page. name: the file stem (no extension); alt: what it shows, in words."""
+        self.add(Chart(kind, name, alt, args), "")
 
     def config_groups(self):
         """The ok runs grouped by configuration (environment and trial key), in a stable order.
@@ -208,13 +175,9 @@ class Report(ScalingSections, FrameworkSections, AveragingSections, HistorySecti
         rows = [(*s, g["n"], num(g["median"]), num(g["min"]), num(g["max"])) for s, g in zip(shown, groups)]
         self.add("Training samples/s (all ranks) of the ok runs, per configuration.", "")
         self.add(*table(headers, rows, right=numeric(cols, first_number)))
-        if self.no_plots():
-            return
         labels = labels_for(groups, cols, ["framework", "model", "dataset"], extra=("label", "trial_key"))
-        self.plots.throughput_bars(os.path.join(self.out, "throughput.png"), labels,
-                                   [g["median"] for g in groups], [g["min"] for g in groups],
-                                   [g["max"] for g in groups])
-        self.image("throughput.png", "throughput per configuration")
+        self.chart("throughput_bars", "throughput", "throughput per configuration", labels,
+                   [g["median"] for g in groups], [g["min"] for g in groups], [g["max"] for g in groups])
 
     # ---- scaling
 
@@ -245,8 +208,6 @@ class Report(ScalingSections, FrameworkSections, AveragingSections, HistorySecti
             if not series:
                 self.add("No per-epoch accuracies recorded.", "")
                 continue
-            if self.no_plots():
-                continue
             mixed = len(set(kinds)) > 1
             labels = labels_for([s[0] for s in series], ["framework", "conv_algo", "ranks", "threads", "device",
                                                          "batch_size", "num_epochs", "optimizer",
@@ -256,10 +217,9 @@ class Report(ScalingSections, FrameworkSections, AveragingSections, HistorySecti
             ylabel = {"val": "validation accuracy (%)", "train": "training accuracy (%)"}[kinds[0]] \
                 if not mixed else "accuracy (%): validation, else training"
             lines = [(lab, *s[1:]) for lab, s in zip(labels, series)]
-            name = f"accuracy_{file_part(model)}_{file_part(dataset)}.png"
-            self.plots.accuracy_curves(os.path.join(self.out, name), f"{model} on {dataset}", ylabel, lines,
-                                       self.matching_targets(judged, [s[0] for s in series], kinds))
-            self.image(name, f"accuracy per epoch, {model} on {dataset}")
+            self.chart("accuracy_curves", f"accuracy_{file_part(model)}_{file_part(dataset)}",
+                       f"accuracy per epoch, {model} on {dataset}", f"{model} on {dataset}", ylabel, lines,
+                       self.matching_targets(judged, [s[0] for s in series], kinds))
 
         self.add("### Test accuracy vs target", "")
         rows = judged
@@ -430,20 +390,14 @@ class Report(ScalingSections, FrameworkSections, AveragingSections, HistorySecti
                         row.append(" + ".join(f"{k} {num(v, 3)}" for k, v in sorted(d.items())))
                 table_rows.append(row)
             self.add(*table(["layer", "problem"] + [a.split(".", 1)[-1] for a in algos], table_rows, right=(0,)))
-            if self.plots is not None and any(v is not None for t in totals for v in t):
+            if any(v is not None for t in totals for v in t):
                 # Every part through file_part: the model name comes from an ingested file (a '/' would leave
                 # --out), and the source keeps a bench_conv group from overwriting a model-less layers group.
                 name = "conv_" + "_".join(file_part(x) for x in (source, model, device, threads,
-                                                                 "tf32" if tf32 else "fp32", env)) + ".png"
+                                                                 "tf32" if tf32 else "fp32", env))
                 labels = [f"{layer} {problem}" if layer is not None else problem
                           for (problem, layer) in sorted(problems, key=lambda k: (k[1] or 0, k[0]))]
-                self.plots.conv_layer_bars(os.path.join(self.out, name), what, labels, algos, totals)
-                self.image(name, f"conv algorithms, {what}")
-
-    def write(self):
-        path = os.path.join(self.out, "report.md")
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(shown_bytes("\n".join(self.lines).rstrip("\n") + "\n"))
+                self.chart("conv_layer_bars", name, f"conv algorithms, {what}", what, labels, algos, totals)
 
 
 # ---- command line --------------------------------------------------------------------------------------------
@@ -474,24 +428,53 @@ def load_plots():
     return report_plots
 
 
+FORMATS = ("markdown", "html", "paper")
+
+
+def parse_formats(parser, text):
+    formats = FORMATS if text == "all" else tuple(f.strip() for f in text.split(","))
+    unknown = [f for f in formats if f not in FORMATS]
+    if unknown or not formats:
+        parser.error(f"--format: unknown format '{unknown[0] if unknown else text}' (known: all, {', '.join(FORMATS)})")
+    return formats
+
+
+def write(report, store, out, formats):
+    """The report's document in each format asked for."""
+    plots = load_plots() if "markdown" in formats or "paper" in formats else None
+    if "markdown" in formats:
+        write_markdown(report.lines, out, plots)
+    if "html" in formats:
+        from report_html import write_html
+        write_html(report.lines, out, store)
+    if "paper" in formats:
+        from report_paper import write_paper
+        write_paper(report.lines, os.path.join(out, "paper"), plots)
+
+
 def main(argv=None):
     # A path argument or stored text with bytes that are not UTF-8 is printed escaped, never a UnicodeEncodeError.
     for stream in (sys.stdout, sys.stderr):
         stream.reconfigure(errors="backslashreplace")
-    parser = Parser(description="Markdown report with PNG plots from the dtnn results store.")
+    parser = Parser(description="The report of the dtnn results store: Markdown with PNG charts, one HTML page, "
+                    "and figures and tables for a paper.")
     parser.add_argument("--db", default="results/dtnn.db", help="results database (default: results/dtnn.db)")
-    parser.add_argument("--out", required=True, help="output directory for report.md and the PNGs")
+    parser.add_argument("--out", required=True, help="output directory (report.md and its PNGs, report.html, paper/)")
     parser.add_argument("--matrix", help="only the runs of the matrix with this name")
     parser.add_argument("--dtnn", help="the dtnn binary whose `dtnn history` gives the History section "
                         "(`dtnn report` passes its own; without it the section says so)")
     parser.add_argument("--repo", help="git repository giving the History section's commit order (default: the "
                         "checkout report.py is in, when it is one)")
+    parser.add_argument("--format", default="all",
+                        help="what to write: markdown (report.md + PNGs), html (report.html), paper (paper/: PDF "
+                        "and SVG figures, CSV and LaTeX tables), a comma-separated list of them, or all (default)")
     args = parser.parse_args(argv)
+    formats = parse_formats(parser, args.format)
     store = None
     try:
         store = Store(args.db, args.matrix)
         prepare_out(args.out)
-        report = Report(store, args.out, load_plots())
+        report = Report(store)
         report.header()
         report.throughput()
         report.scaling()
@@ -502,7 +485,7 @@ def main(argv=None):
         report.history(args.dtnn, args.repo)
         report.layers()
         report.conv_algorithms()
-        report.write()
+        write(report, store, args.out, formats)
     except ReportError as e:
         sys.stderr.write(f"{PREFIX}{one_line(e)}\n")
         return 1

@@ -2,7 +2,6 @@
 the runs' communication rounds, bytes, wait, time and accuracy, and per model, dataset and rank count a chart
 of accuracy against communication rounds and against training time, one line per (mode, n, straggler)."""
 
-import os
 import statistics
 from collections import defaultdict
 
@@ -34,7 +33,7 @@ def mean(values):
 
 
 class AveragingSections:
-    """Mixed into report.Report (self.store, self.add, self.image, self.no_plots, self.plots, self.out)."""
+    """Mixed into report.Report (self.store, self.add, self.chart)."""
 
     def averaging(self):
         runs = self.store.averaging()
@@ -72,8 +71,6 @@ class AveragingSections:
     def averaging_charts(self, runs):
         """Per (model, dataset, ranks): accuracy per epoch (validation, else training; mean over runs) against
         the cumulative rounds and training time, one line per (mode, period, straggler)."""
-        if self.no_plots():
-            return
         key_of = {r["run_id"]: (r["model"], r["dataset"], r["ranks"]) for r in runs}
         line_of = {r["run_id"]: series_key(r) for r in runs}
         points = defaultdict(lambda: defaultdict(list))  # chart -> line -> [(epoch, rounds, time, acc)]
@@ -104,6 +101,6 @@ class AveragingSections:
             if not series:
                 continue
             model, dataset, ranks = chart
-            name = "averaging_" + file_part(f"{model}_{dataset}_{ranks}r") + ".png"
-            self.plots.averaging_curves(os.path.join(self.out, name), f"{model}, {dataset}, {ranks} ranks", series)
-            self.image(name, f"accuracy vs communication rounds and vs time, {model} {dataset} {ranks} ranks")
+            self.chart("averaging_curves", "averaging_" + file_part(f"{model}_{dataset}_{ranks}r"),
+                       f"accuracy vs communication rounds and vs time, {model} {dataset} {ranks} ranks",
+                       f"{model}, {dataset}, {ranks} ranks", series)

@@ -5,6 +5,8 @@ import re
 import statistics
 from collections import Counter
 
+from report_blocks import Num, Table
+
 ERROR_CHARS = 120
 
 # Short names for configuration columns in plot labels.
@@ -32,7 +34,9 @@ def markdown_image(name, alt):
 
 
 def num(value, digits=1):
-    return "-" if value is None else f"{value:,.{digits}f}"
+    """A number cell: '-' for None, else a Num (shown with grouped thousands, kept as a number for the page's
+    sorting and for CSV and LaTeX)."""
+    return "-" if value is None else Num(value, digits)
 
 
 def numeric(cols, first_number):
@@ -41,11 +45,16 @@ def numeric(cols, first_number):
 
 
 def table(headers, rows, right=()):
-    """Markdown table lines; columns whose index is in `right` are right-aligned."""
-    rule = ["---:" if i in right else "---" for i in range(len(headers))]
-    lines = ["| " + " | ".join(headers) + " |", "| " + " | ".join(rule) + " |"]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
-    return lines + [""]
+    """A table block and the blank line after it (sections add them as `self.add(*table(...))`); columns
+    whose index is in `right` are right-aligned."""
+    return [Table(headers, rows, right), ""]
+
+
+def markdown_table(t):
+    """A Table as Markdown lines."""
+    rule = ["---:" if i in t.right else "---" for i in range(len(t.headers))]
+    lines = ["| " + " | ".join(t.headers) + " |", "| " + " | ".join(rule) + " |"]
+    return lines + ["| " + " | ".join(cell(v) for v in row) + " |" for row in t.rows]
 
 
 def short_error(text):

@@ -2,7 +2,6 @@
 PyDTNN) at each rank count, from the store's v_frameworks view, and one scaling chart per recipe with a line
 per framework."""
 
-import os
 import re
 from collections import defaultdict
 
@@ -13,7 +12,7 @@ RECIPE = ("model", "dataset", "device", "scaling", "batch_size", "threads", "opt
 
 
 class FrameworkSections:
-    """Mixed into report.Report (self.store, self.add, self.image, self.no_plots, self.plots, self.out)."""
+    """Mixed into report.Report (self.store, self.add, self.chart)."""
 
     def frameworks(self):
         self.add("## Frameworks", "")
@@ -44,7 +43,7 @@ class FrameworkSections:
                               num(r["efficiency"], 2), pct(r["exposed_comm_fraction"]), num(r["test_accuracy"], 2))
                              for r in sorted(rs, key=lambda r: (r["ranks"], r["framework"]))],
                             right=(0, 2, 3, 4, 5, 6, 7, 8, 9)))
-            if len({r["ranks"] for r in rs}) < 2 or self.no_plots():
+            if len({r["ranks"] for r in rs}) < 2:
                 continue
             series = []
             for fw in sorted({r["framework"] for r in rs}):
@@ -52,7 +51,6 @@ class FrameworkSections:
                 series.append((fw, [p["ranks"] for p in pts], [p["median_samples_per_s"] for p in pts],
                                [p["min_samples_per_s"] for p in pts], [p["max_samples_per_s"] for p in pts],
                                [p["efficiency"] for p in pts]))
-            name = f"frameworks_{n + 1}_{re.sub('[^A-Za-z0-9]+', '_', recipe['model'])}.png"
-            self.plots.framework_lines(os.path.join(self.out, name),
-                                       f"{recipe['model']}, {recipe['dataset']}: samples/s vs ranks", series)
-            self.image(name, f"{recipe['model']} scaling per framework")
+            self.chart("framework_lines", f"frameworks_{n + 1}_{re.sub('[^A-Za-z0-9]+', '_', recipe['model'])}",
+                       f"{recipe['model']} scaling per framework",
+                       f"{recipe['model']}, {recipe['dataset']}: samples/s vs ranks", series)

@@ -1,7 +1,8 @@
 """The History section of report.py: `dtnn history --format json` (schema dtnn.history/1; the change points are
 found in C++) per metric, training samples/s and test accuracy. Per trial and machine, each commit's value over
 the commits (git's order, else the order of each commit's first run) and the steps in it: a table per metric
-and a chart per series (history_<metric>_<trial>.png, at most MAX_CHARTS in all, regressed series first).
+and a chart per series of at least MIN_COMMITS commits (history_<metric>_<model>_<dataset>_..., named by the
+trial's values; at most MAX_CHARTS in all, regressed series first).
 
 Without --dtnn, or when `dtnn history` fails (no ok run of a clean build, ...), the section says why in one
 sentence that quotes the command's error line."""
@@ -14,6 +15,7 @@ import subprocess
 from report_format import file_part, num, table
 
 MAX_CHARTS = 24     # history PNGs per report
+MIN_COMMITS = 3     # a series of fewer commits gets no chart
 TIMEOUT_S = 300     # per `dtnn history` call
 SHA = 12            # commit digits shown, as `dtnn history` prints them
 ERROR_CHARS = 400
@@ -60,6 +62,23 @@ def run_history(dtnn, db, matrix, repo, metric):
     return doc, None
 
 
+def charted(metric, series):
+    """Whether a series gets a chart: a history of at least MIN_COMMITS commits (one or two points are a table
+    row, not a trend), and for accuracy only one with a step (a flat accuracy says nothing the table does not)."""
+    return len(series["points"]) >= MIN_COMMITS and (metric == "samples_per_s" or bool(series["steps"]))
+
+
+def chart_name(series):
+    """A file name a person can read: the trial's model, dataset and distinguishing values (from its key), not
+    the key itself."""
+    params = dict(p.split("=", 1) for p in (series.get("trial_key") or "").split(";") if "=" in p)
+    parts = [params.get("framework") if params.get("framework", "dtnn") != "dtnn" else None, params.get("model"),
+             os.path.basename(params.get("dataset_train_path", "").rstrip("/")) or params.get("dataset"),
+             params.get("conv_algo", "").replace("cpu.", "") or None,
+             f"{params['ranks']}r" if "ranks" in params else None, params.get("device")]
+    return "_".join(file_part(p) for p in parts if p) or file_part(series.get("label") or "series")
+
+
 def levels(points, steps):
     """(first point, last point, level) per segment: the median of every run value in it (the fit's level,
     which the steps' before and after give for the segments around each step)."""
@@ -76,7 +95,7 @@ def steps_text(series, digits):
 
 
 class HistorySections:
-    """Mixed into report.Report (self.store, self.add, self.image, self.no_plots, self.plots, self.out)."""
+    """Mixed into report.Report (self.store, self.add, self.chart)."""
 
     def history(self, dtnn, repo=None):
         """The History section; dtnn: the dtnn binary (None: the section says it needs one); repo: the git
@@ -102,7 +121,7 @@ class HistorySections:
         # The charts, at most MAX_CHARTS: regressed series first, then those with a step, samples/s before accuracy.
         # A flat accuracy is the usual case and its chart says nothing the table does not: none.
         candidates = [(i, s) for i, (doc, _) in enumerate(answers) if doc for s in doc.get("series") or []
-                      if s["points"] and (METRICS[i][0] == "samples_per_s" or s["steps"])]
+                      if charted(METRICS[i][0], s)]
         candidates.sort(key=lambda c: (not c[1]["newest_regressed"], not c[1]["steps"], c[0]))
         self.history_charted = {id(s) for _, s in candidates[:MAX_CHARTS]}
         self.history_files = set()
@@ -146,9 +165,7 @@ class HistorySections:
         if len(builds) > 1:
             self.add("Builds: " + "; ".join(f"{i + 1} = `{b or 'not recorded'}`" for i, b in enumerate(builds)) +
                      ".", "")
-        if self.no_plots():
-            return
-        candidates = [s for s in series if s["points"] and (metric == "samples_per_s" or s["steps"])]
+        candidates = [s for s in series if charted(metric, s)]
         drawn = [(s, name) for s, name in zip(series, names) if id(s) in self.history_charted]
         for s, name in drawn:
             self.history_chart(s, name, ylabel, short)
@@ -156,19 +173,19 @@ class HistorySections:
             self.add(f"{len(candidates) - len(drawn)} {metric} series have no chart (at most {MAX_CHARTS} history "
                      "charts per report; regressed series and series with a step come first).", "")
         if len(candidates) < len(series):
-            self.add(f"{len(series) - len(candidates)} {metric} series without a step have no chart.", "")
+            self.add(f"{len(series) - len(candidates)} {metric} series have no chart (fewer than {MIN_COMMITS} "
+                     "commits, or an accuracy without a step).", "")
 
     def history_chart(self, s, label, ylabel, short):
         points = s["points"]
-        base = f"history_{short}_{file_part(label)[:60]}"
-        fname, k = base + ".png", 1
+        base = f"history_{short}_{chart_name(s)}"
+        fname, k = base, 1
         while fname in self.history_files:
             k += 1
-            fname = f"{base}_{k}.png"
+            fname = f"{base}_{k}"
         self.history_files.add(fname)
         xlabel = "commit (git order)" if s["order"] == "git" else "commit (order of each commit's first run)"
-        self.plots.history_chart(os.path.join(self.out, fname), label, ylabel, xlabel,
-                                 [p["commit"][:SHA] for p in points], [p["values"] for p in points],
-                                 [p["value"] for p in points], levels(points, s["steps"]),
-                                 [(st["point"], st["commit"][:SHA], st["verdict"]) for st in s["steps"]])
-        self.image(fname, f"history of {label}")
+        self.chart("history_chart", fname, f"history of {label}", label, ylabel, xlabel,
+                   [p["commit"][:SHA] for p in points], [p["values"] for p in points],
+                   [p["value"] for p in points], levels(points, s["steps"]),
+                   [(st["point"], st["commit"][:SHA], st["verdict"]) for st in s["steps"]])

@@ -4,6 +4,7 @@ Each function takes plain Python data, writes one PNG and closes its figure.
 """
 
 import os
+import textwrap
 import warnings
 
 import matplotlib
@@ -15,7 +16,10 @@ matplotlib.use("Agg")
 matplotlib.rcParams["text.parse_math"] = False
 warnings.filterwarnings("ignore", module="matplotlib")  # layout hints are no use in a batch report
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
-from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter  # noqa: E402
+from matplotlib.ticker import (FixedLocator, FuncFormatter, NullFormatter, NullLocator,  # noqa: E402
+                               ScalarFormatter)
+
+from report_blocks import framework_colour  # noqa: E402
 
 DPI = 110
 
@@ -23,6 +27,7 @@ DPI = 110
 # The longest text a chart shows (titles, tick labels, legends): a stored name can be any length, and one of
 # 5,000 characters made an 88,930-pixel image that matplotlib refused, losing the whole report.
 MAX_TEXT = 80
+TITLE_WIDTH = 60
 
 
 class PlotError(Exception):
@@ -34,6 +39,10 @@ def _save(fig, path):
         shown = text.get_text()
         if len(shown) > MAX_TEXT:
             text.set_text(shown[:MAX_TEXT - 3] + "...")
+    for ax in fig.axes:  # a long title wraps instead of running into the legend or the next panel's
+        title = ax.get_title()
+        if len(title) > TITLE_WIDTH:
+            ax.set_title(textwrap.fill(title, TITLE_WIDTH), fontsize=ax.title.get_fontsize())
     try:
         fig.savefig(path, dpi=DPI, bbox_inches="tight")
     except (ValueError, OverflowError, MemoryError, OSError) as e:
@@ -189,6 +198,10 @@ def conv_layer_bars(path, title, problems, algos, ms):
     ax.set_yticklabels(problems, fontsize=7)
     ax.invert_yaxis()
     ax.set_xscale("log")
+    # Plain numbers on the log axis: LogFormatterSciNotation's labels are mathtext, which text.parse_math = False
+    # (above) prints raw as "$\mathdefault{10^{0}}$".
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("ms per call, fwd + bwd_data + bwd_filter (log scale)")
     ax.grid(axis="x", alpha=0.3)
     ax.legend(fontsize=7, loc="lower right")
@@ -250,6 +263,7 @@ def averaging_curves(path, title, series):
         ax1.plot(rounds, acc, style, marker="o", markersize=4, color=colour, label=label)
         ax2.plot(seconds, acc, style, marker="o", markersize=4, color=colour)
     ax1.set_xscale("symlog", linthresh=1)
+    ax1.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))  # not mathtext (see conv_layer_bars)
     ax1.set_xlabel("communication rounds (averages, merges; gradient: steps)")
     ax2.set_xlabel("training time (s, cumulative over epochs)")
     for ax in (ax1, ax2):
@@ -299,10 +313,11 @@ def framework_lines(path, title, series):
     samples/s with min-max bars, and parallel efficiency, one line per framework."""
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
     all_ranks = set()
-    for framework, ranks, med, lo, hi, eff in series:
+    for i, (framework, ranks, med, lo, hi, eff) in enumerate(series):
         all_ranks.update(ranks)
         err = [[m - a for m, a in zip(med, lo)], [b - m for m, b in zip(med, hi)]]
-        ax1.errorbar(ranks, med, yerr=err, marker="o", capsize=3, label=framework)
-        ax2.plot(ranks, eff, marker="o", label=framework)
+        colour = framework_colour(framework, i)  # the same in every chart, the page's included
+        ax1.errorbar(ranks, med, yerr=err, marker="o", capsize=3, label=framework, color=colour)
+        ax2.plot(ranks, eff, marker="o", label=framework, color=colour)
     _save_two_panels(fig, path, ax1, ax2, all_ranks, "training samples/s (median; bars: min-max)", title,
                      [e for s in series for e in s[5] if e is not None])

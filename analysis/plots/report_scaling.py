@@ -1,7 +1,6 @@
 """The Scaling section of report.py: speed-up and efficiency per rank count, the gradient reduction's cost,
 and, for traced runs (a matrix's tracing = true), one step's timeline per rank and the stragglers."""
 
-import os
 import statistics
 from collections import Counter, defaultdict
 
@@ -11,7 +10,7 @@ MAX_TIMELINES = 16  # PNGs per report
 
 
 class ScalingSections:
-    """Mixed into report.Report (self.store, self.runs, self.add, self.image, self.no_plots, self.plots, self.out)."""
+    """Mixed into report.Report (self.store, self.runs, self.add, self.chart)."""
 
     def scaling(self):
         self.add("## Scaling", "")
@@ -69,19 +68,17 @@ class ScalingSections:
                         right=numeric(cols, len(cols) + 1)))
         labels = labels_for(heads, [c for c in cols if c != "config_key"], ["framework", "model"],
                             extra=("config_key",))
-        if not self.no_plots():
-            data = []
-            for lab, rows in zip(labels, series):
-                data.append((lab, [r["ranks"] for r in rows], [r["mean_samples_per_s"] for r in rows],
-                             [r["efficiency"] for r in rows], True))
-                curves = defaultdict(list)
-                for r in predicted.get((rows[0]["environment_id"], rows[0]["config_key"]), []):
-                    curves[r["curve"]].append(r)
-                for curve, pts in sorted(curves.items()):
-                    data.append((f"{lab}: {curve}", [r["ranks"] for r in pts], [r["mean_samples_per_s"] for r in pts],
-                                 [r["efficiency"] for r in pts], False))
-            self.plots.scaling_lines(os.path.join(self.out, "scaling.png"), data)
-            self.image("scaling.png", "samples/s and parallel efficiency vs ranks")
+        data = []
+        for lab, rows in zip(labels, series):
+            data.append((lab, [r["ranks"] for r in rows], [r["mean_samples_per_s"] for r in rows],
+                         [r["efficiency"] for r in rows], True))
+            curves = defaultdict(list)
+            for r in predicted.get((rows[0]["environment_id"], rows[0]["config_key"]), []):
+                curves[r["curve"]].append(r)
+            for curve, pts in sorted(curves.items()):
+                data.append((f"{lab}: {curve}", [r["ranks"] for r in pts], [r["mean_samples_per_s"] for r in pts],
+                             [r["efficiency"] for r in pts], False))
+        self.chart("scaling_lines", "scaling", "samples/s and parallel efficiency vs ranks", data)
         self.communication(series, labels)
 
     def orphan_predictions(self, orphans):
@@ -126,10 +123,7 @@ class ScalingSections:
                  "letters its groups as this table does.", "")
         self.add(*table(["configuration", "ranks", "mode", "buckets", "MiB/step", "step ms", "compute ms",
                          "in comm ms", "exposed ms", "exposed %"], rows, right=(1, *range(3, 10))))
-        if self.no_plots():
-            return
-        self.plots.comm_stacks(os.path.join(self.out, "communication.png"), bars)
-        self.image("communication.png", "compute and exposed communication per step vs ranks")
+        self.chart("comm_stacks", "communication", "compute and exposed communication per step vs ranks", bars)
 
     def timelines(self):
         """For traced runs: one step's timeline per rank (the largest rank count of each configuration) and the
@@ -159,7 +153,7 @@ class ScalingSections:
             self.add(*table(["configuration", "ranks", "runs", "steps", "median busy ms", "mean lag ms",
                              "max lag ms", "lag %", "slowest rank (steps)", "usual phase (steps)"], rows,
                             right=range(1, 8)))
-        if not traced or self.no_plots():
+        if not traced:
             return
         newest = {}
         for r in traced:  # per configuration: the largest rank count's newest run
@@ -171,7 +165,6 @@ class ScalingSections:
             self.add(f"Timelines of the first {MAX_TIMELINES} of {len(chosen)} traced configurations "
                      "(`dtnn report --matrix NAME` narrows the scope).", "")
         for r in chosen[:MAX_TIMELINES]:
-            name = f"timeline_run{r['id']}.png"
             title = f"run {r['id']}: {r['label'] or r['config_key']}, {r['ranks']} rank(s), step {r['step']}"
-            self.plots.timeline(os.path.join(self.out, name), title, self.store.timeline(r["id"]))
-            self.image(name, f"timeline of one step per rank, run {r['id']}")
+            self.chart("timeline", f"timeline_run{r['id']}", f"timeline of one step per rank, run {r['id']}", title,
+                       self.store.timeline(r["id"]))
