@@ -173,14 +173,15 @@ CREATE VIEW v_scaling_baselines AS
                       ELSE b.ranks = w.ranks AND b.config_key = c.config_key END;
 
 -- Measured scaling per figure (epoch 0: the whole run; epoch N: that epoch): per configuration (as
--- v_scaling_baselines) and rank count, the runs with the figure, their mean, min and max samples/s, speed-up and
--- efficiency against the configuration's baseline (its mean samples/s and ranks), and the mean compute and
--- exposed-communication shares of the step.
+-- v_scaling_baselines) and rank count, the runs with the figure, their mean, min, max and sample standard
+-- deviation of samples/s (NULL for one run), speed-up and efficiency against the configuration's baseline (its
+-- mean samples/s and ranks), and the mean compute and exposed-communication shares of the step.
 CREATE VIEW v_scaling_epochs AS
   WITH agg AS (
     SELECT g.environment_id, g.matrix, g.config_key, s.epoch, r.framework, r.model, r.dataset, r.conv_algo,
            r.threads, r.device, r.ranks, avg(s.samples_per_s) AS sps, min(s.samples_per_s) AS min_sps,
-           max(s.samples_per_s) AS max_sps, count(s.samples_per_s) AS n, avg(s.exposed) AS exposed,
+           max(s.samples_per_s) AS max_sps, count(s.samples_per_s) AS n,
+           sum(s.samples_per_s * s.samples_per_s) AS sum_sq, sum(s.samples_per_s) AS sum_sps, avg(s.exposed) AS exposed,
            avg(s.compute) AS compute
     FROM v_scaling_figures s JOIN v_scaling_groups g ON g.run_id = s.run_id JOIN runs r ON r.id = s.run_id
     GROUP BY g.environment_id, g.matrix, g.config_key, s.epoch, r.ranks),
@@ -192,7 +193,9 @@ CREATE VIEW v_scaling_epochs AS
          round(a.max_sps, 1) AS max_samples_per_s, round(a.sps / b.sps, 3) AS speedup,
          round(a.sps / b.sps * b.ranks / a.ranks, 3) AS efficiency, round(b.sps, 1) AS baseline_samples_per_s,
          b.ranks AS baseline_ranks, a.environment_id, a.config_key, round(a.compute, 4) AS compute_fraction,
-         round(a.exposed, 4) AS exposed_comm_fraction, a.matrix
+         round(a.exposed, 4) AS exposed_comm_fraction, a.matrix,
+         CASE WHEN a.n > 1 THEN round(sqrt(max(0.0, (a.sum_sq - a.sum_sps * a.sum_sps / a.n) / (a.n - 1))), 1) END
+           AS sd_samples_per_s
   FROM agg a JOIN base b ON b.environment_id = a.environment_id AND b.matrix = a.matrix
                         AND b.config_key = a.config_key AND b.epoch = a.epoch;
 
@@ -207,7 +210,7 @@ CREATE VIEW v_scaling AS
   SELECT * FROM (
   SELECT framework, model, dataset, conv_algo, threads, device, ranks, runs, mean_samples_per_s, speedup, efficiency,
          environment_id, config_key, compute_fraction, exposed_comm_fraction, 'measured' AS source, NULL AS platform,
-         NULL AS curve, baseline_ranks, matrix
+         NULL AS curve, baseline_ranks, matrix, min_samples_per_s, max_samples_per_s, sd_samples_per_s
   FROM v_scaling_epochs WHERE epoch = 0
   UNION ALL
   SELECT r.framework, p.model, r.dataset, r.conv_algo, r.threads, r.device, p.ranks, 0 AS runs,
@@ -217,7 +220,7 @@ CREATE VIEW v_scaling AS
            || CASE WHEN p.model_kind = 'pydtnn' THEN ', PyDTNN formulas' WHEN p.source = 'model'
                     AND p.rules != 'ompi41' THEN ', ' || p.rules || ' rules' ELSE '' END
            || CASE WHEN coalesce(p.variant, '') != '' THEN ' (' || p.variant || ')' ELSE '' END,
-         1 AS baseline_ranks, (SELECT name FROM matrices WHERE id = p.matrix_id) AS matrix
+         1 AS baseline_ranks, (SELECT name FROM matrices WHERE id = p.matrix_id) AS matrix, NULL, NULL, NULL
   FROM predictions p JOIN newest n ON n.id = p.id
   LEFT JOIN runs r ON r.id = (SELECT min(run_id) FROM prediction_runs l WHERE l.prediction_id = p.id))
   ORDER BY config_key, source, curve, ranks;

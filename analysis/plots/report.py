@@ -260,11 +260,18 @@ class Report(ScalingSections, FrameworkSections, AveragingSections, HistorySecti
         cols = varying(groups, ["framework", "conv_algo", "ranks", "threads", "device", "batch_size",
                                 "num_epochs", "optimizer", "environment_id"]) or ["framework"]
         shown, headers = self.row_keys(groups, cols)
-        rows = [(*s, len(g["runs"]),
-                 num(median(r["test_accuracy"] for r in g["runs"]), 2),
-                 num(median(r["val_accuracy"] for r in g["runs"]), 2)) for s, g in zip(shown, groups)]
-        self.add(*table(headers + ["runs", "test accuracy % (median)", "last val accuracy % (median)"], rows,
-                        right=numeric(cols, len(headers))))
+        rows = []
+        for s, g in zip(shown, groups):
+            acc = [r["test_accuracy"] for r in g["runs"] if r["test_accuracy"] is not None]
+            rows.append((*s, len(g["runs"]), len({str(r["seed"]) for r in g["runs"]}), num(median(acc), 2),
+                         num(min(acc), 2) if acc else "-", num(max(acc), 2) if acc else "-",
+                         num(statistics.stdev(acc), 2) if len(acc) > 1 else "-",
+                         num(median(r["val_accuracy"] for r in g["runs"]), 2)))
+        self.add("Test accuracy over the runs of each configuration: median, min, max and sample standard deviation "
+                 "(sd), with the number of distinct seeds among them (repeats of one seed differ only by "
+                 "nondeterministic reductions).", "")
+        self.add(*table(headers + ["runs", "seeds", "test accuracy % (median)", "min", "max", "sd",
+                                   "last val accuracy % (median)"], rows, right=numeric(cols, len(headers))))
 
     @staticmethod
     def accuracy_curve(group, epochs):

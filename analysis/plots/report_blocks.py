@@ -36,11 +36,19 @@ class Table:
         self.right = set(right)
 
 
+# The chart kinds: each is a function of report_plots (matplotlib: PNG, PDF, SVG) and of report_echarts (the
+# page) taking the same data.
+KINDS = ("throughput_bars", "scaling_lines", "framework_lines", "comm_stacks", "timeline", "accuracy_curves",
+         "averaging_curves", "history_chart", "conv_layer_bars")
+
+
 class Chart:
     """kind: the name of a function in report_plots (and in report_echarts) taking *args; name: the file stem
     (no extension); alt: what the chart shows, in words."""
 
     def __init__(self, kind, name, alt, args):
+        if kind not in KINDS:
+            raise ValueError(f"no chart kind {kind}")
         self.kind = kind
         self.name = name
         self.alt = alt

@@ -132,12 +132,13 @@ class Store:
     def ok_runs(self):
         """The ok runs in scope (RUN_COLUMNS), with `rank_batch` (rank 0's batch: the report's options.batch_size,
         which is per rank under weak and strong scaling alike, where runs.batch_size is the global batch of a
-        strong-scaling run) and `tensor_format`, which set the layer shapes."""
+        strong-scaling run) and `tensor_format`, which set the layer shapes, and `seed` (the run's, 0 when unset)."""
         cond, params = self._runs_filter()
         cols = ", ".join(f"r.{c}" for c in RUN_COLUMNS)
         opt = "CASE WHEN json_valid(r.report) THEN json_extract(r.report, '$.options.{}') END"
         return self._all(f"SELECT {cols}, coalesce({opt.format('batch_size')}, r.batch_size) AS rank_batch, "
-                         f"{opt.format('tensor_format')} AS tensor_format "
+                         f"{opt.format('tensor_format')} AS tensor_format, "
+                         f"coalesce({opt.format('seed')}, json_extract(r.params, '$.seed'), 0) AS seed "
                          f"FROM runs r WHERE r.status = 'ok' AND {cond} ORDER BY r.id", params)
 
     def scaling(self):

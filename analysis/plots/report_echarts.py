@@ -75,9 +75,9 @@ def throughput_bars(labels, medians, mins, maxs):
 
 
 def scaling_lines(series):
-    option = two_panels("Throughput and parallel efficiency vs ranks", "training samples/s (mean over runs)")
+    option = two_panels("Throughput and parallel efficiency vs ranks", "training samples/s (mean; whiskers: min-max)")
     colours = {}
-    for label, ranks, sps, eff, measured in series:
+    for label, ranks, sps, eff, measured, spread in series:
         base_label = label if measured else label.split(": ")[0]
         colour = colours.setdefault(base_label, PALETTE[len(colours) % len(PALETTE)])
         style = {"color": colour, "type": "solid" if measured else "dashed"}
@@ -85,6 +85,9 @@ def scaling_lines(series):
             option["series"].append({"type": "line", "name": short(label), "xAxisIndex": axis, "yAxisIndex": axis,
                                      "data": [[r, y] for r, y in zip(ranks, ys)], "lineStyle": style,
                                      "itemStyle": {"color": colour}, "showSymbol": measured})
+        bars = [[r, lo, hi] for r, (lo, hi) in zip(ranks, spread) if lo is not None and lo != hi]
+        if bars:
+            option["series"].append(error_bars(short(label), bars, colour))
     return option, 460
 
 
@@ -151,7 +154,10 @@ def conv_layer_bars(title, problems, algos, ms):
     option["xAxis"] = {"type": "log", "name": "ms per call, fwd + bwd_data + bwd_filter (log scale)",
                        "nameLocation": "middle", "nameGap": 26}
     option["dataZoom"] = zoom(x=(0,))
-    option["series"] = [{"type": "bar", "name": a, "data": ["-" if v is None else v for v in ms[i]]}
+    option["tooltip"] = {"trigger": "item", "confine": True}
+    option["series"] = [{"type": "custom", "name": a, "renderItem": "hbarLog", "encode": {"x": 1, "y": 0},
+                         "itemStyle": {"color": PALETTE[i % len(PALETTE)]},
+                         "data": [[p, v, i, len(algos)] for p, v in enumerate(ms[i]) if v is not None]}
                         for i, a in enumerate(algos)]
     return option, 120 + 18 * len(problems) * max(1, len(algos))
 
@@ -216,9 +222,10 @@ def history_chart(title, ylabel, xlabel, commits, values, medians, levels, steps
     marks = [{"xAxis": point, "name": f"{commit} ({verdict})", "lineStyle": {"color": STEP_COLOURS.get(verdict, "#888")}}
              for point, commit, verdict in steps]
     option["series"] = [
-        {"type": "scatter", "name": "runs", "symbolSize": 6, "itemStyle": {"opacity": 0.5},
+        {"type": "scatter", "name": "runs", "symbolSize": 6, "itemStyle": {"opacity": 0.5, "color": PALETTE[0]},
          "data": [[i, v] for i, vs in enumerate(values) for v in vs]},
-        {"type": "line", "name": "median per commit", "data": medians,
+        {"type": "line", "name": "median per commit", "data": medians, "itemStyle": {"color": PALETTE[0]},
+         "lineStyle": {"color": PALETTE[0]},
          "markLine": {"symbol": "none", "label": {"formatter": "{b}"}, "lineStyle": {"type": "dashed"}, "data": marks}},
         ] + [{"type": "line", "name": "segment level", "symbol": "none", "itemStyle": {"color": "#000"},
               "lineStyle": {"width": 3, "color": "#000"}, "data": [[first, level], [last, level]]}

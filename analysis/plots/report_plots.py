@@ -80,15 +80,16 @@ def _rank_axis(ax, ranks):
 
 
 def scaling_lines(path, series):
-    """series: list of (label, ranks, samples_per_s, efficiency, measured). Two panels: samples/s and
-    efficiency. Measured series are markers joined by a line; predicted ones (measured False) dashed lines
-    without markers, labelled by their curve ("model, ib100, non_blocking")."""
+    """series: list of (label, ranks, samples_per_s, efficiency, measured, spread). Two panels: samples/s and
+    efficiency. Measured series are markers joined by a line, with min-max error bars (spread: (min, max) per
+    point; none for a single run); predicted ones (measured False) dashed lines without markers, labelled by
+    their curve ("model, ib100, non_blocking")."""
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
     all_ranks = set()
     # A predicted curve ("<configuration>: model, ib100, blocking") takes its configuration's colour, so the
     # measured points and their predictions read together; the curves of one configuration differ by dashes.
     colours, dashes, cycle = {}, {}, plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for label, ranks, sps, eff, measured in series:
+    for label, ranks, sps, eff, measured, spread in series:
         all_ranks.update(ranks)
         base = label if measured else label.split(": ")[0]
         colour = colours.setdefault(base, cycle[len(colours) % len(cycle)])
@@ -100,7 +101,11 @@ def scaling_lines(path, series):
                          color=colour)
         ax1.plot(ranks, sps, label=label, **style)
         ax2.plot(ranks, eff, label=label, **style)
-    _save_two_panels(fig, path, ax1, ax2, all_ranks, "training samples/s (mean over runs)", "Throughput vs ranks",
+        bars = [(r, m, lo, hi) for r, m, (lo, hi) in zip(ranks, sps, spread) if lo is not None and lo != hi]
+        if bars:
+            ax1.errorbar([b[0] for b in bars], [b[1] for b in bars], fmt="none", capsize=3, color=colour,
+                         yerr=[[b[1] - b[2] for b in bars], [b[3] - b[1] for b in bars]])
+    _save_two_panels(fig, path, ax1, ax2, all_ranks, "training samples/s (mean; bars: min-max)", "Throughput vs ranks",
                      [e for s in series for e in s[3] if e is not None])
 
 

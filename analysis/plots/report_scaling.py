@@ -50,11 +50,13 @@ class ScalingSections:
         pct = lambda f: "" if f is None else num(100 * f, 1)
         kind = lambda r: "measured" if r["source"] == "measured" else f"predicted: {r['curve']}"
         table_rows = [(*(r[c] for c in cols), kind(r), r["ranks"], r["runs"], num(r["mean_samples_per_s"]),
-                       r["baseline_ranks"], num(r["speedup"], 2), num(r["efficiency"], 2), pct(r["compute_fraction"]),
+                       num(r.get("min_samples_per_s")), num(r.get("max_samples_per_s")),
+                       num(r.get("sd_samples_per_s")), r["baseline_ranks"], num(r["speedup"], 2), num(r["efficiency"], 2), pct(r["compute_fraction"]),
                        pct(r["exposed_comm_fraction"]))
                       for rows in series
                       for r in rows + predicted.get((rows[0]["environment_id"], rows[0]["config_key"]), [])]
-        self.add("Mean training samples/s of the ok runs per rank count; speed-up and efficiency relative to "
+        self.add("Mean training samples/s of the ok runs per rank count, with the runs' min, max and sample "
+                 "standard deviation (sd: blank for one run); speed-up and efficiency relative to "
                  "the fewest ranks of the same configuration that were measured (column 'against': 1 rank, or "
                  "e.g. one node's ranks in a study over nodes with ranks_per_node > 1; efficiency = speed-up x "
                  "against / ranks); the median rank's compute and exposed communication as "
@@ -62,7 +64,8 @@ class ScalingSections:
                  "Rows marked predicted are the performance model's (`dtnn predict`, a matrix's mode = \"predict\" "
                  "trials), not measurements: runs is 0, speed-up and efficiency are against the model's own 1-rank "
                  "prediction, compute and exposed % are the model's.", "")
-        self.add(*table([SHORT.get(c, c) for c in cols] + ["source", "ranks", "runs", "mean samples/s", "against",
+        self.add(*table([SHORT.get(c, c) for c in cols] + ["source", "ranks", "runs", "mean samples/s", "min", "max",
+                                                           "sd", "against",
                                                            "speed-up", "efficiency", "compute %", "exposed comm %"],
                         table_rows,
                         right=numeric(cols, len(cols) + 1)))
@@ -71,13 +74,14 @@ class ScalingSections:
         data = []
         for lab, rows in zip(labels, series):
             data.append((lab, [r["ranks"] for r in rows], [r["mean_samples_per_s"] for r in rows],
-                         [r["efficiency"] for r in rows], True))
+                         [r["efficiency"] for r in rows], True,
+                         [(r.get("min_samples_per_s"), r.get("max_samples_per_s")) for r in rows]))
             curves = defaultdict(list)
             for r in predicted.get((rows[0]["environment_id"], rows[0]["config_key"]), []):
                 curves[r["curve"]].append(r)
             for curve, pts in sorted(curves.items()):
                 data.append((f"{lab}: {curve}", [r["ranks"] for r in pts], [r["mean_samples_per_s"] for r in pts],
-                             [r["efficiency"] for r in pts], False))
+                             [r["efficiency"] for r in pts], False, []))
         self.chart("scaling_lines", "scaling", "samples/s and parallel efficiency vs ranks", data)
         self.communication(series, labels)
 

@@ -129,6 +129,18 @@ TEST_CASE("store: a version-1 database migrates to the latest and keeps its runs
   // The views of version 2 work on the migrated rows: 2 ranks at 1900 vs 1 rank at 1000 samples/s.
   CHECK(one(latest, "SELECT speedup FROM v_scaling WHERE ranks = 2") == "1.9");
   CHECK(one(latest, "SELECT efficiency FROM v_scaling WHERE ranks = 2") == "0.95");
+  // One run has no spread; a second 2-rank run at 2100 gives min 1900, max 2100 and a sample standard deviation
+  // of |2100 - 1900| / sqrt(2) = 141.42.
+  CHECK(one(latest, "SELECT coalesce(sd_samples_per_s, 'none') FROM v_scaling WHERE ranks = 2") == "none");
+  latest.exec("INSERT INTO runs (matrix_id, environment_id, trial_key, config_key, label, repeat, framework, model,"
+              " dataset, conv_algo, ranks, threads, device, batch_size, num_epochs, optimizer, params, status, command,"
+              " log_path, runner_pid, runner_host, samples_per_s) SELECT matrix_id, environment_id, trial_key,"
+              " config_key, label, 1, framework, model, dataset, conv_algo, ranks, threads, device, batch_size,"
+              " num_epochs, optimizer, params, status, command, log_path, runner_pid, runner_host, 2100.0 FROM runs"
+              " WHERE trial_key = 'k2'");
+  CHECK(one(latest, "SELECT min_samples_per_s || ' ' || max_samples_per_s || ' ' || sd_samples_per_s FROM v_scaling "
+                    "WHERE ranks = 2") == "1900.0 2100.0 141.4");
+  latest.exec("DELETE FROM runs WHERE repeat = 1");
   dtnn::ResultStore::Target target;
   target.model = "simplecnn", target.dataset = "fashion-mnist", target.metric = "test_accuracy";
   target.target = 88.3, target.num_epochs = 5, target.optimizer = "adam", target.recipe = "r", target.source = "s";

@@ -29,6 +29,13 @@
     errorBarH: function (params, api) {  // [category, low, high]
       return whisker(api, api.coord([api.value(1), api.value(0)]), api.coord([api.value(2), api.value(0)]), true);
     },
+    hbarLog: function (params, api) {  // [category, value, series, of series]: from the axis' left edge (a log
+      var cs = params.coordSys;          // axis has no zero for a bar to start at)
+      var p = api.coord([api.value(1), api.value(0)]), band = api.size([0, 1])[1] * 0.8;
+      var h = band / Math.max(1, api.value(3)), y = p[1] - band / 2 + h * api.value(2);
+      return { type: "rect", shape: { x: cs.x, y: y, width: Math.max(1, p[0] - cs.x), height: h * 0.95 },
+               style: api.style() };
+    },
     timelineBar: function (params, api) {  // [row, begin ms, end ms, lane, lanes, name]
       var row = api.value(0), lane = api.value(3), lanes = Math.max(1, api.value(4));
       var a = api.coord([api.value(1), row]), b = api.coord([api.value(2), row]);
