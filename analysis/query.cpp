@@ -130,6 +130,10 @@ const View kViews[] = {
      "round(json_extract(counters, '$.\"FLOP/s\"') * 1e-9, 2) AS gflops, counters, error "
      "FROM named_benchmarks ORDER BY id"},
     {"targets", "the accuracy targets stored by the last `dtnn run`", "SELECT * FROM targets ORDER BY id"},
+    {"time_to_target", "per run a target matches: the training time and epochs at which its metric first reached "
+     "target - tolerance (MLPerf's time to train; a test-accuracy target is evaluated after training: reached at "
+     "the end), NULL when not reached",
+     "SELECT * FROM v_time_to_target ORDER BY run_id, metric"},
     {"environments", "machines and builds runs were made with", "SELECT * FROM environments ORDER BY id"},
     {"matrices", "matrix files runs came from", "SELECT id, name, file, hash, created_at FROM matrices ORDER BY id"},
 };

@@ -233,13 +233,19 @@ class Report(ScalingSections, FrameworkSections, AveragingSections, HistorySecti
             verdicts[r["verdict"]] += 1
         order = ["pass", "fail", "no value"]
         counts = sorted(verdicts.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order))
-        self.add(", ".join(f"{n} {v}" for v, n in counts) + " (pass: value >= target - tolerance).", "")
+        self.add(", ".join(f"{n} {v}" for v, n in counts) + " (pass: value >= target - tolerance). Time to target "
+                 "(MLPerf's measure, v_time_to_target): the training time and epochs at which the metric first "
+                 "reached target - tolerance; a test-set target is evaluated after training, so it is reached at "
+                 "the end or not at all.", "")
+        ttt = self.store.time_to_target()
+        reached = [ttt.get((r["run_id"], r["metric"], r["target"]), {}) for r in rows]
         self.add(*table(["run", "framework", "model", "dataset", "epochs", "optimizer", "metric", "value %",
-                         "target %", "tolerance", "verdict", "source"],
+                         "target %", "tolerance", "verdict", "epochs to target", "time to target s", "source"],
                         [(r["run_id"], r["framework"], r["model"], r["dataset"], r["num_epochs"], r["optimizer"],
                           r["metric"], num(r["value"], 2), num(r["target"], 2), num(r["tolerance"], 2),
-                          r["verdict"] if r["verdict"] != "fail" else "**fail**", r["source"]) for r in rows],
-                        right=(0, 4, 7, 8, 9)))
+                          r["verdict"] if r["verdict"] != "fail" else "**fail**", t.get("epochs_to_target"),
+                          num(t.get("time_to_target_s"), 2), r["source"]) for r, t in zip(rows, reached)],
+                        right=(0, 4, 7, 8, 9, 11, 12)))
 
     @staticmethod
     def row_keys(groups, cols):

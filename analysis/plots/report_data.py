@@ -185,6 +185,16 @@ class Store:
                          f"(SELECT r.id FROM runs r WHERE {cond}) "
                          f"ORDER BY v.model, v.dataset, v.metric, v.framework, v.run_id", params)
 
+    def time_to_target(self):
+        """v_time_to_target's rows of the runs in scope (none from a database whose views predate it), by
+        (run_id, metric, target)."""
+        if not self.has_view("v_time_to_target"):
+            return {}
+        cond, params = self._runs_filter()
+        rows = self._all(f"SELECT v.* FROM v_time_to_target v WHERE v.run_id IN (SELECT r.id FROM runs r WHERE {cond})",
+                         params)
+        return {(r["run_id"], r["metric"], r["target"]): r for r in rows}
+
     def has_table(self, name):
         return bool(self._all("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)))
 
@@ -263,4 +273,5 @@ class Store:
                          f"AND {cond} GROUP BY mode ORDER BY mode", params)
 
     def has_view(self, name):
-        return bool(self._all("SELECT 1 FROM sqlite_master WHERE type = 'view' AND name = ?", (name,)))
+        return bool(self._all("SELECT 1 FROM sqlite_master WHERE type = 'view' AND name = ? UNION ALL "
+                              "SELECT 1 FROM sqlite_temp_master WHERE type = 'view' AND name = ?", (name, name)))
