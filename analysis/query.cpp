@@ -130,6 +130,9 @@ const View kViews[] = {
      "round(json_extract(counters, '$.\"FLOP/s\"') * 1e-9, 2) AS gflops, counters, error "
      "FROM named_benchmarks ORDER BY id"},
     {"targets", "the accuracy targets stored by the last `dtnn run`", "SELECT * FROM targets ORDER BY id"},
+    {"memory", "per run: the largest rank's peak resident memory (and device peak on a GPU) in MiB beside the "
+     "model's planned buffers (dtnn), and every rank's peak RSS in bytes",
+     "SELECT * FROM v_memory ORDER BY run_id"},
     {"time_to_target", "per run a target matches: the training time and epochs at which its metric first reached "
      "target - tolerance (MLPerf's time to train; a test-accuracy target is evaluated after training: reached at "
      "the end), NULL when not reached",

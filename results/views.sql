@@ -328,6 +328,21 @@ CREATE VIEW v_accuracy_vs_target AS
         FROM v_recipe_differences d JOIN v_run_recipes c ON c.run_id = d.run_id
         WHERE d.differences = '');
 
+-- Memory each run measured (its report's "memory" record: dtnn, the PyTorch reference and the PyDTNN peer
+-- write one), beside what dtnn's model planned for its buffers: MiB of the largest rank's peak resident memory,
+-- of the largest device peak (dtnn: bytes it held through its allocator; PyTorch: max_memory_allocated; NULL
+-- without a GPU), and every rank's peak RSS as a JSON array. Runs stored before reports carried it have no row.
+CREATE VIEW v_memory AS
+  SELECT r.id AS run_id, r.framework, r.model, r.dataset, r.device, r.ranks, r.batch_size, r.label, r.config_key,
+         r.environment_id,
+         round(json_extract(r.report, '$.memory.planned_bytes') / 1048576.0, 2) AS planned_mib,
+         round(json_extract(r.report, '$.memory.peak_rss_bytes_max') / 1048576.0, 1) AS peak_rss_mib,
+         round(json_extract(r.report, '$.memory.device_peak_bytes_max') / 1048576.0, 1) AS device_peak_mib,
+         json_extract(r.report, '$.memory.peak_rss_bytes') AS peak_rss_bytes_per_rank
+  FROM runs r
+  WHERE r.status IN ('ok', 'diverged') AND json_valid(r.report)
+    AND json_extract(r.report, '$.memory.peak_rss_bytes_max') IS NOT NULL;
+
 -- Time to target (MLPerf Training's measure): for each run a target matches (v_accuracy_vs_target), the
 -- training time (the epochs' summed training loops, what samples/s is computed from) and epochs at which its
 -- metric first reached target - tolerance. A validation target is judged after every epoch, so the first such

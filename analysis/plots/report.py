@@ -179,6 +179,31 @@ class Report(ScalingSections, FrameworkSections, AveragingSections, HistorySecti
         self.chart("throughput_bars", "throughput", "throughput per configuration", labels,
                    [g["median"] for g in groups], [g["min"] for g in groups], [g["max"] for g in groups])
 
+    # ---- memory
+
+    def memory(self):
+        """Measured peak memory per configuration beside the planned buffers (v_memory)."""
+        rows = self.store.memory()
+        if not rows:
+            return
+        groups = defaultdict(list)
+        for r in rows:
+            groups[(r["environment_id"], r["config_key"], r["framework"], r["ranks"])].append(r)
+        self.add("### Memory", "",
+                 "Peak resident memory of the largest rank (getrusage's high-water mark: data, libraries and "
+                 "communication buffers included) and, on GPUs, the device peak, over the runs of each "
+                 "configuration, beside the bytes dtnn's model planned for its buffers (activations, gradients, "
+                 "workspace, parameters). MiB.", "")
+        out = []
+        for (_, _, framework, ranks), rs in sorted(groups.items(), key=lambda kv: (kv[1][0]["model"], str(kv[0]))):
+            rss = [r["peak_rss_mib"] for r in rs]
+            dev = [r["device_peak_mib"] for r in rs if r["device_peak_mib"] is not None]
+            out.append((framework, rs[0]["model"], rs[0]["dataset"], rs[0]["device"], ranks, rs[0]["batch_size"],
+                        rs[0]["label"] or rs[0]["config_key"], len(rs), num(rs[0]["planned_mib"], 2),
+                        num(median(rss)), num(min(rss)), num(max(rss)), num(median(dev)) if dev else "-"))
+        self.add(*table(["framework", "model", "dataset", "device", "ranks", "batch", "trial", "runs", "planned",
+                         "peak RSS (median)", "min", "max", "device peak"], out, right=(4, 5, *range(7, 13))))
+
     # ---- scaling
 
     # ---- accuracy
@@ -490,6 +515,7 @@ def main(argv=None):
         report = Report(store)
         report.header()
         report.throughput()
+        report.memory()
         report.scaling()
         report.frameworks()
         report.timelines()

@@ -185,6 +185,14 @@ class Store:
                          f"(SELECT r.id FROM runs r WHERE {cond}) "
                          f"ORDER BY v.model, v.dataset, v.metric, v.framework, v.run_id", params)
 
+    def memory(self):
+        """v_memory's rows of the ok runs in scope (none from a database whose views predate it)."""
+        if not self.has_view("v_memory"):
+            return []
+        cond, params = self._runs_filter()
+        return self._all(f"SELECT v.* FROM v_memory v JOIN runs r ON r.id = v.run_id WHERE r.status = 'ok' AND {cond} "
+                         f"ORDER BY v.run_id", params)
+
     def time_to_target(self):
         """v_time_to_target's rows of the runs in scope (none from a database whose views predate it), by
         (run_id, metric, target)."""

@@ -47,6 +47,11 @@ void* stream_handle();               // the cudaStream_t, for backend code (NCCL
 // ---- memory --------------------------------------------------------------------------------------------
 void* device_alloc(size_t bytes);    // cudaMalloc, zero-filled; never called in a batch loop
 void device_free(void* p);
+// The most bytes dtnn held through device_alloc at once; -1 when no GPU was used. device_used_bytes: the device's
+// memory in use now (cudaMemGetInfo: total - free; the CUDA context, cuBLAS, cuDNN and NCCL included, and any
+// other process on the device), -1 when no GPU was used.
+int64_t device_peak_bytes();
+int64_t device_used_bytes();
 void* pinned_alloc(size_t bytes);    // page-locked host memory (cudaMallocHost)
 void pinned_free(void* p);
 // Page-locks existing host memory (cudaHostRegister) so async copies from it overlap compute.

@@ -12,6 +12,7 @@
 #include "io/npz.h"
 #include "models/model.h"
 #include "parallel/placement.h"
+#include "train/memory_use.h"
 #include "train/options.h"
 #include "train/trainer.h"
 #include "trace/trace_summary.h"
@@ -74,6 +75,8 @@ struct RunSummary {
   // The options as given (options_list of them), before the run resolved defaults and scalings (SGD's rate times
   // the ranks, the per-rank share of --global_batch_size, --threads=0): a recipe is stated as given.
   std::vector<std::pair<std::string, std::string>> options_given;
+  // Every rank's measured memory (train/memory_use.h), gathered after training; empty when not measured.
+  std::vector<RankMemory> memory;
 };
 
 // The dtnn.run_report/1 JSON, written atomically. "options" are the options as the run used them; "options_given"

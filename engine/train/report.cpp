@@ -29,6 +29,28 @@ nlohmann::json times_json(const RankTimes& t) {
   return {{"step_s", t.step_s}, {"compute_s", t.compute_s}, {"comm_s", t.comm_s}, {"exposed_s", t.exposed_s}};
 }
 
+// Measured memory beside the planned buffers: per rank and the largest, in bytes (the device's only from a GPU
+// run). planned_bytes is what the model's buffers hold (Model::memory()), the part of the peak dtnn decided.
+nlohmann::json memory_json(const std::vector<RankMemory>& ranks, const Model::Memory& mem) {
+  nlohmann::json rss = nlohmann::json::array(), device = nlohmann::json::array(), used = nlohmann::json::array();
+  int64_t rss_max = -1, device_max = -1;
+  for (const RankMemory& r : ranks) {
+    rss.push_back(r.peak_rss);
+    device.push_back(r.device_peak);
+    used.push_back(r.device_used);
+    rss_max = std::max(rss_max, r.peak_rss);
+    device_max = std::max(device_max, r.device_peak);
+  }
+  nlohmann::json j = {{"planned_bytes", mem.total()},
+                      {"peak_rss_bytes", rss}, {"peak_rss_bytes_max", rss_max}};
+  if (device_max >= 0) {
+    j["device_peak_bytes"] = device;
+    j["device_peak_bytes_max"] = device_max;
+    j["device_used_bytes"] = used;
+  }
+  return j;
+}
+
 nlohmann::json averaging_json(const AveragingStats& a) {
   nlohmann::json j = {{"averages", a.averages}, {"bytes_per_rank", static_cast<int64_t>(a.bytes)}, {"wait_s_rank0", a.wait_s}, {"wait_s_max", a.max_wait_s}};
   if (!a.merges_per_rank.empty()) j["merges_per_rank"] = a.merges_per_rank;  // asynchronous modes
@@ -166,6 +188,7 @@ void write_report(const std::string& path, const TrainOptions& options, const En
                 {"layers", layers}, {"conv_layers", convs},
                 {"buffer_bytes", {{"activations", mem.activations}, {"activation_gradients", mem.gradients},
                                   {"workspace", mem.workspace}, {"parameters", mem.parameters}}}};
+  if (!run.memory.empty()) j["memory"] = memory_json(run.memory, mem);
   j["parallel"] = {{"ranks", run.ranks}, {"threads", run.threads}, {"mode", options.parallel},
                    {"model_averaging", options.model_averaging}};
   // --rank_batch_shares: how a full global batch was split (auto: as measured after the first steps). Not

@@ -427,6 +427,7 @@ int finish_run(const TrainOptions& o, Communicator& comm, RunParts& parts, const
       run.diverged = "diverged: the test loss (" + trainer.value_names()[0] + ") is " +
                      (std::isnan(loss) ? "nan" : format_double(loss)) + " with finite weights";
   }
+  run.memory = gather_memory(comm);  // after the test pass: its buffers count
   const bool traced = root && tracer && o.tracing;
   if (!run.diverged.empty()) {
     if (traced) write_traces(o, *tracer, traces, names, clocks, run, out);
@@ -468,6 +469,7 @@ int run_training(TrainOptions o, Communicator& mpi_comm, std::ostream& out) {
     if (o.evaluate_only) {
       if (root) print_pass(out, trainer, "Testing", r);
       run.test = r;
+      run.memory = gather_memory(comm);
       if (root && !o.report.empty()) write_report(o.report, o, env, *parts.model, trainer, run);
       return 0;
     }

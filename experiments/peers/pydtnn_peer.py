@@ -756,6 +756,15 @@ def start_mpi(parallel, opts):
     return MPI, rank, ranks
 
 
+def gather_memory(mpi):
+    """dtnn's "memory" record: every rank's peak resident memory (getrusage: KiB on Linux; PyDTNN trains in this
+    process), gathered over MPI when the ranks train together (mpi: mpi4py's MPI, None for one sequential rank)."""
+    import resource
+    mine = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    ranks = mpi.COMM_WORLD.allgather(mine) if mpi is not None else [mine]
+    return {"peak_rss_bytes": ranks, "peak_rss_bytes_max": max(ranks)}
+
+
 def batch_argv(settings, ranks):
     """Per-rank --batch_size (strong scaling: the global batch / ranks, without lr scaling)."""
     g = settings["global_batch_size"]
@@ -785,6 +794,7 @@ def run(opts):
         text, recorder, error = run_pydtnn(argv, settings["seed"])
         if error:
             failed(text, error)
+        memory = gather_memory(mpi)
         if rank != 0:
             return 4 if recorder.stop_training else 0
         if settings["weights_file"] and not settings["evaluate_only"] and not recorder.stop_training:
@@ -797,6 +807,7 @@ def run(opts):
             "environment": environment(path, threads, mpi)}
     try:
         report, code = build_report(info)
+        report["memory"] = memory
     except out.OutputError as e:
         raise Exit(1, f"cannot read PyDTNN's output: {e}") from None
     if code == 4:

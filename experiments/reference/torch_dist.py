@@ -178,3 +178,19 @@ def wrap(model, device, world):
     timer = CommTimer(world)
     ddp.register_comm_hook(None, timer.hook)
     return ddp, timer
+
+
+def gather_memory(world, device):
+    """dtnn's "memory" record: every rank's peak resident memory (getrusage: KiB on Linux) and, on a GPU, the peak
+    bytes PyTorch's allocator held (torch.cuda.max_memory_allocated), gathered (collective beyond one rank)."""
+    import resource
+    mine = [resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+            torch.cuda.max_memory_allocated(device) if device.type == "cuda" else -1]
+    ranks = [mine]
+    if world.size > 1:
+        ranks = [None] * world.size
+        dist.all_gather_object(ranks, mine)
+    memory = {"peak_rss_bytes": [r[0] for r in ranks], "peak_rss_bytes_max": max(r[0] for r in ranks)}
+    if max(r[1] for r in ranks) >= 0:
+        memory.update({"device_peak_bytes": [r[1] for r in ranks], "device_peak_bytes_max": max(r[1] for r in ranks)})
+    return memory

@@ -650,9 +650,11 @@ def run(args, world):
         say(f"Test: cce {test_result['categorical_cross_entropy']:.7f}, "
               f"acc {test_result['categorical_accuracy']:.2f}%")
 
+    memory = torch_dist.gather_memory(world, device)
     if args.report and world.root:
-        save_report(args, build_report(args, n_params, epochs, total_time, total_samples, test_result, gpu_env,
-                                       world), resumed)
+        report = build_report(args, n_params, epochs, total_time, total_samples, test_result, gpu_env, world)
+        report["memory"] = memory
+        save_report(args, report, resumed)
     return 0
 
 

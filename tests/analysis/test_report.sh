@@ -30,6 +30,7 @@ for heading in "# dtnn results report" "## Environments" "## Matrices" "## Run s
   grep -qxF "$heading" "$out/report.md" || fail "report.md lacks the heading '$heading'"
 done
 grep -qF 'No history: report.py ran without `--dtnn PATH`' "$out/report.md" || fail "History does not say it needs --dtnn"
+grep -qxF "### Memory" "$out/report.md" || fail "report.md has no Memory table (v_memory: the runs' measured peaks)"
 compgen -G "$out/*.png" > /dev/null || fail "no PNG in $out"
 # The numbers, not only the layout: every ok configuration's median samples/s, computed here from the
 # runs table (statistics.median), must be in its Throughput row (found by its label) as the report formats

@@ -1,7 +1,9 @@
 // The GPU backend's process-wide context: device, stream, cuBLAS and cuDNN handles, math mode; memory,
 // the model arena, events and the row-major SGEMM.
 #include <algorithm>
+#include <cstdint>
 #include <mutex>
+#include <unordered_map>
 
 #include <cuda_profiler_api.h>
 
@@ -25,6 +27,19 @@ struct Context {
 Context& ctx() {
   static Context c;
   return c;
+}
+
+// What dtnn holds on the device through device_alloc: the live bytes and their peak (the run report's device
+// memory). Allocations happen when the model is built, never in the batch loop, so the lock costs nothing.
+struct DeviceBytes {
+  std::mutex mutex;
+  std::unordered_map<void*, size_t> sizes;
+  size_t live = 0, peak = 0;
+};
+
+DeviceBytes& device_bytes() {
+  static DeviceBytes b;
+  return b;
 }
 
 Context& ready() {
@@ -96,11 +111,37 @@ void* device_alloc(size_t bytes) {
   }
   DTNN_CUDA_CHECK(cudaMemset(p, 0, bytes));
   DTNN_CUDA_CHECK(cudaDeviceSynchronize());  // the zeros land before any work on dtnn's non-blocking stream
+  DeviceBytes& b = device_bytes();
+  const std::lock_guard<std::mutex> lock(b.mutex);
+  b.sizes[p] = bytes;
+  b.live += bytes;
+  b.peak = std::max(b.peak, b.live);
   return p;
 }
 
 void device_free(void* p) {
-  if (p) cudaFree(p);  // never throws: called from destructors
+  if (!p) return;
+  cudaFree(p);  // never throws: called from destructors
+  DeviceBytes& b = device_bytes();
+  const std::lock_guard<std::mutex> lock(b.mutex);
+  const auto it = b.sizes.find(p);
+  if (it == b.sizes.end()) return;
+  b.live -= it->second;
+  b.sizes.erase(it);
+}
+
+int64_t device_peak_bytes() {
+  if (!initialised()) return -1;
+  DeviceBytes& b = device_bytes();
+  const std::lock_guard<std::mutex> lock(b.mutex);
+  return static_cast<int64_t>(b.peak);
+}
+
+int64_t device_used_bytes() {
+  if (!initialised()) return -1;
+  size_t free_b = 0, total_b = 0;
+  if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) return -1;
+  return static_cast<int64_t>(total_b - free_b);
 }
 
 void* pinned_alloc(size_t bytes) {

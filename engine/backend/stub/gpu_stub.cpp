@@ -37,6 +37,8 @@ void profiler_stop() { absent(); }
 void* stream_handle() { absent(); }
 void* device_alloc(size_t) { absent(); }
 void device_free(void*) {}
+int64_t device_peak_bytes() { return -1; }
+int64_t device_used_bytes() { return -1; }
 void* pinned_alloc(size_t) { absent(); }
 void pinned_free(void*) {}
 void host_register(void*, size_t) { absent(); }
