@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/ci_output.h"
 #include "analysis/targets.h"
 #include "results/store.h"
 
@@ -37,7 +38,7 @@ CheckCounts check_targets(const std::string& db_path, const std::string& targets
                           std::ostream& out);
 
 // JUnit XML (one test case per run and target; no target: skipped with the reason) and a Markdown summary.
-std::string check_junit(const CheckCounts& c);
+std::string check_junit(const CheckCounts& c, const std::vector<JUnitCase>& more = {});
 std::string check_markdown(const CheckCounts& c, const std::string& targets_path);
 
 }  // namespace dtnn

@@ -2,7 +2,7 @@
 # Set-up (ci/setup.sh), then the main job: the quickstart experiment matrix (experiments/quickstart.toml:
 # simplecnn and simplemlp on Fashion-MNIST and the MNIST subset, both CPU convolution algorithms, 1 and 2
 # ranks, dtnn and the PyTorch reference) into the results store, then the comparison with PyTorch, the
-# accuracy-target check and a Markdown report with plots.
+# accuracy-target and performance-reference check, and the report (report.md with PNGs, report.html, paper/).
 #   DTNN_DB  results database (default: results/dtnn.db; it keeps every earlier run)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,7 +20,7 @@ echo
 echo "== Scaling (speed-up over 1 rank) =="
 "$dtnn" query "SELECT framework, model, dataset, conv_algo, ranks, mean_samples_per_s, speedup, efficiency FROM v_scaling WHERE ranks > 1 AND environment_id = (SELECT max(environment_id) FROM runs)" --db "$db" || true
 echo
-echo "== Accuracy against the targets (analysis/targets.toml) =="
+echo "== Accuracy against the targets (analysis/targets.toml), throughput against this machine's references (analysis/references.toml) =="
 check_rc=0
 "$dtnn" check --db "$db" --select matrix=quickstart || check_rc=$?
 report_rc=0
@@ -32,7 +32,7 @@ if [ "$run_rc" -ne 0 ]; then
   status=1
 fi
 if [ "$check_rc" -eq 1 ]; then
-  echo "quickstart: FAILED: accuracy targets not met (dtnn check exited 1)"
+  echo "quickstart: FAILED: accuracy targets or performance references not met (dtnn check exited 1)"
   status=1
 elif [ "$check_rc" -ne 0 ]; then
   echo "quickstart: FAILED: the accuracy check could not judge the runs (dtnn check exited $check_rc)"

@@ -23,6 +23,7 @@
 #include "analysis/compare.h"
 #include "analysis/history.h"
 #include "analysis/query.h"
+#include "analysis/references.h"
 #include "experiments/submit.h"
 #include "experiments/source_dir.h"
 #include "backend/cpu/blas.h"
@@ -141,6 +142,7 @@ int cmd_algos() {
 // Defaults that work from the repository root and from anywhere else.
 const std::string kDefaultDb = "results/dtnn.db";
 const std::string kDefaultTargets = dtnn::source_dir() + "/analysis/targets.toml";  // $DTNN_SOURCE_DIR too
+const std::string kDefaultReferences = dtnn::source_dir() + "/analysis/references.toml";
 
 int cmd_query(const std::string& db, const std::string& what, const std::string& format, double timeout_s) {
   if (what.empty()) {
@@ -341,6 +343,7 @@ struct HarnessCommands {
   std::string sbatch_args;  // run --submit
   double query_timeout_s = 600;  // query --timeout: minutes for any real store, not forever
   std::string junit, markdown;  // check, compare, history: CI outputs
+  std::string references = kDefaultReferences, record_references, reference_bounds = "-30%,+100%";  // check
   std::string out_dir, report_matrix, report_format = "all";
   dtnn::IngestOptions ingest_options;
   CLI::App *run = nullptr, *query = nullptr, *check = nullptr, *compare = nullptr, *ingest = nullptr,
@@ -351,6 +354,26 @@ struct HarnessCommands {
 void add_ci_outputs(CLI::App* app, HarnessCommands& h) {
   app->add_option("--junit", h.junit, "Also write JUnit XML (one test case per trial) to this file");
   app->add_option("--markdown", h.markdown, "Also write a Markdown summary (a CI job summary) to this file");
+}
+
+void add_check_command(CLI::App& app, HarnessCommands& h) {
+  CLI::App* check = h.check = app.add_subcommand(
+      "check", "Check stored runs against the accuracy targets and this machine's performance references; exit 1 on "
+               "a failure");
+  check->add_option("--db", h.db, "Results database")->capture_default_str();
+  check->add_option("--targets", h.targets, "Targets file")->capture_default_str();
+  check->add_option("--references", h.references,
+                    "Performance references file (per machine; a machine without references gets 'no reference')")
+      ->capture_default_str();
+  check->add_option("--record-references", h.record_references,
+                    "Write references from the selected runs' median samples/s to this file (kept: those of other "
+                    "trials and machines) instead of checking");
+  check->add_option("--reference-bounds", h.reference_bounds,
+                    "Bounds recorded with --record-references: LOWER,UPPER as fractions or percentages of the "
+                    "value (UPPER 'none': no upper bound)")
+      ->capture_default_str();
+  check->add_option("--select", h.select, "Only runs of this selection (commit=, matrix=, tag=, runs=)");
+  add_ci_outputs(check, h);
 }
 
 void add_harness_commands(CLI::App& app, HarnessCommands& h) {
@@ -385,11 +408,7 @@ void add_harness_commands(CLI::App& app, HarnessCommands& h) {
   query->add_option("--timeout", h.query_timeout_s, "Stop a statement running longer (seconds; 0: no limit)")
       ->capture_default_str()->check(CLI::Range(0.0, 1e9))->check(finite_number);
 
-  CLI::App* check = h.check = app.add_subcommand("check", "Check stored runs against the accuracy targets; exit 1 on a failure");
-  check->add_option("--db", db, "Results database")->capture_default_str();
-  check->add_option("--targets", targets, "Targets file")->capture_default_str();
-  check->add_option("--select", select, "Only runs of this selection (commit=, matrix=, tag=, runs=)");
-  add_ci_outputs(check, h);
+  add_check_command(app, h);
 
   CLI::App* compare = h.compare = app.add_subcommand("compare", "Compare throughput of two run selections; exit 1 on a regression");
   compare->add_option("--baseline", compare_options.baseline, "Baseline runs (commit=, matrix=, tag=, runs=)")->required();
@@ -463,12 +482,57 @@ void check_harness_files(const HarnessCommands& h) {
     for (const std::string& f : h.ingest_options.files) files.push_back({"the input file", f, false});
     dtnn::check_files_distinct(files);
   }
-  if (h.judging()) dtnn::check_outputs_writable({{"--junit", h.junit}, {"--markdown", h.markdown}});
+  if (h.judging())
+    dtnn::check_outputs_writable(
+        {{"--junit", h.junit}, {"--markdown", h.markdown}, {"--record-references", h.record_references}});
   if (h.judging())
     dtnn::check_files_distinct({{"--junit", h.junit, true},
                                 {"--markdown", h.markdown, true},
                                 {"--db", h.db, false},
-                                {"--targets", h.check->parsed() ? h.targets : std::string(), false}});
+                                {"--targets", h.check->parsed() ? h.targets : std::string(), false},
+                                // Recording merges into its file (read, then replaced atomically): not --references.
+                                {"--references", h.check->parsed() && h.record_references.empty() ? h.references
+                                                                                                 : std::string(),
+                                 false},
+                                {"--record-references", h.record_references, true}});
+}
+
+// "-30%" or "-0.3" -> -0.3; "none" -> no value (for UPPER).
+std::optional<double> parse_bound(const std::string& text, const std::string& all) {
+  if (text == "none") return std::nullopt;
+  const bool percent = !text.empty() && text.back() == '%';
+  const std::optional<double> v = dtnn::parse_double(percent ? text.substr(0, text.size() - 1) : text);
+  if (!v || !std::isfinite(*v)) dtnn::fail("--reference-bounds: '", text, "' in '", all, "' is not a number");
+  return percent ? *v / 100 : *v;
+}
+
+// `dtnn check`: --record-references writes references and judges nothing; else the accuracy targets, then the
+// performance references of the file (the default file may be absent: nothing to judge against).
+int cmd_check(HarnessCommands& h) {
+  if (!h.record_references.empty()) {
+    const size_t comma = h.reference_bounds.find(',');
+    if (comma == std::string::npos) dtnn::fail("--reference-bounds: expected LOWER,UPPER (e.g. -30%,+100%)");
+    const std::optional<double> lower = parse_bound(h.reference_bounds.substr(0, comma), h.reference_bounds);
+    const std::optional<double> upper = parse_bound(h.reference_bounds.substr(comma + 1), h.reference_bounds);
+    if (!lower || !(*lower <= 0 && *lower > -1)) dtnn::fail("--reference-bounds: LOWER must be in (-100%, 0]");
+    if (upper && *upper < 0) dtnn::fail("--reference-bounds: UPPER must be >= 0 (or none)");
+    const dtnn::ResultStore store = dtnn::ResultStore::open_read_only(h.db);
+    dtnn::record_references(store, h.select, h.record_references, *lower, upper, std::cout);
+    return 0;
+  }
+  const dtnn::CheckCounts c = dtnn::check_targets(h.db, h.targets, h.select, std::cout);
+  dtnn::PerfCounts perf;
+  std::error_code ec;
+  const bool named = h.check->get_option("--references")->count() > 0;
+  if (named || std::filesystem::exists(h.references, ec)) {
+    const std::vector<dtnn::PerfReference> refs = dtnn::load_references(h.references);
+    const dtnn::ResultStore store = dtnn::ResultStore::open_read_only(h.db);
+    perf = dtnn::check_references(store, refs, h.select, h.references, std::cout);
+  }
+  dtnn::write_ci_file(h.junit, dtnn::check_junit(c, dtnn::references_junit(perf)));
+  dtnn::write_ci_file(h.markdown, dtnn::check_markdown(c, h.targets) +
+                                      (perf.rows.empty() ? "" : dtnn::references_markdown(perf, h.references)));
+  return c.fail + perf.fail > 0 ? 1 : 0;
 }
 
 int run_harness_command(HarnessCommands& h) {
@@ -478,12 +542,7 @@ int run_harness_command(HarnessCommands& h) {
   if (h.run->parsed() && !h.sbatch_args.empty()) dtnn::fail("--sbatch-args needs --submit");
   if (h.run->parsed()) return cmd_run(h.run_options, h.targets);
   if (h.query->parsed()) return cmd_query(h.db, h.query_what, h.format, h.query_timeout_s);
-  if (h.check->parsed()) {
-    const dtnn::CheckCounts c = dtnn::check_targets(h.db, h.targets, h.select, std::cout);
-    dtnn::write_ci_file(h.junit, dtnn::check_junit(c));
-    dtnn::write_ci_file(h.markdown, dtnn::check_markdown(c, h.targets));
-    return c.fail > 0 ? 1 : 0;
-  }
+  if (h.check->parsed()) return cmd_check(h);
   if (h.compare->parsed()) {
     h.compare_options.threshold = parse_fraction(h.threshold);
     const dtnn::ResultStore store = dtnn::ResultStore::open_read_only(h.db);

@@ -467,6 +467,7 @@ def recorder_class():
         def __init__(self):
             super().__init__()
             self.epochs, self.start, self.last, self.stop_training = [], 0.0, 0.0, False
+            self.memory = None  # every rank's peak resident bytes after the last epoch (peak_rss_ranks)
             self.model = None  # the Model main() built (hook_pydtnn)
 
         def on_epoch_begin(self, *args):
@@ -480,6 +481,7 @@ def recorder_class():
             self.epochs.append({"time_s": self.last - self.start, "lr": float(optimizer.learning_rate),
                                 "loss": loss})
             self.stop_training = not math.isfinite(loss)
+            self.memory = peak_rss_ranks()  # every rank runs this hook after every epoch: a collective is safe
 
     return Recorder()
 
@@ -756,12 +758,26 @@ def start_mpi(parallel, opts):
     return MPI, rank, ranks
 
 
-def gather_memory(mpi):
-    """dtnn's "memory" record: every rank's peak resident memory (getrusage: KiB on Linux; PyDTNN trains in this
-    process), gathered over MPI when the ranks train together (mpi: mpi4py's MPI, None for one sequential rank)."""
+def peak_rss():
+    """This process's peak resident memory in bytes (getrusage: KiB on Linux; PyDTNN trains in this process)."""
     import resource
-    mine = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    ranks = mpi.COMM_WORLD.allgather(mine) if mpi is not None else [mine]
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def peak_rss_ranks():
+    """Every rank's peak resident memory, gathered over MPI while the ranks train together (PyDTNN finalizes MPI
+    when its run ends, so the recorder gathers after each epoch); this rank's alone otherwise. Never the import
+    that would start MPI in a sequential run."""
+    mpi = sys.modules.get("mpi4py.MPI")
+    if mpi is not None and mpi.Is_initialized() and not mpi.Is_finalized() and mpi.COMM_WORLD.Get_size() > 1:
+        return mpi.COMM_WORLD.allgather(peak_rss())
+    return [peak_rss()]
+
+
+def memory_record(recorder):
+    """dtnn's "memory" record: the ranks' peaks as of the last epoch's end, rank 0's (this process's) up to now."""
+    ranks = list(recorder.memory or [peak_rss()])
+    ranks[0] = max(ranks[0], peak_rss())
     return {"peak_rss_bytes": ranks, "peak_rss_bytes_max": max(ranks)}
 
 
@@ -794,7 +810,6 @@ def run(opts):
         text, recorder, error = run_pydtnn(argv, settings["seed"])
         if error:
             failed(text, error)
-        memory = gather_memory(mpi)
         if rank != 0:
             return 4 if recorder.stop_training else 0
         if settings["weights_file"] and not settings["evaluate_only"] and not recorder.stop_training:
@@ -807,7 +822,7 @@ def run(opts):
             "environment": environment(path, threads, mpi)}
     try:
         report, code = build_report(info)
-        report["memory"] = memory
+        report["memory"] = memory_record(recorder)
     except out.OutputError as e:
         raise Exit(1, f"cannot read PyDTNN's output: {e}") from None
     if code == 4:

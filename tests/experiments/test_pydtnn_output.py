@@ -184,6 +184,11 @@ def check_report(path, ranks, name):
     for key in ("options", "environment", "model", "start"):
         check(key in r, f"{name}: no {key}")
     check("pydtnn_argv" in r["options"] and r["model"]["params"] == 202458, f"{name}: argv / params")
+    # Every rank's peak resident memory: PyDTNN holds at least its 202,458 float32 parameters and their gradients.
+    memory = r.get("memory", {})
+    rss = memory.get("peak_rss_bytes", [])
+    check(len(rss) == ranks and all(b > 2 * 4 * 202458 for b in rss) and memory.get("peak_rss_bytes_max") == max(rss),
+          f"{name}: memory {memory}")
 
 
 def check_real_runs():
