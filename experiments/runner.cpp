@@ -54,8 +54,13 @@ bool is_error_line(const std::string& line) {
 // nothing: they are skipped.
 std::string error_line(const std::string& log_path) {
   // Open MPI's long box for ranks srun started without a PMI it speaks, said in one line.
-  if (read_file(log_path).find("have been direct launched using \"srun\"") != std::string::npos)
+  const std::string text = read_file(log_path);
+  if (text.find("have been direct launched using \"srun\"") != std::string::npos)
     return "Open MPI could not join ranks that srun started without PMIx (give srun --mpi=pmix, the runner's default)";
+  // And its box for more ranks than slots, whose last line ("launch.") says nothing.
+  if (text.find("There are not enough slots available in the system") != std::string::npos)
+    return "Open MPI: not enough slots on this machine for the trial's ranks (more ranks than cores: add "
+           "args = [\"--oversubscribe\"] to the matrix's [launcher], or give a hostfile with more slots)";
   std::ifstream f(log_path);
   std::string line, last, last_tagged;
   while (std::getline(f, line)) {

@@ -60,7 +60,7 @@ from report_blocks import Chart  # noqa: E402
 from report_data import STATUSES, ReportError, Store  # noqa: E402
 from report_markdown import write_markdown  # noqa: E402
 from report_format import (SHORT, distinguishing, file_part, labels_for, median, num,  # noqa: E402
-                           numeric, short_error, table, varying)
+                           numeric, readable_keys, short_error, table, varying)
 from report_averaging import AveragingSections  # noqa: E402
 from report_history import HistorySections  # noqa: E402
 from report_scaling import ScalingSections  # noqa: E402
@@ -195,11 +195,13 @@ class Report(ScalingSections, FrameworkSections, AveragingSections, HistorySecti
                  "configuration, beside the bytes dtnn's model planned for its buffers (activations, gradients, "
                  "workspace, parameters). MiB.", "")
         out = []
-        for (_, _, framework, ranks), rs in sorted(groups.items(), key=lambda kv: (kv[1][0]["model"], str(kv[0]))):
+        ordered = sorted(groups.items(), key=lambda kv: (kv[1][0]["model"], str(kv[0])))
+        trials = readable_keys([rs[0]["label"] or rs[0]["config_key"] for _, rs in ordered])
+        for ((_, _, framework, ranks), rs), trial in zip(ordered, trials):
             rss = [r["peak_rss_mib"] for r in rs]
             dev = [r["device_peak_mib"] for r in rs if r["device_peak_mib"] is not None]
             out.append((framework, rs[0]["model"], rs[0]["dataset"], rs[0]["device"], ranks, rs[0]["batch_size"],
-                        rs[0]["label"] or rs[0]["config_key"], len(rs), num(rs[0]["planned_mib"], 2),
+                        trial, len(rs), num(rs[0]["planned_mib"], 2),
                         num(median(rss)), num(min(rss)), num(max(rss)), num(median(dev)) if dev else "-"))
         self.add(*table(["framework", "model", "dataset", "device", "ranks", "batch", "trial", "runs", "planned",
                          "peak RSS (median)", "min", "max", "device peak"], out, right=(4, 5, *range(7, 13))))
@@ -282,7 +284,7 @@ class Report(ScalingSections, FrameworkSections, AveragingSections, HistorySecti
         if len(set(shown)) < len(shown):
             name, values = distinguishing(shown, groups, ("label", "trial_key")) or \
                 ("trial_key", [g["trial_key"] for g in groups])
-            shown = [(*s, v) for s, v in zip(shown, values)]
+            shown = [(*s, v) for s, v in zip(shown, readable_keys(values))]
             headers.append("trial" if name == "label" else "trial key")
         return shown, headers
 

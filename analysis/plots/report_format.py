@@ -41,7 +41,7 @@ def num(value, digits=1):
 
 def numeric(cols, first_number):
     """Indices to right-align: the integer configuration columns, then every column from first_number on."""
-    return tuple(i for i, c in enumerate(cols) if c in NUMERIC) + tuple(range(first_number, first_number + 10))
+    return tuple(i for i, c in enumerate(cols) if c in NUMERIC) + tuple(range(first_number, first_number + 40))
 
 
 def table(headers, rows, right=()):
@@ -82,18 +82,22 @@ def labels_for(groups, columns, default_columns, extra=("label",)):
     """Distinct labels 'col=value, ...' from the columns that vary between the groups.
 
     Uses default_columns when none vary. Labels that still collide get the value of the first `extra`
-    column that tells them apart, else a counter.
+    column that tells them apart, else a counter; when every label collides on default columns that are the same
+    for all (one framework and model), that value alone is the label: a legend of "batch_size=64, scaling=weak"
+    rather than the same "framework=dtnn, model=simplecnn" before each.
     """
-    cols = varying(groups, columns) or default_columns
+    varied = varying(groups, columns)
+    cols = varied or default_columns
     labels = [", ".join(f"{SHORT.get(c, c)}={g[c]}" for c in cols) for g in groups]
     counts = Counter(labels)
     clash = [i for i, lab in enumerate(labels) if counts[lab] > 1]
     if clash:
         found = distinguishing([labels[i] for i in clash], [groups[i] for i in clash], extra)
-        if found and found[0] == "config_key":  # a whole key is unreadable on a chart: only what differs
-            found = (found[0], key_differences(found[1]))
+        if found:  # a whole key (or a key-like trial label) is unreadable on a chart: only what differs
+            found = (found[0], readable_keys(found[1]))
+        alone = found and not varied and len(clash) == len(labels)
         for k, i in enumerate(clash):
-            labels[i] += f" [{found[1][k]}]" if found else f" #{k + 1}"
+            labels[i] = found[1][k] if alone else labels[i] + (f" [{found[1][k]}]" if found else f" #{k + 1}")
     return labels
 
 
@@ -105,6 +109,14 @@ def key_differences(keys):
     names = sorted({n for d in parsed for n in d})
     differ = [n for n in names if len({d.get(n, "default") for d in parsed}) > 1]
     return [", ".join(f"{n}={d.get(n, 'default')}" for n in differ) or "(base)" for d in parsed]
+
+
+def readable_keys(values):
+    """Trial keys and key-like labels ('name=value;...') cut to what differs between them (key_differences), so
+    a table's rows read apart without a 300-character column; other values as they are."""
+    if values and all(isinstance(v, str) and "=" in v for v in values):
+        return key_differences(values)
+    return list(values)
 
 
 def distinguishing(shown, groups, candidates):

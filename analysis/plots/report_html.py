@@ -104,7 +104,11 @@ class Page:
             for i, v in enumerate(row):
                 sort = f' data-sort="{html.escape(plain_cell(v))}"' if isinstance(v, (Num, int, float)) else ""
                 shown = "-" if v is None or v == "" else inline(str(v))
-                cells.append(f'<td{" class=r" if i in t.right else ""}{sort}>{shown}</td>')
+                text = plain_cell(v)
+                # A long text cell is cut to one line; hovering it shows the whole (the filter still finds it).
+                long = f' class=long title="{html.escape(text)}"' if len(text) > 60 else ""
+                right = " class=r" if i in t.right else ""
+                cells.append(f'<td{right or long}{sort}>{shown}</td>')
             rows.append("<tr>" + "".join(cells) + "</tr>")
         self.body.append(f'<div class="table-box"><div class="table-tools"><input class="filter" type="search" '
                          f'placeholder="filter rows" aria-label="filter rows"><span class="count">{len(t.rows)} rows'

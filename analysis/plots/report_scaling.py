@@ -4,7 +4,7 @@ and, for traced runs (a matrix's tracing = true), one step's timeline per rank a
 import statistics
 from collections import Counter, defaultdict
 
-from report_format import SHORT, labels_for, num, numeric, table
+from report_format import SHORT, labels_for, num, numeric, readable_keys, table
 
 MAX_TIMELINES = 16  # PNGs per report
 
@@ -48,8 +48,10 @@ class ScalingSections:
         if len({tuple(h[c] for c in cols) for h in heads}) < len(heads):
             cols.append("config_key")  # configurations that differ in other parameters
         pct = lambda f: "" if f is None else num(100 * f, 1)
+        config = dict(zip((h["config_key"] for h in heads), readable_keys([h["config_key"] for h in heads])))
         kind = lambda r: "measured" if r["source"] == "measured" else f"predicted: {r['curve']}"
-        table_rows = [(*(r[c] for c in cols), kind(r), r["ranks"], r["runs"], num(r["mean_samples_per_s"]),
+        table_rows = [(*(config.get(r[c], r[c]) if c == "config_key" else r[c] for c in cols), kind(r), r["ranks"],
+                       r["runs"], num(r["mean_samples_per_s"]),
                        num(r.get("min_samples_per_s")), num(r.get("max_samples_per_s")),
                        num(r.get("sd_samples_per_s")), r["baseline_ranks"], num(r["speedup"], 2), num(r["efficiency"], 2), pct(r["compute_fraction"]),
                        pct(r["exposed_comm_fraction"]))

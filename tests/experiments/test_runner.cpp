@@ -432,6 +432,17 @@ TEST_CASE("runner: mpirun's banner rules are not a failed run's error", "[runner
   CHECK(one(ws.db(), "SELECT error FROM runs") == "exit 137: mpirun noticed that process rank 1 exited on signal 9 (Killed).");
 }
 
+TEST_CASE("runner: more ranks than slots is said as such, not as the box's last word", "[runner]") {
+  Workspace ws("slots");
+  const std::string matrix = ws.file("s.toml", "name = \"s\"\n[base]\nthreads = 1\n");
+  const std::string rule = std::string(74, '-');
+  const std::string mpirun = script(ws, "mpirun.sh", "echo " + rule + "\necho 'There are not enough slots available in "
+                                    "the system to satisfy the 4'\necho 'slots that were requested by the application:'\n"
+                                    "echo 'launch.'\necho " + rule + "\nexit 1\n");
+  CHECK(dtnn_cli("run " + matrix + " --db " + ws.db() + " --dtnn " + mpirun) == 1);
+  CHECK_THAT(one(ws.db(), "SELECT error FROM runs"), Contains("not enough slots") && Contains("--oversubscribe"));
+}
+
 TEST_CASE("runner: a failed trial's error is its dtnn: line, also after more output than a stdout buffer", "[runner]") {
   // resnet20's model and memory tables fill more than a 4 KiB stdout buffer before the dataset is opened: a
   // half-flushed stdout line would take in the stderr line, and the stored error would read "**** Loading ...".
