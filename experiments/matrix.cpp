@@ -297,17 +297,17 @@ std::string Trial::get(const std::string& name, const std::string& fallback) con
 
 namespace {
 
-// The top-level keys: name, description, repeats, timeout_s, tags, launcher.
+// The top-level keys: name, description, repeats, repeat_seeds, timeout_s, tags, launcher.
 void read_header(const Parser& p, const toml::table& root, Matrix& m) {
   const std::string& path = p.path;
-  static const char* const known_keys[] = {"name", "description", "repeats", "timeout_s", "tags", "launcher",
-                                           "base", "axes", "exclude", "include"};
+  static const char* const known_keys[] = {"name", "description", "repeats", "repeat_seeds", "timeout_s", "tags",
+                                           "launcher", "base", "axes", "exclude", "include"};
   for (auto&& [k, v] : root) {
     const std::string name(k.str());
     if (std::find(std::begin(known_keys), std::end(known_keys), name) == std::end(known_keys))
       p.fail_at(k.source(), "unknown key '" + name +
-                                "' (known: name, description, repeats, timeout_s, tags, launcher, base, axes, "
-                                "exclude, include)");
+                                "' (known: name, description, repeats, repeat_seeds, timeout_s, tags, launcher, base, "
+                                "axes, exclude, include)");
   }
 
   const toml::node* name = root.get("name");
@@ -328,6 +328,10 @@ void read_header(const Parser& p, const toml::table& root, Matrix& m) {
     if (!i || i->get() < 1 || i->get() > INT_MAX)
       p.fail_at(*n, "'repeats': expected a positive integer (got " + describe(*n) + ")");
     m.repeats = static_cast<int>(i->get());
+  }
+  if (const toml::node* n = root.get("repeat_seeds")) {
+    if (!n->is_boolean()) p.fail_at(*n, "'repeat_seeds': expected true or false (got " + describe(*n) + ")");
+    m.repeat_seeds = n->as_boolean()->get();
   }
   if (const toml::node* n = root.get("timeout_s")) {
     double t = 0.0;

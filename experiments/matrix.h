@@ -6,6 +6,8 @@
 //                                       # directory: [A-Za-z0-9][A-Za-z0-9_.-]*, without ".."
 //   description = "..."
 //   repeats = 1                         # runs per trial (>= 1); samples are kept for statistics
+//   repeat_seeds = false                # true: repeat r trains with seed + r (the spread over seeds, not
+//                                       # only over timings); the repeats stay one trial (one key)
 //   timeout_s = 600                     # per run (> 0)
 //   tags = ["ci"]                       # optional, stored with every run (compare can select by tag)
 //   [launcher]                          # how ranks are started (experiments/launcher.h): mpirun for
@@ -84,6 +86,7 @@ struct Matrix {
   std::string text;    // the whole file, stored in the results store
   std::string hash;    // hex SHA-256 of text
   int repeats = 1;
+  bool repeat_seeds = false;  // repeat r trains with the trial's seed + r
   double timeout_s = 3600.0;
   std::vector<std::string> tags;
   Launcher launcher;

@@ -443,6 +443,18 @@ struct Tally {
   }
 };
 
+// The trial as repeat `repeat` trains it: with repeat_seeds, its seed + repeat (the trial's key, and so its
+// identity, stays the one of every repeat).
+Trial seeded(const Matrix& matrix, const Trial& trial, int repeat) {
+  if (!matrix.repeat_seeds || repeat == 0) return trial;
+  Trial t = trial;
+  const std::string base = trial.get("seed", "0");
+  if (base.empty() || base.size() > 18 || base.find_first_not_of("0123456789") != std::string::npos)
+    fail(matrix.path, ": repeat_seeds needs the trials' seed to be a whole number (got '", base, "')");
+  t.params["seed"] = std::to_string(std::stoll(base) + repeat);
+  return t;
+}
+
 // One planned run, stored with its final status (a prediction's rows, or a failed run saying why); returns the
 // status ("predicted" for stored predictions) and prints the runs that did not go as planned.
 std::string run_planned(const Matrix& matrix, const Planned& planned, RunTarget& t, bool tty, std::ostream& out) {
@@ -456,14 +468,18 @@ std::string run_planned(const Matrix& matrix, const Planned& planned, RunTarget&
     out << (tty ? "\r\033[K" : "") << "  run " << run_id << " " << p.status << ": " << p.error << "\n" << std::flush;
     return p.status;
   }
-  const Launch launch = trial_launch(matrix, trial, t.dtnn_binary, t.log_dir.string());
-  const RunStart start = run_start(t.matrix_id, t.env_id, planned, t.tags, command_string(launch.argv));
+  Launch launch = trial_launch(matrix, seeded(matrix, trial, planned.repeat), t.dtnn_binary, t.log_dir.string());
+  RunStart start = run_start(t.matrix_id, t.env_id, planned, t.tags, command_string(launch.argv));
   // Runners resuming one matrix side by side (a requeued job beside a new one) split its missing runs: a
   // trial whose repeats another runner stored or is running since this one planned is not run twice.
   const std::optional<int64_t> claimed =
       t.claim_repeats ? t.store.claim_run(start, t.claim_repeats) : std::optional<int64_t>(t.store.begin_run(start));
   if (!claimed) return "taken";
   const int64_t run_id = *claimed;
+  if (matrix.repeat_seeds && start.repeat != planned.repeat) {  // another repeat was free: its seed
+    launch = trial_launch(matrix, seeded(matrix, trial, start.repeat), t.dtnn_binary, t.log_dir.string());
+    t.store.set_command(run_id, command_string(launch.argv));
+  }
   // From here on the run is 'running': whatever goes wrong, it gets a final status before the next trial
   // (a store that cannot even record that ends the runner; the next runner reaps the row).
   double duration = 0.0;

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <chrono>
 #include <climits>
+#include <set>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -437,22 +438,34 @@ int64_t ResultStore::begin_run(const RunStart& s) {
   return id;
 }
 
-std::optional<int64_t> ResultStore::claim_run(RunStart s, int repeats) {
-  // Counting and inserting in one write transaction (BEGIN IMMEDIATE) is what makes the claim exclusive: a
-  // second runner's count waits for this insert and sees it.
+std::optional<int64_t> ResultStore::claim_run(RunStart& s, int repeats) {
+  // Reading the taken repeats and inserting in one write transaction (BEGIN IMMEDIATE) is what makes the claim
+  // exclusive: a second runner's read waits for this insert and sees it.
   Transaction tx(db_, path_);
-  Statement st(db_, path_,
-               "SELECT count(*) FROM runs WHERE matrix_id IN (SELECT id FROM matrices WHERE name = "
-               "(SELECT name FROM matrices WHERE id = ?)) AND environment_id = ? AND trial_key = ? "
-               "AND status IN ('ok', 'diverged', 'running')");
-  st.bind(1, s.matrix_id).bind(2, s.environment_id).bind(3, s.trial_key);
-  st.step();
-  const int64_t taken = st.int_column(0);
-  if (taken >= repeats) return std::nullopt;
-  s.repeat = static_cast<int>(taken);
+  std::set<int64_t> taken;
+  {
+    Statement st(db_, path_,
+                 "SELECT repeat FROM runs WHERE matrix_id IN (SELECT id FROM matrices WHERE name = "
+                 "(SELECT name FROM matrices WHERE id = ?)) AND environment_id = ? AND trial_key = ? "
+                 "AND status IN ('ok', 'diverged', 'running')");
+    st.bind(1, s.matrix_id).bind(2, s.environment_id).bind(3, s.trial_key);
+    while (st.step()) taken.insert(st.int_column(0));
+  }
+  if (static_cast<int64_t>(taken.size()) >= repeats) return std::nullopt;
+  int free = 0;
+  while (taken.count(free) && free < repeats) ++free;
+  // Repeats stored under other numbers (an older runner's) still count against `repeats`: the first free
+  // number below it, else the next after them.
+  s.repeat = free < repeats ? free : static_cast<int>(*taken.rbegin() + 1);
   const int64_t id = insert_running(s);
   tx.commit();
   return id;
+}
+
+void ResultStore::set_command(int64_t run_id, const std::string& command) {
+  Statement st(db_, path_, "UPDATE runs SET command = ? WHERE id = ?");
+  st.bind(1, command).bind(2, run_id);
+  st.run();
 }
 
 void ResultStore::set_log_path(int64_t run_id, const std::string& log_path) {

@@ -164,9 +164,12 @@ class ResultStore {
   int64_t begin_run(const RunStart& start);
   // begin_run for a runner that resumes a matrix beside others (--resume, a requeued job): inserts the run
   // only while fewer than `repeats` runs of its trial key (any version of the matrix, this environment) are
-  // ok, diverged or running, and numbers its repeat after them; nullopt when they are all taken. A 'running'
-  // row of a runner that died keeps its place until a runner on its host reaps it.
-  std::optional<int64_t> claim_run(RunStart start, int repeats);
+  // ok, diverged or running, numbered with the lowest repeat none of them holds (start.repeat is set to it: a
+  // matrix with repeat_seeds trains repeat r with seed + r); nullopt when they are all taken. A 'running' row
+  // of a runner that died keeps its place until a runner on its host reaps it.
+  std::optional<int64_t> claim_run(RunStart& start, int repeats);
+  // Replaces the run's stored command line (the runner's, once the claimed repeat decided its seed).
+  void set_command(int64_t run_id, const std::string& command);
   // Records where the run's log is (known once the run has its id).
   void set_log_path(int64_t run_id, const std::string& log_path);
   // Records the run's trace files (the runner's --tracer_output for a matrix with tracing = true).

@@ -163,6 +163,25 @@ TEST_CASE("runner: runners resuming one matrix at once split its missing runs", 
                      "ORDER BY repeat)") == "0,1");
 }
 
+TEST_CASE("runner: repeat_seeds trains repeat r with the trial's seed + r, also when resumed", "[runner]") {
+  Workspace ws("repeat_seeds");
+  const std::string head = "name = \"s\"\nrepeat_seeds = true\n";
+  const std::string base = std::string(kQuickBase) + "seed = 5\n[axes]\nmodel = [\"simplemlp\"]\n";
+  const std::string matrix = ws.file("s.toml", head + "repeats = 1\n" + base);
+  CHECK(dtnn_cli("run " + matrix + " --db " + ws.db()) == 0);
+  // Two more repeats by --resume: the claims number them 1 and 2, and their seeds follow.
+  ws.file("s.toml", head + "repeats = 3\n" + base);
+  CHECK(dtnn_cli("run " + matrix + " --db " + ws.db() + " --resume") == 0);
+  CHECK(one(ws.db(), "SELECT group_concat(repeat || ':' || json_extract(report, '$.options.seed'), ' ') FROM "
+                     "(SELECT * FROM runs ORDER BY repeat)") == "0:5 1:6 2:7");
+  CHECK(one(ws.db(), "SELECT count(*) FROM runs WHERE command LIKE '%--seed=' || (5 + repeat) || ' %'") == "3");
+  CHECK(one(ws.db(), "SELECT count(DISTINCT trial_key) FROM runs") == "1");  // one trial, three seeds
+  // A seed that is not a whole number cannot be stepped.
+  const std::string bad = ws.file("b.toml", "name = \"b\"\nrepeat_seeds = true\nrepeats = 2\n" +
+                                                std::string(kQuickBase) + "seed = \"x\"\n");
+  CHECK(dtnn_cli("run " + bad + " --db " + ws.db()) != 0);
+}
+
 TEST_CASE("runner: SIGKILL mid-trial leaves the database intact and --resume finishes the matrix", "[runner]") {
   Workspace ws("kill");
   // Three trials; the second one is long enough to be killed in.
