@@ -133,6 +133,55 @@ nlohmann::json trace_json(const RunSummary& run) {
 
 }  // namespace
 
+namespace {
+
+// The machine and build the run ran on.
+nlohmann::json environment_json(const Environment& env) {
+  nlohmann::json j = {{"host", env.host},       {"cpu_model", env.cpu_model}, {"cores", env.cores},
+                      {"compiler", env.compiler}, {"blas", env.blas},         {"onednn", env.onednn},
+                      {"mpi", env.mpi},           {"cuda", env.cuda},         {"build_type", env.build_type},
+                      {"dtnn_version", env.dtnn_version}, {"build_commit", env.build_commit},
+                      {"build_dirty", env.build_dirty},   {"build_flags", env.build_flags}};
+  const MachineIdentity& m = env.machine;
+  j["machine"] = {
+      {"vendor", m.vendor},         {"family", m.family},         {"model", m.model},
+      {"stepping", m.stepping},     {"model_name", m.model_name}, {"isa", m.isa},
+      {"logical_cpus", m.logical_cpus}, {"physical_cores", m.physical_cores}, {"sockets", m.sockets},
+      {"l1d_kib", m.l1d_kib},       {"l2_kib", m.l2_kib},         {"l3_kib", m.l3_kib},
+      {"kernel", m.kernel},         {"hypervisor", m.hypervisor}, {"key", m.key()}};
+  return j;
+}
+
+// The model: every layer (its shape, algorithm and times per training step), every convolution (block children
+// included: its problem, algorithm and how that was chosen) and the bytes its buffers hold.
+nlohmann::json model_json(const Model& model) {
+  nlohmann::json layers = nlohmann::json::array();
+  for (size_t i = 0; i < model.num_layers(); ++i) {
+    const Layer& l = model.layer(i);
+    nlohmann::json lj = {{"id", l.id}, {"type", l.type()}, {"params", l.num_params()},
+                         {"output_shape", l.output_shape().str()}, {"details", l.describe()}};
+    if (!l.algorithm_name().empty()) lj["conv_algo"] = l.algorithm_name();
+    if (!l.problem_string().empty()) lj["problem"] = l.problem_string();
+    const Model::LayerTime& t = model.layer_times()[i];
+    if (t.forward_calls) lj["forward_ms"] = 1e3 * t.forward_s / t.forward_calls;
+    if (t.forward_calls) lj["forward_calls"] = t.forward_calls;  // training steps timed (evaluation passes are not)
+    if (t.backward_calls) lj["backward_ms"] = 1e3 * t.backward_s / t.backward_calls;
+    layers.push_back(lj);
+  }
+  nlohmann::json convs = nlohmann::json::array();
+  for (const Layer* l : model.all_layers())
+    if (!l->problem_string().empty())
+      convs.push_back({{"id", l->id}, {"problem", l->problem_string()}, {"conv_algo", l->algorithm_name()},
+                       {"choice", l->algorithm_choice()}});
+  const Model::Memory& mem = model.memory();
+  return {{"name", model.name()}, {"params", model.num_params()}, {"tensor_format", layout_name(model.layout())},
+          {"layers", layers}, {"conv_layers", convs},
+          {"buffer_bytes", {{"activations", mem.activations}, {"activation_gradients", mem.gradients},
+                            {"workspace", mem.workspace}, {"parameters", mem.parameters}}}};
+}
+
+}  // namespace
+
 void write_report(const std::string& path, const TrainOptions& options, const Environment& env, const Model& model,
                   const Trainer& trainer, const RunSummary& run) {
   nlohmann::json j;
@@ -152,43 +201,9 @@ void write_report(const std::string& path, const TrainOptions& options, const En
   for (const auto& [name, value] : run.options_given)
     if (!opts.contains(name) || opts[name] != value) given[name] = value;
   if (!given.empty()) j["options_given"] = given;
-  j["environment"] = {{"host", env.host},       {"cpu_model", env.cpu_model}, {"cores", env.cores},
-                      {"compiler", env.compiler}, {"blas", env.blas},         {"onednn", env.onednn},
-                      {"mpi", env.mpi},           {"cuda", env.cuda},         {"build_type", env.build_type},
-                      {"dtnn_version", env.dtnn_version}, {"build_commit", env.build_commit},
-                      {"build_dirty", env.build_dirty},   {"build_flags", env.build_flags}};
-  const MachineIdentity& m = env.machine;
-  j["environment"]["machine"] = {
-      {"vendor", m.vendor},         {"family", m.family},         {"model", m.model},
-      {"stepping", m.stepping},     {"model_name", m.model_name}, {"isa", m.isa},
-      {"logical_cpus", m.logical_cpus}, {"physical_cores", m.physical_cores}, {"sockets", m.sockets},
-      {"l1d_kib", m.l1d_kib},       {"l2_kib", m.l2_kib},         {"l3_kib", m.l3_kib},
-      {"kernel", m.kernel},         {"hypervisor", m.hypervisor}, {"key", m.key()}};
-  nlohmann::json layers = nlohmann::json::array();
-  for (size_t i = 0; i < model.num_layers(); ++i) {
-    const Layer& l = model.layer(i);
-    nlohmann::json lj = {{"id", l.id}, {"type", l.type()}, {"params", l.num_params()},
-                         {"output_shape", l.output_shape().str()}, {"details", l.describe()}};
-    if (!l.algorithm_name().empty()) lj["conv_algo"] = l.algorithm_name();
-    if (!l.problem_string().empty()) lj["problem"] = l.problem_string();
-    const Model::LayerTime& t = model.layer_times()[i];
-    if (t.forward_calls) lj["forward_ms"] = 1e3 * t.forward_s / t.forward_calls;
-    if (t.forward_calls) lj["forward_calls"] = t.forward_calls;  // training steps timed (evaluation passes are not)
-    if (t.backward_calls) lj["backward_ms"] = 1e3 * t.backward_s / t.backward_calls;
-    layers.push_back(lj);
-  }
-  // Every convolution, block children included: its problem, algorithm and how that was chosen.
-  nlohmann::json convs = nlohmann::json::array();
-  for (const Layer* l : model.all_layers())
-    if (!l->problem_string().empty())
-      convs.push_back({{"id", l->id}, {"problem", l->problem_string()}, {"conv_algo", l->algorithm_name()},
-                       {"choice", l->algorithm_choice()}});
-  const Model::Memory& mem = model.memory();
-  j["model"] = {{"name", model.name()}, {"params", model.num_params()}, {"tensor_format", layout_name(model.layout())},
-                {"layers", layers}, {"conv_layers", convs},
-                {"buffer_bytes", {{"activations", mem.activations}, {"activation_gradients", mem.gradients},
-                                  {"workspace", mem.workspace}, {"parameters", mem.parameters}}}};
-  if (!run.memory.empty()) j["memory"] = memory_json(run.memory, mem);
+  j["environment"] = environment_json(env);
+  j["model"] = model_json(model);
+  if (!run.memory.empty()) j["memory"] = memory_json(run.memory, model.memory());
   j["parallel"] = {{"ranks", run.ranks}, {"threads", run.threads}, {"mode", options.parallel},
                    {"model_averaging", options.model_averaging}};
   // --rank_batch_shares: how a full global batch was split (auto: as measured after the first steps). Not
