@@ -1,12 +1,14 @@
 // The run report's measured memory against what the run must at least have held: the model's planned buffers
 // (its own "buffer_bytes" record, summed here) are part of the peak resident memory, and a batch 64 times
-// larger grows the peak by at least half of what its plan grows (the buffers are zero-filled, so resident).
+// larger grows the peak by at least half of what its plan grows (the buffers are zero-filled, so resident). On a
+// GPU (skipped without one), the device peak holds the planned buffers.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include <fstream>
 
 #include "cli_helpers.h"
+#include "gpu/gpu_ready.h"
 #include "helpers.h"
 
 namespace {
@@ -44,4 +46,20 @@ TEST_CASE("report: measured memory holds the planned buffers and grows with them
                              small["memory"]["peak_rss_bytes_max"].get<int64_t>();
   CHECK(plan_growth > 0);
   CHECK(rss_growth >= plan_growth / 2);
+}
+
+TEST_CASE("gpu: the run report's device peak holds the model's planned buffers", "[gpu]") {
+  if (!dtnn::test::gpu_ready()) return;
+  const std::string path = dtnn::test::temp_path("memory_gpu.json");
+  const dtnn::test::Command c = dtnn::test::run_dtnn(
+      "train --model=simplecnn --use_synthetic_data --num_epochs=1 --steps_per_epoch=2 --enable_gpu=True "
+      "--progress=False --batch_size=256 --report=" + path);
+  REQUIRE(c.status == 0);
+  std::ifstream f(path);
+  const nlohmann::json report = nlohmann::json::parse(f);
+  const nlohmann::json& m = report["memory"];
+  REQUIRE(m.contains("device_peak_bytes"));
+  // Every planned buffer lives on the device; the device in use holds dtnn's bytes and the CUDA context's.
+  CHECK(m["device_peak_bytes_max"].get<int64_t>() >= planned(report));
+  CHECK(m["device_used_bytes"][0].get<int64_t>() >= m["device_peak_bytes"][0].get<int64_t>());
 }
