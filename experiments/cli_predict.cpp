@@ -55,6 +55,9 @@ void add_predict_command(CLI::App& app, PredictCommand& p) {
                               "times scale linearly); PyDTNN model without a profile: default 64");
   c->add_option("--rank_samples_per_s", o.rank_samples_per_s, "Scale the profile's compute so one rank alone trains "
                 "this many samples/s (e.g. a published per-GPU throughput)");
+  c->add_option("--ceiling", o.ceiling, "The node's contention ceiling, RANKS:SPEEDUP pairs (2:1.91: two independent "
+                "copies reach 1.91x one; experiments/contention_ceiling.sh prints it): ranks sharing a node compute "
+                "RANKS/SPEEDUP slower");
 }
 
 int cmd_predict(PredictCommand& p) {

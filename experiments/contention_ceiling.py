@@ -49,6 +49,7 @@ def main():
     print(f"ceiling (independent / alone):      {ceiling:.2f}x  ({100 * ceiling / n:.0f} % of {n})")
     print(f"speed-up (data-parallel / alone):   {speedup:.2f}x  ({100 * speedup / n:.0f} % of {n})")
     print(f"data-parallel / ceiling:            {100 * speedup / ceiling:.1f} %")
+    print(f"for dtnn predict (ranks sharing a node compute {n}/{ceiling:.2f} slower):  --ceiling {n}:{ceiling:.2f}")
     if not comm_epochs:
         print("the data-parallel reports have no communication figures (1 rank)")
         return

@@ -268,6 +268,7 @@ std::string prediction_variant(const PredictCommandOptions& o) {
   add(o.bucket_mb.has_value(), printf_str("buckets %g MiB", o.bucket_mb.value_or(0)));
   add(o.batch_size > 0 && o.model_kind == "dtnn", printf_str("batch %lld", static_cast<long long>(o.batch_size)));
   add(o.rank_samples_per_s > 0, printf_str("%g samples/s per rank", o.rank_samples_per_s));
+  add(!o.ceiling.empty(), "ceiling " + o.ceiling);
   add(o.scaling == "strong" && o.global_batch > 0, printf_str("global batch %g", o.global_batch));
   if (o.model_kind == "pydtnn") {  // PyDTNN's hidden options
     add(o.batch_size > 0, printf_str("batch %lld", static_cast<long long>(o.batch_size)));
@@ -435,6 +436,7 @@ int run_predict_command(const PredictCommandOptions& o, std::ostream& out) {
   StepOptions so;
   so.rules = parse_rules(o.collectives);
   if (o.algorithm != "auto") so.algorithm = parse_algorithm(o.algorithm);
+  if (!o.ceiling.empty()) so.ceiling = parse_ceiling(o.ceiling);
   json report = {{"schema", "dtnn.prediction/1"}, {"model_version", kModelVersion}};
   const Platform platform = predict_platform(o, report, out);
   std::optional<StepProfile> profile = predict_profile(o, sources);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <iterator>
 #include <set>
 
 #include "core/error.h"
@@ -21,12 +23,14 @@ StepPrediction predict_step(const StepProfile& profile, const Platform& platform
   DTNN_CHECK(!options.strong || global >= ranks, "strong scaling: a global batch of ", global, " over ", ranks,
              " ranks leaves some rank no sample (dtnn train refuses a global batch smaller than the rank count)");
   out.samples_per_rank = options.strong ? std::ceil(global / ranks) : batch;
-  const double scale = out.samples_per_rank / batch;
+  // Every compute term is the profile's, times the samples' share and the node's contention (step_model.h).
+  const double slowdown = contention_slowdown(options.ceiling, std::min(ranks, platform.ranks_per_node));
+  const double scale = slowdown * out.samples_per_rank / batch;
   const AllreduceAlgorithm* forced = options.algorithm ? &*options.algorithm : nullptr;
 
-  double t = profile.other_s + scale * profile.loss_s;
+  double t = slowdown * profile.other_s + scale * profile.loss_s;
   for (const ProfileLayer& l : profile.layers) t += scale * l.forward_s;
-  const double update_s = static_cast<double>(profile.total_floats) * profile.update_s_per_float;
+  const double update_s = slowdown * static_cast<double>(profile.total_floats) * profile.update_s_per_float;
   std::set<std::string> algorithms;
 
   const bool overlapped = ranks > 1 && options.mode == "non_blocking" && !profile.buckets.empty();
@@ -71,16 +75,57 @@ StepPrediction predict_step(const StepProfile& profile, const Platform& platform
     for (size_t b = 0; b < nb; ++b) {
       t = std::max(t, out.events[b].end_s);
       out.events[b].waited_until_s = t;
-      t += static_cast<double>(profile.buckets[b].floats) * profile.update_s_per_float;
+      t += slowdown * static_cast<double>(profile.buckets[b].floats) * profile.update_s_per_float;
     }
   }
   out.step_s = t;
-  double compute = profile.other_s + scale * profile.loss_s + update_s;
+  double compute = slowdown * profile.other_s + scale * profile.loss_s + update_s;
   for (const ProfileLayer& l : profile.layers) compute += scale * (l.forward_s + l.backward_s);
   out.compute_s = compute;
   out.exposed_s = std::max(0.0, out.step_s - compute);
   out.samples_per_s = out.step_s > 0 ? (options.strong ? global : ranks * batch) / out.step_s : 0.0;
   for (const std::string& a : algorithms) out.algorithms += (out.algorithms.empty() ? "" : "+") + a;
+  return out;
+}
+
+double contention_slowdown(const std::map<int, double>& ceiling, int n) {
+  if (n <= 1 || ceiling.empty()) return 1.0;
+  for (const auto& [count, c] : ceiling)
+    DTNN_CHECK(count >= 2 && c > 0 && c <= count * 1.05, "--ceiling: ", count, " copies at ", c,
+               "x one is not a contention ceiling (it lies in (0, ", count, "])");
+  const auto hi = ceiling.lower_bound(n);
+  double c;
+  if (hi == ceiling.end()) {  // beyond the largest count measured: its share per rank
+    c = std::prev(hi)->second / std::prev(hi)->first * n;
+  } else if (hi->first == n || hi == ceiling.begin()) {
+    // exact, or below the smallest count measured: between one rank (C(1) = 1) and it
+    const double c_hi = hi->first == n ? hi->second : 1.0 + (hi->second - 1.0) * (n - 1) / (hi->first - 1);
+    c = c_hi;
+  } else {
+    const auto lo = std::prev(hi);
+    c = lo->second + (hi->second - lo->second) * (n - lo->first) / (hi->first - lo->first);
+  }
+  return std::max(1.0, n / c);  // a ceiling above n is noise: no rank computes faster beside others
+}
+
+std::map<int, double> parse_ceiling(const std::string& text) {
+  std::map<int, double> out;
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t end = text.find(',', at);
+    if (end == std::string::npos) end = text.size();
+    const std::string part = text.substr(at, end - at);
+    const size_t colon = part.find(':');
+    char* stop = nullptr;
+    const long n = colon == std::string::npos ? 0 : std::strtol(part.c_str(), &stop, 10);
+    const bool n_ok = colon != std::string::npos && stop == part.c_str() + colon && n >= 2 && n <= 1 << 20;
+    const double c = n_ok ? std::strtod(part.c_str() + colon + 1, &stop) : 0.0;
+    DTNN_CHECK(n_ok && stop == part.c_str() + part.size() && std::isfinite(c) && c > 0 && c <= n * 1.05,
+               "--ceiling: '", part, "' is not RANKS:CEILING with RANKS >= 2 and 0 < CEILING <= RANKS (e.g. 2:1.91)");
+    out[static_cast<int>(n)] = c;
+    at = end + 1;
+  }
+  DTNN_CHECK(!out.empty(), "--ceiling: expected RANKS:CEILING pairs, e.g. 2:1.91,4:3.5");
   return out;
 }
 

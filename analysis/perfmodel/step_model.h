@@ -24,9 +24,15 @@
 //   samples/s: weak p·batch_size/step; strong B/step.   efficiency: weak step(1)/step(p); strong
 //   step(1)/(p·step(p)) with step(1) the prediction for one rank with the whole batch.
 //
+// Ranks sharing a node compute slower than one alone (shared caches, memory bandwidth, clock): with the node's
+// contention ceiling C(n) -- n independent 1-rank copies on one node reach C(n) times one copy's samples/s,
+// experiments/contention_ceiling.sh measures it -- every compute term above is multiplied by n / C(n) for the
+// n = min(p, ranks_per_node) ranks that share a node (StepOptions::ceiling; between measured counts, C is
+// interpolated linearly, beyond the largest its ratio C(n)/n is kept; none given: 1, one rank's speed).
+//
 // Assumptions (what the model leaves out):
 //   - One channel: sums never run concurrently, and a sum never slows compute (no contention for cores or
-//     memory bandwidth between the backward pass and communication).
+//     memory bandwidth between the backward pass and communication beyond the ceiling's).
 //   - Progress as assumed: a started non-blocking sum proceeds at full speed until done, as if MPI had a
 //     progress thread. Open MPI 4.1 has none; dtnn tests the oldest outstanding request after every layer
 //     (gradient_reducer.cpp), so a real sum advances only while a rank is inside an MPI call and can finish
@@ -39,6 +45,7 @@
 //     size, the platform's link for p ranks.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -54,7 +61,18 @@ struct StepOptions {
   double global_batch = 0.0;          // strong scaling's B (0: the profile's batch_size)
   CollectiveRules rules = CollectiveRules::ompi41;
   std::optional<AllreduceAlgorithm> algorithm;  // force one algorithm for every sum (default: the rules)
+  // The node's contention ceiling: ranks sharing a node -> their summed speed-up as independent copies (see
+  // above); empty: ranks compute as fast beside each other as alone.
+  std::map<int, double> ceiling;
 };
+
+// The compute slowdown of a rank beside n - 1 others on its node: n / C(n) from the ceiling (1 for n <= 1 or
+// no ceiling). Throws dtnn::Error for a ceiling entry outside (0, n] or a count below 2.
+double contention_slowdown(const std::map<int, double>& ceiling, int n);
+
+// "2:1.91,4:3.5" (experiments/contention_ceiling.sh's RANKS:CEILING) -> the map; throws dtnn::Error naming the
+// bad entry.
+std::map<int, double> parse_ceiling(const std::string& text);
 
 struct BucketEvent {
   size_t bucket = 0;

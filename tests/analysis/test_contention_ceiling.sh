@@ -36,6 +36,9 @@ assert abs(printed("ceiling (independent / alone):") - ceiling) <= 0.006, (ceili
 assert abs(printed("speed-up (data-parallel / alone):") - speedup) <= 0.006, (speedup, out)
 m = re.search(r"data-parallel / ceiling:\s+([0-9.]+) %", out)
 assert m and abs(float(m.group(1)) - 100 * speedup / ceiling) <= 0.06, out
+# The ceiling as dtnn predict takes it (--ceiling RANKS:CEILING).
+m = re.search(r"--ceiling 2:([0-9.]+)$", out, re.M)
+assert m and abs(float(m.group(1)) - ceiling) <= 0.006, out
 # A rank's compute rate: half the epoch's samples over the median rank's compute seconds.
 rate = statistics.median(e["samples"] for e in comm) / 2 / statistics.median(e["communication"]["median"]["compute_s"] for e in comm)
 m = re.search(r"a rank computes at ([0-9,]+) samples/s, ([0-9.]+) % of a copy's rate", out)

@@ -212,6 +212,36 @@ TEST_CASE("step model: a hand-built 3-layer profile, blocking and non-blocking, 
   CHECK_THROWS_WITH(predict_step(prof, plat, 2, o), Contains("--mode must be blocking or non_blocking"));
 }
 
+TEST_CASE("step model: ranks sharing a node compute n / C(n) slower, with C interpolated", "[perfmodel]") {
+  const StepProfile prof = hand_profile();
+  // Two ranks on one node, blocking: compute 24 ms alone. Two copies reach 1.6x one: each computes 2 / 1.6 =
+  // 1.25x slower, 30 ms; the 16 ms sum is not compute: 30 + 16 = 46 ms.
+  Platform plat{"test", "", {0.0, 1e-9, 0.0}, {0.0, 1e-9, 0.0}, 2, ""};
+  StepOptions o;
+  o.algorithm = AllreduceAlgorithm::ring;
+  o.mode = "blocking";
+  o.ceiling = parse_ceiling("2:1.6");
+  const StepPrediction two = predict_step(prof, plat, 2, o);
+  CHECK(two.compute_s == Approx(30e-3));
+  CHECK(two.step_s == Approx(46e-3));
+  // One rank alone is not slowed; one rank per node (ranks_per_node 1) neither, at any rank count.
+  CHECK(predict_step(prof, plat, 1, o).step_s == Approx(24e-3));
+  plat.ranks_per_node = 1;
+  CHECK(predict_step(prof, plat, 2, o).compute_s == Approx(24e-3));
+  // C between measured counts is linear (C(3) = (1.6 + 3.0) / 2 = 2.3), below the smallest it runs from C(1) = 1,
+  // beyond the largest it keeps its share per rank (C(8) = 3.0 / 4 x 8 = 6).
+  const std::map<int, double> c = parse_ceiling("2:1.6,4:3.0");
+  CHECK(contention_slowdown(c, 3) == Approx(3 / 2.3));
+  CHECK(contention_slowdown(parse_ceiling("4:3.0"), 2) == Approx(2 / (1.0 + 2.0 / 3.0)));
+  CHECK(contention_slowdown(c, 8) == Approx(8 / 6.0));
+  CHECK(contention_slowdown(parse_ceiling("2:2.04"), 2) == Approx(1.0));  // noise above n: no speed-up
+  CHECK(contention_slowdown({}, 16) == 1.0);
+  CHECK_THROWS_WITH(parse_ceiling("2:2.5"), Contains("'2:2.5' is not RANKS:CEILING"));
+  CHECK_THROWS_WITH(parse_ceiling("1:1"), Contains("'1:1' is not RANKS:CEILING"));
+  CHECK_THROWS_WITH(parse_ceiling("2:x"), Contains("'2:x'"));
+  CHECK_THROWS_WITH(parse_ceiling(""), Contains("expected RANKS:CEILING pairs"));
+}
+
 TEST_CASE("step profile: a restated batch and another device's throughput scale compute as documented",
           "[perfmodel]") {
   StepProfile p = hand_profile();
