@@ -326,8 +326,7 @@ int run_layers_command(const LayersCommandOptions& o, std::ostream& out) {
   DTNN_CHECK(o.device == "cpu" || o.device == "gpu", "--device must be cpu or gpu (got '", o.device, "')");
   // Before anything is measured: an unknown algorithm (also with --list, which then measures nothing) and an
   // output that cannot be written (`--json nodir/x.json` failed after minutes of timing).
-  for (const std::string& name : o.algos)
-    if (name != "all") (void)canonical_conv_algorithm_name(name);  // GPU names are known to every build
+  for (const std::string& name : o.algos) check_conv_algorithm_to_time(name);
   check_outputs_writable({{"--json", o.json_path}});
   const Layout layout = parse_layout(o.tensor_format);
   const std::vector<LayerProblem> layers = distinct_problems(plan, o.batch_size, layout);

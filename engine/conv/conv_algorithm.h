@@ -106,6 +106,10 @@ std::string canonical_conv_algorithm_name(std::string_view name);
 // registry except the reference (the contenders of a comparison). Throws for an unknown name.
 std::vector<const ConvAlgorithm*> conv_algorithms_named(const std::vector<std::string>& names,
                                                         Device device = Device::cpu);
+// One name of such a list checked before any work (GPU names are known to every build): "all" or an
+// algorithm; auto and best_of, which choose per layer when training, are refused as such rather than as unknown
+// names (a refusal listing them as known read as a contradiction).
+void check_conv_algorithm_to_time(std::string_view name);
 
 // Choosing a layer's algorithm (a name, auto, best_of; CPU or GPU) is conv/conv_select.h's
 // select_conv_algorithm, the one place that does it.

@@ -153,11 +153,16 @@ std::string canonical_conv_algorithm_name(std::string_view name) {
   return std::string(find_conv_algorithm(name).name());
 }
 
+void check_conv_algorithm_to_time(std::string_view name) {
+  DTNN_CHECK(name != "auto" && name != "best_of", "'", name, "' chooses an algorithm per layer when training (dtnn ",
+             "train --conv_algo); here name the algorithms to time, or all");
+  if (name != "all") (void)canonical_conv_algorithm_name(name);
+}
+
 std::vector<const ConvAlgorithm*> conv_algorithms_named(const std::vector<std::string>& names, Device device) {
   std::vector<const ConvAlgorithm*> out;
   for (const std::string& n : names) {
-    DTNN_CHECK(n != "auto" && n != "best_of", "'", n, "' chooses an algorithm per layer when training (dtnn train ",
-               "--conv_algo); here name the algorithms to time, or all");
+    check_conv_algorithm_to_time(n);
     if (n != "all") {
       out.push_back(&find_conv_algorithm(n));
       continue;

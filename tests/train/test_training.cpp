@@ -335,6 +335,8 @@ TEST_CASE("cli: nonsense values and impossible requests fail before any work, na
   fails_with("layers --model=simplecnn --list --json=/tmp/l.json", "--list measures nothing");
   // Refused before anything is timed (both measured every layer first).
   fails_with("layers --model=simplecnn --conv_algo=bogus --list", "unknown convolution algorithm 'bogus'");
+  // auto chooses per layer: refused as such, not as an unknown name beside a list that names it.
+  fails_with("layers --model=simplecnn --conv_algo=auto --list", "'auto' chooses an algorithm per layer");
   fails_with("layers --model=simplecnn --json=/nonexistent/l.json", "--json=/nonexistent/l.json: directory /nonexistent does not exist");
 
   const Command version = run("--version");
