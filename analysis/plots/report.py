@@ -1,12 +1,14 @@
 #!/usr/bin/python3
-"""Markdown report with PNG plots from the dtnn results store (the engine of `dtnn report`).
+"""The report of the dtnn results store (the engine of `dtnn report`): one document (report_blocks.py) written
+as Markdown with PNG plots (report_markdown.py), one self-contained HTML page (report_html.py) and a paper folder
+of PDF/SVG figures and CSV/LaTeX tables (report_paper.py).
 
 Usage (Debian's Python, which has python3-matplotlib and numpy):
 
     /usr/bin/python3 analysis/plots/report.py --out DIR [--db results/dtnn.db] [--matrix NAME]
-        [--dtnn PATH] [--repo DIR]
+        [--dtnn PATH] [--repo DIR] [--format all|markdown|html|paper|a,b]
 
-Writes DIR/report.md and, next to it, throughput.png, scaling.png, communication.png, timeline_run<id>.png,
+Writes DIR/report.html, DIR/paper/ and DIR/report.md with, next to it, throughput.png, scaling.png, communication.png, timeline_run<id>.png,
 frameworks_<n>_<model>.png, averaging_<model>_<dataset>_<ranks>r.png, accuracy_<model>_<dataset>.png and history_<sps|acc>_<trial>.png (each only
 when there is something to plot). Sections:
 
