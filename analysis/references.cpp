@@ -200,9 +200,11 @@ int record_references(const ResultStore& store, const std::string& selection, co
   std::set<std::string> replaced;
   for (const PerfReference& r : fresh) replaced.insert(key_of(r.machine, r.matrix, r.trial));
   toml::array list;
+  size_t kept_count = 0;
   for (const std::vector<PerfReference>* group : {&kept, &fresh})
     for (const PerfReference& r : *group) {
       if (group == &kept && replaced.count(key_of(r.machine, r.matrix, r.trial))) continue;
+      if (group == &kept) ++kept_count;
       toml::table t{{"machine", r.machine}, {"matrix", r.matrix}, {"trial", r.trial}, {"metric", r.metric},
                     {"value", r.value}, {"lower", r.lower}, {"unit", r.unit}, {"runs", r.runs},
                     {"recorded", r.recorded}};
@@ -217,7 +219,7 @@ int record_references(const ResultStore& store, const std::string& selection, co
        << "\n";
   write_file_atomically(path, text.str());
   out << "recorded " << fresh.size() << " reference(s) in " << path << " (bounds " << bounds_text(fresh.front())
-      << "; " << kept.size() - std::min(kept.size(), replaced.size()) << " kept from before)\n";
+      << "; " << kept_count << " kept from before)\n";
   return static_cast<int>(fresh.size());
 }
 

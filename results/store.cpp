@@ -452,11 +452,10 @@ std::optional<int64_t> ResultStore::claim_run(RunStart& s, int repeats) {
     while (st.step()) taken.insert(st.int_column(0));
   }
   if (static_cast<int64_t>(taken.size()) >= repeats) return std::nullopt;
+  // Fewer than `repeats` numbers are taken, so one below `repeats` is free.
   int free = 0;
-  while (taken.count(free) && free < repeats) ++free;
-  // Repeats stored under other numbers (an older runner's) still count against `repeats`: the first free
-  // number below it, else the next after them.
-  s.repeat = free < repeats ? free : static_cast<int>(*taken.rbegin() + 1);
+  while (taken.count(free)) ++free;
+  s.repeat = free;
   const int64_t id = insert_running(s);
   tx.commit();
   return id;

@@ -95,6 +95,7 @@ TEST_CASE("check: --record-references writes references that read back, keeping 
   const dtnn::ResultStore store = dtnn::ResultStore::open_read_only(f.db);
   std::ostringstream out;
   CHECK(dtnn::record_references(store, "", path, -0.2, 0.5, out) == 2);
+  CHECK_THAT(out.str(), Contains("recorded 2 reference(s)") && Contains("1 kept from before"));
   const std::vector<dtnn::PerfReference> refs = dtnn::load_references(path);
   REQUIRE(refs.size() == 3);  // the other machine's kept, this machine's t replaced, u added
   CHECK(refs[0].machine == "Another CPU");
