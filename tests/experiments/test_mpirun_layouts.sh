@@ -66,8 +66,9 @@ q "SELECT command FROM runs WHERE id = 2" | grep -qF -- "--hostfile $work/matric
 # its CPUs divided among the ranks whose masks meet it.
 masks="$(mpirun -np 2 --hostfile "$hostfile" /usr/bin/python3 -c 'import os; print(sorted(os.sched_getaffinity(0)))')"
 expect="$(/usr/bin/python3 - "$masks" <<'PY'
-import ast, sys
-masks = [set(ast.literal_eval(line)) for line in sys.argv[1].splitlines() if line.strip()]
+import ast, re, sys
+# Only the ranks' own lines: mpirun may add a notice of its own (another job's, a warning) to the output.
+masks = [set(ast.literal_eval(line)) for line in sys.argv[1].splitlines() if re.fullmatch(r"\[[0-9, ]*\]", line.strip())]
 assert len(masks) == 2 and all(masks), masks
 threads = {max(1, len(m) // sum(1 for o in masks if m & o)) for m in masks}
 assert len(threads) == 1, f"the ranks would get different counts: {masks}"
