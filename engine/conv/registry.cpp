@@ -135,7 +135,10 @@ bool name_matches(std::string_view full, std::string_view requested) {
 
 const ConvAlgorithm& find_conv_algorithm(std::string_view name) {
   std::string known;
-  for (const auto* list : {&conv_algorithms(), &gpu_conv_algorithms()})
+  // cpu.onednn_bf16 is found by name (dtnn layers times it beside the float32 ones) but is in no list a
+  // float32 choice draws from.
+  static const std::vector<const ConvAlgorithm*> by_name_only = {&conv_onednn_bf16()};
+  for (const auto* list : {&conv_algorithms(), &by_name_only, &gpu_conv_algorithms()})
     for (const ConvAlgorithm* a : *list) {
       if (name_matches(a->name(), name)) return *a;
       known += (known.empty() ? "" : ", ") + std::string(a->name());

@@ -2,6 +2,7 @@
 //   dW = x^T . dy,  db = sum over the batch of dy,  dx = dy . W^T
 #include "backend/cpu/blas.h"
 #include "backend/cpu/elementwise.h"
+#include "backend/cpu/gemm_bf16.h"
 #include "backend/gpu_ops.h"
 #include "core/error.h"
 #include "layers/layers.h"
@@ -16,7 +17,7 @@ class FC final : public Layer {
 
   Shape build(const Shape& in, const BuildContext& ctx) override {
     // One backend's GEMM and bias kernels, chosen here: the passes below call them without branching.
-    sgemm_ = ctx.gpu() ? &gpu::sgemm : &cpu::sgemm;
+    sgemm_ = ctx.gpu() ? &gpu::sgemm : ctx.bf16 ? &cpu::gemm_bf16 : &cpu::sgemm;
     broadcast_rows_ = ctx.gpu() ? &gpu::broadcast_rows : &cpu::broadcast_rows;
     sum_rows_ = ctx.gpu() ? &gpu::sum_rows : &cpu::sum_rows;
     in_ = in.numel();

@@ -58,6 +58,9 @@ struct BuildContext {
   Layout layout = Layout::nhwc;
   int64_t max_batch = 1;
   std::string conv_algo = "auto";  // --conv_algo
+  // --dtype=bfloat16 (CPU): convolutions (conv_algo is then cpu.onednn_bf16) and fully-connected layers multiply
+  // in bfloat16; their inputs, outputs, weights and gradients, and every other layer, stay float32.
+  bool bf16 = false;
   // Data-parallel ranks, for layers that communicate inside a step (synchronised BatchNormalization).
   // Null: one process. Must outlive the model.
   Communicator* comm = nullptr;

@@ -67,6 +67,8 @@ constexpr OpInfo kOps[] = {
     {"onednn_dw", "backward_onednn_dw", D, 11},
     {"reshape_dw", "backward_reshape_dw", P, BACKWARD_RESHAPE_DW},
     {"bias", "backward_sum_biases", P, BACKWARD_SUM_BIASES},
+    {"round_bf16", "forward_round_bf16", D, 12},
+    {"round_bf16", "backward_round_bf16", D, 13},
 };
 static_assert(sizeof(kOps) / sizeof(kOps[0]) == static_cast<size_t>(OpCode::count), "one entry per OpCode");
 

@@ -60,6 +60,8 @@ enum class OpCode : uint8_t {
   bwd_dw_onednn,    // backward_filter: the oneDNN primitive (dtnn's own code)
   bwd_reshape_dw,   // backward_filter: dW reordered to the layer's layout
   bwd_bias,         // backward_filter: db = sum of dy per channel
+  fwd_round_bf16,   // --dtype=bfloat16: x rounded to bf16 for the forward pass (dtnn's own code)
+  bwd_round_bf16,   // --dtype=bfloat16: x or dy rounded to bf16 for a backward pass (dtnn's own code)
   count
 };
 

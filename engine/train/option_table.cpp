@@ -324,7 +324,9 @@ std::vector<OptionSpec> checkpoint_options() {
 std::vector<OptionSpec> launcher_options() {
   return {
     // PyDTNN's launcher options that dtnn spells otherwise or does by design (resolve_options)
-    choice("dtype", DTNN_FIELD(dtype), P, {"float32", "float64"}, "Data type: float32 (float64 is refused)"),
+    choice("dtype", DTNN_FIELD(dtype), M | T | P, {"float32", "bfloat16", "float16", "float64"},
+           "Data type the convolutions and FC layers multiply in: float32, or bfloat16 (CPUs with AVX512-BF16 or "
+           "AMX: float32 master weights, optimizer and other layers); float16 and float64 are refused"),
     boolean("enable_conv_gemm", DTNN_FIELD(enable_conv_gemm), A | P, "PyDTNN's ConvGemm: --conv_algo=convgemm"),
     boolean("enable_conv_winograd", DTNN_FIELD(enable_conv_winograd), A | P,
             "PyDTNN's Winograd: --conv_algo=winograd_f4 (other layers fall back)"),

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "conv/cpu/cpu_algorithms.h"
 #include "core/error.h"
 #include "core/strings.h"
 #include "trace/trace_output.h"
@@ -156,6 +157,25 @@ void validate_averaging(const TrainOptions& o) {
              " (with model averaging both count a worker's batches): give one of them");
 }
 
+// --dtype: float32, or bfloat16 on a CPU whose oneDNN runs it natively (exit 3 elsewhere: emulated bf16 is
+// slower than float32, so it would only mislead); bf16 convolutions are cpu.onednn_bf16's, and a float32
+// algorithm asked for beside it is a contradiction, as is the bf16 algorithm without --dtype=bfloat16.
+void check_dtype(const TrainOptions& o) {
+  if (o.dtype == "float64") unsupported("--dtype=float64: dtnn computes in float32, or bfloat16 on CPUs with bf16 kernels");
+  if (o.dtype == "float16")
+    unsupported("--dtype=float16: half-precision training with loss scaling (GPUs) is not implemented yet; on CPUs "
+                "with AVX512-BF16 or AMX use --dtype=bfloat16");
+  const bool bf16_algo = o.conv_algo == "cpu.onednn_bf16";
+  if (o.dtype != "bfloat16") {
+    DTNN_CHECK(!bf16_algo, "--conv_algo=cpu.onednn_bf16 multiplies in bfloat16: ask for it with --dtype=bfloat16");
+    return;
+  }
+  if (o.enable_gpu) unsupported("--dtype=bfloat16 with --enable_gpu: mixed precision on GPUs is not implemented yet");
+  if (const std::string why = cpu_bf16_support(); !why.empty()) unsupported("--dtype=bfloat16: ", why);
+  DTNN_CHECK(o.conv_algo == "auto" || bf16_algo, "--dtype=bfloat16 computes the convolutions with cpu.onednn_bf16; --conv_algo=",
+             o.conv_algo, " is a float32 algorithm (leave --conv_algo at auto)");
+}
+
 }  // namespace
 
 std::string option_text(const OptionSpec& spec, const TrainOptions& o) {
@@ -203,7 +223,6 @@ void resolve_options(TrainOptions& o, const std::vector<std::string>& given) {
   for (const OptionSpec& s : train_option_table())
     if ((s.flags & kOptPlanned) && option_text(s, o) != option_default_text(s))
       unsupported("--", s.name, "=", option_text(s, o), ": not implemented yet (", s.why_not, ")");
-  if (o.dtype != "float32") unsupported("--dtype=", o.dtype, ": dtnn computes in float32 only");
   // PyDTNN's README writes the bare flag --blocking_mpi; its parser has --non_blocking_mpi. One is the other's
   // negation, so --blocking_mpi=False asks for the non-blocking reduction.
   if (was_given("blocking_mpi")) {
@@ -235,6 +254,7 @@ void resolve_options(TrainOptions& o, const std::vector<std::string>& given) {
                " (which means --conv_algo=", algo, "): give one of them");
     o.conv_algo = algo;
   }
+  check_dtype(o);
   if (o.threads_per_process > 0) {
     DTNN_CHECK(!was_given("threads") || o.threads == o.threads_per_process, "--threads=", o.threads,
                " contradicts --threads_per_process=", o.threads_per_process);

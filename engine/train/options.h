@@ -82,7 +82,7 @@ struct TrainOptions {
 
   // PyDTNN's launcher options (research notes §7.1), with PyDTNN's meaning; resolve_options() folds the
   // spellings into dtnn's options above or refuses what dtnn cannot do, saying why.
-  std::string dtype = "float32";        // float64: refused (dtnn computes in float32)
+  std::string dtype = "float32";        // bfloat16: mixed precision on the CPU; float16, float64: refused
   bool enable_conv_gemm = false;        // --conv_algo=convgemm
   bool enable_conv_winograd = false;    // --conv_algo=winograd_f4 (layers it declines fall back)
   bool enable_best_of = false;          // --conv_algo=best_of

@@ -133,6 +133,8 @@ std::unique_ptr<Model> build_training_model(const TrainOptions& o, Communicator&
                                                                   comm.size(), comm.rank()));
   ctx.conv_algo = o.conv_algo;
   if (o.enable_gpu && o.conv_algo == "auto" && !o.enable_cudnn_auto_conv_alg) ctx.conv_algo = "gpu.cudnn.pydtnn_fixed";
+  ctx.bf16 = o.dtype == "bfloat16";  // resolve_options accepted it: a CPU run with bf16 kernels
+  if (ctx.bf16) ctx.conv_algo = "cpu.onednn_bf16";
   ctx.comm = &comm;
   ctx.sync_batchnorm = o.sync_batchnorm;
   ctx.device = o.enable_gpu ? Device::gpu : Device::cpu;

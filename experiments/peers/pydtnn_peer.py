@@ -212,6 +212,9 @@ def check_dtnn_only(opts):
             raise Exit(3, f"unsupported: PyDTNN has no --{name}={opts[name]} (only {accepted[0] or 'empty'})")
     for name in ("prefetch", "progress", "enable_fused_add_relu", "flush_denormals"):
         boolean(opts, name, False)
+    if opts.get("dtype", "float32").strip().lower() in ("bfloat16", "float16"):
+        raise Exit(3, f"unsupported: PyDTNN has no mixed precision (--dtype={opts['dtype']}: it computes in its "
+                      "--dtype, float32 or float64, throughout)")
     if boolean(opts, "crop_images", False):
         raise Exit(3, "unsupported: PyDTNN's --crop_images is another augmentation (it zeroes a corner region and "
                       "rolls the image), not dtnn's pad-and-crop")

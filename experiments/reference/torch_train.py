@@ -109,6 +109,7 @@ the training loss became NaN or infinite: as dtnn, the report then says "status"
 epochs up to that one (its loss null), and no checkpoint or test pass comes from that state.
 """
 import argparse
+import contextlib
 import functools
 import json
 import math as pymath  # main() has a local named math (the CUDA math settings)
@@ -143,7 +144,7 @@ def str2bool(text):
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # This reference implements only these of the table's choices (its own limitation, said at parse time).
-IMPLEMENTED_CHOICES = {"optimizer": ("sgd", "adam")}
+IMPLEMENTED_CHOICES = {"optimizer": ("sgd", "adam"), "dtype": ("float32", "bfloat16")}
 
 
 @functools.lru_cache(maxsize=1)
@@ -219,9 +220,31 @@ def parse_args(argv):
         dc, dh, dw = data_shape(args)
         fail(2, f"model {args.model} takes {h}x{w}x{c} inputs but dataset {args.dataset} gives {dh}x{dw}x{dc}"
                 + (" (use --pad_to_cifar=True for MNIST)" if args.dataset == "mnist" and c == 3 else ""))
+    if args.dtype == "bfloat16" and not args.enable_gpu and not cpu_has_bf16():
+        fail(3, "--dtype=bfloat16: this CPU has neither AVX512-BF16 nor AMX-BF16, and the reference does not "
+                "emulate bfloat16")
     if args.optimizer == "sgd" and args.nesterov and args.momentum <= 0:
         fail(2, "nesterov requires momentum > 0")
     return args
+
+
+def cpu_has_bf16():
+    """AVX512-BF16 or AMX-BF16 in /proc/cpuinfo's flags: what dtnn's --dtype=bfloat16 asks for (oneDNN, which
+    PyTorch's CPU autocast also runs, emulates bf16 elsewhere, slower than float32)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def compute_context(args, device):
+    """--dtype=bfloat16: autocast to bfloat16 (CPU: oneDNN's bf16 convolutions and GEMMs; CUDA: tensor cores),
+    float32 master weights and optimizer, as dtnn's mixed precision; float32: no change."""
+    if args.dtype != "bfloat16":
+        return contextlib.nullcontext()
+    return torch.autocast(device.type, dtype=torch.bfloat16)
 
 
 def fail(code, message):
@@ -349,11 +372,12 @@ def train_epoch(model, optimizer, data, args, rng, feed, device, world, timer):
         if timer:
             timer.begin_step()
         optimizer.zero_grad()
-        logits = model(xb)
-        if world.size == 1:
-            loss = F.cross_entropy(logits, yb)
-        else:
-            loss = F.cross_entropy(logits, yb, reduction="sum") * (world.size / n)
+        with compute_context(args, device):
+            logits = model(xb)
+            if world.size == 1:
+                loss = F.cross_entropy(logits, yb)
+            else:
+                loss = F.cross_entropy(logits, yb, reduction="sum") * (world.size / n)
         loss.backward()
         if timer:
             timer.end_backward()
@@ -389,7 +413,7 @@ def all_sum(world, device, samples, loss_sum, correct):
     return int(t[0].item()), t[1].item(), int(t[2].item())
 
 
-def evaluate(model, data, batch_size, feed, device, world):
+def evaluate(model, data, args, feed, device, world):
     """The whole pass, each rank its even share of the samples, the sums added over the ranks. `model` is the
     bare module, not DDP's wrapper, whose forward broadcasts buffers: ranks with shares of other batch counts
     would wait on each other."""
@@ -400,7 +424,8 @@ def evaluate(model, data, batch_size, feed, device, world):
     offset, count = torch_dist.split_batch(y.shape[0], world.size, world.rank)
     barrier(world, device)
     start = time.perf_counter()
-    with torch.no_grad():
+    batch_size = args.batch_size
+    with torch.no_grad(), compute_context(args, device):
         for i in range(offset, offset + count, batch_size):
             xb, yb = feed(x, y, slice(i, min(i + batch_size, offset + count)))
             logits = model(xb)
@@ -626,7 +651,7 @@ def run(args, world):
         line = (f"Epoch {epoch}/{args.num_epochs}: {samples} samples, {rate:.1f} samples/s, "
                 f"cce: {loss:.7f}, acc: {acc:.2f}%")
         if val is not None:
-            v = evaluate(model, val, args.batch_size, feed, device, world)
+            v = evaluate(model, val, args, feed, device, world)
             record["val"] = {k: v[k] for k in ("categorical_cross_entropy", "categorical_accuracy")}
             line += f", val_cce: {v['categorical_cross_entropy']:.7f}, val_acc: {v['categorical_accuracy']:.2f}%"
         if timer:
@@ -646,7 +671,7 @@ def run(args, world):
     say(f"Training throughput: {throughput:.1f} samples/s")
     test_result = None
     if args.evaluate_on_test:
-        test_result = evaluate(model, test, args.batch_size, feed, device, world)
+        test_result = evaluate(model, test, args, feed, device, world)
         say(f"Test: cce {test_result['categorical_cross_entropy']:.7f}, "
               f"acc {test_result['categorical_accuracy']:.2f}%")
 

@@ -7,12 +7,14 @@
 #include <catch2/catch.hpp>
 #include <string>
 
+#include "conv/cpu/cpu_algorithms.h"
 #include "data/dataset.h"
 #include "models/model.h"
 #include "parallel/communicator.h"
 #include "support/alloc_count.h"
 #include "train/run.h"
 #include "train/trainer.h"
+#include "skip.h"
 
 using namespace dtnn;
 
@@ -68,4 +70,19 @@ TEST_CASE("no allocation in the batch loop: resnet20 (batch normalization, resid
     o.conv_algo = algo;
     check_steps_allocate_nothing(o, *data);
   }
+}
+
+TEST_CASE("no allocation in the batch loop: --dtype=bfloat16 (bf16 convolutions and FC layers)", "[train][bf16]") {
+  if (const std::string why = cpu_bf16_support(); !why.empty()) DTNN_SKIP(why);
+  auto data = make_synthetic(dataset_shape("cifar10"), 0);
+  TrainOptions o;
+  o.model_name = "resnet20_cifar10";
+  o.optimizer.name = "sgd";
+  o.batch_size = 8;
+  o.dtype = "bfloat16";
+  check_steps_allocate_nothing(o, *data);
+  auto digits = open_mnist(std::string(DTNN_SOURCE_DIR) + "/experiments/datasets/mnist-10k", "");
+  o.model_name = "simplecnn";
+  o.optimizer.name = "adam";
+  check_steps_allocate_nothing(o, *digits);
 }

@@ -15,6 +15,14 @@ const ConvAlgorithm& conv_im2col_gemm();  // NCHW: per-sample im2col + OpenBLAS 
 const ConvAlgorithm& conv_depthwise();    // depthwise (groups == C), both layouts: direct loops
 const ConvAlgorithm& conv_direct();       // NHWC, any groups: vectorised direct loops, no workspace
 const ConvAlgorithm& conv_onednn();       // oneDNN 2.6 primitives, both layouts, groups
+// The same primitives multiplying in bfloat16 (float32 in and out, float32 accumulation): --dtype=bfloat16's
+// convolutions. Not in conv_algorithms(): no float32 choice (a fallback, best_of, "all") may pick it.
+const ConvAlgorithm& conv_onednn_bf16();
+// Empty when oneDNN runs bfloat16 natively here (AVX512-BF16 or AMX-BF16, as oneDNN's effective ISA says:
+// ONEDNN_MAX_CPU_ISA caps it); otherwise why not, in one sentence. Builds without oneDNN say so.
+std::string cpu_bf16_support();
+// oneDNN's effective CPU ISA ("avx512_core_bf16"), or "not built".
+std::string onednn_isa_name();
 // "2.6.3"; in builds without oneDNN (DTNN_ONEDNN=OFF, onednn_stub.cpp) conv_onednn() declines every
 // problem and this returns "not built".
 std::string onednn_version();

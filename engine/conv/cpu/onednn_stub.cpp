@@ -8,7 +8,8 @@ namespace {
 
 class OnednnAbsent final : public ConvAlgorithm {
  public:
-  std::string_view name() const override { return "cpu.onednn"; }
+  explicit OnednnAbsent(const char* name) : name_(name) {}
+  std::string_view name() const override { return name_; }
   Support supports(const ConvProblem&) const override {
     return Support::no("this dtnn was built without oneDNN (DTNN_ONEDNN=OFF or libdnnl-dev missing)");
   }
@@ -20,16 +21,24 @@ class OnednnAbsent final : public ConvAlgorithm {
   }
 
  private:
-  [[noreturn]] static void absent() { unsupported("cpu.onednn: this dtnn was built without oneDNN"); }
+  [[noreturn]] void absent() const { unsupported(name_, ": this dtnn was built without oneDNN"); }
+  const char* name_;
 };
 
 }  // namespace
 
 const ConvAlgorithm& conv_onednn() {
-  static const OnednnAbsent algo;
+  static const OnednnAbsent algo("cpu.onednn");
+  return algo;
+}
+
+const ConvAlgorithm& conv_onednn_bf16() {
+  static const OnednnAbsent algo("cpu.onednn_bf16");
   return algo;
 }
 
 std::string onednn_version() { return "not built"; }
+std::string onednn_isa_name() { return "not built"; }
+std::string cpu_bf16_support() { return "this dtnn was built without oneDNN, whose kernels compute bfloat16"; }
 
 }  // namespace dtnn
