@@ -30,6 +30,7 @@
 #include "backend/cpu/blas_core.h"
 #include "backend/gpu.h"
 #include "conv/conv_algorithm.h"
+#include "conv/cpu/cpu_algorithms.h"
 #include "core/build_info.h"
 #include "core/error.h"
 #include "core/file_io.h"
@@ -135,6 +136,9 @@ int cmd_algos() {
       std::printf("  %-34s %s\n", std::string(a->name()).c_str(), dirs.c_str());
     }
   }
+  const std::string bf16 = dtnn::cpu_bf16_support();
+  std::printf("bfloat16 (--dtype=bfloat16): cpu.onednn_bf16 and oneDNN's bf16 matmul: %s\n",
+              bf16.empty() ? ("native here (oneDNN's ISA: " + dtnn::onednn_isa_name() + ")").c_str() : bf16.c_str());
   std::printf("BLAS: %s\nGPU backend: %s\n", dtnn::cpu::blas_version().c_str(), dtnn::gpu_description().c_str());
   return 0;
 }

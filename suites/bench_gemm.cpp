@@ -7,7 +7,9 @@
 
 #include "backend/cpu/blas_core.h"
 #include "backend/cpu/blas.h"
+#include "backend/cpu/gemm_bf16.h"
 #include "backend/cpu/skinny_gemm.h"
+#include "conv/cpu/cpu_algorithms.h"
 
 namespace {
 
@@ -101,6 +103,29 @@ void BM_sgemm_fc(benchmark::State& state) {
 }
 BENCHMARK(BM_sgemm_fc)->Args({64, 128, 1568, 0, 0})->Args({1568, 128, 64, 1, 0})->Args({64, 1568, 128, 0, 1})
     ->UseRealTime();
+
+// --dtype=bfloat16's GEMM (operands rounded to bf16 on every call, as the FC layers call it; oneDNN's
+// AVX512-BF16/AMX kernels) on the same shapes as BM_sgemm and BM_sgemm_fc: its rate against SGEMM's is what
+// bf16 can gain on this CPU. Reported as an error where the CPU has no bf16 kernels.
+void BM_gemm_bf16(benchmark::State& state) {
+  if (const std::string why = dtnn::cpu_bf16_support(); !why.empty()) {
+    state.SkipWithError(why.c_str());
+    return;
+  }
+  const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+  const bool ta = state.range(3) != 0, tb = state.range(4) != 0;
+  dtnn::cpu::set_threads(static_cast<int>(state.range(5)));
+  const std::vector<float> a = random_floats(m * k, 7), b = random_floats(k * n, 8);
+  std::vector<float> c(m * n);
+  for (auto _ : state) {
+    dtnn::cpu::gemm_bf16(ta, tb, m, n, k, 1.0f, a.data(), ta ? m : k, b.data(), tb ? k : n, 0.0f, c.data(), n);
+    benchmark::DoNotOptimize(c.data());
+  }
+  state.counters["FLOP/s"] = benchmark::Counter(2.0 * m * n * k, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_gemm_bf16)->ArgNames({"m", "n", "k", "ta", "tb", "threads"})->Args({1024, 1024, 1024, 0, 0, 1})
+    ->Args({1024, 1024, 1024, 0, 0, 2})->Args({64, 128, 1568, 0, 0, 1})->Args({1568, 128, 64, 1, 0, 1})
+    ->Args({64, 1568, 128, 0, 1, 1})->UseRealTime();
 
 // Named arguments: the thread count is "threads:T" in the case name, which `dtnn ingest` stores as the row's
 // threads (a positional 2 was stored as Google Benchmark's own thread count, 1).

@@ -11,6 +11,13 @@ RECIPE = ("model", "dataset", "device", "scaling", "batch_size", "threads", "opt
           "environment_id")
 
 
+def label(row):
+    """A framework as the tables and legends name it: "dtnn", or "dtnn bfloat16" for another --dtype than float32
+    (v_frameworks before dtype had none)."""
+    dtype = row["dtype"] if "dtype" in row.keys() else "float32"
+    return row["framework"] if dtype in (None, "float32") else f"{row['framework']} {dtype}"
+
+
 class FrameworkSections:
     """Mixed into report.Report (self.store, self.add, self.chart)."""
 
@@ -20,7 +27,7 @@ class FrameworkSections:
         recipes = defaultdict(list)
         for r in rows:
             recipes[tuple(r[c] for c in RECIPE)].append(r)
-        compared = {k: v for k, v in recipes.items() if len({r["framework"] for r in v}) > 1}
+        compared = {k: v for k, v in recipes.items() if len({label(r) for r in v}) > 1}
         if not compared:
             self.add("No recipe ran under more than one framework (a matrix's framework = [\"dtnn\", \"pytorch\", "
                      "\"pydtnn\"] puts them side by side).", "")
@@ -38,16 +45,16 @@ class FrameworkSections:
                      f"{recipe['num_epochs']} epoch(s)", "")
             self.add(*table(["ranks", "framework", "runs", "median samples/s", "min", "max", "speed-up", "efficiency",
                              "exposed comm %", "test acc %"],
-                            [(r["ranks"], r["framework"], r["runs"], num(r["median_samples_per_s"]),
+                            [(r["ranks"], label(r), r["runs"], num(r["median_samples_per_s"]),
                               num(r["min_samples_per_s"]), num(r["max_samples_per_s"]), num(r["speedup"], 2),
                               num(r["efficiency"], 2), pct(r["exposed_comm_fraction"]), num(r["test_accuracy"], 2))
-                             for r in sorted(rs, key=lambda r: (r["ranks"], r["framework"]))],
+                             for r in sorted(rs, key=lambda r: (r["ranks"], label(r)))],
                             right=(0, 2, 3, 4, 5, 6, 7, 8, 9)))
             if len({r["ranks"] for r in rs}) < 2:
                 continue
             series = []
-            for fw in sorted({r["framework"] for r in rs}):
-                pts = sorted((r for r in rs if r["framework"] == fw), key=lambda r: r["ranks"])
+            for fw in sorted({label(r) for r in rs}):
+                pts = sorted((r for r in rs if label(r) == fw), key=lambda r: r["ranks"])
                 series.append((fw, [p["ranks"] for p in pts], [p["median_samples_per_s"] for p in pts],
                                [p["min_samples_per_s"] for p in pts], [p["max_samples_per_s"] for p in pts],
                                [p["efficiency"] for p in pts]))

@@ -64,6 +64,11 @@ class Communicator {
   // base versions (one process) have nothing to sum: a started request is already complete.
   virtual void reserve_requests(int n) {}
   virtual void start_allreduce_sum(int slot, float* data, int64_t count) {}
+  // The same two sums over bfloat16 numbers (core/bf16.h; --allreduce_dtype=bfloat16): each pairwise addition
+  // is done in float32 and rounded back to bf16, so a sum over n ranks is rounded n - 1 times. The base
+  // versions (one process) have nothing to sum.
+  virtual void allreduce_sum_bf16(uint16_t* data, int64_t count) {}
+  virtual void start_allreduce_sum_bf16(int slot, uint16_t* data, int64_t count) {}
   virtual bool test_request(int slot) { return true; }
   virtual void wait_request(int slot) {}
   virtual void barrier() = 0;

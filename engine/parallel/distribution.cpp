@@ -16,7 +16,7 @@ std::unique_ptr<Distribution> make_distribution(const TrainOptions& o, Communica
                                                 o.gradient_buckets_min, layers_communicate);
   }
   return std::make_unique<GradientReducer>(comm, model, tail, o.non_blocking_mpi, o.gradient_bucket_mb,
-                                           o.gradient_buckets_min);
+                                           o.gradient_buckets_min, o.allreduce_dtype == "bfloat16");
 }
 
 }  // namespace dtnn

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 
+#include "core/bf16.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/median.h"
@@ -10,7 +11,7 @@
 namespace dtnn {
 
 std::vector<GradientBucket> plan_buckets(const std::vector<int64_t>& param_begin, int64_t tail, double bucket_mb,
-                                         int64_t min_buckets) {
+                                         int64_t min_buckets, bool tail_alone) {
   DTNN_CHECK(bucket_mb >= 0, "--gradient_bucket_mb must be >= 0 (got ", bucket_mb, ")");
   DTNN_CHECK(min_buckets >= 1, "--gradient_buckets_min must be >= 1 (got ", min_buckets, ")");
   DTNN_ASSERT(!param_begin.empty());
@@ -47,19 +48,21 @@ std::vector<GradientBucket> plan_buckets(const std::vector<int64_t>& param_begin
   if (open_end >= 0) close(open_begin, open_end, open_layer);
   if (tail > 0) {
     if (out.empty()) out.push_back({slab, slab + tail, layers});  // no parameters: started at the first chance
-    else if (out.front().end == slab && slab + tail - out.front().begin <= INT_MAX) out.front().end = slab + tail;
+    else if (!tail_alone && out.front().end == slab && slab + tail - out.front().begin <= INT_MAX)
+      out.front().end = slab + tail;
     else out.insert(out.begin(), GradientBucket{slab, slab + tail, layers});
   }
   return out;
 }
 
 GradientReducer::GradientReducer(Communicator& comm, const Model& model, int64_t tail, bool non_blocking,
-                                 double bucket_mb, int64_t min_buckets)
-    : comm_(comm), grads_(model.grad_slab()), total_floats_(model.slab_size() + tail), reduce_(comm.size() > 1),
-      overlapped_(non_blocking && comm.size() > 1) {
+                                 double bucket_mb, int64_t min_buckets, bool bf16)
+    : comm_(comm), grads_(model.grad_slab()), total_floats_(model.slab_size() + tail), slab_(model.slab_size()),
+      reduce_(comm.size() > 1), overlapped_(non_blocking && comm.size() > 1), bf16_(bf16 && comm.size() > 1) {
   std::vector<int64_t> begins(model.num_layers() + 1);
   for (size_t i = 0; i <= model.num_layers(); ++i) begins[i] = model.param_begin(i);
-  buckets_ = plan_buckets(begins, tail, bucket_mb, min_buckets);
+  buckets_ = plan_buckets(begins, tail, bucket_mb, min_buckets, bf16_);
+  if (bf16_) wire_.assign(static_cast<size_t>(slab_), 0);
   int64_t covered = 0;
   for (const GradientBucket& b : buckets_) covered += b.end - b.begin;
   DTNN_ASSERT(covered == total_floats_ - begins.front());  // every float summed once (Input has no parameters)
@@ -79,15 +82,38 @@ void GradientReducer::begin_step() {
   step_t0_ = now_s();
 }
 
+bool GradientReducer::in_bf16(size_t b) const { return bf16_ && buckets_[b].begin < slab_; }
+
+int64_t GradientReducer::bucket_bytes(size_t b) const {
+  return (in_bf16(b) ? 2 : 4) * (buckets_[b].end - buckets_[b].begin);
+}
+
 void GradientReducer::start(size_t b) {
   if (tracer_) started_at_[b] = now_s();
-  comm_.start_allreduce_sum(static_cast<int>(b), grads_ + buckets_[b].begin, buckets_[b].end - buckets_[b].begin);
+  const int64_t begin = buckets_[b].begin, n = buckets_[b].end - begin;
+  if (in_bf16(b)) {  // the tail rides alone (plan_buckets' tail_alone): a bucket is all gradients or all tail
+    round_to_bf16(grads_ + begin, wire_.data() + begin, n);
+    comm_.start_allreduce_sum_bf16(static_cast<int>(b), wire_.data() + begin, n);
+  } else {
+    comm_.start_allreduce_sum(static_cast<int>(b), grads_ + begin, n);
+  }
+}
+
+void GradientReducer::allreduce_all() {
+  if (!bf16_) {
+    comm_.allreduce_sum(grads_, total_floats_);
+    return;
+  }
+  round_to_bf16(grads_, wire_.data(), slab_);
+  comm_.allreduce_sum_bf16(wire_.data(), slab_);
+  widen_from_bf16(wire_.data(), grads_, slab_);
+  if (total_floats_ > slab_) comm_.allreduce_sum(grads_ + slab_, total_floats_ - slab_);  // the loss and metric sums
 }
 
 void GradientReducer::completed(size_t b, double when) {
   if (tracer_)
     tracer_->add(TraceKind::in_flight, static_cast<int32_t>(b), started_at_[b], when,
-                 static_cast<int64_t>(sizeof(float)) * (buckets_[b].end - buckets_[b].begin), static_cast<uint8_t>(1 + std::min<size_t>(b, 254)));
+                 bucket_bytes(b), static_cast<uint8_t>(1 + std::min<size_t>(b, 254)));
 }
 
 void GradientReducer::after_layer(size_t layer) {
@@ -111,11 +137,9 @@ void GradientReducer::finish_step(Optimizer& optimizer, float* params) {
   optimizer.begin_step();
   if (!reduce_ || !overlapped_) {
     if (reduce_) {
-      comm_.allreduce_sum(grads_, total_floats_);
+      allreduce_all();
       exposed = now_s() - backward_end;
-      if (tracer_)
-        tracer_->add(TraceKind::allreduce, 0, backward_end, backward_end + exposed,
-                     static_cast<int64_t>(sizeof(float)) * total_floats_);
+      if (tracer_) tracer_->add(TraceKind::allreduce, 0, backward_end, backward_end + exposed, wire_bytes());
     }
     const double t = now_s();
     optimizer.update_range(params, grads_, 0, optimizer.size());
@@ -129,6 +153,8 @@ void GradientReducer::finish_step(Optimizer& optimizer, float* params) {
       const double t = now_s();
       const bool pending = b >= next_test_;
       comm_.wait_request(static_cast<int>(b));
+      if (in_bf16(b))
+        widen_from_bf16(wire_.data() + buckets_[b].begin, grads_ + buckets_[b].begin, buckets_[b].end - buckets_[b].begin);
       const double t1 = now_s();
       exposed += t1 - t;
       if (pending) completed(b, t1);
@@ -138,8 +164,7 @@ void GradientReducer::finish_step(Optimizer& optimizer, float* params) {
       const double t2 = now_s();
       update += t2 - t1;
       if (tracer_) {
-        tracer_->add(TraceKind::wait, static_cast<int32_t>(b), t, t1,
-                     static_cast<int64_t>(sizeof(float)) * (buckets_[b].end - buckets_[b].begin));
+        tracer_->add(TraceKind::wait, static_cast<int32_t>(b), t, t1, bucket_bytes(b));
         tracer_->add(TraceKind::update, static_cast<int32_t>(b), t1, t2);
       }
     }
@@ -154,7 +179,11 @@ void GradientReducer::finish_step(Optimizer& optimizer, float* params) {
 EpochComm GradientReducer::gather_epoch_over(Communicator& comm) const {
   return gather_epoch_comm(comm, times_, steps_, !reduce_ ? "none" : overlapped_ ? "non_blocking" : "blocking",
                            !reduce_ ? 0 : overlapped_ ? static_cast<int64_t>(buckets_.size()) : 1,
-                           reduce_ ? static_cast<double>(total_floats_) * sizeof(float) : 0.0);
+                           reduce_ ? static_cast<double>(wire_bytes()) : 0.0);
+}
+
+int64_t GradientReducer::wire_bytes() const {
+  return bf16_ ? 2 * slab_ + 4 * (total_floats_ - slab_) : 4 * total_floats_;
 }
 
 EpochComm gather_epoch_comm(Communicator& comm, const RankTimes& times, int64_t steps, const char* mode,

@@ -51,9 +51,10 @@ namespace dtnn {
 // caps of bucket_mb MiB (0: one bucket per layer), lowered to ceil(slab / min_buckets) floats when that is
 // smaller (the tail not counted; 1: bucket_mb alone). Layers without parameters are skipped; a model with no
 // parameters gets one bucket holding the tail. A bucket never exceeds INT_MAX floats (a larger layer is
-// split into several buckets ready after it).
+// split into several buckets ready after it). tail_alone: the tail is a bucket of its own (started first), never
+// merged into the top layers' bucket (the bf16 sum rounds gradients, not the loss and metric sums).
 std::vector<GradientBucket> plan_buckets(const std::vector<int64_t>& param_begin, int64_t tail, double bucket_mb,
-                                         int64_t min_buckets = 1);
+                                         int64_t min_buckets = 1, bool tail_alone = false);
 
 // The epoch figures over every rank from each rank's sums (collective: every rank calls it at the same point).
 EpochComm gather_epoch_comm(Communicator& comm, const RankTimes& times, int64_t steps, const char* mode,
@@ -62,8 +63,10 @@ EpochComm gather_epoch_comm(Communicator& comm, const RankTimes& times, int64_t 
 class GradientReducer final : public Distribution, public BackwardHook {
  public:
   // `tail` floats follow the model's gradient slab and are summed with it. One rank: no communication.
+  // bf16 (--allreduce_dtype=bfloat16): the gradients travel and are summed as bfloat16 (half the bytes; rounded
+  // into a buffer of the slab's size made here, and widened back before the update), the tail in float32.
   GradientReducer(Communicator& comm, const Model& model, int64_t tail, bool non_blocking, double bucket_mb,
-                  int64_t min_buckets);
+                  int64_t min_buckets, bool bf16 = false);
 
   // The hook to give Model::backward: this object when buckets are started during backward, else null.
   BackwardHook* hook() override { return overlapped_ ? this : nullptr; }
@@ -84,12 +87,18 @@ class GradientReducer final : public Distribution, public BackwardHook {
 
  private:
   void start(size_t b);
+  void allreduce_all();                   // blocking: the whole slab and tail
+  bool in_bf16(size_t b) const;           // bucket b travels as bf16
+  int64_t bucket_bytes(size_t b) const;   // what bucket b puts on the wire
+  int64_t wire_bytes() const;             // what a step puts on the wire
   void completed(size_t b, double when);  // the tracer's in-flight event of bucket b
 
   Communicator& comm_;
   float* grads_;
   int64_t total_floats_;  // slab + tail
-  bool reduce_, overlapped_;
+  int64_t slab_;          // the gradients (the tail follows them)
+  bool reduce_, overlapped_, bf16_;
+  std::vector<uint16_t> wire_;  // bf16: the gradients as they travel
   std::vector<GradientBucket> buckets_;
   size_t next_start_ = 0, next_test_ = 0;
   double step_t0_ = 0.0, comm_in_step_ = 0.0;

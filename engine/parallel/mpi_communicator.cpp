@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/bf16.h"
 #include "core/error.h"
 #include "parallel/communicator.h"
 #include "parallel/init_watchdog.h"
@@ -16,6 +17,13 @@ namespace dtnn {
 namespace {
 
 constexpr int64_t kChunk = INT_MAX;  // MPI counts are int
+
+// MPI's user operation summing bf16 numbers (MPI_UINT16_T carries them): added in float32, rounded back.
+void sum_bf16(void* in, void* inout, int* len, MPI_Datatype*) {
+  const auto* a = static_cast<const uint16_t*>(in);
+  auto* b = static_cast<uint16_t*>(inout);
+  for (int i = 0; i < *len; ++i) b[i] = to_bf16(from_bf16(a[i]) + from_bf16(b[i]));
+}
 
 class MpiCommunicator final : public Communicator {
  public:
@@ -41,10 +49,12 @@ class MpiCommunicator final : public Communicator {
     DTNN_MPI_CHECK(MPI_Comm_size(node, &node_size_));
     ranks_sharing_cores_ = count_sharing_cores(node, node_size_);
     DTNN_MPI_CHECK(MPI_Comm_free(&node));
+    DTNN_MPI_CHECK(MPI_Op_create(&sum_bf16, 1, &sum_bf16_));
   }
   ~MpiCommunicator() override {
     int finalized = 0;
     MPI_Finalized(&finalized);
+    if (sum_bf16_ != MPI_OP_NULL && !finalized) MPI_Op_free(&sum_bf16_);
     if (owns_init_ && !finalized) MPI_Finalize();
   }
   int rank() const override { return rank_; }
@@ -57,6 +67,12 @@ class MpiCommunicator final : public Communicator {
     for (int64_t done = 0; done < count; done += INT_MAX) {
       const int n = static_cast<int>(std::min<int64_t>(count - done, INT_MAX));
       DTNN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data + done, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
+    }
+  }
+  void allreduce_sum_bf16(uint16_t* data, int64_t count) override {
+    for (int64_t done = 0; done < count; done += INT_MAX) {
+      const int n = static_cast<int>(std::min<int64_t>(count - done, INT_MAX));
+      DTNN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data + done, n, MPI_UINT16_T, bf16_op(), MPI_COMM_WORLD));
     }
   }
   void broadcast(float* data, int64_t count, int root) override {
@@ -111,6 +127,12 @@ class MpiCommunicator final : public Communicator {
     DTNN_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
                                   &requests_[slot]));
   }
+  void start_allreduce_sum_bf16(int slot, uint16_t* data, int64_t count) override {
+    DTNN_ASSERT(slot >= 0 && slot < static_cast<int>(requests_.size()) && requests_[slot] == MPI_REQUEST_NULL &&
+                count <= INT_MAX);
+    DTNN_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(count), MPI_UINT16_T, bf16_op(),
+                                  MPI_COMM_WORLD, &requests_[slot]));
+  }
   bool test_request(int slot) override {
     int done = 0;
     DTNN_MPI_CHECK(MPI_Test(&requests_[slot], &done, MPI_STATUS_IGNORE));  // a finished request becomes NULL
@@ -124,6 +146,8 @@ class MpiCommunicator final : public Communicator {
   std::string library_version() const override { return mpi_library_version(); }
 
  private:
+  MPI_Op bf16_op() const { return sum_bf16_; }
+  MPI_Op sum_bf16_ = MPI_OP_NULL;  // sum_bf16 as an MPI operation (commutative), for the communicator's life
   // The node's ranks whose affinity masks meet this rank's (Communicator::ranks_sharing_cores), from one
   // allgather of the masks when the communicator is built.
   static int count_sharing_cores(MPI_Comm node, int node_size) {

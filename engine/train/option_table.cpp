@@ -358,6 +358,9 @@ std::vector<OptionSpec> reduction_options() {
             "backward pass (the default), False the non-blocking reduction"),
     number("gradient_bucket_mb", DTNN_FIELD(gradient_bucket_mb), M, 0.0, 1 << 20,
            "--non_blocking_mpi: bucket cap in MiB, the first bucket at most 1 MiB (0: one bucket per layer, as PyDTNN)"),
+    choice("allreduce_dtype", DTNN_FIELD(allreduce_dtype), M, {"float32", "bfloat16"},
+           "The gradients' type in the sum over ranks: bfloat16 sends half the bytes (rounded before, widened after; "
+           "the loss and metric sums stay float32). CPU data parallelism"),
     integer("gradient_buckets_min", DTNN_FIELD(gradient_buckets_min), M, 1, kBig,
             "--non_blocking_mpi: the cap is at most the gradient's size / N, so a model of a few MiB still gets "
             "about N buckets (layers are never split); 1: --gradient_bucket_mb alone, as DDP"),

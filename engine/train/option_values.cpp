@@ -165,6 +165,11 @@ void check_dtype(const TrainOptions& o) {
   if (o.dtype == "float16")
     unsupported("--dtype=float16: half-precision training with loss scaling (GPUs) is not implemented yet; on CPUs "
                 "with AVX512-BF16 or AMX use --dtype=bfloat16");
+  if (o.allreduce_dtype == "bfloat16" && o.enable_gpu)
+    unsupported("--allreduce_dtype=bfloat16 with --enable_gpu: the GPU reductions sum float32 only");
+  if (o.allreduce_dtype == "bfloat16" && o.model_averaging != "none")
+    unsupported("--allreduce_dtype=bfloat16 with --model_averaging: only the gradient sum of data parallelism "
+                "travels in bfloat16");
   const bool bf16_algo = o.conv_algo == "cpu.onednn_bf16";
   if (o.dtype != "bfloat16") {
     DTNN_CHECK(!bf16_algo, "--conv_algo=cpu.onednn_bf16 multiplies in bfloat16: ask for it with --dtype=bfloat16");

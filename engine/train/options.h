@@ -102,6 +102,9 @@ struct TrainOptions {
   bool blocking_mpi = false;
   double gradient_bucket_mb = 25.0;
   int64_t gradient_buckets_min = 4;
+  // The gradients' type on the wire and in the sum over ranks: float32, or bfloat16 (half the bytes; CPU data
+  // parallelism only)
+  std::string allreduce_dtype = "float32";
   int64_t global_batch_size = 0;
   // Model averaging (parallel/model_averager.h; dislib.eddl's training modes): "none" keeps --parallel's
   // per-step gradient sum; "synchronous": every rank trains locally on its own blocks (data/worker_blocks.h)

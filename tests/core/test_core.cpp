@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/bf16.h"
 #include "core/environment.h"
 #include "core/error.h"
 #include "core/file_io.h"
@@ -98,4 +99,20 @@ TEST_CASE("core: shell_quote gives back each argument through a real /bin/sh", "
   }
   CHECK_FALSE(std::filesystem::exists(pwned));
   CHECK(dtnn::shell_quote("--model=simplecnn") == "--model=simplecnn");  // stored commands stay readable
+}
+
+TEST_CASE("bf16: rounding to nearest, ties to even, NaN and infinities kept", "[core][bf16]") {
+  using dtnn::from_bf16;
+  using dtnn::to_bf16;
+  CHECK(to_bf16(1.0f) == 0x3f80);
+  CHECK(from_bf16(0x3f80) == 1.0f);
+  // 1 + 2^-8 is halfway between 1 and 1 + 2^-7: ties go to the even significand (1); 1 + 3 * 2^-8 to 1 + 2^-6.
+  CHECK(to_bf16(1.0f + 0x1p-8f) == 0x3f80);
+  CHECK(to_bf16(1.0f + 3 * 0x1p-8f) == 0x3f82);
+  CHECK(to_bf16(1.0f + 0x1p-8f + 0x1p-20f) == 0x3f81);  // past halfway: up
+  CHECK(to_bf16(-2.5f) == 0xc020);
+  CHECK(std::isnan(from_bf16(to_bf16(std::nanf("")))));
+  CHECK(std::isinf(from_bf16(to_bf16(INFINITY))));
+  CHECK(from_bf16(to_bf16(3.4e38f)) == INFINITY);  // past bf16's largest finite (3.39e38): overflows
+  for (float x : {0.1f, -7.3f, 1e-30f, 12345.678f}) CHECK(std::fabs(from_bf16(to_bf16(x)) - x) <= std::fabs(x) * 0x1p-8f);
 }

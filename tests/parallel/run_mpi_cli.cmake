@@ -290,3 +290,32 @@ if(NOT rc EQUAL 0 OR NOT out MATCHES "Resuming from ${WORK}/ck1.npz after epoch 
   message(FATAL_ERROR "ranks resuming one checkpoint and its copy: exit ${rc}:\n${out}\n${err}")
 endif()
 message(STATUS "mpi cli: ranks resuming other checkpoints refused, a copy of the same accepted")
+# --allreduce_dtype=bfloat16: the gradients travel as bf16 (2 bytes each, the loss and metric tail as float32), in
+# both reductions; the run trains as usual.
+foreach(mode False True)
+  file(REMOVE ${WORK}/float32_wire.json ${WORK}/bfloat16_wire.json)
+  foreach(wire float32 bfloat16)
+    execute_process(
+      COMMAND ${MPIEXEC} -np 2 ${FLAGS} ${DTNN} train --parallel=data --model=simplecnn --use_synthetic_data=True
+              --steps_per_epoch=4 --num_epochs=1 --threads=1 --optimizer=sgd --non_blocking_mpi=${mode}
+              --allreduce_dtype=${wire} --report=${WORK}/${wire}_wire.json
+      RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
+    if(NOT rc EQUAL 0)
+      message(FATAL_ERROR "--allreduce_dtype=${wire} --non_blocking_mpi=${mode} failed (${rc}):\n${out}\n${err}")
+    endif()
+  endforeach()
+  # float32: 4 bytes per gradient and tail float; bf16: 2 per gradient, 4 per tail float (a few loss and metric sums).
+  execute_process(COMMAND /usr/bin/python3 -c "import json,sys; b=[json.load(open(f))['epochs'][0]['communication']\
+['bytes_per_step'] for f in sys.argv[1:]]; tail=(2*b[1]-b[0])/4; sys.exit(not (0 < tail <= 16 and b[1] < b[0]))"
+                          ${WORK}/float32_wire.json ${WORK}/bfloat16_wire.json RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "--non_blocking_mpi=${mode}: the bf16 wire's bytes per step are not half the gradients'")
+  endif()
+endforeach()
+execute_process(COMMAND ${DTNN} train --model=simplecnn --use_synthetic_data=True --steps_per_epoch=1
+                        --allreduce_dtype=bfloat16 --model_averaging=synchronous
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 3)
+  message(FATAL_ERROR "--allreduce_dtype=bfloat16 with model averaging: exit ${rc}, expected 3:\n${err}")
+endif()
+message(STATUS "mpi cli: gradients summed in bf16 on both reductions, refused with model averaging")

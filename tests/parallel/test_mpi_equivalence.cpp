@@ -19,7 +19,9 @@
 #include <sstream>
 #include <string>
 
+#include "core/bf16.h"
 #include "core/error.h"
+#include "core/rng.h"
 #include "helpers.h"
 #include "layers/layers.h"
 #include "models/model.h"
@@ -105,8 +107,11 @@ double spread_from_root(Communicator& comm, const std::vector<float>& mine) {
 
 // One epoch: 20 steps of the synthetic MNIST pool (train_count 0), or all of a pool of train_count samples.
 Result train(Communicator& comm, int64_t batch, bool resnet, int64_t train_count = 0, const std::string& shares = "",
-             const std::string& slow = "") {
+             const std::string& slow = "", const std::string& wire = "float32", bool non_blocking = false) {
   TrainOptions o;
+  o.allreduce_dtype = wire;
+  o.non_blocking_mpi = non_blocking;
+  o.gradient_bucket_mb = 0;  // non-blocking: one bucket per layer, the loss tail one of its own in bf16
   o.rank_batch_shares = shares;
   o.straggler_factor = slow;
   o.batch_size = batch;
@@ -192,6 +197,41 @@ int main() {
         }
         (ok ? passed : failed) += 1;
       }
+    }
+    {  // the bf16 sums: each element of the result is the bf16 rounding of the two ranks' values' float32 sum
+      const int64_t n = 1001;
+      std::vector<uint16_t> mine[2];
+      for (int r = 0; r < 2; ++r) {
+        Rng rng(40 + r);
+        for (int64_t i = 0; i < n; ++i) mine[r].push_back(to_bf16(static_cast<float>(rng.uniform(-100, 100))));
+      }
+      std::vector<uint16_t> blocking = mine[world->rank()], started = blocking;
+      world->allreduce_sum_bf16(blocking.data(), n);
+      world->reserve_requests(1);
+      world->start_allreduce_sum_bf16(0, started.data(), n);
+      world->wait_request(0);
+      if (world->rank() == 0) {
+        int64_t wrong = 0;
+        for (int64_t i = 0; i < n; ++i) {
+          const uint16_t want = to_bf16(from_bf16(mine[0][i]) + from_bf16(mine[1][i]));
+          wrong += (blocking[i] != want) + (started[i] != want);
+        }
+        std::printf("bf16 sums of %lld values, blocking and non-blocking: %lld wrong\n", static_cast<long long>(n),
+                    static_cast<long long>(wrong));
+        (wrong == 0 ? passed : failed) += 1;
+      }
+    }
+    for (bool non_blocking : {false, true}) {  // --allreduce_dtype=bfloat16: near float32's, never equal to it
+      const Result bf16 = train(*world, 32, false, 0, "", "", "bfloat16", non_blocking);
+      const Result f32 = train(*world, 32, false, 0, "", "", "float32", non_blocking);
+      if (world->rank() != 0) continue;
+      const double dw = test::max_rel_error(bf16.params, f32.params);
+      const double dloss = std::fabs(bf16.loss - f32.loss) / std::fabs(f32.loss);
+      std::printf("plain CNN, 20 steps on 2 ranks, %s: gradients summed in bf16 vs float32: weights differ by %.3g "
+                  "relative, epoch loss %.7f vs %.7f; ranks' weights differ by %.3g\n",
+                  non_blocking ? "non-blocking" : "blocking", dw, bf16.loss, f32.loss, bf16.rank_spread);
+      (dw > 1e-7 && dw < 1e-2 && dloss < 1e-3 && bf16.samples == f32.samples && bf16.rank_spread <= 1e-6 ? passed
+                                                                                                            : failed) += 1;
     }
     {  // synchronised BN, last global batch of 1 sample for 2 ranks: topped up to one sample each
       const Result r = train(*world, 32, true, 129);

@@ -35,6 +35,10 @@ TEST_CASE("buckets: reverse layer order, caps, first bucket, tail", "[train][buc
   CHECK(as_tuples(dtnn::plan_buckets(begins, 3, 25.0)) == T{{0, 1003, 1}});
   // No tail.
   CHECK(as_tuples(dtnn::plan_buckets(begins, 0, 0.0)) == T{{300, 1000, 4}, {100, 300, 3}, {0, 100, 1}});
+  // tail_alone (--allreduce_dtype=bfloat16: gradients in bf16, loss sums in float32): the tail first, by itself.
+  CHECK(as_tuples(dtnn::plan_buckets(begins, 3, 0.0, 1, true)) ==
+        T{{1000, 1003, 5}, {300, 1000, 4}, {100, 300, 3}, {0, 100, 1}});
+  CHECK(as_tuples(dtnn::plan_buckets(begins, 3, 25.0, 1, true)) == T{{1000, 1003, 5}, {0, 1000, 1}});
 }
 
 TEST_CASE("buckets: DDP's small first bucket closes at 1 MiB, the rest at the cap", "[train][buckets]") {
