@@ -369,13 +369,15 @@ CREATE VIEW v_time_to_target AS
   LEFT JOIN cum c ON c.run_id = r.run_id AND c.epoch = r.epoch;
 
 -- Frameworks side by side (dtnn, PyTorch, PyDTNN): per recipe, environment, device, scaling mode and rank
--- count, each framework and precision's (dtype: --dtype, float32 when not given) median samples/s with min-max, speed-up and efficiency against the median of the
+-- count, each framework and precision's (dtype: --dtype; allreduce_dtype: --allreduce_dtype; float32 when not
+-- given) median samples/s with min-max, speed-up and efficiency against the median of the
 -- runs its configurations' speed-ups are against (v_scaling_baselines, the one rule: 1 rank, else the
 -- fewest), exposed communication and test accuracy.
 CREATE VIEW v_frameworks AS
   WITH ok AS (
     SELECT r.id AS run_id, r.environment_id, r.framework, r.model, r.dataset, r.device, r.threads, r.batch_size,
            r.optimizer, r.num_epochs, r.ranks, coalesce(json_extract(r.params, '$.dtype'), 'float32') AS dtype,
+           coalesce(json_extract(r.params, '$.allreduce_dtype'), 'float32') AS allreduce_dtype,
            CASE WHEN json_extract(r.params, '$.scaling') = 'strong'
                      OR json_extract(r.params, '$.global_batch_size') IS NOT NULL THEN 'strong' ELSE 'weak' END
              AS scaling,
@@ -384,35 +386,35 @@ CREATE VIEW v_frameworks AS
     WHERE r.status = 'ok' AND r.samples_per_s IS NOT NULL),
   ranked AS (  -- k: the run's place by samples/s, n: the group's runs (a window without ORDER BY: all of them)
     SELECT *, row_number() OVER (g ORDER BY sps) AS k, count(*) OVER g AS n FROM ok
-    WINDOW g AS (PARTITION BY environment_id, framework, dtype, model, dataset, device, threads, scaling, batch_size, optimizer, num_epochs, ranks)),
+    WINDOW g AS (PARTITION BY environment_id, framework, dtype, allreduce_dtype, model, dataset, device, threads, scaling, batch_size, optimizer, num_epochs, ranks)),
   grp AS (
-    SELECT environment_id, framework, dtype, model, dataset, device, threads, scaling, batch_size, optimizer, num_epochs,
+    SELECT environment_id, framework, dtype, allreduce_dtype, model, dataset, device, threads, scaling, batch_size, optimizer, num_epochs,
            ranks, max(n) AS runs, avg(CASE WHEN k IN ((n + 1) / 2, n / 2 + 1) THEN sps END) AS median_sps,
            min(sps) AS min_sps, max(sps) AS max_sps, avg(exposed) AS exposed, avg(acc) AS acc
     FROM ranked
-    GROUP BY environment_id, framework, dtype, model, dataset, device, threads, scaling, batch_size, optimizer, num_epochs, ranks),
+    GROUP BY environment_id, framework, dtype, allreduce_dtype, model, dataset, device, threads, scaling, batch_size, optimizer, num_epochs, ranks),
   base_runs AS (  -- the baseline runs of the recipe's configurations, at the fewest baseline ranks among them
     SELECT *, min(baseline_ranks) OVER (g) AS fewest FROM (
-      SELECT DISTINCT o.environment_id, o.framework, o.dtype, o.model, o.dataset, o.device, o.threads, o.scaling, o.batch_size,
+      SELECT DISTINCT o.environment_id, o.framework, o.dtype, o.allreduce_dtype, o.model, o.dataset, o.device, o.threads, o.scaling, o.batch_size,
              o.optimizer, o.num_epochs, b.baseline_run_id, b.baseline_ranks, b.baseline_samples_per_s AS sps
       FROM ok o JOIN v_scaling_groups s ON s.run_id = o.run_id
       JOIN v_scaling_baselines b ON b.environment_id = s.environment_id AND b.matrix = s.matrix
                                 AND b.config_key = s.config_key AND b.epoch = 0)
-    WINDOW g AS (PARTITION BY environment_id, framework, dtype, model, dataset, device, threads, scaling, batch_size, optimizer, num_epochs)),
+    WINDOW g AS (PARTITION BY environment_id, framework, dtype, allreduce_dtype, model, dataset, device, threads, scaling, batch_size, optimizer, num_epochs)),
   base_ranked AS (
     SELECT *, row_number() OVER (g ORDER BY sps) AS k, count(*) OVER g AS n FROM base_runs
     WHERE baseline_ranks = fewest
-    WINDOW g AS (PARTITION BY environment_id, framework, dtype, model, dataset, device, threads, scaling, batch_size, optimizer, num_epochs)),
+    WINDOW g AS (PARTITION BY environment_id, framework, dtype, allreduce_dtype, model, dataset, device, threads, scaling, batch_size, optimizer, num_epochs)),
   base AS (
-    SELECT environment_id, framework, dtype, model, dataset, device, threads, scaling, batch_size, optimizer, num_epochs,
+    SELECT environment_id, framework, dtype, allreduce_dtype, model, dataset, device, threads, scaling, batch_size, optimizer, num_epochs,
            min(baseline_ranks) AS ranks, avg(CASE WHEN k IN ((n + 1) / 2, n / 2 + 1) THEN sps END) AS median_sps
-    FROM base_ranked GROUP BY environment_id, framework, dtype, model, dataset, device, threads, scaling, batch_size, optimizer, num_epochs)
+    FROM base_ranked GROUP BY environment_id, framework, dtype, allreduce_dtype, model, dataset, device, threads, scaling, batch_size, optimizer, num_epochs)
   SELECT g.model, g.dataset, g.device, g.scaling, g.batch_size, g.threads, g.optimizer, g.num_epochs, g.ranks,
-         g.framework, g.dtype, g.runs, round(g.median_sps, 1) AS median_samples_per_s, round(g.min_sps, 1) AS min_samples_per_s,
+         g.framework, g.dtype, g.allreduce_dtype, g.runs, round(g.median_sps, 1) AS median_samples_per_s, round(g.min_sps, 1) AS min_samples_per_s,
          round(g.max_sps, 1) AS max_samples_per_s, round(g.median_sps / b.median_sps, 3) AS speedup,
          round(g.median_sps / b.median_sps * b.ranks / g.ranks, 3) AS efficiency, b.ranks AS baseline_ranks,
          round(g.exposed, 4) AS exposed_comm_fraction, round(g.acc, 2) AS test_accuracy, g.environment_id
   FROM grp g
-  JOIN base b USING (environment_id, framework, dtype, model, dataset, device, threads, scaling, batch_size, optimizer, num_epochs)
+  JOIN base b USING (environment_id, framework, dtype, allreduce_dtype, model, dataset, device, threads, scaling, batch_size, optimizer, num_epochs)
   ORDER BY g.environment_id, g.model, g.dataset, g.device, g.scaling, g.batch_size, g.threads, g.optimizer,
-           g.num_epochs, g.ranks, g.framework, g.dtype;
+           g.num_epochs, g.ranks, g.framework, g.dtype, g.allreduce_dtype;

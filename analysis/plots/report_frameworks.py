@@ -12,10 +12,13 @@ RECIPE = ("model", "dataset", "device", "scaling", "batch_size", "threads", "opt
 
 
 def label(row):
-    """A framework as the tables and legends name it: "dtnn", or "dtnn bfloat16" for another --dtype than float32
-    (v_frameworks before dtype had none)."""
-    dtype = row["dtype"] if "dtype" in row.keys() else "float32"
-    return row["framework"] if dtype in (None, "float32") else f"{row['framework']} {dtype}"
+    """A framework as the tables and legends name it: "dtnn", "dtnn bfloat16" for another --dtype than float32,
+    "dtnn bf16 allreduce" for gradients summed in bfloat16 (v_frameworks before these columns had neither)."""
+    keys = row.keys()
+    dtype = row["dtype"] if "dtype" in keys else None
+    wire = row["allreduce_dtype"] if "allreduce_dtype" in keys else None
+    return row["framework"] + ("" if dtype in (None, "float32") else f" {dtype}") + \
+        ("" if wire in (None, "float32") else " bf16 allreduce")
 
 
 class FrameworkSections:
