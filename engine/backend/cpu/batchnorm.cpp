@@ -10,12 +10,54 @@
 namespace dtnn::cpu {
 namespace {
 
+constexpr int64_t kLanes = 16;  // channels a register group of the NHWC statistics keeps
+
+// NHWC statistics of channels [c0, c0 + 16) over rows [r0, r1) of C values, added to part[0..16) (float, in row
+// order per channel: the same sums as a loop over every channel). Center (kCenter): sum (x - mu)^2, else sum x.
+// The 16 accumulators are a local array of constant size, so they stay in registers across the rows instead of
+// going through memory that might alias x (3x slower for resnet20's 16-channel layers).
+template <bool kCenter>
+void sums16(const float* x, int64_t C, int64_t r0, int64_t r1, int64_t c0, const float* mu, float* part) {
+  float a[kLanes] = {}, m[kLanes];
+  for (int64_t j = 0; j < kLanes; ++j) m[j] = kCenter ? mu[c0 + j] : 0.0f;
+  for (int64_t r = r0; r < r1; ++r) {
+    const float* row = x + r * C + c0;
+#pragma omp simd
+    for (int64_t j = 0; j < kLanes; ++j) {
+      const float d = row[j] - m[j];
+      a[j] += kCenter ? d * d : row[j];
+    }
+  }
+  for (int64_t j = 0; j < kLanes; ++j) part[c0 + j] += a[j];
+}
+
+// sum dy and sum dy * (x - mu) of channels [c0, c0 + 16) over rows [r0, r1), added to p1 and p2 (as sums16).
+void dot_sums16(const float* x, const float* dy, int64_t C, int64_t r0, int64_t r1, int64_t c0, const float* mu,
+                float* p1, float* p2) {
+  float a[kLanes] = {}, a2[kLanes] = {}, m[kLanes];
+  for (int64_t j = 0; j < kLanes; ++j) m[j] = mu[c0 + j];
+  for (int64_t r = r0; r < r1; ++r) {
+    const float* xr = x + r * C + c0;
+    const float* gr = dy + r * C + c0;
+#pragma omp simd
+    for (int64_t j = 0; j < kLanes; ++j) {
+      a[j] += gr[j];
+      a2[j] += gr[j] * (xr[j] - m[j]);
+    }
+  }
+  for (int64_t j = 0; j < kLanes; ++j) {
+    p1[c0 + j] += a[j];
+    p2[c0 + j] += a2[j];
+  }
+}
+
 class CpuBatchNorm final : public BatchNormOp {
  public:
   CpuBatchNorm(const BatchNormShape& s, BatchNormReduce reduce, void* ctx)
       : s_(s), nchw_(s.layout == Layout::nchw), channels_(s.c), spatial_(s.h * s.w), reduce_(reduce), ctx_(ctx) {
     const int64_t C = channels_;
     mean_.assign(C, 0.0);
+    center_.assign(C, 0.0f);
     acc_.assign(C, 0.0);
     acc2_.assign(C, 0.0);
     chunk_acc_.assign(kChunks * 2 * C, 0.0);
@@ -152,6 +194,7 @@ class CpuBatchNorm final : public BatchNormOp {
   std::vector<double> chunk_acc_;  // kChunks x 2C: per-chunk partial sums (NHWC statistics)
   std::vector<float> chunk_part_;  // kChunks x 2C: per-chunk float partials of one block of rows
   std::vector<float> inv_std_, scale_, shift_, konst_;
+  std::vector<float> center_;   // C: the float center of the NHWC sums (the mean, as float)
   std::vector<float> reduced_;  // 2C + 1: what reduce_ sums over the ranks
 };
 
@@ -181,7 +224,10 @@ void CpuBatchNorm::sums(const float* x, int64_t n, const double* center, double*
     return;
   }
   // NHWC and flat: rows of C values. Float partial sums over blocks of rows, folded into double.
-  const int64_t rows = n * S;
+  const int64_t rows = n * S, groups = C / kLanes * kLanes;
+  if (center)
+    for (int64_t c = 0; c < C; ++c) center_[c] = static_cast<float>(center[c]);
+  const float* mu = center_.data();
 #pragma omp parallel for schedule(static) num_threads(cpu::threads()) if (par)
   for (int64_t k = 0; k < kChunks; ++k) {
     double* ca = chunk_acc_.data() + k * 2 * C;
@@ -192,17 +238,15 @@ void CpuBatchNorm::sums(const float* x, int64_t n, const double* center, double*
     for (int64_t r0 = c0; r0 < c1; r0 += kBlock) {
       const int64_t r1 = std::min(c1, r0 + kBlock);
       for (int64_t c = 0; c < C; ++c) part[c] = 0.0f;
-      for (int64_t r = r0; r < r1; ++r) {
+      for (int64_t g = 0; g < groups; g += kLanes) {
+        if (center) sums16<true>(x, C, r0, r1, g, mu, part);
+        else sums16<false>(x, C, r0, r1, g, mu, part);
+      }
+      for (int64_t r = r0; r < r1; ++r) {  // the channels past the last group of 16
         const float* row = x + r * C;
-        if (center) {
-#pragma omp simd
-          for (int64_t c = 0; c < C; ++c) {
-            const float d = row[c] - static_cast<float>(center[c]);
-            part[c] += d * d;
-          }
-        } else {
-#pragma omp simd
-          for (int64_t c = 0; c < C; ++c) part[c] += row[c];
+        for (int64_t c = groups; c < C; ++c) {
+          const float d = row[c] - (center ? mu[c] : 0.0f);
+          part[c] += center ? d * d : row[c];
         }
       }
       for (int64_t c = 0; c < C; ++c) ca[c] += part[c];
@@ -239,7 +283,9 @@ void CpuBatchNorm::dot_sums(const float* x, const float* dy, int64_t n) {
     }
     return;
   }
-  const int64_t rows = n * S;
+  const int64_t rows = n * S, groups = C / kLanes * kLanes;
+  for (int64_t c = 0; c < C; ++c) center_[c] = static_cast<float>(mean_[c]);
+  const float* mu = center_.data();
 #pragma omp parallel for schedule(static) num_threads(cpu::threads()) if (par)
   for (int64_t k = 0; k < kChunks; ++k) {
     double* ca = chunk_acc_.data() + k * 2 * C;
@@ -251,13 +297,13 @@ void CpuBatchNorm::dot_sums(const float* x, const float* dy, int64_t n) {
     for (int64_t r0 = c0; r0 < c1; r0 += kBlock) {
       const int64_t r1 = std::min(c1, r0 + kBlock);
       for (int64_t c = 0; c < C; ++c) p1[c] = p2[c] = 0.0f;
-      for (int64_t r = r0; r < r1; ++r) {
+      for (int64_t g = 0; g < groups; g += kLanes) dot_sums16(x, dy, C, r0, r1, g, mu, p1, p2);
+      for (int64_t r = r0; r < r1; ++r) {  // the channels past the last group of 16
         const float* xr = x + r * C;
         const float* gr = dy + r * C;
-#pragma omp simd
-        for (int64_t c = 0; c < C; ++c) {
+        for (int64_t c = groups; c < C; ++c) {
           p1[c] += gr[c];
-          p2[c] += gr[c] * (xr[c] - static_cast<float>(mean_[c]));
+          p2[c] += gr[c] * (xr[c] - mu[c]);
         }
       }
       for (int64_t c = 0; c < C; ++c) {
