@@ -94,3 +94,36 @@ dtnn_first = w0 - 0.01 * g / np.sqrt(g * g + 1e-7)  # dtnn's first step: m_hat =
 assert np.abs(p.detach().numpy() - dtnn_first).max() > 1e-3, "torch.optim.Adam now takes dtnn's step: simplify"
 print("torch reference: sgd and adam (nesterov, decay) take dtnn's steps; torch.optim.Adam's would not")
 PY
+# --dtype=bfloat16: the convolutions and linear layers run under CPU autocast (their outputs are bf16), the
+# parameters stay float32; a CPU without AVX512-BF16/AMX is refused (exit 3) as dtnn refuses it.
+"$py" - "$src/experiments/reference" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import torch
+import torch_train as tt
+from torch_models import build_model, model_input
+if not tt.cpu_has_bf16():  # the refusal is what there is to check here
+    try:
+        tt.parse_args(["--use_synthetic_data=True", "--model=simplecnn", "--dtype=bfloat16"])
+        raise AssertionError("--dtype=bfloat16 accepted on a CPU without bf16")
+    except SystemExit as e:
+        assert e.code == 3, e.code
+    print("torch reference: --dtype=bfloat16 refused (exit 3) on this CPU without AVX512-BF16 or AMX-BF16")
+    sys.exit(0)
+args = tt.parse_args(["--use_synthetic_data=True", "--model=simplecnn", "--dtype=bfloat16"])
+model = build_model("simplecnn", model_input("simplecnn", 0))
+seen = []
+for m in model.modules():
+    if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear)):
+        m.register_forward_hook(lambda mod, inp, out: seen.append(out.dtype))
+with tt.compute_context(args, torch.device("cpu")):
+    model(torch.zeros(2, 1, 28, 28))
+assert seen and all(d == torch.bfloat16 for d in seen), seen
+assert all(p.dtype == torch.float32 for p in model.parameters())
+fp32 = tt.parse_args(["--use_synthetic_data=True", "--model=simplecnn"])
+seen.clear()
+with tt.compute_context(fp32, torch.device("cpu")):
+    model(torch.zeros(2, 1, 28, 28))
+assert all(d == torch.float32 for d in seen), seen
+print(f"torch reference: --dtype=bfloat16 autocasts {len(seen)} conv/linear layers, parameters float32")
+PY
