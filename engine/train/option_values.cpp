@@ -160,6 +160,7 @@ void validate_averaging(const TrainOptions& o) {
 // --dtype: float32, or bfloat16 on a CPU whose oneDNN runs it natively (exit 3 elsewhere: emulated bf16 is
 // slower than float32, so it would only mislead); bf16 convolutions are cpu.onednn_bf16's, and a float32
 // algorithm asked for beside it is a contradiction, as is the bf16 algorithm without --dtype=bfloat16.
+// --allreduce_dtype=bfloat16: the CPU gradient sum only (not the GPU reductions, not model averaging).
 void check_dtype(const TrainOptions& o) {
   if (o.dtype == "float64") unsupported("--dtype=float64: dtnn computes in float32, or bfloat16 on CPUs with bf16 kernels");
   if (o.dtype == "float16")
@@ -175,10 +176,11 @@ void check_dtype(const TrainOptions& o) {
     DTNN_CHECK(!bf16_algo, "--conv_algo=cpu.onednn_bf16 multiplies in bfloat16: ask for it with --dtype=bfloat16");
     return;
   }
-  if (o.enable_gpu) unsupported("--dtype=bfloat16 with --enable_gpu: mixed precision on GPUs is not implemented yet");
-  if (const std::string why = cpu_bf16_support(); !why.empty()) unsupported("--dtype=bfloat16: ", why);
+  // The contradiction first: a usage error whatever the machine.
   DTNN_CHECK(o.conv_algo == "auto" || bf16_algo, "--dtype=bfloat16 computes the convolutions with cpu.onednn_bf16; --conv_algo=",
              o.conv_algo, " is a float32 algorithm (leave --conv_algo at auto)");
+  if (o.enable_gpu) unsupported("--dtype=bfloat16 with --enable_gpu: mixed precision on GPUs is not implemented yet");
+  if (const std::string why = cpu_bf16_support(); !why.empty()) unsupported("--dtype=bfloat16: ", why);
 }
 
 }  // namespace

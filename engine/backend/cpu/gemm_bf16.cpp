@@ -3,6 +3,7 @@
 
 #include <dnnl.hpp>
 
+#include <algorithm>
 #include <array>
 #include <map>
 #include <memory>
@@ -96,6 +97,11 @@ void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, floa
   DTNN_CHECK(alpha == 1.0f && (beta == 0.0f || beta == 1.0f), "bfloat16 GEMM: only alpha = 1 and beta = 0 or 1 (got ",
              alpha, ", ", beta, ")");
   if (m == 0 || n == 0) return;
+  if (k == 0) {  // an empty sum (a weight gradient over no samples): C = beta * C, as sgemm
+    if (beta == 0.0f)
+      for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
+    return;
+  }
   Gemm& g = gemm(trans_a, trans_b, m, n, k, lda, ldb, beta == 1.0f, ldc);
   g.a_user.set_data_handle(const_cast<float*>(a));
   g.b_user.set_data_handle(const_cast<float*>(b));
