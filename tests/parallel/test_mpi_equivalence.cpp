@@ -142,6 +142,47 @@ Result train(Communicator& comm, int64_t batch, bool resnet, int64_t train_count
   return r;
 }
 
+// The bf16 sums (--allreduce_dtype=bfloat16): each element of the result is the bf16 rounding of the two ranks'
+// values' float32 sum, blocking and non-blocking. Counted at rank 0.
+void check_bf16_sums(Communicator& world, int& passed, int& failed) {
+  const int64_t n = 1001;
+  std::vector<uint16_t> mine[2];
+  for (int r = 0; r < 2; ++r) {
+    Rng rng(40 + r);
+    for (int64_t i = 0; i < n; ++i) mine[r].push_back(to_bf16(static_cast<float>(rng.uniform(-100, 100))));
+  }
+  std::vector<uint16_t> blocking = mine[world.rank()], started = blocking;
+  world.allreduce_sum_bf16(blocking.data(), n);
+  world.reserve_requests(1);
+  world.start_allreduce_sum_bf16(0, started.data(), n);
+  world.wait_request(0);
+  if (world.rank() != 0) return;
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const uint16_t want = to_bf16(from_bf16(mine[0][i]) + from_bf16(mine[1][i]));
+    wrong += (blocking[i] != want) + (started[i] != want);
+  }
+  std::printf("bf16 sums of %lld values, blocking and non-blocking: %lld wrong\n", static_cast<long long>(n),
+              static_cast<long long>(wrong));
+  (wrong == 0 ? passed : failed) += 1;
+}
+
+// 20 steps with gradients summed in bf16 against float32 sums, both reductions: near, never equal; the ranks agree.
+void check_bf16_training(Communicator& world, int& passed, int& failed) {
+  for (bool non_blocking : {false, true}) {
+    const Result bf16 = train(world, 32, false, 0, "", "", "bfloat16", non_blocking);
+    const Result f32 = train(world, 32, false, 0, "", "", "float32", non_blocking);
+    if (world.rank() != 0) continue;
+    const double dw = test::max_rel_error(bf16.params, f32.params);
+    const double dloss = std::fabs(bf16.loss - f32.loss) / std::fabs(f32.loss);
+    std::printf("plain CNN, 20 steps on 2 ranks, %s: gradients summed in bf16 vs float32: weights differ by %.3g "
+                "relative, epoch loss %.7f vs %.7f; ranks' weights differ by %.3g\n",
+                non_blocking ? "non-blocking" : "blocking", dw, bf16.loss, f32.loss, bf16.rank_spread);
+    const bool ok = dw > 1e-7 && dw < 1e-2 && dloss < 1e-3 && bf16.samples == f32.samples && bf16.rank_spread <= 1e-6;
+    (ok ? passed : failed) += 1;
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -198,41 +239,8 @@ int main() {
         (ok ? passed : failed) += 1;
       }
     }
-    {  // the bf16 sums: each element of the result is the bf16 rounding of the two ranks' values' float32 sum
-      const int64_t n = 1001;
-      std::vector<uint16_t> mine[2];
-      for (int r = 0; r < 2; ++r) {
-        Rng rng(40 + r);
-        for (int64_t i = 0; i < n; ++i) mine[r].push_back(to_bf16(static_cast<float>(rng.uniform(-100, 100))));
-      }
-      std::vector<uint16_t> blocking = mine[world->rank()], started = blocking;
-      world->allreduce_sum_bf16(blocking.data(), n);
-      world->reserve_requests(1);
-      world->start_allreduce_sum_bf16(0, started.data(), n);
-      world->wait_request(0);
-      if (world->rank() == 0) {
-        int64_t wrong = 0;
-        for (int64_t i = 0; i < n; ++i) {
-          const uint16_t want = to_bf16(from_bf16(mine[0][i]) + from_bf16(mine[1][i]));
-          wrong += (blocking[i] != want) + (started[i] != want);
-        }
-        std::printf("bf16 sums of %lld values, blocking and non-blocking: %lld wrong\n", static_cast<long long>(n),
-                    static_cast<long long>(wrong));
-        (wrong == 0 ? passed : failed) += 1;
-      }
-    }
-    for (bool non_blocking : {false, true}) {  // --allreduce_dtype=bfloat16: near float32's, never equal to it
-      const Result bf16 = train(*world, 32, false, 0, "", "", "bfloat16", non_blocking);
-      const Result f32 = train(*world, 32, false, 0, "", "", "float32", non_blocking);
-      if (world->rank() != 0) continue;
-      const double dw = test::max_rel_error(bf16.params, f32.params);
-      const double dloss = std::fabs(bf16.loss - f32.loss) / std::fabs(f32.loss);
-      std::printf("plain CNN, 20 steps on 2 ranks, %s: gradients summed in bf16 vs float32: weights differ by %.3g "
-                  "relative, epoch loss %.7f vs %.7f; ranks' weights differ by %.3g\n",
-                  non_blocking ? "non-blocking" : "blocking", dw, bf16.loss, f32.loss, bf16.rank_spread);
-      (dw > 1e-7 && dw < 1e-2 && dloss < 1e-3 && bf16.samples == f32.samples && bf16.rank_spread <= 1e-6 ? passed
-                                                                                                            : failed) += 1;
-    }
+    check_bf16_sums(*world, passed, failed);
+    check_bf16_training(*world, passed, failed);
     {  // synchronised BN, last global batch of 1 sample for 2 ranks: topped up to one sample each
       const Result r = train(*world, 32, true, 129);
       if (world->rank() == 0) {
