@@ -11,6 +11,10 @@
 // Inference: y = (x - running_mean) / sqrt(running_var + eps) * gamma + beta.
 // Backward (training statistics): dbeta = sum(dy), dgamma = sum(dy * xn),
 //   dx = gamma / (std * m) * (m * dy - xn * dgamma - dbeta).
+// With relu (the CPU only): y = max(0, the normalised value) in training and inference, and backward takes
+// the gradient of that y: dy is masked where the normalised value is not positive (NaN included), the mask
+// recomputed from x with the forward's own scale and shift, so the results are those of a separate ReLU
+// layer after the normalization, bit for bit, without its passes over y.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +28,7 @@ struct BatchNormShape {
   int64_t c = 1, h = 1, w = 1;
   int64_t max_batch = 1;  // the largest n any call passes
   double epsilon = 1e-5, momentum = 0.9;
+  bool relu = false;  // the ReLU after the normalization, applied in its own passes (CPU only)
 };
 
 // Sums `count` floats element-wise over the data-parallel ranks, in place (values on the backend's

@@ -24,7 +24,7 @@
 namespace dtnn {
 namespace {
 
-class BatchNorm final : public Layer, public InferenceAffine {
+class BatchNorm final : public Layer, public InferenceAffine, public ReluAbsorbingNorm {
  public:
   explicit BatchNorm(const BatchNormSpec& spec) : spec_(spec) {}
   std::string type() const override { return "BatchNormalization"; }
@@ -39,6 +39,7 @@ class BatchNorm final : public Layer, public InferenceAffine {
     sync_ = (spec_.sync_stats || ctx.sync_batchnorm) && ctx.comm && ctx.comm->size() > 1;
     comm_ = ctx.comm;
     gpu_ = ctx.gpu();
+    relu_ = relu_requested_ && !gpu_;
     const Shape c{channels_};
     params_.push_back({"gamma", c, Init::ones, 0, 0, {}, {}, {}});
     params_.push_back({"beta", c, Init::zeros, 0, 0, {}, {}, {}});
@@ -52,6 +53,7 @@ class BatchNorm final : public Layer, public InferenceAffine {
     shape.max_batch = ctx.max_batch;
     shape.epsilon = spec_.epsilon;
     shape.momentum = spec_.momentum;
+    shape.relu = relu_;
     const BatchNormReduce reduce = sync_ ? &BatchNorm::allreduce : nullptr;
     op_ = gpu_ ? gpu::make_batchnorm(shape, reduce, this) : cpu::make_batchnorm(shape, reduce, this);
     if (gpu_) {
@@ -77,6 +79,9 @@ class BatchNorm final : public Layer, public InferenceAffine {
     op_->backward(x.dim(0), x.data(), dy.data(), out, params_[0].value.data(), params_[0].grad.data(),
                   params_[1].grad.data());
   }
+
+  void request_relu() override { relu_requested_ = true; }
+  bool applies_relu() const override { return relu_; }
 
   int64_t channels() const override { return channels_; }
   void inference_affine(float* scale, float* shift) const override {
@@ -107,6 +112,7 @@ class BatchNorm final : public Layer, public InferenceAffine {
   SharedWorkspace* scratch_ = nullptr;
   int64_t channels_ = 0, spatial_ = 0;
   bool sync_ = false, gpu_ = false;
+  bool relu_requested_ = false, relu_ = false;  // the ReLU after it, absorbed (ReluAbsorbingNorm)
   Communicator* comm_ = nullptr;
 };
 

@@ -25,4 +25,15 @@ class InferenceAffine {
   virtual int64_t channels() const = 0;
 };
 
+// A normalization that can apply the ReLU after it inside its own passes in training and inference (the CPU's
+// batch normalization: backend/batchnorm.h, BatchNormShape::relu), so the ReLU's passes over the activation
+// disappear and the results stay bit for bit those of the two layers. request_relu() before build();
+// applies_relu() after it: false where the backend cannot (the GPU), and the caller then runs its ReLU.
+class ReluAbsorbingNorm {
+ public:
+  virtual ~ReluAbsorbingNorm() = default;
+  virtual void request_relu() = 0;
+  virtual bool applies_relu() const = 0;
+};
+
 }  // namespace dtnn

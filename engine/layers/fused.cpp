@@ -7,7 +7,9 @@
 //     b'[k] = b[k] * scale[k] + shift[k]) so one convolution pass writes the normalised output, and ReLU
 //     is applied in place right after; BN + ReLU without a convolution is one pass max(0, x*scale+shift);
 //   - training: the member layers run one after the other over the fused layer's own buffers, so results
-//     are exactly those of the unfused model (batch statistics cannot be folded into the weights).
+//     are exactly those of the unfused model (batch statistics cannot be folded into the weights), except
+//     that the CPU's batch normalization applies the ReLU in its own passes (layers/fusable.h,
+//     ReluAbsorbingNorm: the same floats, without the ReLU's two passes forward and three backward).
 // On the GPU the members always run one after the other (cuDNN's convolution and batch normalization;
 // no folding), in inference too.
 // The folded weights are recomputed on every inference call (a K x C x R x S sweep, small next to the
@@ -59,7 +61,10 @@ class Fused final : public Layer {
     Shape shape = in;
     if (conv_) shape = conv_->build(shape, ctx);
     const Shape conv_out = shape;
+    auto* absorbing = bn_ && relu_ ? dynamic_cast<ReluAbsorbingNorm*>(bn_.get()) : nullptr;
+    if (absorbing) absorbing->request_relu();
     if (bn_) shape = bn_->build(shape, ctx);
+    bn_relu_ = absorbing && absorbing->applies_relu();
     if (relu_) shape = relu_->build(shape, ctx);
     const Layout layout = shape.rank() == 3 ? ctx.layout : Layout::flat;
     const Shape full = shape.prepend(ctx.max_batch);
@@ -70,7 +75,7 @@ class Fused final : public Layer {
       mid_ = ctx.zeros(conv_out.prepend(ctx.max_batch), layout);
       dmid_ = ctx.gradient(ctx.level + 1, GradientScratch::kChainB, conv_out.prepend(ctx.max_batch), layout);
     }
-    if (relu_) dpre_ = ctx.gradient(ctx.level + 1, GradientScratch::kChainA, full, layout);  // before the ReLU
+    if (relu_ && !bn_relu_) dpre_ = ctx.gradient(ctx.level + 1, GradientScratch::kChainA, full, layout);  // before the ReLU
     if (bn_) {
       const auto* affine = dynamic_cast<const InferenceAffine*>(bn_.get());
       DTNN_CHECK(affine, "fusion: ", bn_->type(), " has no inference affine form");
@@ -88,7 +93,7 @@ class Fused final : public Layer {
 
   void forward(const Tensor& x, const Tensor& y, Mode mode) override {
     const int64_t n = x.dim(0);
-    if (mode == Mode::evaluate && !gpu_) {
+    if (mode == Mode::evaluate && !gpu_ && !(bn_relu_ && !conv_)) {  // BN + ReLU alone: the BN op's own pass
       forward_inference(x, y);
       return;
     }
@@ -99,13 +104,13 @@ class Fused final : public Layer {
     } else {
       (conv_ ? conv_ : bn_)->forward(x, y, mode);
     }
-    if (relu_) relu_->forward(y, y, mode);
+    if (relu_ && !bn_relu_) relu_->forward(y, y, mode);
   }
 
   void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx) override {
     const int64_t n = x.dim(0);
     Tensor g = dy.view();
-    if (relu_) {
+    if (relu_ && !bn_relu_) {
       g = dpre_.batch(n);
       relu_->backward(y, y, dy, g);
     }
@@ -179,6 +184,7 @@ class Fused final : public Layer {
 
   std::unique_ptr<Layer> conv_, bn_, relu_;
   bool gpu_ = false;
+  bool bn_relu_ = false;  // bn_ applies relu_ in its own passes (training; inference folds it anyway)
   Tensor mid_, scale_, shift_, folded_w_, folded_b_;
   GradientBuffer dmid_, dpre_;
 };

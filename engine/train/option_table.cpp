@@ -188,7 +188,9 @@ std::vector<OptionSpec> model_and_run_options() {
            "NHWC, NCHW or AUTO (NHWC on the CPU, NCHW on the GPU)"),
     checked("conv_algo", DTNN_FIELD(conv_algo), M, check_conv_algo,
             "Convolution algorithm: a name (see `dtnn algos`), auto (cache or heuristic) or best_of (time each layer)"),
-    boolean("enable_fused_bn_relu", DTNN_FIELD(enable_fused_bn_relu), M | P, "Fuse BatchNormalization + Relu"),
+    boolean("enable_fused_bn_relu", DTNN_FIELD(enable_fused_bn_relu), M | P,
+            "Fuse BatchNormalization + Relu (dtnn: on by default; on the CPU the normalization applies the Relu in its "
+            "own passes, training and inference, bit-identical results)"),
     boolean("enable_fused_conv_relu", DTNN_FIELD(enable_fused_conv_relu), M | P, "Fuse Conv2D + Relu"),
     boolean("enable_fused_conv_bn", DTNN_FIELD(enable_fused_conv_bn), M | P, "Fuse Conv2D + BatchNormalization"),
     boolean("enable_fused_conv_bn_relu", DTNN_FIELD(enable_fused_conv_bn_relu), M | P,

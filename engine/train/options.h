@@ -29,7 +29,7 @@ struct TrainOptions {
   std::string conv_algo = "auto";
   // Layer fusion (PyDTNN's options): Conv2D+BatchNormalization+Relu, Conv2D+Relu, Conv2D+BatchNormalization
   // and BatchNormalization+Relu sequences run as one layer, in training and in inference.
-  bool enable_fused_bn_relu = false;
+  bool enable_fused_bn_relu = true;  // PyDTNN's is off; bit-identical here (layers/fused.cpp)
   bool enable_fused_conv_relu = false;
   bool enable_fused_conv_bn = false;
   bool enable_fused_conv_bn_relu = false;

@@ -1,14 +1,18 @@
 // Tests for engine/backend/cpu/batchnorm: the BatchNormOp of cpu::make_batchnorm against a double-precision
 // definition of backend/batchnorm.h (training forward with the running statistics' update, inference,
 // backward with and without dx), over NCHW, NHWC and flat inputs, small and above the threading threshold;
-// and the reduce callback: two ranks holding the same batch normalise like one.
+// and the reduce callback: two ranks holding the same batch normalise like one; and the fused ReLU
+// (BatchNormShape::relu) against the op followed by the ReLU's own kernels, bit for bit.
 #include <catch2/catch.hpp>
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <limits>
 #include <vector>
 
 #include "backend/cpu/batchnorm.h"
+#include "backend/cpu/elementwise.h"
 #include "helpers.h"
 
 namespace dtnn {
@@ -190,6 +194,66 @@ TEST_CASE("cpu::make_batchnorm reduces in the wire format every backend shares",
     CHECK(near(back[C + c], sum_dy_dev[c], m * 3.0));  // before the factor 1/std
   }
   CHECK(first[2 * C] == static_cast<float>(k.n * S));
+}
+
+// The same floats, NaN included: memcmp.
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+TEST_CASE("cpu::make_batchnorm with relu is the op and then the ReLU's kernels, bit for bit", "[backend][batchnorm]") {
+  const Case k = GENERATE(from_range(std::begin(kCases), std::end(kCases)),
+                          Case{"NHWC, two groups of 16 lanes and a tail", Layout::nhwc, 35, 5, 4, 6});
+  const bool sync = GENERATE(false, true);
+  INFO(k.name << (sync ? ", synchronised over 2 ranks" : ""));
+  BatchNormShape s;
+  s.layout = k.layout;
+  s.c = k.c; s.h = k.h; s.w = k.w;
+  s.max_batch = k.n;
+  const int64_t numel = k.n * k.c * k.h * k.w;
+  Rng rng(29);
+  std::vector<float> x(numel), dy(numel), gamma(k.c), beta(k.c), rmean(k.c, 0.0f), rvar(k.c, 1.0f);
+  test::fill_uniform(x, rng, -1.0f, 3.0f);
+  test::fill_uniform(dy, rng);
+  test::fill_uniform(gamma, rng, -1.5f, 1.5f);  // negative scales flip which side the ReLU keeps
+  test::fill_uniform(beta, rng);
+  gamma[1] = beta[1] = 0.0f;  // channel 1 normalises to exactly 0 (or -0): the ReLU's edge, masked
+  x[at(s, k.n - 1, 2, 0)] = std::numeric_limits<float>::quiet_NaN();  // channel 2 is NaN throughout
+  int calls[2] = {0, 0};
+  std::vector<float> y[2], yi[2], dx[2], dgamma[2], dbeta[2], rm[2] = {rmean, rmean}, rv[2] = {rvar, rvar};
+  for (int fused = 0; fused < 2; ++fused) {
+    s.relu = fused == 1;
+    auto op = cpu::make_batchnorm(s, sync ? &twice : nullptr, &calls[fused]);
+    y[fused].assign(numel, 0.0f);
+    yi[fused].assign(numel, 0.0f);
+    dx[fused].assign(numel, -7.0f);
+    dgamma[fused].assign(k.c, 0.0f);
+    dbeta[fused].assign(k.c, 0.0f);
+    op->forward_inference(k.n, x.data(), yi[fused].data(), gamma.data(), beta.data(), rm[fused].data(), rv[fused].data());
+    op->forward_training(k.n, x.data(), y[fused].data(), gamma.data(), beta.data(), rm[fused].data(), rv[fused].data());
+    std::vector<float> g = dy;
+    if (!fused) {  // the separate layer: y = max(0, y); the gradient masked by y > 0
+      cpu::relu_forward(yi[0].data(), yi[0].data(), numel);
+      cpu::relu_forward(y[0].data(), y[0].data(), numel);
+      cpu::relu_backward(y[0].data(), dy.data(), g.data(), numel);
+    }
+    op->backward(k.n, x.data(), g.data(), dx[fused].data(), gamma.data(), dgamma[fused].data(), dbeta[fused].data());
+  }
+  CHECK(same_bits(yi[1], yi[0]));
+  CHECK(same_bits(y[1], y[0]));
+  CHECK(same_bits(rm[1], rm[0]));
+  CHECK(same_bits(rv[1], rv[0]));
+  CHECK(same_bits(dx[1], dx[0]));
+  CHECK(same_bits(dgamma[1], dgamma[0]));
+  CHECK(same_bits(dbeta[1], dbeta[0]));
+  CHECK(calls[1] == calls[0]);
+  int64_t zeros = 0, passed = 0;  // the ReLU did something: clamped values and gradients that went through
+  for (int64_t i = 0; i < numel; ++i) {
+    zeros += y[1][i] == 0.0f;
+    passed += dx[1][i] != 0.0f && !std::isnan(dx[1][i]);
+  }
+  CHECK(zeros > numel / 10);
+  CHECK(passed > numel / 2);
 }
 
 }  // namespace

@@ -12,6 +12,18 @@ namespace {
 
 constexpr int64_t kLanes = 16;  // channels a register group of the NHWC statistics keeps
 
+// The fused ReLU (BatchNormShape::relu), in relu_forward's and relu_backward's own words: the output is v where
+// v > 0, else 0 (NaN included); the gradient passes where the normalised value x * a + s was positive, that
+// value recomputed with the forward's scale and shift, so it is the one the forward clamped.
+template <bool kRelu>
+inline float clamp(float v) {
+  return !kRelu || v > 0.0f ? v : 0.0f;
+}
+template <bool kRelu>
+inline float masked(float dy, float x, float a, float s) {
+  return !kRelu || x * a + s > 0.0f ? dy : 0.0f;
+}
+
 // NHWC statistics of channels [c0, c0 + 16) over rows [r0, r1) of C values, added to part[0..16) (float, in row
 // order per channel: the same sums as a loop over every channel). Center (kCenter): sum (x - mu)^2, else sum x.
 // The 16 accumulators are a local array of constant size, so they stay in registers across the rows instead of
@@ -31,18 +43,25 @@ void sums16(const float* x, int64_t C, int64_t r0, int64_t r1, int64_t c0, const
   for (int64_t j = 0; j < kLanes; ++j) part[c0 + j] += a[j];
 }
 
-// sum dy and sum dy * (x - mu) of channels [c0, c0 + 16) over rows [r0, r1), added to p1 and p2 (as sums16).
+// sum g and sum g * (x - mu) of channels [c0, c0 + 16) over rows [r0, r1), added to p1 and p2 (as sums16);
+// g is dy, masked by the ReLU of x * sc + sh with kRelu.
+template <bool kRelu>
 void dot_sums16(const float* x, const float* dy, int64_t C, int64_t r0, int64_t r1, int64_t c0, const float* mu,
-                float* p1, float* p2) {
-  float a[kLanes] = {}, a2[kLanes] = {}, m[kLanes];
-  for (int64_t j = 0; j < kLanes; ++j) m[j] = mu[c0 + j];
+                const float* sc, const float* sh, float* p1, float* p2) {
+  float a[kLanes] = {}, a2[kLanes] = {}, m[kLanes], ra[kLanes], rs[kLanes];
+  for (int64_t j = 0; j < kLanes; ++j) {
+    m[j] = mu[c0 + j];
+    ra[j] = kRelu ? sc[c0 + j] : 0.0f;
+    rs[j] = kRelu ? sh[c0 + j] : 0.0f;
+  }
   for (int64_t r = r0; r < r1; ++r) {
     const float* xr = x + r * C + c0;
     const float* gr = dy + r * C + c0;
 #pragma omp simd
     for (int64_t j = 0; j < kLanes; ++j) {
-      a[j] += gr[j];
-      a2[j] += gr[j] * (xr[j] - m[j]);
+      const float g = masked<kRelu>(gr[j], xr[j], ra[j], rs[j]);
+      a[j] += g;
+      a2[j] += g * (xr[j] - m[j]);
     }
   }
   for (int64_t j = 0; j < kLanes; ++j) {
@@ -54,7 +73,13 @@ void dot_sums16(const float* x, const float* dy, int64_t C, int64_t r0, int64_t 
 class CpuBatchNorm final : public BatchNormOp {
  public:
   CpuBatchNorm(const BatchNormShape& s, BatchNormReduce reduce, void* ctx)
-      : s_(s), nchw_(s.layout == Layout::nchw), channels_(s.c), spatial_(s.h * s.w), reduce_(reduce), ctx_(ctx) {
+      : s_(s),
+        nchw_(s.layout == Layout::nchw),
+        relu_(s.relu),
+        channels_(s.c),
+        spatial_(s.h * s.w),
+        reduce_(reduce),
+        ctx_(ctx) {
     const int64_t C = channels_;
     mean_.assign(C, 0.0);
     center_.assign(C, 0.0f);
@@ -66,6 +91,8 @@ class CpuBatchNorm final : public BatchNormOp {
     scale_.assign(C, 0.0f);
     shift_.assign(C, 0.0f);
     konst_.assign(C, 0.0f);
+    da_.assign(C, 0.0f);
+    db_.assign(C, 0.0f);
     reduced_.assign(2 * C + 1, 0.0f);
   }
 
@@ -91,20 +118,20 @@ class CpuBatchNorm final : public BatchNormOp {
       rmean[c] = static_cast<float>(m * rmean[c] + (1 - m) * mean_[c]);
       rvar[c] = static_cast<float>(m * rvar[c] + (1 - m) * var * unbias);
     }
-    apply(x, y, n, scale_.data(), shift_.data());
+    relu_ ? apply<true>(x, y, n) : apply<false>(x, y, n);
   }
 
   void forward_inference(int64_t n, const float* x, float* y, const float* gamma, const float* beta,
                          const float* rmean, const float* rvar) override {
     batchnorm_inference_affine(channels_, s_.epsilon, gamma, beta, rmean, rvar, scale_.data(), shift_.data());
-    apply(x, y, n, scale_.data(), shift_.data());
+    relu_ ? apply<true>(x, y, n) : apply<false>(x, y, n);
   }
 
   void backward(int64_t n, const float* x, const float* dy, float* dx, const float* gamma, float* dgamma,
                 float* dbeta) override {
     const int64_t C = channels_;
     // dbeta = sum(dy) in acc_; sum(dy * (x - mean)) in acc2_, times inv_std (dgamma) once reduced.
-    dot_sums(x, dy, n);
+    relu_ ? dot_sums<true>(x, dy, n) : dot_sums<false>(x, dy, n);
     for (int64_t c = 0; c < C; ++c) {
       dgamma[c] = static_cast<float>(acc2_[c] * inv_std_[c]);
       dbeta[c] = static_cast<float>(acc_[c]);
@@ -123,9 +150,10 @@ class CpuBatchNorm final : public BatchNormOp {
       }
     }
     for (int64_t c = 0; c < C; ++c) acc2_[c] *= inv_std_[c];
-    // dx = gamma*inv_std * (dy - dbeta/m - xn * dgamma/m), as a per-channel a*dy + b*x + k.
-    float* a = scale_.data();  // reused: the forward's scale and shift are no longer needed
-    float* b = shift_.data();
+    // dx = gamma*inv_std * (dy - dbeta/m - xn * dgamma/m), as a per-channel a*dy + b*x + k (dy masked with
+    // the ReLU, whose mask needs the forward's scale and shift).
+    float* a = da_.data();
+    float* b = db_.data();
     float* k = konst_.data();
     for (int64_t ch = 0; ch < C; ++ch) {
       const double g = gamma[ch] * static_cast<double>(inv_std_[ch]);
@@ -134,7 +162,7 @@ class CpuBatchNorm final : public BatchNormOp {
       b[ch] = static_cast<float>(-g * t);
       k[ch] = static_cast<float>(-g * (acc_[ch] / count_) + g * t * mean_[ch]);
     }
-    affine2(dy, x, dx, n, a, b, k);
+    relu_ ? affine2<true>(dy, x, dx, n) : affine2<false>(dy, x, dx, n);
   }
 
  private:
@@ -153,10 +181,12 @@ class CpuBatchNorm final : public BatchNormOp {
   }
 
   void sums(const float* x, int64_t n, const double* center, double* acc);
+  template <bool kRelu>
   void dot_sums(const float* x, const float* dy, int64_t n);
-  void apply(const float* x, float* y, int64_t n, const float* scale, const float* shift) const;
-  void affine2(const float* dy, const float* x, float* out, int64_t n, const float* a, const float* b,
-               const float* k) const;
+  template <bool kRelu>
+  void apply(const float* x, float* y, int64_t n) const;
+  template <bool kRelu>
+  void affine2(const float* dy, const float* x, float* out, int64_t n) const;
 
   // The forward passes' reductions in backend/batchnorm.h's format (which the GPU's kernels write too, so
   // a GPU rank beside CPU ranks adds like with like). First: the C sums of x and this rank's count (as
@@ -186,6 +216,7 @@ class CpuBatchNorm final : public BatchNormOp {
 
   BatchNormShape s_;
   bool nchw_;  // NCHW planes; otherwise rows of C values (NHWC, flat)
+  bool relu_;  // the fused ReLU (BatchNormShape::relu)
   int64_t channels_, spatial_;
   BatchNormReduce reduce_;
   void* ctx_;
@@ -193,7 +224,9 @@ class CpuBatchNorm final : public BatchNormOp {
   std::vector<double> mean_, acc_, acc2_;
   std::vector<double> chunk_acc_;  // kChunks x 2C: per-chunk partial sums (NHWC statistics)
   std::vector<float> chunk_part_;  // kChunks x 2C: per-chunk float partials of one block of rows
-  std::vector<float> inv_std_, scale_, shift_, konst_;
+  std::vector<float> inv_std_;
+  std::vector<float> scale_, shift_;   // the forward's y = x * scale + shift, kept for the ReLU's mask
+  std::vector<float> da_, db_, konst_;  // the backward's dx = da * dy + db * x + konst
   std::vector<float> center_;   // C: the float center of the NHWC sums (the mean, as float)
   std::vector<float> reduced_;  // 2C + 1: what reduce_ sums over the ranks
 };
@@ -257,7 +290,8 @@ void CpuBatchNorm::sums(const float* x, int64_t n, const double* center, double*
     for (int64_t c = 0; c < C; ++c) acc[c] += chunk_acc_[k * 2 * C + c];
 }
 
-// acc_[c] = sum(dy), acc2_[c] = sum(dy * (x - mean)).
+// acc_[c] = sum(g), acc2_[c] = sum(g * (x - mean)), g = dy (kRelu: masked by the ReLU, masked()).
+template <bool kRelu>
 void CpuBatchNorm::dot_sums(const float* x, const float* dy, int64_t n) {
   const int64_t C = channels_, S = spatial_;
   const bool par = n * C * S > kParallelFloats;
@@ -265,15 +299,16 @@ void CpuBatchNorm::dot_sums(const float* x, const float* dy, int64_t n) {
 #pragma omp parallel for schedule(static) num_threads(cpu::threads()) if (par)
     for (int64_t c = 0; c < C; ++c) {
       double a = 0.0, a2 = 0.0;
-      const float mu = static_cast<float>(mean_[c]);
+      const float mu = static_cast<float>(mean_[c]), ra = scale_[c], rs = shift_[c];
       for (int64_t b = 0; b < n; ++b) {
         const float* xr = x + (b * C + c) * S;
         const float* gr = dy + (b * C + c) * S;
         float s = 0.0f, s2 = 0.0f;
 #pragma omp simd reduction(+ : s, s2)
         for (int64_t i = 0; i < S; ++i) {
-          s += gr[i];
-          s2 += gr[i] * (xr[i] - mu);
+          const float g = masked<kRelu>(gr[i], xr[i], ra, rs);
+          s += g;
+          s2 += g * (xr[i] - mu);
         }
         a += s;
         a2 += s2;
@@ -297,13 +332,15 @@ void CpuBatchNorm::dot_sums(const float* x, const float* dy, int64_t n) {
     for (int64_t r0 = c0; r0 < c1; r0 += kBlock) {
       const int64_t r1 = std::min(c1, r0 + kBlock);
       for (int64_t c = 0; c < C; ++c) p1[c] = p2[c] = 0.0f;
-      for (int64_t g = 0; g < groups; g += kLanes) dot_sums16(x, dy, C, r0, r1, g, mu, p1, p2);
+      for (int64_t g = 0; g < groups; g += kLanes)
+        dot_sums16<kRelu>(x, dy, C, r0, r1, g, mu, scale_.data(), shift_.data(), p1, p2);
       for (int64_t r = r0; r < r1; ++r) {  // the channels past the last group of 16
         const float* xr = x + r * C;
         const float* gr = dy + r * C;
         for (int64_t c = groups; c < C; ++c) {
-          p1[c] += gr[c];
-          p2[c] += gr[c] * (xr[c] - mu[c]);
+          const float g = masked<kRelu>(gr[c], xr[c], scale_[c], shift_[c]);
+          p1[c] += g;
+          p2[c] += g * (xr[c] - mu[c]);
         }
       }
       for (int64_t c = 0; c < C; ++c) {
@@ -320,9 +357,12 @@ void CpuBatchNorm::dot_sums(const float* x, const float* dy, int64_t n) {
     }
 }
 
-// y = x * scale[c] + shift[c].
-void CpuBatchNorm::apply(const float* x, float* y, int64_t n, const float* scale, const float* shift) const {
+// y = x * scale_[c] + shift_[c] (kRelu: clamped at 0).
+template <bool kRelu>
+void CpuBatchNorm::apply(const float* x, float* y, int64_t n) const {
   const int64_t C = channels_, S = spatial_;
+  const float* scale = scale_.data();
+  const float* shift = shift_.data();
   const bool par = n * C * S > kParallelFloats;
   if (nchw_) {
 #pragma omp parallel for collapse(2) schedule(static) num_threads(cpu::threads()) if (par)
@@ -332,7 +372,7 @@ void CpuBatchNorm::apply(const float* x, float* y, int64_t n, const float* scale
         float* yr = y + (b * C + c) * S;
         const float a = scale[c], s = shift[c];
 #pragma omp simd
-        for (int64_t i = 0; i < S; ++i) yr[i] = xr[i] * a + s;
+        for (int64_t i = 0; i < S; ++i) yr[i] = clamp<kRelu>(xr[i] * a + s);
       }
     return;
   }
@@ -341,23 +381,25 @@ void CpuBatchNorm::apply(const float* x, float* y, int64_t n, const float* scale
     const float* xr = x + r * C;
     float* yr = y + r * C;
 #pragma omp simd
-    for (int64_t c = 0; c < C; ++c) yr[c] = xr[c] * scale[c] + shift[c];
+    for (int64_t c = 0; c < C; ++c) yr[c] = clamp<kRelu>(xr[c] * scale[c] + shift[c]);
   }
 }
 
-// out = a[c] * dy + b[c] * x + k[c].
-void CpuBatchNorm::affine2(const float* dy, const float* x, float* out, int64_t n, const float* a, const float* b,
-                           const float* k) const {
+// out = a[c] * g + b[c] * x + k[c] with da_, db_, konst_; g = dy (kRelu: masked by the ReLU, masked()).
+template <bool kRelu>
+void CpuBatchNorm::affine2(const float* dy, const float* x, float* out, int64_t n) const {
   const int64_t C = channels_, S = spatial_;
+  const float *a = da_.data(), *b = db_.data(), *k = konst_.data();
+  const float *ra = scale_.data(), *rs = shift_.data();
   const bool par = n * C * S > kParallelFloats;
   if (nchw_) {
 #pragma omp parallel for collapse(2) schedule(static) num_threads(cpu::threads()) if (par)
     for (int64_t bb = 0; bb < n; ++bb)
       for (int64_t c = 0; c < C; ++c) {
         const int64_t o = (bb * C + c) * S;
-        const float ac = a[c], bc = b[c], kc = k[c];
+        const float ac = a[c], bc = b[c], kc = k[c], rac = ra[c], rsc = rs[c];
 #pragma omp simd
-        for (int64_t i = 0; i < S; ++i) out[o + i] = ac * dy[o + i] + bc * x[o + i] + kc;
+        for (int64_t i = 0; i < S; ++i) out[o + i] = ac * masked<kRelu>(dy[o + i], x[o + i], rac, rsc) + bc * x[o + i] + kc;
       }
     return;
   }
@@ -365,7 +407,7 @@ void CpuBatchNorm::affine2(const float* dy, const float* x, float* out, int64_t 
   for (int64_t r = 0; r < n * S; ++r) {
     const int64_t o = r * C;
 #pragma omp simd
-    for (int64_t c = 0; c < C; ++c) out[o + c] = a[c] * dy[o + c] + b[c] * x[o + c] + k[c];
+    for (int64_t c = 0; c < C; ++c) out[o + c] = a[c] * masked<kRelu>(dy[o + c], x[o + c], ra[c], rs[c]) + b[c] * x[o + c] + k[c];
   }
 }
 

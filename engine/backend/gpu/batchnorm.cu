@@ -433,6 +433,7 @@ class CudnnBatchNorm final : public BatchNormOp {
 std::unique_ptr<BatchNormOp> make_batchnorm(const BatchNormShape& shape, BatchNormReduce reduce, void* reduce_ctx,
                                             bool own_kernels) {
   DTNN_CHECK(shape.c > 0 && shape.h > 0 && shape.w > 0 && shape.max_batch > 0, "BatchNormalization on the GPU: bad shape");
+  DTNN_CHECK(!shape.relu, "BatchNormalization on the GPU: the ReLU runs as its own layer (no fused kernel)");
   BatchNormShape s = shape;
   if (s.layout == Layout::flat) s.layout = Layout::nchw;  // (N, F) as N x F x 1 x 1, cuDNN's description
   if (reduce || own_kernels) return std::make_unique<DtnnBatchNorm>(s, reduce, reduce_ctx);
