@@ -34,6 +34,15 @@ const View kViews[] = {
      "side by side: ok runs, median samples/s with its spread (min, max), speed-up and efficiency of the medians "
      "against the same framework's fewest ranks, exposed-communication share of the step, test accuracy",
      "SELECT * FROM v_frameworks"},
+    {"ceilings", "contention ceilings (experiments/contention_ceiling.sh, dtnn ingest): per machine, model and rank "
+     "count, independent copies' summed samples/s over one alone, newest first; dtnn predict applies the newest on "
+     "localhost platforms",
+     "SELECT id, machine_key, model, dataset, ranks, round(ceiling, 3) AS ceiling, round(alone_samples_per_s, 1) AS "
+     "alone_samples_per_s, round(independent_samples_per_s, 1) AS independent_samples_per_s, "
+     "round(data_parallel_samples_per_s, 1) AS data_parallel_samples_per_s, round(data_parallel_samples_per_s / "
+     "independent_samples_per_s * 100, 1) AS data_parallel_pct_of_ceiling, round(step_jitter, 4) AS step_jitter, "
+     "rounds, epochs, dtnn_commit, measured_at "
+     "FROM contention_ceilings ORDER BY measured_at DESC, id DESC"},
     {"predictions", "every predicted row (dtnn predict --store, a matrix's mode = \"predict\" trials): never a "
      "measurement; calibration_runs: the measured runs its profile came from",
      "SELECT p.id, p.source, p.model_version, p.model_kind, p.model, p.platform, p.rules, p.mode, p.scaling, p.ranks, "

@@ -22,6 +22,7 @@
 #include "core/median.h"
 #include "results/ingest_collectives.h"
 #include "results/ingest_named.h"
+#include "results/ingest_ceiling.h"
 #include "experiments/runner.h"
 
 namespace dtnn {
@@ -291,6 +292,11 @@ IngestFile read_benchmark_file(const std::string& path) {
       }
       return f;
     }
+    if (is_contention_ceiling_json(j)) {
+      f.format = "contention_ceiling";
+      f.ceilings.push_back(read_contention_ceiling(j, path));
+      return f;
+    }
     if (j.is_object() && j.contains("layers") && j["layers"].is_array() && j.contains("model")) {
       f.format = "dtnn layers";
       f.conv = from_layers(j, path);
@@ -299,7 +305,8 @@ IngestFile read_benchmark_file(const std::string& path) {
   } catch (const json::exception& e) {
     fail(path, ": missing or mistyped field (", e.what(), ")");
   }
-  fail(path, ": neither Google Benchmark JSON (an object with a \"benchmarks\" array) nor `dtnn layers --json` output");
+  fail(path, ": neither Google Benchmark JSON (an object with a \"benchmarks\" array), `dtnn layers --json` output nor a ",
+       kContentionCeilingSchema, " file");
 }
 
 int run_ingest(const IngestOptions& o, std::ostream& out) {
@@ -311,13 +318,15 @@ int run_ingest(const IngestOptions& o, std::ostream& out) {
   std::vector<ConvBenchmarkRow> conv;
   std::vector<CollectiveBenchmarkRow> collectives;
   std::vector<NamedBenchmarkRow> named;
+  std::vector<ContentionCeilingRow> ceilings;
   for (const auto& [file, f] : all) {
+    ceilings.insert(ceilings.end(), f.ceilings.begin(), f.ceilings.end());
     conv.insert(conv.end(), f.conv.begin(), f.conv.end());
     collectives.insert(collectives.end(), f.collectives.begin(), f.collectives.end());
     named.insert(named.end(), f.named.begin(), f.named.end());
   }
-  const ResultStore::StoredRows stored = store.add_benchmarks(env, conv, collectives, named);
-  size_t at_conv = 0, at_coll = 0, at_named = 0;
+  const ResultStore::StoredRows stored = store.add_benchmarks(env, conv, collectives, named, ceilings);
+  size_t at_conv = 0, at_coll = 0, at_named = 0, at_ceiling = 0;
   for (const auto& [file, f] : all) {
     const auto& r = f.conv;
     const size_t declined = std::count_if(r.begin(), r.end(), [](const ConvBenchmarkRow& x) { return !x.declined.empty(); });
@@ -326,15 +335,19 @@ int run_ingest(const IngestOptions& o, std::ostream& out) {
     const auto from_conv = stored.conv.begin() + at_conv;
     const auto from_coll = stored.collectives.begin() + at_coll;
     const auto from_named = stored.named.begin() + at_named;
+    const auto from_ceiling = stored.ceilings.begin() + at_ceiling;
     const size_t skipped = std::count(from_conv, from_conv + r.size(), false) +
                            std::count(from_coll, from_coll + f.collectives.size(), false) +
-                           std::count(from_named, from_named + f.named.size(), false);
+                           std::count(from_named, from_named + f.named.size(), false) +
+                           std::count(from_ceiling, from_ceiling + f.ceilings.size(), false);
     at_conv += r.size();
     at_coll += f.collectives.size();
     at_named += f.named.size();
-    const size_t rows = r.size() + f.collectives.size() + f.named.size();
+    at_ceiling += f.ceilings.size();
+    const size_t rows = r.size() + f.collectives.size() + f.named.size() + f.ceilings.size();
     out << file << ": " << rows << " row(s)";
-    if (!r.empty() || (f.collectives.empty() && f.named.empty())) out << " (" << declined << " declined)";
+    if (!r.empty() || (f.collectives.empty() && f.named.empty() && f.ceilings.empty()))
+      out << " (" << declined << " declined)";
     if (!f.named.empty()) out << " (" << errored << " skipped with an error)";
     out << " from " << (rows == 0 ? "an empty file" : f.format) << " into " << o.db_path;
     if (skipped > 0) out << ", " << skipped << " of them already stored (skipped)";

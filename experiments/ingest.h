@@ -3,7 +3,7 @@
 // collective benchmarks into collective_benchmarks (for a latency/bandwidth model of the reduction), and every
 // other Google Benchmark result by name into named_benchmarks.
 //
-// Four formats, recognised by their content:
+// Five formats, recognised by their content:
 //   - Google Benchmark JSON of suites/bench_allreduce (its context or its case names say so; the reader is
 //     results/ingest_collectives.h);
 //   - Google Benchmark JSON of suites/bench_conv (`bench_conv --benchmark_format=json` or
@@ -14,7 +14,9 @@
 //     the file's context) and other projects' suites -- stored by benchmark name in named_benchmarks
 //     (results/ingest_named.h);
 //   - `dtnn layers --json` output, CPU (per algorithm: fwd/bwd_data/bwd_filter medians, min and max) or
-//     GPU (per algorithm and direction).
+//     GPU (per algorithm and direction);
+//   - experiments/contention_ceiling.sh's dtnn.contention_ceiling/1 file (results/ingest_ceiling.h), into
+//     contention_ceilings, which `dtnn predict` reads.
 // Every row of one call goes in one transaction with this machine's environment (ingest where the
 // benchmark ran). A file that is unreadable (or a directory), not JSON or in none of the formats is an error
 // naming it, and nothing of that call is stored; so is a case or layer with a negative time, rate or thread
@@ -39,9 +41,11 @@ struct IngestOptions {
 // The rows one file holds, of one table (throws dtnn::Error naming the file when it cannot be read or understood).
 struct IngestFile {
   std::string format;  // bench_conv | dtnn layers | bench_allreduce | bench_gemm | bench_layers | google_benchmark
+                       // | contention_ceiling
   std::vector<ConvBenchmarkRow> conv;
   std::vector<CollectiveBenchmarkRow> collectives;
   std::vector<NamedBenchmarkRow> named;
+  std::vector<ContentionCeilingRow> ceilings;
 };
 IngestFile read_benchmark_file(const std::string& path);
 

@@ -19,6 +19,7 @@
 #include "results/migrations_19.h"
 #include "results/migrations_20.h"
 #include "results/migrations_21.h"
+#include "results/migrations_22.h"
 
 namespace dtnn::schema {
 
@@ -71,6 +72,8 @@ inline constexpr Migration kMigrations[] = {
          "by the ranks)", kMigration20Sql},
     {21, "epoch_comm's mode 'ddp' (PyTorch's DistributedDataParallel); v_frameworks: each framework's median samples/s with its spread, speed-up, efficiency, exposed "
          "communication and test accuracy per recipe and rank count, side by side", kMigration21Sql},
+    {22, "contention_ceilings: independent copies' summed speed against one alone, per machine, model and rank "
+         "count (experiments/contention_ceiling.sh, dtnn ingest), which dtnn predict reads", kMigration22Sql},
 };
 
 }  // namespace dtnn::schema

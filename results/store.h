@@ -96,6 +96,19 @@ struct NamedBenchmarkRow {
   std::string error;            // the case's error_message; "" = it ran
 };
 
+// A measured contention ceiling (migration 22): experiments/contention_ceiling.sh's dtnn.contention_ceiling/1
+// file (results/ingest_ceiling.h reads and checks it).
+struct ContentionCeilingRow {
+  std::string machine_key, model, dataset;
+  int ranks = 2;
+  double ceiling = 0.0;                       // independent / alone
+  double alone_samples_per_s = 0.0, independent_samples_per_s = 0.0;
+  std::optional<double> data_parallel_samples_per_s;
+  std::optional<double> step_jitter;          // relative step-time standard deviation of the copies
+  int rounds = 1, epochs = 1;
+  std::string dtnn_commit, measured_at, file;
+};
+
 // A predicted row (migration 8): one rank count of a curve of `dtnn predict` or the SimGrid replay. Never a
 // measurement: it goes to the predictions table, never to runs.
 struct PredictionRow {
@@ -202,13 +215,15 @@ class ResultStore {
   std::vector<bool> add_conv_benchmarks(int64_t environment_id, const std::vector<ConvBenchmarkRow>& rows);
   // As add_conv_benchmarks for both tables in one transaction (`dtnn ingest` of files of either kind); an
   // equal collective row (every field but the file) is skipped the same way.
-  // Named rows too: an equal row (every field but the file) is skipped likewise.
+  // Named rows too: an equal row (every field but the file) is skipped likewise; and contention ceilings, a
+  // measurement already stored (machine, model, dataset, ranks and time) skipped.
   struct StoredRows {
-    std::vector<bool> conv, collectives, named;
+    std::vector<bool> conv, collectives, named, ceilings;
   };
   StoredRows add_benchmarks(int64_t environment_id, const std::vector<ConvBenchmarkRow>& conv,
                             const std::vector<CollectiveBenchmarkRow>& collectives,
-                            const std::vector<NamedBenchmarkRow>& named = {});
+                            const std::vector<NamedBenchmarkRow>& named = {},
+                            const std::vector<ContentionCeilingRow>& ceilings = {});
 
   // Inserts predicted rows and their calibration runs in one transaction (all or none); returns their ids.
   // Throws dtnn::Error naming the field for a value the schema refuses (a bad mode, source, rank count).
@@ -267,6 +282,7 @@ class ResultStore {
   bool insert_conv_benchmark(int64_t environment_id, const ConvBenchmarkRow& row);  // no transaction of its own
   bool insert_named_benchmark(int64_t environment_id, const NamedBenchmarkRow& row);
   bool insert_collective_benchmark(int64_t environment_id, const CollectiveBenchmarkRow& row);
+  bool insert_contention_ceiling(int64_t environment_id, const ContentionCeilingRow& row);
   void finish_run_with_report(int64_t run_id, const std::string& report_json, double duration_s,
                               const std::string& status, const std::string& error);
   sqlite3* db_ = nullptr;

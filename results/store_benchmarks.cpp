@@ -1,4 +1,5 @@
-// `dtnn ingest`'s writes: convolution, MPI collective and named benchmark rows, all in one transaction.
+// `dtnn ingest`'s writes: convolution, MPI collective and named benchmark rows and contention ceilings, all in
+// one transaction.
 // See store.h.
 #include <sqlite3.h>
 
@@ -11,13 +12,15 @@ using namespace store_detail;
 
 ResultStore::StoredRows ResultStore::add_benchmarks(int64_t environment_id, const std::vector<ConvBenchmarkRow>& conv,
                                                     const std::vector<CollectiveBenchmarkRow>& collectives,
-                                                    const std::vector<NamedBenchmarkRow>& named) {
+                                                    const std::vector<NamedBenchmarkRow>& named,
+                                                    const std::vector<ContentionCeilingRow>& ceilings) {
   StoredRows stored;
   Transaction tx(db_, path_);
   for (const ConvBenchmarkRow& r : conv) stored.conv.push_back(insert_conv_benchmark(environment_id, r));
   for (const CollectiveBenchmarkRow& r : collectives)
     stored.collectives.push_back(insert_collective_benchmark(environment_id, r));
   for (const NamedBenchmarkRow& r : named) stored.named.push_back(insert_named_benchmark(environment_id, r));
+  for (const ContentionCeilingRow& r : ceilings) stored.ceilings.push_back(insert_contention_ceiling(environment_id, r));
   tx.commit();
   return stored;
 }
@@ -53,6 +56,20 @@ bool ResultStore::insert_named_benchmark(int64_t environment_id, const NamedBenc
   st.bind(11, r.real_min_ms).bind(12, r.real_max_ms).bind(13, r.real_stddev_ms).bind(14, r.items_per_s);
   st.bind(15, r.bytes_per_s).bind(16, r.counters).bind(17, r.label);
   st.bind(18, r.error.empty() ? std::optional<std::string>() : std::optional<std::string>(r.error));
+  st.run();
+  return sqlite3_changes(db_) == 1;
+}
+
+bool ResultStore::insert_contention_ceiling(int64_t environment_id, const ContentionCeilingRow& r) {
+  Statement st(db_, path_,
+               "INSERT OR IGNORE INTO contention_ceilings (environment_id, machine_key, model, dataset, ranks, ceiling, "
+               "alone_samples_per_s, independent_samples_per_s, data_parallel_samples_per_s, rounds, epochs, "
+               "dtnn_commit, measured_at, file, step_jitter) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
+               "?13, ?14, ?15)");
+  st.bind(1, environment_id).bind(2, r.machine_key).bind(3, r.model).bind(4, r.dataset).bind(5, r.ranks);
+  st.bind(6, r.ceiling).bind(7, r.alone_samples_per_s).bind(8, r.independent_samples_per_s);
+  st.bind(9, r.data_parallel_samples_per_s).bind(10, r.rounds).bind(11, r.epochs).bind(12, r.dtnn_commit);
+  st.bind(13, r.measured_at).bind(14, r.file).bind(15, r.step_jitter);
   st.run();
   return sqlite3_changes(db_) == 1;
 }
