@@ -57,7 +57,11 @@ void add_predict_command(CLI::App& app, PredictCommand& p) {
                 "this many samples/s (e.g. a published per-GPU throughput)");
   c->add_option("--ceiling", o.ceiling, "The node's contention ceiling, RANKS:SPEEDUP pairs (2:1.91: two independent "
                 "copies reach 1.91x one; experiments/contention_ceiling.sh prints it): ranks sharing a node compute "
-                "RANKS/SPEEDUP slower");
+                "RANKS/SPEEDUP slower. Not given: the one stored in --db for the profile's machine and model "
+                "(experiments/contention_ceiling.sh with STORE_DB), on a localhost platform; none: no ceiling");
+  c->add_option("--step_jitter", o.step_jitter, "A rank's step-time standard deviation over its mean step (0.05: 5 %): "
+                "the slowest of p ranks ends its backward pass this times the compute times E[max of p normals] late. "
+                "Not given: the stored ceiling's, where one applies");
 }
 
 int cmd_predict(PredictCommand& p) {

@@ -7,6 +7,7 @@
 #include <ostream>
 
 #include "analysis/perfmodel/collective_fit.h"
+#include "analysis/perfmodel/predict_ceiling.h"
 #include "analysis/perfmodel/profile_from_report.h"
 #include "analysis/perfmodel/step_model.h"
 #include "core/error.h"
@@ -19,7 +20,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kModelVersion = "dtnn-perfmodel/3";  // 3: PyDTNN formulas charge the first layer as PyDTNN does (no dx)
+constexpr const char* kModelVersion = "dtnn-perfmodel/4";  // 4: ranks wait for the slowest (step jitter)
 
 std::string printf_str(const char* format, ...) __attribute__((format(printf, 1, 2)));
 std::string printf_str(const char* format, ...) {
@@ -269,6 +270,7 @@ std::string prediction_variant(const PredictCommandOptions& o) {
   add(o.batch_size > 0 && o.model_kind == "dtnn", printf_str("batch %lld", static_cast<long long>(o.batch_size)));
   add(o.rank_samples_per_s > 0, printf_str("%g samples/s per rank", o.rank_samples_per_s));
   add(!o.ceiling.empty(), "ceiling " + o.ceiling);
+  add(o.step_jitter.value_or(0) > 0, printf_str("step jitter %.4f", o.step_jitter.value_or(0)));
   add(o.scaling == "strong" && o.global_batch > 0, printf_str("global batch %g", o.global_batch));
   if (o.model_kind == "pydtnn") {  // PyDTNN's hidden options
     add(o.batch_size > 0, printf_str("batch %lld", static_cast<long long>(o.batch_size)));
@@ -430,19 +432,26 @@ void print_dtnn_prediction(const PredictCommandOptions& o, const StepProfile& pr
 
 }  // namespace
 
-int run_predict_command(const PredictCommandOptions& o, std::ostream& out) {
+int run_predict_command(const PredictCommandOptions& given, std::ostream& out) {
+  PredictCommandOptions o = given;  // its ceiling becomes the one applied (predict_ceiling.h), once known
   const int sources = check_predict_options(o);
   const std::vector<int> ranks = parse_rank_list(o.ranks);
   StepOptions so;
   so.rules = parse_rules(o.collectives);
   if (o.algorithm != "auto") so.algorithm = parse_algorithm(o.algorithm);
-  if (!o.ceiling.empty()) so.ceiling = parse_ceiling(o.ceiling);
+  if (!o.ceiling.empty() && o.ceiling != "none") parse_ceiling(o.ceiling);  // refused before anything is read
   json report = {{"schema", "dtnn.prediction/1"}, {"model_version", kModelVersion}};
   const Platform platform = predict_platform(o, report, out);
   std::optional<StepProfile> profile = predict_profile(o, sources);
   if (o.model_kind == "pydtnn") return predict_pydtnn(o, platform, ranks, profile ? &*profile : nullptr, report, out);
   DTNN_CHECK(profile, "the dtnn model needs measured times: --from-run ID, --from-report FILE or --profile FILE "
                       "(or --model_kind pydtnn for PyDTNN's formulas)");
+  const CeilingChoice ceiling = choose_ceiling(o, *profile, platform);
+  so.ceiling = ceiling.ceiling;
+  so.step_jitter = ceiling.step_jitter;
+  o.ceiling = ceiling.text;  // the prediction's variant names the ceiling and jitter applied, given or stored
+  o.step_jitter = ceiling.step_jitter;
+  if (!ceiling.note.empty()) profile->provenance.notes.push_back(ceiling.note);
   so.mode = o.mode.empty() ? profile->mode : o.mode;
   so.strong = o.scaling == "strong";
   so.global_batch = o.global_batch;

@@ -52,7 +52,9 @@ struct PredictCommandOptions {
                                         // restates its batch (step_profile.h restate_batch)
   double rank_samples_per_s = 0.0;      // > 0: scale the profile's compute so that one rank alone trains this
                                         // many samples/s (another device's measured throughput; 0: as measured)
-  std::string ceiling;                  // the node's contention ceiling, "2:1.91,4:3.5" (step_model.h); "": none
+  std::string ceiling;                  // the node's contention ceiling, "2:1.91,4:3.5" (step_model.h); "": the
+                                        // store's (predict_ceiling.h); "none": none
+  std::optional<double> step_jitter;    // a rank's relative step-time jitter (step_model.h); unset: the store's
 };
 
 // Expands "1,2,4,...,256" (throws dtnn::Error on anything else than positive integers and one "...").

@@ -170,6 +170,9 @@ void read_measured(const json& r, const std::string& where, Provenance& prov) {
     const std::string nodes = string_or(r["placement"], "node_list", "", where + ": placement");
     if (!nodes.empty()) prov.nodes = 1 + static_cast<int>(std::count(nodes.begin(), nodes.end(), ','));
   }
+  if (r.contains("environment") && r["environment"].is_object() && r["environment"].contains("machine") &&
+      r["environment"]["machine"].is_object())  // which stored contention ceiling applies (predict_ceiling.h)
+    prov.machine_key = string_or(r["environment"]["machine"], "key", "", where + ": environment.machine");
   DTNN_CHECK(steps > 0, where, ": no epoch measured its steps (epochs[].communication): a GPU run cannot be profiled");
   prov.measured_step_s = step / steps;
   prov.measured_compute_s = compute / steps;

@@ -10,6 +10,17 @@
 
 namespace dtnn::perf {
 
+namespace {
+
+// A rank's compute seconds in one step: every measured term, times the contention slowdown and the samples' share.
+double rank_compute(const StepProfile& profile, double slowdown, double scale, double update_s) {
+  double compute = slowdown * profile.other_s + scale * profile.loss_s + update_s;
+  for (const ProfileLayer& l : profile.layers) compute += scale * (l.forward_s + l.backward_s);
+  return compute;
+}
+
+}  // namespace
+
 StepPrediction predict_step(const StepProfile& profile, const Platform& platform, int ranks,
                             const StepOptions& options) {
   DTNN_CHECK(ranks >= 1, "ranks must be >= 1 (got ", ranks, ")");
@@ -31,11 +42,15 @@ StepPrediction predict_step(const StepProfile& profile, const Platform& platform
   double t = slowdown * profile.other_s + scale * profile.loss_s;
   for (const ProfileLayer& l : profile.layers) t += scale * l.forward_s;
   const double update_s = slowdown * static_cast<double>(profile.total_floats) * profile.update_s_per_float;
+  const double compute = rank_compute(profile, slowdown, scale, update_s);
+  // The slowest rank ends its backward pass this much after the mean rank (step_model.h).
+  const double sync_wait = ranks > 1 ? options.step_jitter * compute * expected_max_normal(ranks) : 0.0;
   std::set<std::string> algorithms;
 
   const bool overlapped = ranks > 1 && options.mode == "non_blocking" && !profile.buckets.empty();
   if (!overlapped) {
     for (size_t i = profile.layers.size(); i-- > 1;) t += scale * profile.layers[i].backward_s;
+    t += sync_wait;
     out.backward_end_s = t;
     if (ranks > 1 && profile.total_floats > 0) {
       const double bytes = 4.0 * static_cast<double>(profile.total_floats);
@@ -70,6 +85,7 @@ StepPrediction predict_step(const StepProfile& profile, const Platform& platform
       t += scale * profile.layers[i].backward_s;
       while (next < nb && i <= profile.buckets[next].ready_after) start(t);
     }
+    t += sync_wait;
     out.backward_end_s = t;
     while (next < nb) start(t);
     for (size_t b = 0; b < nb; ++b) {
@@ -79,13 +95,28 @@ StepPrediction predict_step(const StepProfile& profile, const Platform& platform
     }
   }
   out.step_s = t;
-  double compute = slowdown * profile.other_s + scale * profile.loss_s + update_s;
-  for (const ProfileLayer& l : profile.layers) compute += scale * (l.forward_s + l.backward_s);
   out.compute_s = compute;
   out.exposed_s = std::max(0.0, out.step_s - compute);
   out.samples_per_s = out.step_s > 0 ? (options.strong ? global : ranks * batch) / out.step_s : 0.0;
   for (const std::string& a : algorithms) out.algorithms += (out.algorithms.empty() ? "" : "+") + a;
   return out;
+}
+
+double expected_max_normal(int n) {
+  DTNN_CHECK(n >= 1, "expected_max_normal: n must be >= 1 (got ", n, ")");
+  if (n == 1) return 0.0;
+  // Simpson's rule over [-12, 12] (the density beyond is below 1e-30 for any n a cluster has).
+  const int steps = 4800;
+  const double a = -12.0, h = 24.0 / steps;
+  double sum = 0.0;
+  for (int i = 0; i <= steps; ++i) {
+    const double x = a + i * h;
+    const double pdf = std::exp(-0.5 * x * x) / std::sqrt(2.0 * M_PI);
+    const double cdf = 0.5 * std::erfc(-x / std::sqrt(2.0));
+    const double f = x * n * pdf * std::pow(cdf, n - 1);
+    sum += (i == 0 || i == steps ? 1.0 : (i % 2 ? 4.0 : 2.0)) * f;
+  }
+  return sum * h / 3.0;
 }
 
 double contention_slowdown(const std::map<int, double>& ceiling, int n) {

@@ -30,6 +30,13 @@
 // n = min(p, ranks_per_node) ranks that share a node (StepOptions::ceiling; between measured counts, C is
 // interpolated linearly, beyond the largest its ratio C(n)/n is kept; none given: 1, one rank's speed).
 //
+// Ranks wait for each other: a sum cannot finish before the slowest rank's contribution, and a rank's step
+// time varies from step to step (the OS, the hypervisor, the caches). With the relative step-time jitter J (the
+// standard deviation of a rank's step compute over its mean; experiments/contention_ceiling.sh measures it on
+// independent copies, StepOptions::step_jitter), the slowest of p ranks ends its backward pass
+// J * compute * E[max of p standard normals] later than the mean rank (0.564 J for 2 ranks, 1.03 J for 4,
+// 1.77 J for 16): that wait is added where the backward pass ends, before the sums that need every rank.
+//
 // Assumptions (what the model leaves out):
 //   - One channel: sums never run concurrently, and a sum never slows compute (no contention for cores or
 //     memory bandwidth between the backward pass and communication beyond the ceiling's).
@@ -38,7 +45,8 @@
 //     (gradient_reducer.cpp), so a real sum advances only while a rank is inside an MPI call and can finish
 //     later than modelled (the model is then optimistic about overlap).
 //   - The cost of MPI calls themselves (start, test: microseconds) is not counted.
-//   - Every rank is identical: the slowest rank's step is everybody's step.
+//   - Every rank is identical but for the jitter above, independent from rank to rank and normal: the
+//     slowest rank's step is everybody's step.
 //   - Strong scaling is linear in the samples per rank (untrue for tiny per-rank batches; fractional
 //     batches are allowed).
 //   - Collective times from collective_model.h: the algorithm Open MPI (or SimGrid) picks for the bucket's
@@ -64,7 +72,13 @@ struct StepOptions {
   // The node's contention ceiling: ranks sharing a node -> their summed speed-up as independent copies (see
   // above); empty: ranks compute as fast beside each other as alone.
   std::map<int, double> ceiling;
+  // The relative step-time jitter J of a rank (see above); 0: every step alike.
+  double step_jitter = 0.0;
 };
+
+// E[max of n independent standard normals] (0 for n = 1; 0.5642 for 2, 1.0294 for 4, 1.7660 for 16), by
+// quadrature of n x phi(x) Phi(x)^(n-1).
+double expected_max_normal(int n);
 
 // The compute slowdown of a rank beside n - 1 others on its node: n / C(n) from the ceiling (1 for n <= 1 or
 // no ceiling). Throws dtnn::Error for a ceiling entry outside (0, n] or a count below 2.

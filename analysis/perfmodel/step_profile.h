@@ -34,6 +34,7 @@ struct Provenance {
   double measured_compute_s = 0.0, measured_exposed_s = 0.0;
   int threads = 0;
   int nodes = 0;                   // hosts that run's ranks ran on (its report's placement; 0: unknown)
+  std::string machine_key;         // MachineIdentity::key() of that run's machine ("" unknown; not in the JSON)
 };
 
 struct StepProfile {
