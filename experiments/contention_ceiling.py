@@ -1,13 +1,22 @@
 """The table of experiments/contention_ceiling.sh, from the reports it kept.
 
-    contention_ceiling.py OUT_DIR RANKS EPOCHS ROUNDS
+    contention_ceiling.py OUT_DIR RANKS EPOCHS ROUNDS [RESULT_JSON]
 
 OUT_DIR holds r{round}-alone.json, r{round}-copy{i}.json and r{round}-data.json (dtnn train reports). The
 samples are each run's per-epoch samples/s of epochs 2.. (epoch 1 is warm-up; all epochs when EPOCHS is 1):
 alone and data pool every round's samples; independent is, per round, the sum of the copies' medians (the
 throughput of the copies together). Ratios are ratios of the medians. Standard library only (any python3).
+The step jitter: per round, the copies' traced steps (r{round}-copy{i}.trace.json, Chrome trace format), aligned
+by step index; each step's max over the copies less their mean is what a blocking sum would wait for the slowest;
+its mean over the steps, divided by E[max of N standard normals], is the standard deviation sigma of a step, and
+J = sigma / the mean step (the median over rounds). No traces: no jitter.
+RESULT_JSON, when given, receives the measurement as a dtnn.contention_ceiling/1 file (results/ingest_ceiling.h),
+which `dtnn ingest` stores for `dtnn predict`: the machine is the alone run's (its report's machine key).
 """
+import datetime
 import json
+import math
+import os
 import statistics
 import sys
 
@@ -23,6 +32,53 @@ def fmt(v):
 
 def spread(values):
     return f"{fmt(statistics.median(values)):>10}  ({fmt(min(values))}-{fmt(max(values))})"
+
+
+def expected_max_normal(n):
+    """E[max of n standard normals], Simpson's rule over [-12, 12] (analysis/perfmodel/step_model.cpp's)."""
+    steps, a = 4800, -12.0
+    h = 24.0 / steps
+    total = 0.0
+    for i in range(steps + 1):
+        x = a + i * h
+        pdf = math.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
+        f = x * n * pdf * (0.5 * math.erfc(-x / math.sqrt(2))) ** (n - 1)
+        total += (1 if i in (0, steps) else 4 if i % 2 else 2) * f
+    return total * h / 3
+
+
+def step_durations(path):
+    """{step: seconds} of a dtnn Chrome trace's "step" events; {} when there is no trace."""
+    if not os.path.exists(path):
+        return {}
+    events = json.load(open(path))["traceEvents"]
+    return {e["args"]["step"]: e["dur"] * 1e-6 for e in events if e.get("name") == "step" and e.get("ph") == "X"}
+
+
+def round_jitter(out, r, n):
+    """(J, mean wait s, mean step s, steps) of round r's copies, or None without common traced steps."""
+    copies = [step_durations(f"{out}/r{r}-copy{i}.trace.json") for i in range(n)]
+    common = sorted(set.intersection(*(set(c) for c in copies))) if all(copies) else []
+    if not common:
+        return None
+    waits = [max(c[s] for c in copies) - sum(c[s] for c in copies) / n for s in common]
+    step = statistics.mean(c[s] for c in copies for s in common)
+    wait = statistics.mean(waits)
+    return wait / expected_max_normal(n) / step, wait, step, len(common)
+
+
+def write_result(path, alone_report, n, epochs, rounds, m_alone, m_sum, m_data, jitter):
+    """The dtnn.contention_ceiling/1 file, written whole or not at all."""
+    env, opts = alone_report["environment"], alone_report["options"]
+    doc = {"schema": "dtnn.contention_ceiling/1", "machine_key": env["machine"]["key"], "model": opts["model"],
+           "dataset": opts["dataset"], "ranks": n, "ceiling": m_sum / m_alone, "alone_samples_per_s": m_alone,
+           "independent_samples_per_s": m_sum, "data_parallel_samples_per_s": m_data, "step_jitter": jitter,
+           "rounds": rounds,
+           "epochs": epochs, "dtnn_commit": env.get("build_commit", ""),
+           "measured_at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    with open(path + ".tmp", "w") as f:
+        json.dump(doc, f, indent=1)
+    os.replace(path + ".tmp", path)
 
 
 def main():
@@ -50,6 +106,15 @@ def main():
     print(f"speed-up (data-parallel / alone):   {speedup:.2f}x  ({100 * speedup / n:.0f} % of {n})")
     print(f"data-parallel / ceiling:            {100 * speedup / ceiling:.1f} %")
     print(f"for dtnn predict (ranks sharing a node compute {n}/{ceiling:.2f} slower):  --ceiling {n}:{ceiling:.2f}")
+    jitters = [j for j in (round_jitter(out, r, n) for r in range(rounds)) if j]
+    jitter = statistics.median(j[0] for j in jitters) if jitters else None
+    if jitters:
+        print(f"step jitter of the copies: {100 * jitter:.1f} % of a step (the slowest of {n} aligned steps ends "
+              f"{1e3 * statistics.median(j[1] for j in jitters):.3f} ms after their mean, of a "
+              f"{1e3 * statistics.median(j[2] for j in jitters):.3f} ms step; {sum(j[3] for j in jitters)} steps)")
+    if len(sys.argv) > 5:
+        write_result(sys.argv[5], load(f"{out}/r0-alone.json", first)[0], n, epochs, rounds, m_alone, m_sum, m_data,
+                     jitter)
     if not comm_epochs:
         print("the data-parallel reports have no communication figures (1 rank)")
         return

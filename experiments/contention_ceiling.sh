@@ -7,7 +7,10 @@
 # sharing the same caches and memory bandwidth: their summed throughput over the alone run is the CEILING, the
 # speed-up an N-rank run would reach with free communication. The data-parallel speed-up over the ceiling is
 # the part of the loss that is distribution (communication, waiting for the slowest rank); ceiling below N is
-# the part that is the machine (shared L3 and memory, co-tenants, clock). The report of the data-parallel run
+# the part that is the machine (shared L3 and memory, co-tenants, clock). Every run traces steps 5-104 (a few
+# events per layer, the same cost for each kind of run): the copies' step times, aligned by step, give the step
+# jitter (how much later than the mean the slowest of N ends a step), which the data-parallel ranks pay at every
+# sum and dtnn predict models. The report of the data-parallel run
 # says how its step splits into compute and exposed communication (median rank), so the table also shows
 # how fast each rank computes against a copy (the machine's share, measured inside the data-parallel run).
 #
@@ -16,7 +19,9 @@
 #   --use_synthetic_data=True. Samples: epochs 2.. (epoch 1 is warm-up) of each run; with EPOCHS=1, epoch 1.
 #   Environment: DATASET (default mnist; cifar10 for the CIFAR models), EXTRA (more dtnn options, e.g.
 #   "--steps_per_epoch=30"), REPS (rounds of the three runs, alternating: 1; medians pool the rounds),
-#   MPI_ARGS (more mpirun options, e.g. "--mca btl self,tcp"), DTNN_BUILD_DIR (build), KEEP (a folder to keep the reports and logs in).
+#   MPI_ARGS (more mpirun options, e.g. "--mca btl self,tcp"), DTNN_BUILD_DIR (build), KEEP (a folder to keep the reports and logs in),
+#   STORE_DB (a results store: the ceiling is stored there with `dtnn ingest` of the dtnn.contention_ceiling/1 file
+#   it writes, and `dtnn predict --db STORE_DB` applies it to this machine's profiles of MODEL on localhost platforms).
 # With RANKS above the cores, nothing is pinned (`--bind-to none --oversubscribe`) and the ceiling says what
 # oversubscription costs. Run it alone on the machine: any other load distorts the figures.
 set -euo pipefail
@@ -48,7 +53,7 @@ read -r -a extra <<< "${EXTRA:-}"
 read -r -a mpi_args <<< "${MPI_ARGS:-}"
 recipe=(--model="$model" --dataset="$dataset" "${data_opts[@]}" --optimizer=adam --learning_rate=0.001
         --batch_size=64 --num_epochs="$epochs" --threads=1 --seed=0 --progress=false --evaluate_on_test=false
-        "${extra[@]}")  # training throughput only: no test pass after training
+        --tracing=True --trace_steps=5..104 "${extra[@]}")  # training throughput only: no test pass after training
 mpi_flags=()
 [ "$(id -u)" -eq 0 ] && mpi_flags+=(--allow-run-as-root)
 # Pinned as Open MPI pins 2 ranks (a core each), so that copies and ranks see the same placement.
@@ -73,18 +78,25 @@ run() {  # label log command...: runs it; when it fails, prints the log's tail a
 echo "== $model, $epochs epochs, batch 64 per rank, 1 thread per process, $ranks processes: $placement; $reps round(s)"
 for ((r = 0; r < reps; r++)); do
   echo "== round $((r + 1)): alone (1 rank), independent ($ranks copies at once), data ($ranks ranks${MPI_ARGS:+, mpirun $MPI_ARGS})"
-  run alone "$out/r$r-alone.log" pin 0 "$dtnn" train "${recipe[@]}" --report="$out/r$r-alone.json"
+  run alone "$out/r$r-alone.log" pin 0 "$dtnn" train "${recipe[@]}" --report="$out/r$r-alone.json" \
+    --tracer_output="$out/r$r-alone.trace.json"
   pids=()
   for ((i = 0; i < ranks; i++)); do
-    pin $((i % cores)) "$dtnn" train "${recipe[@]}" --report="$out/r$r-copy$i.json" > "$out/r$r-copy$i.log" 2>&1 &
+    pin $((i % cores)) "$dtnn" train "${recipe[@]}" --report="$out/r$r-copy$i.json" \
+      --tracer_output="$out/r$r-copy$i.trace.json" > "$out/r$r-copy$i.log" 2>&1 &
     pids+=($!)
   done
   for i in "${!pids[@]}"; do
     wait "${pids[$i]}" || { tail -5 "$out/r$r-copy$i.log" >&2; die "copy $i failed (log: $out/r$r-copy$i.log)"; }
   done
   run data "$out/r$r-data.log" mpirun -np "$ranks" "${mpi_flags[@]}" "${mpi_args[@]}" -x OMP_NUM_THREADS \
-    "$dtnn" train "${recipe[@]}" --parallel=data --report="$out/r$r-data.json"
+    "$dtnn" train "${recipe[@]}" --parallel=data --report="$out/r$r-data.json" --tracer_output="$out/r$r-data.trace.json"
 done
 
-python3 experiments/contention_ceiling.py "$out" "$ranks" "$epochs" "$reps"
+if [ -n "${STORE_DB:-}" ]; then
+  python3 experiments/contention_ceiling.py "$out" "$ranks" "$epochs" "$reps" "$out/ceiling.json"
+  "$dtnn" ingest "$out/ceiling.json" --db "$STORE_DB" || die "storing the ceiling in $STORE_DB failed"
+else
+  python3 experiments/contention_ceiling.py "$out" "$ranks" "$epochs" "$reps"
+fi
 [ -n "${KEEP:-}" ] || rm -rf "$out"
