@@ -7,9 +7,10 @@ samples are each run's per-epoch samples/s of epochs 2.. (epoch 1 is warm-up; al
 alone and data pool every round's samples; independent is, per round, the sum of the copies' medians (the
 throughput of the copies together). Ratios are ratios of the medians. Standard library only (any python3).
 The step jitter: per round, the copies' traced steps (r{round}-copy{i}.trace.json, Chrome trace format), aligned
-by step index; each step's max over the copies less their mean is what a blocking sum would wait for the slowest;
-its mean over the steps, divided by E[max of N standard normals], is the standard deviation sigma of a step, and
-J = sigma / the mean step (the median over rounds). No traces: no jitter.
+by step index; each step's max over the copies less their mean is what a blocking sum would wait for the slowest.
+Its mean over every round's steps (an expected cost: a burst of one slow core in one round counts, where a median
+over rounds would drop it), divided by E[max of N standard normals], is the standard deviation sigma of a step, and
+J = sigma / the mean step. No traces: no jitter.
 RESULT_JSON, when given, receives the measurement as a dtnn.contention_ceiling/1 file (results/ingest_ceiling.h),
 which `dtnn ingest` stores for `dtnn predict`: the machine is the alone run's (its report's machine key).
 """
@@ -55,16 +56,21 @@ def step_durations(path):
     return {e["args"]["step"]: e["dur"] * 1e-6 for e in events if e.get("name") == "step" and e.get("ph") == "X"}
 
 
-def round_jitter(out, r, n):
-    """(J, mean wait s, mean step s, steps) of round r's copies, or None without common traced steps."""
+def aligned_steps(out, r, n):
+    """Round r's copies' traced steps aligned by index: [(wait of the slowest, mean step)] seconds."""
     copies = [step_durations(f"{out}/r{r}-copy{i}.trace.json") for i in range(n)]
     common = sorted(set.intersection(*(set(c) for c in copies))) if all(copies) else []
-    if not common:
+    return [(max(c[s] for c in copies) - sum(c[s] for c in copies) / n, sum(c[s] for c in copies) / n)
+            for s in common]
+
+
+def step_jitter(out, n, rounds):
+    """(J, mean wait s, mean step s, steps) over every round's aligned steps, or None without traces."""
+    steps = [a for r in range(rounds) for a in aligned_steps(out, r, n)]
+    if not steps:
         return None
-    waits = [max(c[s] for c in copies) - sum(c[s] for c in copies) / n for s in common]
-    step = statistics.mean(c[s] for c in copies for s in common)
-    wait = statistics.mean(waits)
-    return wait / expected_max_normal(n) / step, wait, step, len(common)
+    wait, step = statistics.mean(w for w, _ in steps), statistics.mean(s for _, s in steps)
+    return wait / expected_max_normal(n) / step, wait, step, len(steps)
 
 
 def write_result(path, alone_report, n, epochs, rounds, m_alone, m_sum, m_data, jitter):
@@ -106,12 +112,11 @@ def main():
     print(f"speed-up (data-parallel / alone):   {speedup:.2f}x  ({100 * speedup / n:.0f} % of {n})")
     print(f"data-parallel / ceiling:            {100 * speedup / ceiling:.1f} %")
     print(f"for dtnn predict (ranks sharing a node compute {n}/{ceiling:.2f} slower):  --ceiling {n}:{ceiling:.2f}")
-    jitters = [j for j in (round_jitter(out, r, n) for r in range(rounds)) if j]
-    jitter = statistics.median(j[0] for j in jitters) if jitters else None
-    if jitters:
+    measured = step_jitter(out, n, rounds)
+    jitter = measured[0] if measured else None
+    if measured:
         print(f"step jitter of the copies: {100 * jitter:.1f} % of a step (the slowest of {n} aligned steps ends "
-              f"{1e3 * statistics.median(j[1] for j in jitters):.3f} ms after their mean, of a "
-              f"{1e3 * statistics.median(j[2] for j in jitters):.3f} ms step; {sum(j[3] for j in jitters)} steps)")
+              f"{1e3 * measured[1]:.3f} ms after their mean, of a {1e3 * measured[2]:.3f} ms step; {measured[3]} steps)")
     if len(sys.argv) > 5:
         write_result(sys.argv[5], load(f"{out}/r0-alone.json", first)[0], n, epochs, rounds, m_alone, m_sum, m_data,
                      jitter)

@@ -7,7 +7,7 @@
 # sharing the same caches and memory bandwidth: their summed throughput over the alone run is the CEILING, the
 # speed-up an N-rank run would reach with free communication. The data-parallel speed-up over the ceiling is
 # the part of the loss that is distribution (communication, waiting for the slowest rank); ceiling below N is
-# the part that is the machine (shared L3 and memory, co-tenants, clock). Every run traces steps 5-104 (a few
+# the part that is the machine (shared L3 and memory, co-tenants, clock). Every run traces steps 5-304 (a few
 # events per layer, the same cost for each kind of run): the copies' step times, aligned by step, give the step
 # jitter (how much later than the mean the slowest of N ends a step), which the data-parallel ranks pay at every
 # sum and dtnn predict models. The report of the data-parallel run
@@ -53,7 +53,7 @@ read -r -a extra <<< "${EXTRA:-}"
 read -r -a mpi_args <<< "${MPI_ARGS:-}"
 recipe=(--model="$model" --dataset="$dataset" "${data_opts[@]}" --optimizer=adam --learning_rate=0.001
         --batch_size=64 --num_epochs="$epochs" --threads=1 --seed=0 --progress=false --evaluate_on_test=false
-        --tracing=True --trace_steps=5..104 "${extra[@]}")  # training throughput only: no test pass after training
+        --tracing=True --trace_steps=5..304 "${extra[@]}")  # training throughput only: no test pass after training
 mpi_flags=()
 [ "$(id -u)" -eq 0 ] && mpi_flags+=(--allow-run-as-root)
 # Pinned as Open MPI pins 2 ranks (a core each), so that copies and ranks see the same placement.
