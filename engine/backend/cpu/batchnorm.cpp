@@ -43,6 +43,64 @@ void sums16(const float* x, int64_t C, int64_t r0, int64_t r1, int64_t c0, const
   for (int64_t j = 0; j < kLanes; ++j) part[c0 + j] += a[j];
 }
 
+// The mean and the sum of squared deviations from it of channels [c0, c0 + 16) over rows [r0, r1) (a block of
+// at most 64 rows: it stays in L1 between the two passes), into bmean[c] and bm2[c] (double). The second pass
+// sums d = x - mu around the float estimate mu of the first as well, and corrects by it (mean = mu + sum d / n,
+// m2 = sum d^2 - (sum d)^2 / n): mu's own rounding (large values: 1e4's float sum of 64 is off by units) drops out.
+void block_moments16(const float* x, int64_t C, int64_t r0, int64_t r1, int64_t c0, double* bmean, double* bm2) {
+  float s[kLanes] = {}, q[kLanes] = {}, e[kLanes] = {}, mu[kLanes];
+  for (int64_t r = r0; r < r1; ++r) {
+    const float* row = x + r * C + c0;
+#pragma omp simd
+    for (int64_t j = 0; j < kLanes; ++j) s[j] += row[j];
+  }
+  const float inv = 1.0f / static_cast<float>(r1 - r0);
+  for (int64_t j = 0; j < kLanes; ++j) mu[j] = s[j] * inv;
+  for (int64_t r = r0; r < r1; ++r) {
+    const float* row = x + r * C + c0;
+#pragma omp simd
+    for (int64_t j = 0; j < kLanes; ++j) {
+      const float d = row[j] - mu[j];
+      e[j] += d;
+      q[j] += d * d;
+    }
+  }
+  const double rows = static_cast<double>(r1 - r0);
+  for (int64_t j = 0; j < kLanes; ++j) {
+    bmean[c0 + j] = mu[j] + e[j] / rows;
+    bm2[c0 + j] = std::max(0.0, q[j] - static_cast<double>(e[j]) * e[j] / rows);
+  }
+}
+
+// block_moments16 for the channels [c0, C) past the last group of 16.
+void block_moments_tail(const float* x, int64_t C, int64_t r0, int64_t r1, int64_t c0, double* bmean, double* bm2) {
+  const double rows = static_cast<double>(r1 - r0);
+  for (int64_t c = c0; c < C; ++c) {
+    float s = 0.0f, q = 0.0f, e = 0.0f;
+    for (int64_t r = r0; r < r1; ++r) s += x[r * C + c];
+    const float mu = s / static_cast<float>(r1 - r0);
+    for (int64_t r = r0; r < r1; ++r) {
+      const float d = x[r * C + c] - mu;
+      e += d;
+      q += d * d;
+    }
+    bmean[c] = mu + e / rows;
+    bm2[c] = std::max(0.0, q - static_cast<double>(e) * e / rows);
+  }
+}
+
+// Chan et al.'s update: (mean, m2) of n_a values and (mean_b, m2_b) of n_b more -> those of all n_a + n_b.
+void merge_moments(int64_t C, double n_a, double* mean, double* m2, double n_b, const double* mean_b,
+                   const double* m2_b) {
+  if (n_b <= 0) return;
+  const double n = n_a + n_b;
+  for (int64_t c = 0; c < C; ++c) {
+    const double delta = mean_b[c] - mean[c];
+    mean[c] += delta * n_b / n;
+    m2[c] += m2_b[c] + delta * delta * n_a * n_b / n;
+  }
+}
+
 // sum g and sum g * (x - mu) of channels [c0, c0 + 16) over rows [r0, r1), added to p1 and p2 (as sums16);
 // g is dy, masked by the ReLU of x * sc + sh with kRelu.
 template <bool kRelu>
@@ -86,6 +144,7 @@ class CpuBatchNorm final : public BatchNormOp {
     acc_.assign(C, 0.0);
     acc2_.assign(C, 0.0);
     chunk_acc_.assign(kChunks * 2 * C, 0.0);
+    block_acc_.assign(kChunks * 2 * C, 0.0);
     chunk_part_.assign(kChunks * 2 * C, 0.0f);
     inv_std_.assign(C, 0.0f);
     scale_.assign(C, 0.0f);
@@ -99,14 +158,7 @@ class CpuBatchNorm final : public BatchNormOp {
   void forward_training(int64_t n, const float* x, float* y, const float* gamma, const float* beta, float* rmean,
                         float* rvar) override {
     const int64_t C = channels_;
-    // Pass 1: mean.
-    sums(x, n, nullptr, acc_.data());
-    double count = static_cast<double>(n * spatial_);
-    if (reduce_) count = allreduce_first(acc_.data(), count);
-    for (int64_t c = 0; c < C; ++c) mean_[c] = acc_[c] / count;
-    // Pass 2: variance around the mean (no cancellation of E[x^2] - E[x]^2).
-    sums(x, n, mean_.data(), acc_.data());
-    if (reduce_) allreduce_second(acc_.data());
+    const double count = nchw_ || reduce_ ? two_pass_moments(x, n) : moments(x, n);
     count_ = count;
     const double m = s_.momentum, unbias = count > 1 ? count / (count - 1) : 1.0;
     for (int64_t c = 0; c < C; ++c) {
@@ -181,6 +233,19 @@ class CpuBatchNorm final : public BatchNormOp {
   }
 
   void sums(const float* x, int64_t n, const double* center, double* acc);
+  double moments(const float* x, int64_t n);
+  // mean_ and acc_ (the sum of squared deviations) in two passes over x, reduced over the ranks when
+  // synchronised (backend/batchnorm.h's wire format); returns the (global) count.
+  double two_pass_moments(const float* x, int64_t n) {
+    const int64_t C = channels_;
+    sums(x, n, nullptr, acc_.data());  // pass 1: the mean
+    double count = static_cast<double>(n * spatial_);
+    if (reduce_) count = allreduce_first(acc_.data(), count);
+    for (int64_t c = 0; c < C; ++c) mean_[c] = acc_[c] / count;
+    sums(x, n, mean_.data(), acc_.data());  // pass 2: around the mean (no cancellation of E[x^2] - E[x]^2)
+    if (reduce_) allreduce_second(acc_.data());
+    return count;
+  }
   template <bool kRelu>
   void dot_sums(const float* x, const float* dy, int64_t n);
   template <bool kRelu>
@@ -223,6 +288,7 @@ class CpuBatchNorm final : public BatchNormOp {
   double count_ = 1.0;  // m of the last forward_training
   std::vector<double> mean_, acc_, acc2_;
   std::vector<double> chunk_acc_;  // kChunks x 2C: per-chunk partial sums (NHWC statistics)
+  std::vector<double> block_acc_;  // kChunks x 2C: per-chunk mean and m2 of one block of rows (moments())
   std::vector<float> chunk_part_;  // kChunks x 2C: per-chunk float partials of one block of rows
   std::vector<float> inv_std_;
   std::vector<float> scale_, shift_;   // the forward's y = x * scale + shift, kept for the ReLU's mask
@@ -230,6 +296,38 @@ class CpuBatchNorm final : public BatchNormOp {
   std::vector<float> center_;   // C: the float center of the NHWC sums (the mean, as float)
   std::vector<float> reduced_;  // 2C + 1: what reduce_ sums over the ranks
 };
+
+// Rows of C values, unsynchronised: mean_ and acc_ (the sum of squared deviations) in one pass over x -- each
+// block of kBlock rows is read twice while it sits in L1 (its mean, then its deviations), and blocks are merged
+// in double in a fixed order (merge_moments), as robust as two passes over the whole batch. Returns the count.
+double CpuBatchNorm::moments(const float* x, int64_t n) {
+  const int64_t C = channels_, rows = n * spatial_, groups = C / kLanes * kLanes;
+  const bool par = n * C * spatial_ > kParallelFloats;
+#pragma omp parallel for schedule(static) num_threads(cpu::threads()) if (par)
+  for (int64_t k = 0; k < kChunks; ++k) {
+    double* cmean = chunk_acc_.data() + k * 2 * C;
+    double* bmean = block_acc_.data() + k * 2 * C;
+    for (int64_t c = 0; c < 2 * C; ++c) cmean[c] = 0.0;
+    int64_t c0, c1;
+    chunk_rows(rows, k, &c0, &c1);
+    for (int64_t r0 = c0; r0 < c1; r0 += kBlock) {
+      const int64_t r1 = std::min(c1, r0 + kBlock);
+      for (int64_t g = 0; g < groups; g += kLanes) block_moments16(x, C, r0, r1, g, bmean, bmean + C);
+      block_moments_tail(x, C, r0, r1, groups, bmean, bmean + C);
+      merge_moments(C, static_cast<double>(r0 - c0), cmean, cmean + C, static_cast<double>(r1 - r0), bmean, bmean + C);
+    }
+  }
+  for (int64_t c = 0; c < C; ++c) mean_[c] = acc_[c] = 0.0;
+  for (int64_t k = 0, seen = 0; k < kChunks; ++k) {
+    int64_t c0, c1;
+    chunk_rows(rows, k, &c0, &c1);
+    const double* chunk = chunk_acc_.data() + k * 2 * C;
+    merge_moments(C, static_cast<double>(seen), mean_.data(), acc_.data(), static_cast<double>(c1 - c0), chunk,
+                  chunk + C);
+    seen += c1 - c0;
+  }
+  return static_cast<double>(rows);
+}
 
 // acc[c] = sum over the batch of x (center == null) or of (x - center[c])^2.
 void CpuBatchNorm::sums(const float* x, int64_t n, const double* center, double* acc) {

@@ -1,10 +1,12 @@
 // Batch normalization on the CPU: the same interface as gpu::make_batchnorm (backend/gpu_ops.h) with
 // host pointers. Shape, semantics and the reduce callback: backend/batchnorm.h.
 //
-// Statistics are summed in double (float partial sums over blocks of rows, folded into double) in two
-// passes (the variance around the mean, so no E[x^2] - E[x]^2 cancellation). Threads: cpu::threads() for
-// tensors above 32k floats; the results do not depend on the thread count (NCHW sums split channels,
-// NHWC/flat sums split rows into 16 fixed chunks added in order).
+// Statistics never use E[x^2] - E[x]^2 (cancellation). NHWC and flat, unsynchronised: one pass over x, each
+// block of 64 rows read twice while in L1 (its float mean, then its squared deviations from it), blocks merged
+// in double by Chan et al.'s pairwise update. NCHW, and synchronised statistics (whose wire format sends the sum
+// of x, then the squared deviations around the global mean): two passes, float partial sums over blocks folded
+// into double. Threads: cpu::threads() for tensors above 32k floats; the results do not depend on the thread
+// count (NCHW sums split channels, NHWC/flat work splits rows into 16 fixed chunks merged in order).
 #pragma once
 
 #include <cstdint>
