@@ -94,16 +94,22 @@ const Case kCases[] = {
     {"NCHW above the threading threshold", Layout::nchw, 24, 16, 16, 9},
 };
 
+// The op's shape for a case: its layout and sizes, room for its batch.
+BatchNormShape shape_of(const Case& k, double momentum) {
+  BatchNormShape s;
+  s.layout = k.layout;
+  s.c = k.c; s.h = k.h; s.w = k.w;
+  s.max_batch = k.n;
+  s.momentum = momentum;
+  return s;
+}
+
 TEST_CASE("cpu::make_batchnorm matches the double-precision definition", "[backend][batchnorm]") {
   const Case k = GENERATE(from_range(std::begin(kCases), std::end(kCases)));
   const bool sync = GENERATE(false, true);
   const bool with_dx = GENERATE(true, false);
   INFO(k.name << (sync ? ", synchronised over 2 ranks" : "") << (with_dx ? "" : ", no dx"));
-  BatchNormShape s;
-  s.layout = k.layout;
-  s.c = k.c; s.h = k.h; s.w = k.w;
-  s.max_batch = k.n;
-  s.momentum = 0.8;
+  const BatchNormShape s = shape_of(k, 0.8);
   const int64_t numel = k.n * k.c * k.h * k.w;
   Rng rng(23);
   std::vector<float> x(numel), dy(numel), gamma(k.c), beta(k.c), rmean(k.c), rvar(k.c);
@@ -144,10 +150,7 @@ void record(void* into, float* values, int64_t count) {
 TEST_CASE("cpu::make_batchnorm reduces in the wire format every backend shares", "[backend][batchnorm]") {
   const Case k = GENERATE(from_range(std::begin(kCases), std::end(kCases)));
   INFO(k.name);
-  BatchNormShape s;
-  s.layout = k.layout;
-  s.c = k.c; s.h = k.h; s.w = k.w;
-  s.max_batch = k.n;
+  const BatchNormShape s = shape_of(k, 0.9);
   const int64_t C = k.c, S = k.h * k.w, numel = k.n * C * S;
   Rng rng(29);
   std::vector<float> x(numel), dy(numel), gamma(C), beta(C), rmean(C, 0.0f), rvar(C, 1.0f);
@@ -204,11 +207,7 @@ TEST_CASE("cpu::make_batchnorm: statistics of values far from zero match the dou
                           Case{"NCHW", Layout::nchw, 5, 16, 16, 6}, Case{"flat", Layout::flat, 9, 1, 1, 300});
   const bool sync = GENERATE(false, true);
   INFO(k.name << (sync ? ", synchronised over 2 ranks" : ""));
-  BatchNormShape s;
-  s.layout = k.layout;
-  s.c = k.c; s.h = k.h; s.w = k.w;
-  s.max_batch = k.n;
-  s.momentum = 0.5;
+  const BatchNormShape s = shape_of(k, 0.5);
   const int64_t numel = k.n * k.c * k.h * k.w;
   Rng rng(31);
   std::vector<float> x(numel), dy(numel), gamma(k.c, 1.0f), beta(k.c, 0.0f), rmean(k.c, 0.0f), rvar(k.c, 1.0f);
@@ -239,10 +238,7 @@ TEST_CASE("cpu::make_batchnorm with relu is the op and then the ReLU's kernels, 
                           Case{"NHWC, two groups of 16 lanes and a tail", Layout::nhwc, 35, 5, 4, 6});
   const bool sync = GENERATE(false, true);
   INFO(k.name << (sync ? ", synchronised over 2 ranks" : ""));
-  BatchNormShape s;
-  s.layout = k.layout;
-  s.c = k.c; s.h = k.h; s.w = k.w;
-  s.max_batch = k.n;
+  BatchNormShape s = shape_of(k, 0.9);  // s.relu set per op below
   const int64_t numel = k.n * k.c * k.h * k.w;
   Rng rng(29);
   std::vector<float> x(numel), dy(numel), gamma(k.c), beta(k.c), rmean(k.c, 0.0f), rvar(k.c, 1.0f);
