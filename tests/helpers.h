@@ -15,6 +15,23 @@
 
 namespace dtnn::test {
 
+// A convolution workspace as ConvAlgorithm's contract gives it: at least one float, 64-byte aligned (oneDNN's
+// Winograd kernels use aligned stores into their scratchpad), every float set to `fill`.
+class Workspace {
+ public:
+  explicit Workspace(int64_t floats, float fill = 0.0f) : n_(std::max<int64_t>(1, floats)), p_(aligned_alloc_floats(n_)) {
+    std::fill(p_, p_ + n_, fill);
+  }
+  ~Workspace() { aligned_free(p_); }
+  Workspace(const Workspace&) = delete;
+  Workspace& operator=(const Workspace&) = delete;
+  float* data() const { return p_; }
+
+ private:
+  int64_t n_;
+  float* p_;
+};
+
 inline void fill_uniform(const Tensor& t, Rng& rng, float lo = -1.0f, float hi = 1.0f) {
   for (int64_t i = 0; i < t.numel(); ++i) t.data()[i] = lo + (hi - lo) * rng.uniform_f();
 }

@@ -69,6 +69,8 @@ constexpr OpInfo kOps[] = {
     {"bias", "backward_sum_biases", P, BACKWARD_SUM_BIASES},
     {"round_bf16", "forward_round_bf16", D, 12},
     {"round_bf16", "backward_round_bf16", D, 13},
+    {"reorder_act", "forward_reorder_act", D, 14},
+    {"reorder_act", "backward_reorder_act", D, 15},
 };
 static_assert(sizeof(kOps) / sizeof(kOps[0]) == static_cast<size_t>(OpCode::count), "one entry per OpCode");
 

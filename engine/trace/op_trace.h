@@ -62,6 +62,8 @@ enum class OpCode : uint8_t {
   bwd_bias,         // backward_filter: db = sum of dy per channel
   fwd_round_bf16,   // --dtype=bfloat16: x rounded to bf16 for the forward pass (dtnn's own code)
   bwd_round_bf16,   // --dtype=bfloat16: x or dy rounded to bf16 for a backward pass (dtnn's own code)
+  fwd_reorder_act,  // x or y reordered between the layer's layout and the algorithm's (cpu.onednn_winograd)
+  bwd_reorder_act,  // dy, dx or x reordered between the layer's layout and the algorithm's
   count
 };
 

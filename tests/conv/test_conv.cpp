@@ -69,6 +69,9 @@ std::vector<ConvProblem> problems() {
         // Winograd: partial tiles, padding 0 and 2, one tile in all
         "n3_c24h11w13_k40r3s3_st1x1_pd0x2_dl1x1_g1_%s_f32",
         "n1_c8h3w3_k8r3s3_st1x1_pd1x1_dl1x1_g1_%s_f32",
+        // oneDNN's Winograd (channels in multiples of 16): partial 4x4 tiles, padding 0, K != C
+        "n3_c16h11w9_k32r3s3_st1x1_pd0x1_dl1x1_g1_%s_f32",
+        "n2_c32h10w10_k16r3s3_st1x1_pd1x1_dl1x1_g1_%s_f32",
         // grouped, depthwise (stride 1 and 2) and depthwise with a channel multiplier
         "n2_c6h5w6_k9r3s3_st1x1_pd1x1_dl1x1_g3_%s_f32",
         "n2_c8h7w7_k8r3s3_st1x1_pd1x1_dl1x1_g8_%s_f32",
@@ -104,7 +107,7 @@ void check_against_reference(const ConvProblem& p, Rng& rng, Want&& want, std::m
   test::fill_uniform(bias, rng);
   const bool with_bias = rng.below(4) != 0;  // most cases with bias, some without
   const float* b = with_bias ? bias.data() : nullptr;
-  std::vector<float> ws_ref(ref.workspace_floats(p));
+  const test::Workspace ws_ref(ref.workspace_floats(p));
   std::vector<float> y_ref(p.y_numel()), dx_ref(p.x_numel()), dw_ref(p.w_numel()), db_ref(p.k);
   ref.forward(p, x.data(), w.data(), b, y_ref.data(), ws_ref.data());
   ref.backward_data(p, dy.data(), w.data(), dx_ref.data(), ws_ref.data());
@@ -120,7 +123,7 @@ void check_against_reference(const ConvProblem& p, Rng& rng, Want&& want, std::m
     }
     ++checked[name];
     // Poisoned outputs: the algorithm must overwrite, not accumulate.
-    std::vector<float> ws(std::max<int64_t>(1, algo->workspace_floats(p)), 1e30f);
+    const test::Workspace ws(algo->workspace_floats(p), 1e30f);
     std::vector<float> y(p.y_numel(), 9.0f), dx(p.x_numel(), 9.0f), dw(p.w_numel(), 9.0f), db(p.k, 9.0f);
     algo->forward(p, x.data(), w.data(), b, y.data(), ws.data());
     algo->backward_data(p, dy.data(), w.data(), dx.data(), ws.data());
@@ -142,6 +145,11 @@ ConvProblem random_problem_of_kind(Rng& rng, Layout layout, int kind) {
     if (kind == 1) {
       p.layout = Layout::nhwc;
       p.r = p.s = 3, p.stride_h = p.stride_w = 1, p.dil_h = p.dil_w = 1;
+      if (rng.below(2)) {  // oneDNN's Winograd: channels in multiples of 16, either layout
+        p.layout = layout;
+        p.c = 16 * (1 + static_cast<int64_t>(rng.below(2)));
+        p.k = 16 * (1 + static_cast<int64_t>(rng.below(2)));
+      }
     } else if (kind == 2) {
       p.c = 2 + static_cast<int64_t>(rng.below(7));
       p.groups = p.c;
@@ -189,6 +197,8 @@ TEST_CASE("conv: every algorithm matches the reference in all directions", "[con
     CHECK(checked["cpu.onednn"] == static_cast<int>(problems().size()));  // every problem, groups included
   else
     CHECK(declined["cpu.onednn"] == static_cast<int>(problems().size()));  // DTNN_ONEDNN=OFF: declines with a reason
+  if (onednn_version() != "not built" && cpu_has_avx512())  // 3x3 stride 1, channels in multiples of 16
+    CHECK(checked["cpu.onednn_winograd"] == 6);
   CHECK(checked["cpu.depthwise"] >= 6);  // the 3 depthwise problems of each layout (multiplier 1 and 2)
   CHECK(checked["cpu.direct"] == static_cast<int>(problems().size()) / 2);  // every NHWC problem, groups included
   CHECK(declined["cpu.direct"] == static_cast<int>(problems().size()) / 2);
@@ -202,7 +212,8 @@ TEST_CASE("conv: every algorithm on at least 50 random problems of its own domai
   auto needs = [&](const std::string& name) { return checked[name] < 50; };
   std::vector<std::string> names;
   for (const ConvAlgorithm* a : conv_algorithms())
-    if (a->name() != "cpu.reference" && (a->name() != "cpu.onednn" || onednn_version() != "not built"))
+    if (a->name() != "cpu.reference" && (a->name() != "cpu.onednn" || onednn_version() != "not built") &&
+        (a->name() != "cpu.onednn_winograd" || (onednn_version() != "not built" && cpu_has_avx512())))
       names.emplace_back(a->name());
   for (int i = 0; i < 3000; ++i) {
     bool done = true;
@@ -255,7 +266,7 @@ TEST_CASE("conv: threaded algorithms give bit-identical results at 1 and 2 threa
       std::vector<float> out[2][4];
       for (int threads : {1, 2}) {
         cpu::set_threads(threads);
-        std::vector<float> ws(std::max<int64_t>(1, algo->workspace_floats(p)));
+        const test::Workspace ws(algo->workspace_floats(p));
         auto& o = out[threads - 1];
         o[0].assign(p.y_numel(), 0.0f), o[1].assign(p.x_numel(), 0.0f), o[2].assign(p.w_numel(), 0.0f);
         o[3].assign(p.k, 0.0f);

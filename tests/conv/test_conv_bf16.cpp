@@ -57,13 +57,13 @@ Errors conv_errors(const ConvAlgorithm& algo, const ConvProblem& p, Rng& rng) {
   const ConvAlgorithm& ref = find_conv_algorithm("reference");
   std::vector<float> x(p.x_numel()), w(p.w_numel()), dy(p.y_numel()), bias(p.k);
   for (auto* v : {&x, &w, &dy, &bias}) test::fill_uniform(*v, rng, -0.5f, 0.5f);
-  std::vector<float> ws_ref(std::max<int64_t>(1, ref.workspace_floats(p)));
+  const test::Workspace ws_ref(ref.workspace_floats(p));
   std::vector<float> y_ref(p.y_numel()), dx_ref(p.x_numel()), dw_ref(p.w_numel()), db_ref(p.k);
   ref.forward(p, x.data(), w.data(), bias.data(), y_ref.data(), ws_ref.data());
   ref.backward_data(p, dy.data(), w.data(), dx_ref.data(), ws_ref.data());
   ref.backward_filter(p, x.data(), dy.data(), dw_ref.data(), db_ref.data(), ws_ref.data());
   // Poisoned outputs and workspace: the algorithm must overwrite, not accumulate.
-  std::vector<float> ws(std::max<int64_t>(1, algo.workspace_floats(p)), 1e30f);
+  const test::Workspace ws(algo.workspace_floats(p), 1e30f);
   std::vector<float> y(p.y_numel(), 9.0f), dx(p.x_numel(), 9.0f), dw(p.w_numel(), 9.0f), db(p.k, 9.0f);
   algo.forward(p, x.data(), w.data(), bias.data(), y.data(), ws.data());
   algo.backward_data(p, dy.data(), w.data(), dx.data(), ws.data());

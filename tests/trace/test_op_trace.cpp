@@ -24,7 +24,8 @@ bool starts_with(const std::string& s, const char* prefix) { return s.rfind(pref
 std::vector<TraceEvent> traced_call(const ConvAlgorithm& algo, const ConvProblem& p, ConvDir dir) {
   Rng rng(7);
   std::vector<float> x(std::max<int64_t>(1, p.x_numel())), w(std::max<int64_t>(1, p.w_numel())), b(p.k),
-      y(std::max<int64_t>(1, p.y_numel())), ws(std::max<int64_t>(1, algo.workspace_floats(p)));
+      y(std::max<int64_t>(1, p.y_numel()));
+  const test::Workspace ws(algo.workspace_floats(p));
   test::fill_uniform(x, rng);
   test::fill_uniform(w, rng);
   test::fill_uniform(b, rng);

@@ -15,6 +15,9 @@ const ConvAlgorithm& conv_im2col_gemm();  // NCHW: per-sample im2col + OpenBLAS 
 const ConvAlgorithm& conv_depthwise();    // depthwise (groups == C), both layouts: direct loops
 const ConvAlgorithm& conv_direct();       // NHWC, any groups: vectorised direct loops, no workspace
 const ConvAlgorithm& conv_onednn();       // oneDNN 2.6 primitives, both layouts, groups
+// oneDNN's float32 Winograd F(4x4,3x3) (AVX-512; 3x3, stride 1, no groups, channels in multiples of 16), the
+// activations reordered to and from oneDNN's blocked layout around each call.
+const ConvAlgorithm& conv_onednn_winograd();
 // The same primitives multiplying in bfloat16 (float32 in and out, float32 accumulation): --dtype=bfloat16's
 // convolutions. Not in conv_algorithms(): no float32 choice (a fallback, best_of, "all") may pick it.
 const ConvAlgorithm& conv_onednn_bf16();

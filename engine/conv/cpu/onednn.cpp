@@ -6,21 +6,29 @@
 // the layer's interface, the master weights and everything around the convolution stay float32. oneDNN runs
 // its AVX512-BF16 or AMX kernels; on a CPU without them it would emulate, which dtnn refuses
 // (cpu_bf16_support() below, checked when the option is read).
+// cpu.onednn_winograd: oneDNN's float32 Winograd F(4x4,3x3) (jit_wino_4x3, AVX-512 only; 3x3, stride 1,
+// channels in multiples of 16). Its kernels read and write activations only in oneDNN's blocked layout
+// (nChw16c), so x, y, dy and dx are reordered between the caller's layout and the workspace around each
+// primitive; measured worth it from 32 channels on (results/baselines/conv_cpu_2core.md).
 //
-// Activations are passed in their user layout (nhwc / nchw memory descriptors: no activation reorders);
-// the weights are described to oneDNN with explicit strides over dtnn's layouts ((C/G, R, S, K) for NHWC,
-// (K, C/G, R, S) for NCHW) and reordered once per call into the blocked format the primitive chose
-// (format_tag::any), and the weight gradient back. Primitives, reorders, memory objects and argument maps
+// Activations are passed in their user layout where the primitive accepts it (cpu.onednn: nhwc / nchw
+// memory descriptors, no activation reorders); otherwise they are staged (Staged below): reordered into the
+// workspace before the primitive reads them, or written there and reordered out. The weights are described
+// to oneDNN with explicit strides over dtnn's layouts ((C/G, R, S, K) for NHWC, (K, C/G, R, S) for NCHW) and
+// reordered once per call into the blocked format the primitive chose (format_tag::any), and the weight
+// gradient back. Primitives, reorders, memory objects and argument maps
 // are created on the first use of a problem (per thread count) and kept in a process-wide cache, so the
 // batch loop only sets data handles and executes through the C API with argument lists made with the
 // primitives: dtnn allocates nothing, creates no primitive (tests/train/test_no_allocation.cpp). oneDNN 2.6's
 // dnnl_primitive_execute itself builds a map of its arguments per call (about 700 small allocations per
-// resnet20 training step), which no API call avoids. The reordered
-// weights and oneDNN's scratchpad (scratchpad_mode::user) live in the caller's workspace.
+// resnet20 training step), which no API call avoids. The reordered weights, staged activations and oneDNN's
+// scratchpad (scratchpad_mode::user) live in the caller's workspace.
 // Threads: oneDNN's OpenMP runtime follows omp_set_num_threads (cpu::set_threads).
-// Tracing (trace/op_trace.h): the weight reorders (reshape_w, transpose_w, reshape_dw) and each primitive.
+// Tracing (trace/op_trace.h): the weight reorders (reshape_w, transpose_w, reshape_dw), the activations'
+// (round_bf16, reorder_act) and each primitive.
 #include <dnnl.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <map>
@@ -59,47 +67,59 @@ memory::desc user_weights(const ConvProblem& p) {
   return memory::desc({G, Kg, C, R, S}, dt::f32, memory::dims{Kg * C * R * S, C * R * S, R * S, S, 1});
 }
 
-// The data type the primitives multiply in: f32 (cpu.onednn) or bf16 (cpu.onednn_bf16).
-enum class Compute { f32, bf16 };
+// How the primitives compute: float32 direct (cpu.onednn), bfloat16 products (cpu.onednn_bf16) or float32
+// Winograd (cpu.onednn_winograd).
+enum class Compute { f32, bf16, winograd };
+
+// One activation as a primitive reads or writes it. When the primitive's format is the caller's (on ==
+// false) `prim` is bound to the caller's array; otherwise `prim` lives in the workspace at `off` and
+// `reorder` copies the caller's array in (inputs) or the result out (outputs).
+struct Staged {
+  bool on = false, input = true;
+  memory user, prim;
+  dnnl::reorder reorder;
+  std::vector<dnnl_exec_arg_t> args;
+  int64_t off = 0;
+};
 
 struct Prims {
   std::string error;  // non-empty: oneDNN declined the problem
   dnnl::stream stream;
-  dnnl::convolution_forward fwd;
+  dnnl::convolution_forward fwd, fwd_nobias;
   dnnl::convolution_backward_data bwd_data;
   dnnl::convolution_backward_weights bwd_w;
   dnnl::reorder w_to_fwd, w_to_bwd, dw_to_user;
   bool fwd_reorder = false, bwd_reorder = false, dw_reorder = false;
-  memory x, y, w_user, w_fwd, w_bwd, bias, dy, dx, dw_user, dw_prim, db, scratch_f, scratch_bd, scratch_bw;
-  // bf16: x and dy as the user passes them (float32), reordered into x / dy (bf16) before each primitive
-  memory x_user, dy_user;
-  dnnl::reorder x_to_bf16, dy_to_bf16;
-  bool bf16 = false;
+  memory w_user, w_fwd, w_bwd, bias, dw_user, dw_prim, db, scratch_f, scratch_bd, scratch_bw;
+  // the activations of each primitive: forward's x and y, backward_data's dy and dx, backward_weights' x, dy
+  Staged x_f, y_f, dy_d, dx_d, x_w, dy_w;
+  OpCode stage_fwd = OpCode::fwd_reorder_act, stage_bwd = OpCode::bwd_reorder_act;  // bf16: round_bf16
   // Argument lists for oneDNN's C API (dnnl_exec_arg_t: the memory objects' handles, whose data pointers
   // each call sets): the C++ API's execute(stream, unordered_map) builds a vector on every call.
-  std::vector<dnnl_exec_arg_t> fwd_args, fwd_nobias_args, bd_args, bw_args, to_fwd_args, to_bwd_args, to_user_args,
-      x_args, dy_args;
+  std::vector<dnnl_exec_arg_t> fwd_args, fwd_nobias_args, bd_args, bw_args, to_fwd_args, to_bwd_args, to_user_args;
   int64_t ws_floats = 0;
-  int64_t off_w_fwd = 0, off_w_bwd = 0, off_dw = 0, off_scratch = 0, off_db = 0, off_x = 0, off_dy = 0;
-  dnnl::convolution_forward fwd_nobias;
+  int64_t off_w_fwd = 0, off_w_bwd = 0, off_dw = 0, off_scratch = 0, off_db = 0;
 };
 
 struct Descs {
-  memory::desc x, y, dy, dx, w_user, bias;
+  memory::desc in, out, w_user, bias;  // x / dx and y / dy as the caller holds them: float32, its layout
   dnnl::convolution_forward::primitive_desc fwd, fwd_nb;
   dnnl::convolution_backward_data::primitive_desc bd;
   dnnl::convolution_backward_weights::primitive_desc bw;
 };
 
-// The primitives' descriptors: activations in the user layout (bf16: x and dy rounded, y and dx float32),
-// weights in the format oneDNN prefers (bf16 for the products, float32 for the gradient).
+// The primitives' descriptors: activations in the user layout (bf16: x and dy rounded, y and dx float32;
+// Winograd: the format oneDNN chooses), weights in the format oneDNN prefers (bf16 for the products, float32
+// for the gradient).
 Descs describe(const ConvProblem& p, Compute c) {
   Descs d;
   dnnl::engine& eng = cpu_engine();
-  const tag act = p.layout == Layout::nhwc ? tag::nhwc : tag::nchw;
+  const tag user = p.layout == Layout::nhwc ? tag::nhwc : tag::nchw;
+  const tag act = c == Compute::winograd ? tag::any : user;
   const dt in = c == Compute::bf16 ? dt::bf16 : dt::f32;
-  d.x = memory::desc({p.n, p.c, p.h, p.w}, in, act), d.dx = memory::desc({p.n, p.c, p.h, p.w}, dt::f32, act);
-  d.y = memory::desc({p.n, p.k, p.p(), p.q()}, dt::f32, act), d.dy = memory::desc({p.n, p.k, p.p(), p.q()}, in, act);
+  const memory::dims xd{p.n, p.c, p.h, p.w}, yd{p.n, p.k, p.p(), p.q()};
+  d.in = memory::desc(xd, dt::f32, user), d.out = memory::desc(yd, dt::f32, user);
+  const memory::desc x(xd, in, act), dx(xd, dt::f32, act), y(yd, dt::f32, act), dy(yd, in, act);
   d.w_user = user_weights(p), d.bias = memory::desc({p.k}, dt::f32, tag::x);
   const memory::desc w_any(d.w_user.dims(), in, tag::any), dw_any(d.w_user.dims(), dt::f32, tag::any);
   const memory::dims strides{p.stride_h, p.stride_w}, dil{p.dil_h - 1, p.dil_w - 1}, pad_l{p.pad_h, p.pad_w};
@@ -109,26 +129,49 @@ Descs describe(const ConvProblem& p, Compute c) {
   // (negative when the floor drops input columns: oneDNN accepts that as cropping)
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  const auto alg = dnnl::algorithm::convolution_direct;
+  const auto alg =
+      c == Compute::winograd ? dnnl::algorithm::convolution_winograd : dnnl::algorithm::convolution_direct;
   const auto train = dnnl::prop_kind::forward_training;
-  d.fwd = {{train, alg, d.x, w_any, d.bias, d.y, strides, dil, pad_l, pad_r}, attr, eng};
-  d.fwd_nb = {{train, alg, d.x, w_any, d.y, strides, dil, pad_l, pad_r}, attr, eng};
-  d.bd = {{alg, d.dx, w_any, d.dy, strides, dil, pad_l, pad_r}, attr, eng, d.fwd};
-  d.bw = {{alg, d.x, dw_any, d.bias, d.dy, strides, dil, pad_l, pad_r}, attr, eng, d.fwd};
+  d.fwd = {{train, alg, x, w_any, d.bias, y, strides, dil, pad_l, pad_r}, attr, eng};
+  d.fwd_nb = {{train, alg, x, w_any, y, strides, dil, pad_l, pad_r}, attr, eng};
+  d.bd = {{alg, dx, w_any, dy, strides, dil, pad_l, pad_r}, attr, eng, d.fwd};
+  d.bw = {{alg, x, dw_any, d.bias, dy, strides, dil, pad_l, pad_r}, attr, eng, d.fwd};
   return d;
 }
 
-// workspace: [w_fwd][w_bwd][dw_prim][db][x bf16][dy bf16][scratchpad (the largest of the four)]
+// An activation between the caller's descriptor and the primitive's (see Staged).
+Staged stage(const memory::desc& user, const memory::desc& prim, bool input) {
+  dnnl::engine& eng = cpu_engine();
+  void* none = DNNL_MEMORY_NONE;
+  Staged s;
+  s.input = input;
+  s.on = prim != user;
+  s.prim = memory(prim, eng, none);
+  if (!s.on) return s;
+  s.user = memory(user, eng, none);
+  const memory& from = input ? s.user : s.prim;
+  const memory& to = input ? s.prim : s.user;
+  s.reorder = dnnl::reorder(from, to);
+  s.args = {{DNNL_ARG_FROM, from.get()}, {DNNL_ARG_TO, to.get()}};
+  return s;
+}
+
+// workspace: [w_fwd][w_bwd][dw_prim][db][x or dx staged][y or dy staged][scratchpad (the largest of the four)].
+// One primitive runs at a time, so x (forward, backward_weights) and dx (backward_data) share a slot, and
+// y (forward) with dy (backward_data, backward_weights).
 void place(Prims& pr, const Descs& d, int64_t k) {
   int64_t off = 0;
   pr.off_w_fwd = off, off += floats(d.fwd.weights_desc());
   pr.off_w_bwd = off, off += floats(d.bd.weights_desc());
   pr.off_dw = off, off += floats(d.bw.diff_weights_desc());
   pr.off_db = off, off += (k + 15) / 16 * 16;
-  if (pr.bf16) {
-    pr.off_x = off, off += floats(d.x);
-    pr.off_dy = off, off += floats(d.dy);
-  }
+  int64_t slot = 0;
+  for (Staged* s : {&pr.x_f, &pr.dx_d, &pr.x_w})
+    if (s->on) s->off = off, slot = std::max(slot, floats(s->prim.get_desc()));
+  off += slot, slot = 0;
+  for (Staged* s : {&pr.y_f, &pr.dy_d, &pr.dy_w})
+    if (s->on) s->off = off, slot = std::max(slot, floats(s->prim.get_desc()));
+  off += slot;
   pr.off_scratch = off;
   off += std::max({floats(d.fwd.scratchpad_desc()), floats(d.fwd_nb.scratchpad_desc()), floats(d.bd.scratchpad_desc()),
                    floats(d.bw.scratchpad_desc())});
@@ -139,8 +182,9 @@ void place(Prims& pr, const Descs& d, int64_t k) {
 void bind(Prims& pr, const Descs& d) {
   dnnl::engine& eng = cpu_engine();
   void* none = DNNL_MEMORY_NONE;
-  pr.x = memory(d.x, eng, none), pr.y = memory(d.y, eng, none);
-  pr.dx = memory(d.dx, eng, none), pr.dy = memory(d.dy, eng, none);
+  pr.x_f = stage(d.in, d.fwd.src_desc(), true), pr.y_f = stage(d.out, d.fwd.dst_desc(), false);
+  pr.dy_d = stage(d.out, d.bd.diff_dst_desc(), true), pr.dx_d = stage(d.in, d.bd.diff_src_desc(), false);
+  pr.x_w = stage(d.in, d.bw.src_desc(), true), pr.dy_w = stage(d.out, d.bw.diff_dst_desc(), true);
   pr.w_user = memory(d.w_user, eng, none), pr.dw_user = memory(d.w_user, eng, none);
   pr.w_fwd = memory(d.fwd.weights_desc(), eng, none), pr.w_bwd = memory(d.bd.weights_desc(), eng, none);
   pr.dw_prim = memory(d.bw.diff_weights_desc(), eng, none);
@@ -154,31 +198,30 @@ void bind(Prims& pr, const Descs& d) {
   if (pr.fwd_reorder) pr.w_to_fwd = dnnl::reorder(pr.w_user, pr.w_fwd);
   if (pr.bwd_reorder) pr.w_to_bwd = dnnl::reorder(pr.w_user, pr.w_bwd);
   if (pr.dw_reorder) pr.dw_to_user = dnnl::reorder(pr.dw_prim, pr.dw_user);
-  if (pr.bf16) {
-    pr.x_user = memory(d.dx, eng, none), pr.dy_user = memory(d.y, eng, none);  // float32, same shapes
-    pr.x_to_bf16 = dnnl::reorder(pr.x_user, pr.x), pr.dy_to_bf16 = dnnl::reorder(pr.dy_user, pr.dy);
-    pr.x_args = {{DNNL_ARG_FROM, pr.x_user.get()}, {DNNL_ARG_TO, pr.x.get()}};
-    pr.dy_args = {{DNNL_ARG_FROM, pr.dy_user.get()}, {DNNL_ARG_TO, pr.dy.get()}};
-  }
   const memory& wf = pr.fwd_reorder ? pr.w_fwd : pr.w_user;
   const memory& wb = pr.bwd_reorder ? pr.w_bwd : pr.w_user;
   const memory& dwp = pr.dw_reorder ? pr.dw_prim : pr.dw_user;
-  pr.fwd_args = {{DNNL_ARG_SRC, pr.x.get()}, {DNNL_ARG_WEIGHTS, wf.get()}, {DNNL_ARG_BIAS, pr.bias.get()},
-                 {DNNL_ARG_DST, pr.y.get()}, {DNNL_ARG_SCRATCHPAD, pr.scratch_f.get()}};
-  pr.fwd_nobias_args = {{DNNL_ARG_SRC, pr.x.get()}, {DNNL_ARG_WEIGHTS, wf.get()}, {DNNL_ARG_DST, pr.y.get()},
-                        {DNNL_ARG_SCRATCHPAD, pr.scratch_f.get()}};
-  pr.bd_args = {{DNNL_ARG_DIFF_DST, pr.dy.get()}, {DNNL_ARG_WEIGHTS, wb.get()}, {DNNL_ARG_DIFF_SRC, pr.dx.get()},
-                {DNNL_ARG_SCRATCHPAD, pr.scratch_bd.get()}};
-  pr.bw_args = {{DNNL_ARG_SRC, pr.x.get()}, {DNNL_ARG_DIFF_DST, pr.dy.get()}, {DNNL_ARG_DIFF_WEIGHTS, dwp.get()},
-                {DNNL_ARG_DIFF_BIAS, pr.db.get()}, {DNNL_ARG_SCRATCHPAD, pr.scratch_bw.get()}};
+  pr.fwd_args = {{DNNL_ARG_SRC, pr.x_f.prim.get()}, {DNNL_ARG_WEIGHTS, wf.get()}, {DNNL_ARG_BIAS, pr.bias.get()},
+                 {DNNL_ARG_DST, pr.y_f.prim.get()}, {DNNL_ARG_SCRATCHPAD, pr.scratch_f.get()}};
+  pr.fwd_nobias_args = {{DNNL_ARG_SRC, pr.x_f.prim.get()}, {DNNL_ARG_WEIGHTS, wf.get()},
+                        {DNNL_ARG_DST, pr.y_f.prim.get()}, {DNNL_ARG_SCRATCHPAD, pr.scratch_f.get()}};
+  pr.bd_args = {{DNNL_ARG_DIFF_DST, pr.dy_d.prim.get()}, {DNNL_ARG_WEIGHTS, wb.get()},
+                {DNNL_ARG_DIFF_SRC, pr.dx_d.prim.get()}, {DNNL_ARG_SCRATCHPAD, pr.scratch_bd.get()}};
+  pr.bw_args = {{DNNL_ARG_SRC, pr.x_w.prim.get()}, {DNNL_ARG_DIFF_DST, pr.dy_w.prim.get()},
+                {DNNL_ARG_DIFF_WEIGHTS, dwp.get()}, {DNNL_ARG_DIFF_BIAS, pr.db.get()},
+                {DNNL_ARG_SCRATCHPAD, pr.scratch_bw.get()}};
   pr.to_fwd_args = {{DNNL_ARG_FROM, pr.w_user.get()}, {DNNL_ARG_TO, pr.w_fwd.get()}};
   pr.to_bwd_args = {{DNNL_ARG_FROM, pr.w_user.get()}, {DNNL_ARG_TO, pr.w_bwd.get()}};
   pr.to_user_args = {{DNNL_ARG_FROM, pr.dw_prim.get()}, {DNNL_ARG_TO, pr.dw_user.get()}};
 }
 
+const char* compute_name(Compute c) {
+  return c == Compute::bf16 ? "cpu.onednn_bf16" : c == Compute::winograd ? "cpu.onednn_winograd" : "cpu.onednn";
+}
+
 std::unique_ptr<Prims> create(const ConvProblem& p, Compute c) {
   auto pr = std::make_unique<Prims>();
-  pr->bf16 = c == Compute::bf16;
+  if (c == Compute::bf16) pr->stage_fwd = OpCode::fwd_round_bf16, pr->stage_bwd = OpCode::bwd_round_bf16;
   try {
     pr->stream = dnnl::stream(cpu_engine());
     const Descs d = describe(p, c);
@@ -190,10 +233,14 @@ std::unique_ptr<Prims> create(const ConvProblem& p, Compute c) {
     pr->fwd_nobias = dnnl::convolution_forward(d.fwd_nb);
     pr->bwd_data = dnnl::convolution_backward_data(d.bd);
     pr->bwd_w = dnnl::convolution_backward_weights(d.bw);
-    place(*pr, d, p.k);
     bind(*pr, d);
+    place(*pr, d, p.k);
   } catch (const dnnl::error& e) {
-    pr->error = std::string("onednn: ") + e.what();
+    pr->error = c == Compute::winograd
+                    ? std::string(compute_name(c)) +
+                          ": oneDNN has no Winograd kernel for this problem here (it needs AVX-512, a 3x3 filter, "
+                          "stride 1, no groups and channels in multiples of 16: " + e.what() + ")"
+                    : std::string("onednn: ") + e.what();
   }
   return pr;
 }
@@ -221,26 +268,50 @@ void run(Prims& pr, const dnnl::primitive& prim, const std::vector<dnnl_exec_arg
   DTNN_CHECK(dnnl_stream_wait(pr.stream.get()) == dnnl_success, "onednn: waiting for the stream failed");
 }
 
-// bf16 only: rounds a float32 activation (x or dy) into its bf16 memory in the workspace.
-void to_bf16(Prims& pr, const dnnl::reorder& r, const std::vector<dnnl_exec_arg_t>& args, memory& from,
-             const float* src, memory& to, float* dst) {
-  from.set_data_handle(const_cast<float*>(src));
-  to.set_data_handle(dst);
-  run(pr, r, args);
+// Binds an input activation for its primitive: the caller's array itself, or its staged copy (reordered now).
+void stage_in(Prims& pr, Staged& s, const float* user, float* ws, OpCode code, OpScope& op) {
+  if (!s.on) {
+    s.prim.set_data_handle(const_cast<float*>(user));
+    return;
+  }
+  op.next(code);
+  s.user.set_data_handle(const_cast<float*>(user));
+  s.prim.set_data_handle(ws + s.off);
+  run(pr, s.reorder, s.args);
+}
+
+// Binds an output activation: the caller's array itself, or a workspace copy that stage_out reorders into it.
+void bind_out(Staged& s, float* user, float* ws) {
+  s.prim.set_data_handle(s.on ? ws + s.off : user);
+  if (s.on) s.user.set_data_handle(user);
+}
+
+void stage_out(Prims& pr, Staged& s, OpCode code, OpScope& op) {
+  if (!s.on) return;
+  op.next(code);
+  run(pr, s.reorder, s.args);
 }
 
 class ConvOnednn final : public ConvAlgorithm {
  public:
   explicit ConvOnednn(Compute c) : compute_(c) {}
-  std::string_view name() const override { return bf16() ? "cpu.onednn_bf16" : "cpu.onednn"; }
-  // float32: its own summation orders. bf16: x, w and dy rounded to an 8-bit significand (a relative error
-  // of up to 2^-9 each, so up to about 2^-8 per product); the products' errors have random signs, so the
-  // error of a sum stays near 2^-8 of the sum's scale. Measured at most 3.1e-3 over the conv tests'
-  // problems (tests/conv/test_conv_bf16.cpp); 2^-7 leaves room for the scale of the largest output.
-  double tolerance() const override { return bf16() ? 1.0 / 128 : 1e-4; }
+  std::string_view name() const override { return compute_name(compute_); }
+  // float32: its own summation orders (Winograd: also the transforms' rounding, bounded by the same 1e-4 as
+  // dtnn's own F(4x4,3x3), tests/conv/test_conv_algorithms.cpp). bf16: x, w and dy rounded to an 8-bit
+  // significand (a relative error of up to 2^-9 each, so up to about 2^-8 per product); the products' errors
+  // have random signs, so the error of a sum stays near 2^-8 of the sum's scale. Measured at most 3.1e-3 over
+  // the conv tests' problems (tests/conv/test_conv_bf16.cpp); 2^-7 leaves room for the scale of the largest
+  // output.
+  double tolerance() const override { return compute_ == Compute::bf16 ? 1.0 / 128 : 1e-4; }
 
   Support supports(const ConvProblem& p) const override {
-    if (bf16()) {
+    // oneDNN would also take other channel counts (padded to 16 in its blocked layout), but its backward
+    // weights pass crashed on them (oneDNN 2.6.3: C = 1, K = 4); dtnn asks only for what it has measured.
+    if (compute_ == Compute::winograd && (p.c % 16 || p.k % 16 || p.groups != 1))
+      return Support::no("cpu.onednn_winograd: only for channels and filters in multiples of 16, no groups");
+    // (an empty batch raised SIGFPE inside oneDNN 2.6.3's Winograd primitives)
+    if (compute_ == Compute::winograd && p.n == 0) return Support::no("cpu.onednn_winograd: an empty batch");
+    if (compute_ == Compute::bf16) {
       const std::string why = cpu_bf16_support();
       if (!why.empty()) return Support::no("cpu.onednn_bf16: " + why);
     }
@@ -249,7 +320,8 @@ class ConvOnednn final : public ConvAlgorithm {
   }
 
   int64_t workspace_floats(const ConvProblem& p) const override { return prims(p, compute_).ws_floats; }
-  int64_t op_events(const ConvProblem&, ConvDir) const override { return bf16() ? 3 : 2; }
+  // a weight reorder, up to two staged activations, the primitive (and the weight gradient's reorder)
+  int64_t op_events(const ConvProblem&, ConvDir) const override { return compute_ == Compute::f32 ? 2 : 4; }
 
   void forward(const ConvProblem& p, const float* x, const float* w, const float* bias, float* y,
                float* ws) const override {
@@ -263,20 +335,16 @@ class ConvOnednn final : public ConvAlgorithm {
       pr.w_fwd.set_data_handle(ws + pr.off_w_fwd);
       run(pr, pr.w_to_fwd, pr.to_fwd_args);
     }
-    if (bf16()) {
-      op.next(OpCode::fwd_round_bf16);
-      to_bf16(pr, pr.x_to_bf16, pr.x_args, pr.x_user, x, pr.x, ws + pr.off_x);
-    } else {
-      pr.x.set_data_handle(const_cast<float*>(x));
-    }
+    stage_in(pr, pr.x_f, x, ws, pr.stage_fwd, op);
+    bind_out(pr.y_f, y, ws);
     op.next(OpCode::fwd_onednn);
-    pr.y.set_data_handle(y);
     if (bias) {
       pr.bias.set_data_handle(const_cast<float*>(bias));
       run(pr, pr.fwd, pr.fwd_args);
     } else {
       run(pr, pr.fwd_nobias, pr.fwd_nobias_args);
     }
+    stage_out(pr, pr.y_f, OpCode::fwd_reorder_act, op);
   }
 
   void backward_data(const ConvProblem& p, const float* dy, const float* w, float* dx, float* ws) const override {
@@ -290,10 +358,11 @@ class ConvOnednn final : public ConvAlgorithm {
       pr.w_bwd.set_data_handle(ws + pr.off_w_bwd);
       run(pr, pr.w_to_bwd, pr.to_bwd_args);
     }
-    set_dy(pr, dy, ws, op);
+    stage_in(pr, pr.dy_d, dy, ws, pr.stage_bwd, op);
+    bind_out(pr.dx_d, dx, ws);
     op.next(OpCode::bwd_dx_onednn);
-    pr.dx.set_data_handle(dx);
     run(pr, pr.bwd_data, pr.bd_args);
+    stage_out(pr, pr.dx_d, OpCode::bwd_reorder_act, op);
   }
 
   void backward_filter(const ConvProblem& p, const float* x, const float* dy, float* dw, float* db,
@@ -301,13 +370,8 @@ class ConvOnednn final : public ConvAlgorithm {
     Prims& pr = prims(p, compute_);
     DTNN_CHECK(pr.error.empty(), pr.error);
     OpScope op;
-    if (bf16()) {
-      op.next(OpCode::bwd_round_bf16);
-      to_bf16(pr, pr.x_to_bf16, pr.x_args, pr.x_user, x, pr.x, ws + pr.off_x);
-    } else {
-      pr.x.set_data_handle(const_cast<float*>(x));
-    }
-    set_dy(pr, dy, ws, op);
+    stage_in(pr, pr.x_w, x, ws, pr.stage_bwd, op);
+    stage_in(pr, pr.dy_w, dy, ws, pr.stage_bwd, op);
     pr.dw_user.set_data_handle(dw);
     pr.dw_prim.set_data_handle(ws + pr.off_dw);
     pr.db.set_data_handle(db ? db : ws + pr.off_db);
@@ -321,17 +385,6 @@ class ConvOnednn final : public ConvAlgorithm {
   }
 
  private:
-  bool bf16() const { return compute_ == Compute::bf16; }
-  // dy for a backward primitive: the caller's float32 array, or its bf16 rounding in the workspace.
-  void set_dy(Prims& pr, const float* dy, float* ws, OpScope& op) const {
-    if (!bf16()) {
-      pr.dy.set_data_handle(const_cast<float*>(dy));
-      return;
-    }
-    op.next(OpCode::bwd_round_bf16);
-    to_bf16(pr, pr.dy_to_bf16, pr.dy_args, pr.dy_user, dy, pr.dy, ws + pr.off_dy);
-  }
-
   Compute compute_;
 };
 
@@ -344,6 +397,11 @@ const ConvAlgorithm& conv_onednn() {
 
 const ConvAlgorithm& conv_onednn_bf16() {
   static const ConvOnednn algo(Compute::bf16);
+  return algo;
+}
+
+const ConvAlgorithm& conv_onednn_winograd() {
+  static const ConvOnednn algo(Compute::winograd);
   return algo;
 }
 

@@ -37,6 +37,11 @@ const ConvAlgorithm& conv_onednn_bf16() {
   return algo;
 }
 
+const ConvAlgorithm& conv_onednn_winograd() {
+  static const OnednnAbsent algo("cpu.onednn_winograd");
+  return algo;
+}
+
 std::string onednn_version() { return "not built"; }
 std::string onednn_isa_name() { return "not built"; }
 std::string cpu_bf16_support() { return "this dtnn was built without oneDNN, whose kernels compute bfloat16"; }
