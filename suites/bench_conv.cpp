@@ -57,12 +57,14 @@ dtnn::ConvCheck check(const dtnn::ConvAlgorithm& algo, dtnn::ConvDir dir, const 
 
 void run_case(benchmark::State& state, const dtnn::ConvAlgorithm* algo, dtnn::ConvDir dir, dtnn::ConvProblem p,
               int threads) {
+  // Threads first: supports() may create the algorithm's primitives (oneDNN's), which take their thread
+  // count from OpenMP when they are created (on 2 cores a threads:1 case once ran oneDNN on both).
+  dtnn::cpu::set_threads(threads);
   const dtnn::Support s = algo->supports(p);
   if (!s.ok()) {
     state.SkipWithError(s.why.c_str());
     return;
   }
-  dtnn::cpu::set_threads(threads);
   if (const dtnn::ConvCheck c = check(*algo, dir, p); !c.ok()) {
     state.SkipWithError(c.wrong().c_str());
     return;

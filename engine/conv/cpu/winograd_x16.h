@@ -1,0 +1,53 @@
+// cpu.winograd_x16's kernels: Winograd F(2x2,3x3) on NHWC tensors whose channel counts are multiples of 16,
+// one 16-float vector per pixel and 16-channel block (winograd_x16_avx512.cpp, the one file of the algorithm
+// compiled with -mavx512f; winograd_x16.cpp chooses them only on CPUs with AVX-512F).
+//
+// A tile is 2x2 output pixels; its 4x4 input window is transformed (B^T d B, additions only), multiplied
+// point by point with the transformed filters (16 GEMMs of kTiles tiles x Ci x Ko, the products in float32
+// FMA chains), and transformed back (A^T m A). A block of kTiles tiles keeps its 16 x kTiles x (Ci + Ko)
+// transformed values in the caller's buffer, so they stay in L1/L2 between the three steps instead of
+// streaming the whole batch's transforms through memory.
+#pragma once
+
+#include <cstdint>
+
+namespace dtnn::winograd_x16 {
+
+constexpr int kTiles = 8;    // tiles per block: the GEMMs' independent accumulator chains
+constexpr int kPoints = 16;  // transform points of a 4x4 tile
+
+// One stride-1 3x3 correlation out = corr(in, g) + bias, g given as its transform u = G g G^T.
+struct Conv {
+  const float* in = nullptr;  // [N][h][w][ci]
+  int64_t h = 0, w = 0, ci = 0;
+  float* out = nullptr;  // [N][p][q][ko], p = h + 2 pad_h - 2
+  int64_t p = 0, q = 0, ko = 0;
+  int64_t pad_h = 0, pad_w = 0;
+  const float* u = nullptr;     // [16 points][ci][ko]
+  const float* bias = nullptr;  // ko floats, or null
+};
+
+// Floats of the buffer one call needs: kPoints x kTiles x (ci + ko) (Filter: c + k).
+inline int64_t buffer_floats(int64_t ci, int64_t ko) { return int64_t{kPoints} * kTiles * (ci + ko); }
+
+// Tiles are numbered over the batch: tile = (n * ceil(p / 2) + ty) * ceil(q / 2) + tx covers output pixels
+// (2 ty, 2 tx) .. (2 ty + 1, 2 tx + 1) of sample n (those that exist).
+// Writes the output pixels of tiles [first, first + count), count <= kTiles.
+void forward_tiles(const Conv& c, int64_t first, int count, float* buf);
+
+// The weight gradient of a stride-1 3x3 convolution in the transform domain: for every tile of dy (2x2
+// pixels), s[pt][c][k] += (B^T x B)[pt][c] (A dy A^T)[pt][k], x's 4x4 window being the one the forward
+// tile reads. dW = G^T s G afterwards (winograd_x16.cpp).
+struct Filter {
+  const float* x = nullptr;  // [N][h][w][c]
+  int64_t h = 0, w = 0, c = 0;
+  const float* dy = nullptr;  // [N][p][q][k]
+  int64_t p = 0, q = 0, k = 0;
+  int64_t pad_h = 0, pad_w = 0;
+};
+
+// Adds the contributions of dy's tiles [first, first + count) (numbered as above over p x q), count <= kTiles,
+// to s ([16][c][k]).
+void filter_tiles(const Filter& f, int64_t first, int count, float* s, float* buf);
+
+}  // namespace dtnn::winograd_x16
