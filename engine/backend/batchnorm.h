@@ -54,6 +54,16 @@ class BatchNormOp {
                                 float* running_mean, float* running_var) = 0;
   virtual void forward_inference(int64_t n, const float* x, float* y, const float* gamma, const float* beta,
                                  const float* running_mean, const float* running_var) = 0;
+  // Training with a residual r (n samples shaped like x) added to the normalised value and a ReLU on the sum:
+  // y = max(0, normalised x + r), bit for bit forward_training followed by y = max(0, y + r) (an AdditionBlock's
+  // last addition with the ReLU it absorbed), in the output pass the normalization makes anyway. Only where
+  // has_residual_relu() (the CPU's op without its own relu); elsewhere it computes nothing and returns false.
+  virtual bool has_residual_relu() const { return false; }
+  virtual bool forward_training_residual_relu(int64_t n, const float* x, const float* r, float* y, const float* gamma,
+                                              const float* beta, float* running_mean, float* running_var) {
+    (void)n, (void)x, (void)r, (void)y, (void)gamma, (void)beta, (void)running_mean, (void)running_var;
+    return false;
+  }
   // After forward_training on the same x. dgamma, dbeta overwritten (this rank's sums, never reduced);
   // dx overwritten. dx may be null on the CPU and with the GPU's own kernels, not with cuDNN's.
   virtual void backward(int64_t n, const float* x, const float* dy, float* dx, const float* gamma, float* dgamma,

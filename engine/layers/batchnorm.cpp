@@ -24,7 +24,7 @@
 namespace dtnn {
 namespace {
 
-class BatchNorm final : public Layer, public InferenceAffine, public ReluAbsorbingNorm {
+class BatchNorm final : public Layer, public InferenceAffine, public ReluAbsorbingNorm, public ResidualReluNorm {
  public:
   explicit BatchNorm(const BatchNormSpec& spec) : spec_(spec) {}
   std::string type() const override { return "BatchNormalization"; }
@@ -78,6 +78,14 @@ class BatchNorm final : public Layer, public InferenceAffine, public ReluAbsorbi
     float* out = !dx.empty() ? dx.data() : scratch_ ? scratch_->data : nullptr;
     op_->backward(x.dim(0), x.data(), dy.data(), out, params_[0].value.data(), params_[0].grad.data(),
                   params_[1].grad.data());
+  }
+
+  bool residual_relu() const override { return op_ && op_->has_residual_relu(); }
+  void forward_residual_relu(const Tensor& x, const Tensor& r, const Tensor& y) override {
+    DTNN_CHECK(op_->forward_training_residual_relu(x.dim(0), x.data(), r.data(), y.data(), params_[0].value.data(),
+                                                   params_[1].value.data(), buffers_[0].value.data(),
+                                                   buffers_[1].value.data()),
+               "BatchNormalization: this backend cannot add a residual in its output pass");
   }
 
   void request_relu() override { relu_requested_ = true; }

@@ -17,6 +17,7 @@
 #include "backend/cpu/elementwise.h"
 #include "backend/gpu_ops.h"
 #include "core/error.h"
+#include "layers/fusable.h"
 #include "layers/layers.h"
 
 namespace dtnn {
@@ -65,6 +66,22 @@ class Chain {
     const size_t L = layers_.size();
     for (size_t i = 0; i < L; ++i)
       layers_[i]->forward(i == 0 ? x.view() : acts_[i - 1].batch(n), i + 1 == L ? y.view() : acts_[i].batch(n), mode);
+  }
+
+  // The chain's last layer when it can add a residual and apply a ReLU in its output pass (after build()).
+  ResidualReluNorm* residual_relu_tail() const {
+    auto* norm = empty() ? nullptr : dynamic_cast<ResidualReluNorm*>(layers_.back().get());
+    return norm && norm->residual_relu() ? norm : nullptr;
+  }
+
+  // Training: forward(), with y = max(0, the last layer's output + r) written by that layer
+  // (residual_relu_tail() must be non-null).
+  void forward_residual_relu(const Tensor& x, const Tensor& y, const Tensor& r) {
+    const int64_t n = x.dim(0);
+    const size_t L = layers_.size();
+    for (size_t i = 0; i + 1 < L; ++i)
+      layers_[i]->forward(i == 0 ? x.view() : acts_[i - 1].batch(n), acts_[i].batch(n), Mode::train);
+    residual_relu_tail()->forward_residual_relu(L == 1 ? x.view() : acts_[L - 2].batch(n), r, y);
   }
 
   // dx may be empty (no input gradient wanted); parameter gradients are always computed.
@@ -213,6 +230,9 @@ class AdditionBlock final : public Block {
     for (size_t p = 0; p < paths_.size(); ++p)
       if (static_cast<int>(p) != first_) last_added_ = static_cast<int>(p);
     if (relu_) relu_->build(shapes[0], ctx);
+    // Two paths, the ReLU absorbed, the first path writing y and ending in a normalization that can add:
+    // that normalization's output pass computes relu(its output + the other path's) (ResidualReluNorm).
+    residual_relu_ = relu_ && direct_ && paths_.size() == 2 && paths_[first_].residual_relu_tail() != nullptr;
     outs_.clear();
     for (size_t p = 0; p < paths_.size(); ++p)
       outs_.push_back(paths_[p].empty() || (static_cast<int>(p) == first_ && direct_) ? Tensor()
@@ -221,6 +241,7 @@ class AdditionBlock final : public Block {
   }
 
   void forward(const Tensor& x, const Tensor& y, Mode mode) override {
+    if (residual_relu_ && mode == Mode::train) return forward_residual_relu(x, y);
     const int64_t n = x.dim(0), count = y.numel();
     Chain& first = paths_[first_];
     if (direct_) {
@@ -243,6 +264,16 @@ class AdditionBlock final : public Block {
         add_into(y.data(), src, count, gpu_);
     }
     if (relu_ && last_added_ < 0) relu_->forward(y, y, mode);  // a single path: nothing to add; in place
+  }
+
+  // The other path first (or x itself), then the first path, whose normalization adds it and clamps.
+  void forward_residual_relu(const Tensor& x, const Tensor& y) {
+    const int64_t n = x.dim(0);
+    const int other = 1 - first_;
+    const bool identity = paths_[other].empty();
+    const Tensor residual = identity ? x.view() : outs_[other].batch(n);
+    if (!identity) paths_[other].forward(x, residual, Mode::train);
+    paths_[first_].forward_residual_relu(x, y, residual);
   }
 
   void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx) override {
@@ -270,6 +301,7 @@ class AdditionBlock final : public Block {
 
  private:
   int first_ = 0, last_added_ = -1;  // the path computed into y first; the path added last (-1: none)
+  bool residual_relu_ = false;  // training: the first path's normalization adds the other path and clamps
   bool direct_ = false;
   std::vector<Tensor> outs_;
   std::unique_ptr<Layer> relu_;  // the absorbed Relu: its passes for a single path and for dy's mask

@@ -36,4 +36,15 @@ class ReluAbsorbingNorm {
   virtual bool applies_relu() const = 0;
 };
 
+// A normalization that adds a residual and applies a ReLU to the sum in its own output pass in training:
+// y = max(0, normalised x + r), bit for bit the normalization followed by an AdditionBlock's last addition and
+// the ReLU the block absorbed (BatchNormOp::forward_training_residual_relu), one pass over the activation fewer.
+// residual_relu() after build(): false where the backend cannot (the GPU, or a normalization with its own ReLU).
+class ResidualReluNorm {
+ public:
+  virtual ~ResidualReluNorm() = default;
+  virtual bool residual_relu() const = 0;
+  virtual void forward_residual_relu(const Tensor& x, const Tensor& r, const Tensor& y) = 0;  // training
+};
+
 }  // namespace dtnn

@@ -73,7 +73,9 @@ std::unique_ptr<Layer> make_concatenation_block(std::vector<Path> paths);
 struct FusionOptions {
   bool bn_relu = false, conv_relu = false, conv_bn = false, conv_bn_relu = false;
   // AdditionBlock + Relu: the block's last addition writes relu(sum) (one pass over the activation less
-  // in forward; bit-identical results). Off here; `dtnn train` turns it on (--enable_fused_add_relu).
+  // in forward; bit-identical results); in training, a batch normalization ending the block's first path of
+  // two computes relu(its output + the other path's) in its own output pass (ResidualReluNorm), so the
+  // addition's pass goes too. Off here; `dtnn train` turns it on (--enable_fused_add_relu).
   bool add_relu = false;
   bool any() const { return bn_relu || conv_relu || conv_bn || conv_bn_relu || add_relu; }
 };

@@ -196,7 +196,8 @@ std::vector<OptionSpec> model_and_run_options() {
     boolean("enable_fused_conv_bn_relu", DTNN_FIELD(enable_fused_conv_bn_relu), M | P,
             "Fuse Conv2D + BatchNormalization + Relu"),
     boolean("enable_fused_add_relu", DTNN_FIELD(enable_fused_add_relu), M,
-            "Apply the Relu after an AdditionBlock in the block's last addition (bit-identical results)"),
+            "Apply the Relu after an AdditionBlock in the block's last addition, in training inside the output "
+            "pass of a batch normalization that ends the block's first path (bit-identical results)"),
     boolean("sync_batchnorm", DTNN_FIELD(sync_batchnorm), M | MM, "BatchNormalization statistics over every rank's batch"),
   };
 }

@@ -285,5 +285,51 @@ TEST_CASE("cpu::make_batchnorm with relu is the op and then the ReLU's kernels, 
   CHECK(passed > numel / 2);
 }
 
+TEST_CASE("cpu::make_batchnorm with a residual is the op and then add_relu_into, bit for bit", "[backend][batchnorm]") {
+  const Case k = GENERATE(from_range(std::begin(kCases), std::end(kCases)),
+                          Case{"NHWC, two groups of 16 lanes and a tail", Layout::nhwc, 35, 5, 4, 6});
+  const bool sync = GENERATE(false, true);
+  INFO(k.name << (sync ? ", synchronised over 2 ranks" : ""));
+  const BatchNormShape s = shape_of(k, 0.9);
+  const int64_t numel = k.n * k.c * k.h * k.w;
+  Rng rng(31);
+  std::vector<float> x(numel), r(numel), gamma(k.c), beta(k.c), rmean(k.c, 0.0f), rvar(k.c, 1.0f);
+  test::fill_uniform(x, rng, -1.0f, 3.0f);
+  test::fill_uniform(r, rng, -2.0f, 2.0f);
+  test::fill_uniform(gamma, rng, -1.5f, 1.5f);
+  test::fill_uniform(beta, rng);
+  x[at(s, k.n - 1, 2, 0)] = std::numeric_limits<float>::quiet_NaN();  // channel 2 is NaN throughout
+  r[at(s, 0, 0, 0)] = std::numeric_limits<float>::quiet_NaN();        // and one residual value
+  int calls[2] = {0, 0};
+  std::vector<float> y[2], rm[2] = {rmean, rmean}, rv[2] = {rvar, rvar};
+  for (int fused = 0; fused < 2; ++fused) {
+    auto op = cpu::make_batchnorm(s, sync ? &twice : nullptr, &calls[fused]);
+    REQUIRE(op->has_residual_relu());
+    y[fused].assign(numel, -7.0f);
+    if (fused) {
+      REQUIRE(op->forward_training_residual_relu(k.n, x.data(), r.data(), y[1].data(), gamma.data(), beta.data(),
+                                                 rm[1].data(), rv[1].data()));
+    } else {
+      op->forward_training(k.n, x.data(), y[0].data(), gamma.data(), beta.data(), rm[0].data(), rv[0].data());
+      cpu::add_relu_into(y[0].data(), r.data(), numel);
+    }
+  }
+  CHECK(same_bits(y[1], y[0]));
+  CHECK(same_bits(rm[1], rm[0]));
+  CHECK(same_bits(rv[1], rv[0]));
+  CHECK(calls[1] == calls[0]);
+  int64_t zeros = 0;
+  for (float v : y[1]) zeros += v == 0.0f;
+  CHECK(zeros > numel / 10);  // the ReLU clamped
+  CHECK(zeros < numel);
+  // An op with its own ReLU cannot: relu(normalised) + r is another function.
+  BatchNormShape with_relu = s;
+  with_relu.relu = true;
+  auto relu_op = cpu::make_batchnorm(with_relu, nullptr, nullptr);
+  CHECK_FALSE(relu_op->has_residual_relu());
+  CHECK_FALSE(relu_op->forward_training_residual_relu(k.n, x.data(), r.data(), y[1].data(), gamma.data(),
+                                                      beta.data(), rm[1].data(), rv[1].data()));
+}
+
 }  // namespace
 }  // namespace dtnn

@@ -157,6 +157,21 @@ class CpuBatchNorm final : public BatchNormOp {
 
   void forward_training(int64_t n, const float* x, float* y, const float* gamma, const float* beta, float* rmean,
                         float* rvar) override {
+    statistics(n, x, gamma, beta, rmean, rvar);
+    relu_ ? apply<true>(x, y, n) : apply<false>(x, y, n);
+  }
+
+  bool has_residual_relu() const override { return !relu_; }
+  bool forward_training_residual_relu(int64_t n, const float* x, const float* r, float* y, const float* gamma,
+                                      const float* beta, float* rmean, float* rvar) override {
+    if (relu_) return false;
+    statistics(n, x, gamma, beta, rmean, rvar);
+    apply_residual_relu(x, r, y, n);
+    return true;
+  }
+
+  // The batch statistics of x: mean_, inv_std_, the output map scale_/shift_, the running statistics.
+  void statistics(int64_t n, const float* x, const float* gamma, const float* beta, float* rmean, float* rvar) {
     const int64_t C = channels_;
     const double count = nchw_ || reduce_ ? two_pass_moments(x, n) : moments(x, n);
     count_ = count;
@@ -170,7 +185,6 @@ class CpuBatchNorm final : public BatchNormOp {
       rmean[c] = static_cast<float>(m * rmean[c] + (1 - m) * mean_[c]);
       rvar[c] = static_cast<float>(m * rvar[c] + (1 - m) * var * unbias);
     }
-    relu_ ? apply<true>(x, y, n) : apply<false>(x, y, n);
   }
 
   void forward_inference(int64_t n, const float* x, float* y, const float* gamma, const float* beta,
@@ -250,6 +264,7 @@ class CpuBatchNorm final : public BatchNormOp {
   void dot_sums(const float* x, const float* dy, int64_t n);
   template <bool kRelu>
   void apply(const float* x, float* y, int64_t n) const;
+  void apply_residual_relu(const float* x, const float* r, float* y, int64_t n) const;
   template <bool kRelu>
   void affine2(const float* dy, const float* x, float* out, int64_t n) const;
 
@@ -480,6 +495,40 @@ void CpuBatchNorm::apply(const float* x, float* y, int64_t n) const {
     float* yr = y + r * C;
 #pragma omp simd
     for (int64_t c = 0; c < C; ++c) yr[c] = clamp<kRelu>(xr[c] * scale[c] + shift[c]);
+  }
+}
+
+// y = max(0, (x * scale_[c] + shift_[c]) + r): the normalised value rounded as apply() rounds it, then the
+// residual added and clamped as cpu::add_relu_into does.
+void CpuBatchNorm::apply_residual_relu(const float* x, const float* r, float* y, int64_t n) const {
+  const int64_t C = channels_, S = spatial_;
+  const float* scale = scale_.data();
+  const float* shift = shift_.data();
+  const bool par = n * C * S > kParallelFloats;
+  if (nchw_) {
+#pragma omp parallel for collapse(2) schedule(static) num_threads(cpu::threads()) if (par)
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t c = 0; c < C; ++c) {
+        const int64_t o = (b * C + c) * S;
+        const float a = scale[c], s = shift[c];
+#pragma omp simd
+        for (int64_t i = 0; i < S; ++i) {
+          const float v = x[o + i] * a + s;
+          y[o + i] = clamp<true>(v + r[o + i]);
+        }
+      }
+    return;
+  }
+#pragma omp parallel for schedule(static) num_threads(cpu::threads()) if (par)
+  for (int64_t row = 0; row < n * S; ++row) {
+    const float* xr = x + row * C;
+    const float* rr = r + row * C;
+    float* yr = y + row * C;
+#pragma omp simd
+    for (int64_t c = 0; c < C; ++c) {
+      const float v = xr[c] * scale[c] + shift[c];
+      yr[c] = clamp<true>(v + rr[c]);
+    }
   }
 }
 
