@@ -66,6 +66,14 @@ class ConvAlgorithm {
   virtual void backward_data(const ConvProblem& p, const float* dy, const float* w, float* dx, float* ws) const = 0;
   virtual void backward_filter(const ConvProblem& p, const float* x, const float* dy, float* dw, float* db,
                                float* ws) const = 0;
+  // Both backward directions on one dy, as a training step runs them: backward_filter, then backward_data
+  // when dx is not null, with the same workspace. An algorithm that prepares dy for both (oneDNN's reorder
+  // into its blocked layout, bf16's rounding) may prepare it once; the results are those of the two calls.
+  virtual void backward(const ConvProblem& p, const float* x, const float* dy, const float* w, float* dx, float* dw,
+                        float* db, float* ws) const {
+    backward_filter(p, x, dy, dw, db, ws);
+    if (dx) backward_data(p, dy, w, dx, ws);
+  }
 };
 
 // The number of products summed into one output element of direction `dir`: C/groups x R x S (forward),

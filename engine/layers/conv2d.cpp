@@ -95,8 +95,13 @@ class Conv2D final : public Layer, public FoldableConv {
     const ConvProblem p = problem_.with_batch(x.dim(0));
     const OpLayer at(id);
     float* ws = ws_for(p);
-    algo_[2]->backward_filter(p, x.data(), dy.data(), params_[0].grad.data(),
-                              spec_.use_bias ? params_[1].grad.data() : nullptr, ws);
+    float* db = spec_.use_bias ? params_[1].grad.data() : nullptr;
+    if (algo_[1] == algo_[2]) {  // one algorithm: it may prepare dy once for both directions
+      algo_[2]->backward(p, x.data(), dy.data(), params_[0].value.data(), dx.empty() ? nullptr : dx.data(),
+                         params_[0].grad.data(), db, ws);
+      return;
+    }
+    algo_[2]->backward_filter(p, x.data(), dy.data(), params_[0].grad.data(), db, ws);
     if (!dx.empty()) algo_[1]->backward_data(p, dy.data(), params_[0].value.data(), dx.data(), ws);
   }
 

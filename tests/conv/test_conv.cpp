@@ -230,6 +230,41 @@ TEST_CASE("conv: every algorithm on at least 50 random problems of its own domai
   }
 }
 
+// backward() is backward_filter then backward_data on one dy; an algorithm that prepares dy once for both
+// (oneDNN's staged reorder or bf16 rounding) must give the two calls' results bit for bit.
+TEST_CASE("conv: backward() gives the results of backward_filter and backward_data", "[conv]") {
+  Rng rng(13);
+  int compared = 0;
+  std::vector<const ConvAlgorithm*> algos(conv_algorithms().begin(), conv_algorithms().end());
+  algos.push_back(&find_conv_algorithm("onednn_bf16"));
+  for (const char* s : {"n2_c32h9w9_k32r3s3_st1x1_pd1x1_dl1x1_g1_nhwc_f32", "n2_c16h8w8_k32r3s3_st1x1_pd1x1_dl1x1_g1_nchw_f32",
+                        "n3_c5h9w11_k6r1s1_st2x2_pd0x0_dl1x1_g1_nhwc_f32"}) {
+    const ConvProblem p = ConvProblem::parse(s);
+    std::vector<float> x(p.x_numel()), w(p.w_numel()), dy(p.y_numel());
+    for (auto* v : {&x, &w, &dy}) test::fill_uniform(*v, rng);
+    for (const ConvAlgorithm* algo : algos) {
+      if (algo->name() == "cpu.reference" || !algo->supports(p).ok()) continue;
+      INFO(algo->name() << " on " << p.str());
+      std::vector<float> dx[2], dw[2], db[2];
+      for (int pair = 0; pair < 2; ++pair) {
+        dx[pair].assign(p.x_numel(), 9.0f), dw[pair].assign(p.w_numel(), 9.0f), db[pair].assign(p.k, 9.0f);
+        const test::Workspace ws(algo->workspace_floats(p), 1e30f);
+        if (pair) {
+          algo->backward_filter(p, x.data(), dy.data(), dw[1].data(), db[1].data(), ws.data());
+          algo->backward_data(p, dy.data(), w.data(), dx[1].data(), ws.data());
+        } else {
+          algo->backward(p, x.data(), dy.data(), w.data(), dx[0].data(), dw[0].data(), db[0].data(), ws.data());
+        }
+      }
+      CHECK(dx[0] == dx[1]);
+      CHECK(dw[0] == dw[1]);
+      CHECK(db[0] == db[1]);
+      ++compared;
+    }
+  }
+  CHECK(compared >= 9);
+}
+
 TEST_CASE("conv: the registry resolves names, falls back with a reason, rejects unknown names", "[conv]") {
   CHECK(find_conv_algorithm("im2row_gemm").name() == "cpu.im2row_gemm");
   CHECK(find_conv_algorithm("cpu.im2col_gemm").name() == "cpu.im2col_gemm");

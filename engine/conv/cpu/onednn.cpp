@@ -93,6 +93,7 @@ struct Prims {
   memory w_user, w_fwd, w_bwd, bias, dw_user, dw_prim, db, scratch_f, scratch_bd, scratch_bw;
   // the activations of each primitive: forward's x and y, backward_data's dy and dx, backward_weights' x, dy
   Staged x_f, y_f, dy_d, dx_d, x_w, dy_w;
+  bool shared_dy = false;  // dy_w and dy_d staged alike into one slot: backward() stages dy once
   OpCode stage_fwd = OpCode::fwd_reorder_act, stage_bwd = OpCode::bwd_reorder_act;  // bf16: round_bf16
   // Argument lists for oneDNN's C API (dnnl_exec_arg_t: the memory objects' handles, whose data pointers
   // each call sets): the C++ API's execute(stream, unordered_map) builds a vector on every call.
@@ -172,6 +173,8 @@ void place(Prims& pr, const Descs& d, int64_t k) {
   for (Staged* s : {&pr.y_f, &pr.dy_d, &pr.dy_w})
     if (s->on) s->off = off, slot = std::max(slot, floats(s->prim.get_desc()));
   off += slot;
+  pr.shared_dy = pr.dy_d.on && pr.dy_w.on && pr.dy_d.off == pr.dy_w.off &&
+                 pr.dy_d.prim.get_desc() == pr.dy_w.prim.get_desc();
   pr.off_scratch = off;
   off += std::max({floats(d.fwd.scratchpad_desc()), floats(d.fwd_nb.scratchpad_desc()), floats(d.bd.scratchpad_desc()),
                    floats(d.bw.scratchpad_desc())});
@@ -348,6 +351,20 @@ class ConvOnednn final : public ConvAlgorithm {
   }
 
   void backward_data(const ConvProblem& p, const float* dy, const float* w, float* dx, float* ws) const override {
+    run_backward_data(p, dy, w, dx, ws, false);
+  }
+
+  // backward_filter stages dy where backward_data reads it (the same slot and format: shared_dy), so the
+  // pair reorders or rounds dy once.
+  void backward(const ConvProblem& p, const float* x, const float* dy, const float* w, float* dx, float* dw,
+                float* db, float* ws) const override {
+    backward_filter(p, x, dy, dw, db, ws);
+    if (dx) run_backward_data(p, dy, w, dx, ws, prims(p, compute_).shared_dy);
+  }
+
+  // dy_staged: dy is already in its workspace slot, as the backward_filter just before left it.
+  void run_backward_data(const ConvProblem& p, const float* dy, const float* w, float* dx, float* ws,
+                         bool dy_staged) const {
     Prims& pr = prims(p, compute_);
     DTNN_CHECK(pr.error.empty(), pr.error);
     pr.w_user.set_data_handle(const_cast<float*>(w));
@@ -358,7 +375,10 @@ class ConvOnednn final : public ConvAlgorithm {
       pr.w_bwd.set_data_handle(ws + pr.off_w_bwd);
       run(pr, pr.w_to_bwd, pr.to_bwd_args);
     }
-    stage_in(pr, pr.dy_d, dy, ws, pr.stage_bwd, op);
+    if (dy_staged)
+      pr.dy_d.prim.set_data_handle(ws + pr.dy_d.off);
+    else
+      stage_in(pr, pr.dy_d, dy, ws, pr.stage_bwd, op);
     bind_out(pr.dx_d, dx, ws);
     op.next(OpCode::bwd_dx_onednn);
     run(pr, pr.bwd_data, pr.bd_args);
