@@ -158,7 +158,7 @@ class CpuBatchNorm final : public BatchNormOp {
   void forward_training(int64_t n, const float* x, float* y, const float* gamma, const float* beta, float* rmean,
                         float* rvar) override {
     statistics(n, x, gamma, beta, rmean, rvar);
-    relu_ ? apply<true>(x, y, n) : apply<false>(x, y, n);
+    relu_ ? apply<true, false>(x, nullptr, y, n) : apply<false, false>(x, nullptr, y, n);
   }
 
   bool has_residual_relu() const override { return !relu_; }
@@ -166,7 +166,7 @@ class CpuBatchNorm final : public BatchNormOp {
                                       const float* beta, float* rmean, float* rvar) override {
     if (relu_) return false;
     statistics(n, x, gamma, beta, rmean, rvar);
-    apply_residual_relu(x, r, y, n);
+    apply<true, true>(x, r, y, n);
     return true;
   }
 
@@ -190,7 +190,7 @@ class CpuBatchNorm final : public BatchNormOp {
   void forward_inference(int64_t n, const float* x, float* y, const float* gamma, const float* beta,
                          const float* rmean, const float* rvar) override {
     batchnorm_inference_affine(channels_, s_.epsilon, gamma, beta, rmean, rvar, scale_.data(), shift_.data());
-    relu_ ? apply<true>(x, y, n) : apply<false>(x, y, n);
+    relu_ ? apply<true, false>(x, nullptr, y, n) : apply<false, false>(x, nullptr, y, n);
   }
 
   void backward(int64_t n, const float* x, const float* dy, float* dx, const float* gamma, float* dgamma,
@@ -262,9 +262,8 @@ class CpuBatchNorm final : public BatchNormOp {
   }
   template <bool kRelu>
   void dot_sums(const float* x, const float* dy, int64_t n);
-  template <bool kRelu>
-  void apply(const float* x, float* y, int64_t n) const;
-  void apply_residual_relu(const float* x, const float* r, float* y, int64_t n) const;
+  template <bool kRelu, bool kResidual>
+  void apply(const float* x, const float* r, float* y, int64_t n) const;
   template <bool kRelu>
   void affine2(const float* dy, const float* x, float* out, int64_t n) const;
 
@@ -470,37 +469,10 @@ void CpuBatchNorm::dot_sums(const float* x, const float* dy, int64_t n) {
     }
 }
 
-// y = x * scale_[c] + shift_[c] (kRelu: clamped at 0).
-template <bool kRelu>
-void CpuBatchNorm::apply(const float* x, float* y, int64_t n) const {
-  const int64_t C = channels_, S = spatial_;
-  const float* scale = scale_.data();
-  const float* shift = shift_.data();
-  const bool par = n * C * S > kParallelFloats;
-  if (nchw_) {
-#pragma omp parallel for collapse(2) schedule(static) num_threads(cpu::threads()) if (par)
-    for (int64_t b = 0; b < n; ++b)
-      for (int64_t c = 0; c < C; ++c) {
-        const float* xr = x + (b * C + c) * S;
-        float* yr = y + (b * C + c) * S;
-        const float a = scale[c], s = shift[c];
-#pragma omp simd
-        for (int64_t i = 0; i < S; ++i) yr[i] = clamp<kRelu>(xr[i] * a + s);
-      }
-    return;
-  }
-#pragma omp parallel for schedule(static) num_threads(cpu::threads()) if (par)
-  for (int64_t r = 0; r < n * S; ++r) {
-    const float* xr = x + r * C;
-    float* yr = y + r * C;
-#pragma omp simd
-    for (int64_t c = 0; c < C; ++c) yr[c] = clamp<kRelu>(xr[c] * scale[c] + shift[c]);
-  }
-}
-
-// y = max(0, (x * scale_[c] + shift_[c]) + r): the normalised value rounded as apply() rounds it, then the
-// residual added and clamped as cpu::add_relu_into does.
-void CpuBatchNorm::apply_residual_relu(const float* x, const float* r, float* y, int64_t n) const {
+// y = x * scale_[c] + shift_[c] (kResidual: + r), clamped at 0 when kRelu. The normalised value is rounded
+// before r is added, as the unfused layers round it (cpu::add_relu_into adds r to the stored y).
+template <bool kRelu, bool kResidual>
+void CpuBatchNorm::apply(const float* x, const float* r, float* y, int64_t n) const {
   const int64_t C = channels_, S = spatial_;
   const float* scale = scale_.data();
   const float* shift = shift_.data();
@@ -513,21 +485,21 @@ void CpuBatchNorm::apply_residual_relu(const float* x, const float* r, float* y,
         const float a = scale[c], s = shift[c];
 #pragma omp simd
         for (int64_t i = 0; i < S; ++i) {
-          const float v = x[o + i] * a + s;
-          y[o + i] = clamp<true>(v + r[o + i]);
+          float v = x[o + i] * a + s;
+          if constexpr (kResidual) v += r[o + i];
+          y[o + i] = clamp<kRelu>(v);
         }
       }
     return;
   }
 #pragma omp parallel for schedule(static) num_threads(cpu::threads()) if (par)
   for (int64_t row = 0; row < n * S; ++row) {
-    const float* xr = x + row * C;
-    const float* rr = r + row * C;
-    float* yr = y + row * C;
+    const int64_t o = row * C;
 #pragma omp simd
     for (int64_t c = 0; c < C; ++c) {
-      const float v = xr[c] * scale[c] + shift[c];
-      yr[c] = clamp<true>(v + rr[c]);
+      float v = x[o + c] * scale[c] + shift[c];
+      if constexpr (kResidual) v += r[o + c];
+      y[o + c] = clamp<kRelu>(v);
     }
   }
 }
