@@ -10,7 +10,8 @@
 //
 // Threads take contiguous ranges of tiles in blocks of kTiles; the weight gradient sums one transform-domain
 // partial per thread, in thread order (equal across thread counts up to rounding, like cpu.winograd_f2's).
-// Workspace: [U: 16 x C x K][per thread: the block buffer, then (backward_filter) its partial sum].
+// Workspace: [U, or the summed weight gradient: 16 x C x K][per thread: forward, backward_data: the block
+// buffer; backward_filter: the thread's partial sum, then the block buffer].
 // Tracing: the filter transform, then the tiles (forward, backward_data); the tiles, then the bias sum.
 #include <omp.h>
 
