@@ -29,6 +29,7 @@ const std::vector<const ConvAlgorithm*>& conv_algorithms() {
       &conv_onednn(),
       &conv_onednn_winograd(),  // after oneDNN's direct kernels: never a fallback where those run
       &conv_winograd_x16(),
+      &conv_winograd_x16_f4(),
       &conv_depthwise(),  // after oneDNN's JIT (2.5-4x faster here); before the reference without oneDNN
       &conv_direct(),     // grouped NHWC layers without oneDNN; otherwise chosen by name, auto's heuristic or best_of
       &conv_reference(),

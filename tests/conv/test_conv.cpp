@@ -200,6 +200,7 @@ TEST_CASE("conv: every algorithm matches the reference in all directions", "[con
   if (onednn_version() != "not built" && cpu_has_avx512())  // 3x3 stride 1, channels in multiples of 16
     CHECK(checked["cpu.onednn_winograd"] == 6);
   if (cpu_kernel_isa() == "AVX-512") CHECK(checked["cpu.winograd_x16"] == 4);  // the NHWC ones, the empty batch too
+  CHECK(checked["cpu.winograd_x16_f4"] == checked["cpu.winograd_x16"]);
   CHECK(checked["cpu.depthwise"] >= 6);  // the 3 depthwise problems of each layout (multiplier 1 and 2)
   CHECK(checked["cpu.direct"] == static_cast<int>(problems().size()) / 2);  // every NHWC problem, groups included
   CHECK(declined["cpu.direct"] == static_cast<int>(problems().size()) / 2);
@@ -215,7 +216,7 @@ TEST_CASE("conv: every algorithm on at least 50 random problems of its own domai
   for (const ConvAlgorithm* a : conv_algorithms())
     if (a->name() != "cpu.reference" && (a->name() != "cpu.onednn" || onednn_version() != "not built") &&
         (a->name() != "cpu.onednn_winograd" || (onednn_version() != "not built" && cpu_has_avx512())) &&
-        (a->name() != "cpu.winograd_x16" || cpu_kernel_isa() == "AVX-512"))
+        ((a->name() != "cpu.winograd_x16" && a->name() != "cpu.winograd_x16_f4") || cpu_kernel_isa() == "AVX-512"))
       names.emplace_back(a->name());
   for (int i = 0; i < 3000; ++i) {
     bool done = true;
@@ -296,6 +297,7 @@ TEST_CASE("conv: threaded algorithms give bit-identical results at 1 and 2 threa
   for (const ConvProblem& p : problems()) {
     for (const ConvAlgorithm* algo : {&find_conv_algorithm("convgemm"), &find_conv_algorithm("winograd_f2"),
                                       &find_conv_algorithm("winograd_f4"), &find_conv_algorithm("winograd_x16"),
+                                      &find_conv_algorithm("winograd_x16_f4"),
                                       &find_conv_algorithm("depthwise"), &find_conv_algorithm("direct")}) {
       if (!algo->supports(p).ok()) continue;
       std::vector<float> x(p.x_numel()), w(p.w_numel()), dy(p.y_numel()), bias(p.k);
@@ -317,7 +319,7 @@ TEST_CASE("conv: threaded algorithms give bit-identical results at 1 and 2 threa
       // Winograd's weight gradient sums per-thread partials: equal up to rounding (F(4x4,3x3)'s transforms
       // amplify it, as in its tolerance against the reference), not bit for bit.
       const bool exact_filter = algo->name() != "cpu.winograd_f2" && algo->name() != "cpu.winograd_f4" &&
-                                algo->name() != "cpu.winograd_x16";
+                                algo->name() != "cpu.winograd_x16" && algo->name() != "cpu.winograd_x16_f4";
       for (int d = 0; d < 4; ++d)
         if (d != 2 || exact_filter) CHECK(out[0][d] == out[1][d]);
       CHECK(test::max_rel_error(out[1][2].data(), out[0][2].data(), p.w_numel()) < algo->tolerance() / 2);

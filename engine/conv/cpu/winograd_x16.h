@@ -1,10 +1,11 @@
-// cpu.winograd_x16's kernels: Winograd F(2x2,3x3) on NHWC tensors whose channel counts are multiples of 16,
-// one 16-float vector per pixel and 16-channel block (winograd_x16_avx512.cpp, the one file of the algorithm
-// compiled with -mavx512f; winograd_x16.cpp chooses them only on CPUs with AVX-512F).
+// cpu.winograd_x16's and cpu.winograd_x16_f4's kernels: Winograd F(MxM,3x3), M = 2 or 4, on NHWC tensors whose
+// channel counts are multiples of 16, one 16-float vector per pixel and 16-channel block
+// (winograd_x16_avx512.cpp, the one file of the algorithms compiled with -mavx512f; winograd_x16.cpp chooses
+// them only on CPUs with AVX-512F).
 //
-// A tile is 2x2 output pixels; its 4x4 input window is transformed (B^T d B, additions only), multiplied
-// point by point with the transformed filters (16 GEMMs of kTiles tiles x Ci x Ko, the products in float32
-// FMA chains), and transformed back (A^T m A). A block of kTiles tiles keeps its 16 x kTiles x (Ci + Ko)
+// A tile is MxM output pixels; its (M+2)x(M+2) input window is transformed (B^T d B), multiplied point by
+// point with the transformed filters ((M+2)^2 GEMMs of kTiles tiles x Ci x Ko, the products in float32 FMA
+// chains), and transformed back (A^T m A). A block of kTiles tiles keeps its (M+2)^2 x kTiles x (Ci + Ko)
 // transformed values in the caller's buffer, so they stay in L1/L2 between the three steps instead of
 // streaming the whole batch's transforms through memory.
 #pragma once
@@ -13,8 +14,13 @@
 
 namespace dtnn::winograd_x16 {
 
-constexpr int kTiles = 8;    // tiles per block: the GEMMs' independent accumulator chains
-constexpr int kPoints = 16;  // transform points of a 4x4 tile
+constexpr int kTiles = 8;  // tiles per block: the GEMMs' independent accumulator chains
+// Tiles per block of the weight gradient: each block loads and stores the 16 x 16 sums it adds to once per
+// point and channel block, so longer blocks spend less of their time there.
+constexpr int kFilterTiles = 16;
+
+// Transform points of an F(MxM,3x3) tile: its (M+2)x(M+2) window.
+constexpr int points(int m) { return (m + 2) * (m + 2); }
 
 // One stride-1 3x3 correlation out = corr(in, g) + bias, g given as its transform u = G g G^T.
 struct Conv {
@@ -23,21 +29,26 @@ struct Conv {
   float* out = nullptr;  // [N][p][q][ko], p = h + 2 pad_h - 2
   int64_t p = 0, q = 0, ko = 0;
   int64_t pad_h = 0, pad_w = 0;
-  const float* u = nullptr;     // [16 points][ci][ko]
+  const float* u = nullptr;     // [points][ci][ko]
   const float* bias = nullptr;  // ko floats, or null
 };
 
-// Floats of the buffer one call needs: kPoints x kTiles x (ci + ko) (Filter: c + k).
-inline int64_t buffer_floats(int64_t ci, int64_t ko) { return int64_t{kPoints} * kTiles * (ci + ko); }
+// Floats of the buffer one forward_tiles call needs: points x kTiles x (ci + ko); one filter_tiles call:
+// points x kFilterTiles x (c + k).
+inline int64_t buffer_floats(int m, int64_t ci, int64_t ko) { return int64_t{points(m)} * kTiles * (ci + ko); }
+inline int64_t filter_buffer_floats(int m, int64_t c, int64_t k) {
+  return int64_t{points(m)} * kFilterTiles * (c + k);
+}
 
-// Tiles are numbered over the batch: tile = (n * ceil(p / 2) + ty) * ceil(q / 2) + tx covers output pixels
-// (2 ty, 2 tx) .. (2 ty + 1, 2 tx + 1) of sample n (those that exist).
+// Tiles are numbered over the batch: tile = (n * ceil(p / M) + ty) * ceil(q / M) + tx covers output pixels
+// (M ty, M tx) .. (M ty + M - 1, M tx + M - 1) of sample n (those that exist).
 // Writes the output pixels of tiles [first, first + count), count <= kTiles.
+template <int M>
 void forward_tiles(const Conv& c, int64_t first, int count, float* buf);
 
-// The weight gradient of a stride-1 3x3 convolution in the transform domain: for every tile of dy (2x2
-// pixels), s[pt][c][k] += (B^T x B)[pt][c] (A dy A^T)[pt][k], x's 4x4 window being the one the forward
-// tile reads. dW = G^T s G afterwards (winograd_x16.cpp).
+// The weight gradient of a stride-1 3x3 convolution in the transform domain: for every tile of dy (MxM
+// pixels), s[pt][c][k] += (B^T x B)[pt][c] (A dy A^T)[pt][k], x's window being the one the forward tile
+// reads. dW = G^T s G afterwards (winograd_x16.cpp).
 struct Filter {
   const float* x = nullptr;  // [N][h][w][c]
   int64_t h = 0, w = 0, c = 0;
@@ -46,8 +57,9 @@ struct Filter {
   int64_t pad_h = 0, pad_w = 0;
 };
 
-// Adds the contributions of dy's tiles [first, first + count) (numbered as above over p x q), count <= kTiles,
-// to s ([16][c][k]).
+// Adds the contributions of dy's tiles [first, first + count) (numbered as above over p x q), count <= kFilterTiles,
+// to s ([points][c][k]).
+template <int M>
 void filter_tiles(const Filter& f, int64_t first, int count, float* s, float* buf);
 
 }  // namespace dtnn::winograd_x16

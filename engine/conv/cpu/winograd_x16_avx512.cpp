@@ -1,11 +1,15 @@
-// cpu.winograd_x16's AVX-512 kernels (contracts in winograd_x16.h). This file alone of the algorithm is
-// compiled with -mavx512f -mfma (engine/CMakeLists.txt); winograd_x16.cpp calls it only where AVX-512F runs.
+// cpu.winograd_x16's and cpu.winograd_x16_f4's AVX-512 kernels (contracts in winograd_x16.h). This file alone
+// of the algorithms is compiled with -mavx512f -mfma (engine/CMakeLists.txt); winograd_x16.cpp calls it only
+// where AVX-512F runs. The tile code is written once over M; Lines<M> holds each algorithm's three 1-D
+// transforms, applied down the columns and then along the rows of a tile.
 //
 // F(2x2,3x3) (Lavin and Gray), as correlation:
 //   B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]   A^T = [1 1 1 0; 0 1 -1 -1]
-// so an input line (d0..d3) transforms to (d0 - d2, d1 + d2, d2 - d1, d1 - d3) and a transformed output
-// line (m0..m3) back to (m0 + m1 + m2, m1 - m2 - m3). The weight gradient uses the transposed algorithm:
-// dy's 2x2 tile goes through A (a line (e0, e1) to (e0, e0 + e1, e0 - e1, -e1)), x's window through B^T as
+// F(4x4,3x3) from the points 0, 1, -1, 1/2, -1/2 and infinity (as cpu.winograd_f4, whose float error they
+// keep near 1e-5 relative), B^T's rows scaled to small integers (G's rows by the inverse, winograd_x16.cpp):
+//   B^T = [1 0 -5 0 4 0; 0 -1 -1 4 4 0; 0 1 -1 -4 4 0; 0 1 2 -1 -2 0; 0 -1 2 1 -2 0; 0 1 0 -5 0 4]
+//   A^T = [1 1 1 1 1 0; 0 1 -1 1/2 -1/2 0; 0 1 1 1/4 1/4 0; 0 1 -1 1/8 -1/8 1]
+// The weight gradient uses the transposed algorithm: dy's MxM tile goes through A, x's window through B^T as
 // in the forward pass.
 #include "conv/cpu/winograd_x16.h"
 
@@ -17,100 +21,145 @@
 namespace dtnn::winograd_x16 {
 namespace {
 
-// One line of B^T d.
-inline void bt_line(__m512& d0, __m512& d1, __m512& d2, __m512& d3) {
-  const __m512 t0 = _mm512_sub_ps(d0, d2), t1 = _mm512_add_ps(d1, d2), t2 = _mm512_sub_ps(d2, d1),
-               t3 = _mm512_sub_ps(d1, d3);
-  d0 = t0, d1 = t1, d2 = t2, d3 = t3;
+template <int M>
+struct Lines;
+
+template <>
+struct Lines<2> {
+  static constexpr int N = 4;
+  // d = B^T d, in place.
+  static void input(__m512* d) {
+    const __m512 t0 = _mm512_sub_ps(d[0], d[2]), t1 = _mm512_add_ps(d[1], d[2]), t2 = _mm512_sub_ps(d[2], d[1]),
+                 t3 = _mm512_sub_ps(d[1], d[3]);
+    d[0] = t0, d[1] = t1, d[2] = t2, d[3] = t3;
+  }
+  // y = A^T m (N values to M).
+  static void output(const __m512* m, __m512* y) {
+    y[0] = _mm512_add_ps(_mm512_add_ps(m[0], m[1]), m[2]);
+    y[1] = _mm512_sub_ps(_mm512_sub_ps(m[1], m[2]), m[3]);
+  }
+  // r = A e (M values to N).
+  static void gradient(const __m512* e, __m512* r) {
+    r[0] = e[0];
+    r[1] = _mm512_add_ps(e[0], e[1]);
+    r[2] = _mm512_sub_ps(e[0], e[1]);
+    r[3] = _mm512_sub_ps(_mm512_setzero_ps(), e[1]);
+  }
+};
+
+template <>
+struct Lines<4> {
+  static constexpr int N = 6;
+  static void input(__m512* d) {
+    const __m512 four = _mm512_set1_ps(4.0f), five = _mm512_set1_ps(5.0f), two = _mm512_set1_ps(2.0f);
+    const __m512 a = _mm512_fmsub_ps(four, d[4], d[2]), b = _mm512_fmsub_ps(four, d[3], d[1]);  // 4d4 - d2, 4d3 - d1
+    const __m512 c = _mm512_sub_ps(d[2], d[4]), e = _mm512_sub_ps(d[1], d[3]);
+    const __m512 t0 = _mm512_fmadd_ps(four, d[4], _mm512_fnmadd_ps(five, d[2], d[0]));
+    const __m512 t5 = _mm512_fmadd_ps(four, d[5], _mm512_fnmadd_ps(five, d[3], d[1]));
+    d[0] = t0, d[1] = _mm512_add_ps(a, b), d[2] = _mm512_sub_ps(a, b);
+    d[3] = _mm512_fmadd_ps(two, c, e), d[4] = _mm512_fmsub_ps(two, c, e), d[5] = t5;
+  }
+  static void output(const __m512* m, __m512* y) {
+    const __m512 s12 = _mm512_add_ps(m[1], m[2]), d12 = _mm512_sub_ps(m[1], m[2]);
+    const __m512 s34 = _mm512_add_ps(m[3], m[4]), d34 = _mm512_sub_ps(m[3], m[4]);
+    y[0] = _mm512_add_ps(_mm512_add_ps(m[0], s12), s34);
+    y[1] = _mm512_fmadd_ps(_mm512_set1_ps(0.5f), d34, d12);
+    y[2] = _mm512_fmadd_ps(_mm512_set1_ps(0.25f), s34, s12);
+    y[3] = _mm512_add_ps(_mm512_fmadd_ps(_mm512_set1_ps(0.125f), d34, d12), m[5]);
+  }
+  static void gradient(const __m512* e, __m512* r) {
+    const __m512 p = _mm512_add_ps(e[0], e[2]), q = _mm512_add_ps(e[1], e[3]);
+    const __m512 p4 = _mm512_fmadd_ps(_mm512_set1_ps(0.25f), e[2], e[0]);  // e0 + e2/4
+    const __m512 q4 = _mm512_mul_ps(_mm512_set1_ps(0.5f), _mm512_fmadd_ps(_mm512_set1_ps(0.25f), e[3], e[1]));
+    r[0] = e[0], r[1] = _mm512_add_ps(p, q), r[2] = _mm512_sub_ps(p, q);
+    r[3] = _mm512_add_ps(p4, q4), r[4] = _mm512_sub_ps(p4, q4), r[5] = e[3];
+  }
+};
+
+// Pixel (y, x) of `img` ([h][w][ch], one sample), channels [c0, c0 + 16); zero outside the image.
+inline __m512 pixel(const float* img, int64_t h, int64_t w, int64_t ch, int64_t y, int64_t x, int64_t c0) {
+  return y >= 0 && y < h && x >= 0 && x < w ? _mm512_loadu_ps(img + (y * w + x) * ch + c0) : _mm512_setzero_ps();
 }
 
-// The 4x4 window of `img` ([h][w][ch], one sample) with top-left pixel (y0, x0), channels [c0, c0 + 16),
-// zero outside the image, as B^T d B: point pt = 4 i + j goes to v[pt * stride].
+// B^T down column x of the M+2 rows from y0 of `img` (channels [c0, c0 + 16)), zero outside.
+template <int M>
+inline void input_column(const float* img, int64_t h, int64_t w, int64_t ch, int64_t y0, int64_t x, int64_t c0,
+                         __m512* col) {
+  if (x >= 0 && x < w && y0 >= 0 && y0 + Lines<M>::N <= h) {  // inside the image: no test per pixel
+    const float* at = img + (y0 * w + x) * ch + c0;
+    for (int i = 0; i < Lines<M>::N; ++i) col[i] = _mm512_loadu_ps(at + i * w * ch);
+  } else {
+    for (int i = 0; i < Lines<M>::N; ++i) col[i] = pixel(img, h, w, ch, y0 + i, x, c0);
+  }
+  Lines<M>::input(col);
+}
+
+// B across the rows of a window whose columns went through B^T (cols[j][i]): point N i + j to v[pt * stride].
+template <int M>
+inline void input_rows(const __m512 (*cols)[Lines<M>::N], float* v, int64_t stride) {
+  constexpr int N = Lines<M>::N;
+  for (int i = 0; i < N; ++i) {
+    __m512 r[N];
+    for (int j = 0; j < N; ++j) r[j] = cols[j][i];
+    Lines<M>::input(r);
+    for (int j = 0; j < N; ++j) _mm512_storeu_ps(v + (N * i + j) * stride, r[j]);
+  }
+}
+
+// The (M+2)x(M+2) window at (y0, x0) of `img` ([h][w][ch], one sample) as B^T d B.
+template <int M>
 inline void input_tile(const float* img, int64_t h, int64_t w, int64_t ch, int64_t y0, int64_t x0, int64_t c0,
                        float* v, int64_t stride) {
-  __m512 d[4][4];
-  if (y0 >= 0 && y0 + 4 <= h && x0 >= 0 && x0 + 4 <= w) {  // inside the image: no tests per pixel
-    const float* base = img + (y0 * w + x0) * ch + c0;
-    for (int i = 0; i < 4; ++i)
-      for (int j = 0; j < 4; ++j) d[i][j] = _mm512_loadu_ps(base + (i * w + j) * ch);
-  } else {
-    for (int i = 0; i < 4; ++i) {
-      const int64_t y = y0 + i;
-      for (int j = 0; j < 4; ++j) {
-        const int64_t x = x0 + j;
-        d[i][j] = y >= 0 && y < h && x >= 0 && x < w ? _mm512_loadu_ps(img + (y * w + x) * ch + c0) : _mm512_setzero_ps();
-      }
-    }
-  }
-  for (int j = 0; j < 4; ++j) bt_line(d[0][j], d[1][j], d[2][j], d[3][j]);
-  for (int i = 0; i < 4; ++i) bt_line(d[i][0], d[i][1], d[i][2], d[i][3]);
-  for (int i = 0; i < 4; ++i)
-    for (int j = 0; j < 4; ++j) _mm512_storeu_ps(v + (4 * i + j) * stride, d[i][j]);
+  __m512 cols[Lines<M>::N][Lines<M>::N];
+  for (int j = 0; j < Lines<M>::N; ++j) input_column<M>(img, h, w, ch, y0, x0 + j, c0, cols[j]);
+  input_rows<M>(cols, v, stride);
 }
 
-// B^T down column x of the 4-row window from row y0 of `img` (channels [c0, c0 + 16)), zero outside.
-inline void input_column(const float* img, int64_t h, int64_t w, int64_t ch, int64_t y0, int64_t x, int64_t c0,
-                         __m512 col[4]) {
-  const bool in = x >= 0 && x < w;
-  for (int i = 0; i < 4; ++i) {
-    const int64_t y = y0 + i;
-    col[i] = in && y >= 0 && y < h ? _mm512_loadu_ps(img + (y * w + x) * ch + c0) : _mm512_setzero_ps();
-  }
-  bt_line(col[0], col[1], col[2], col[3]);
-}
-
-// Transforms, for channels [c0, c0 + 16), the input windows of tiles that follow each other: a tile right of
-// the previous one in the same row shares two of its window's columns with it, so only two columns are
-// loaded and transformed down (B^T d) per tile along a row; then B across each row.
+// input_tile for tiles that follow each other: a tile right of the previous one in the same row shares two of
+// its window's columns with it, so only M columns are loaded and transformed down per tile along a row.
+template <int M>
 class InputRow {
  public:
-  InputRow(const float* img, int64_t h, int64_t w, int64_t ch, int64_t c0) : img_(img), h_(h), w_(w), ch_(ch), c0_(c0) {}
-  // The window with top-left pixel (y0, x0) of sample image `img`, to v[pt * stride].
+  static constexpr int N = Lines<M>::N;
+  InputRow(int64_t h, int64_t w, int64_t ch, int64_t c0) : h_(h), w_(w), ch_(ch), c0_(c0) {}
+  // The window with top-left pixel (y0, x0) of sample image `img`.
   void tile(const float* img, int64_t y0, int64_t x0, float* v, int64_t stride) {
-    if (img == img_ && y0 == y0_ && x0 == x0_ + 2) {
-      for (int i = 0; i < 4; ++i) col_[0][i] = col_[2][i], col_[1][i] = col_[3][i];
-      input_column(img, h_, w_, ch_, y0, x0 + 2, c0_, col_[2]);
-      input_column(img, h_, w_, ch_, y0, x0 + 3, c0_, col_[3]);
+    if (img == img_ && y0 == y0_ && x0 == x0_ + M) {
+      for (int j = 0; j < N - M; ++j)
+        for (int i = 0; i < N; ++i) col_[j][i] = col_[j + M][i];
+      for (int j = N - M; j < N; ++j) input_column<M>(img, h_, w_, ch_, y0, x0 + j, c0_, col_[j]);
     } else {
-      for (int j = 0; j < 4; ++j) input_column(img, h_, w_, ch_, y0, x0 + j, c0_, col_[j]);
+      for (int j = 0; j < N; ++j) input_column<M>(img, h_, w_, ch_, y0, x0 + j, c0_, col_[j]);
     }
     img_ = img, y0_ = y0, x0_ = x0;
-    for (int i = 0; i < 4; ++i) {
-      __m512 r0 = col_[0][i], r1 = col_[1][i], r2 = col_[2][i], r3 = col_[3][i];
-      bt_line(r0, r1, r2, r3);
-      _mm512_storeu_ps(v + (4 * i) * stride, r0);
-      _mm512_storeu_ps(v + (4 * i + 1) * stride, r1);
-      _mm512_storeu_ps(v + (4 * i + 2) * stride, r2);
-      _mm512_storeu_ps(v + (4 * i + 3) * stride, r3);
-    }
+    input_rows<M>(col_, v, stride);
   }
 
  private:
-  const float* img_;
+  const float* img_ = nullptr;
   int64_t h_, w_, ch_, c0_, y0_ = -1000, x0_ = -1000;
-  __m512 col_[4][4];
+  __m512 col_[N][N];  // B^T down each column of the last window
 };
 
-// dy's 2x2 tile at (y0, x0) of `img` ([p][q][ch], one sample), channels [k0, k0 + 16), zero outside, as
+// dy's MxM tile at (y0, x0) of `img` ([p][q][ch], one sample), channels [k0, k0 + 16), zero outside, as
 // A e A^T into v[pt * stride].
+template <int M>
 inline void grad_tile(const float* img, int64_t p, int64_t q, int64_t ch, int64_t y0, int64_t x0, int64_t k0,
                       float* v, int64_t stride) {
-  __m512 e[2][2];
-  for (int a = 0; a < 2; ++a)
-    for (int b = 0; b < 2; ++b)
-      e[a][b] = y0 + a < p && x0 + b < q ? _mm512_loadu_ps(img + ((y0 + a) * q + x0 + b) * ch + k0) : _mm512_setzero_ps();
-  __m512 r[4][2];
-  for (int b = 0; b < 2; ++b) {
-    r[0][b] = e[0][b];
-    r[1][b] = _mm512_add_ps(e[0][b], e[1][b]);
-    r[2][b] = _mm512_sub_ps(e[0][b], e[1][b]);
-    r[3][b] = _mm512_sub_ps(_mm512_setzero_ps(), e[1][b]);
+  constexpr int N = Lines<M>::N;
+  __m512 cols[M][N];  // A down each of the tile's columns
+  const bool inside = y0 + M <= p && x0 + M <= q;  // no test per pixel
+  for (int b = 0; b < M; ++b) {
+    __m512 e[M];
+    for (int a = 0; a < M; ++a)
+      e[a] = inside ? _mm512_loadu_ps(img + ((y0 + a) * q + x0 + b) * ch + k0) : pixel(img, p, q, ch, y0 + a, x0 + b, k0);
+    Lines<M>::gradient(e, cols[b]);
   }
-  for (int i = 0; i < 4; ++i) {
-    _mm512_storeu_ps(v + (4 * i) * stride, r[i][0]);
-    _mm512_storeu_ps(v + (4 * i + 1) * stride, _mm512_add_ps(r[i][0], r[i][1]));
-    _mm512_storeu_ps(v + (4 * i + 2) * stride, _mm512_sub_ps(r[i][0], r[i][1]));
-    _mm512_storeu_ps(v + (4 * i + 3) * stride, _mm512_sub_ps(_mm512_setzero_ps(), r[i][1]));
+  for (int i = 0; i < N; ++i) {
+    __m512 e[M], r[N];
+    for (int b = 0; b < M; ++b) e[b] = cols[b][i];
+    Lines<M>::gradient(e, r);
+    for (int j = 0; j < N; ++j) _mm512_storeu_ps(v + (N * i + j) * stride, r[j]);
   }
 }
 
@@ -133,22 +182,23 @@ inline void point_gemm(const float* v, int64_t ci_runtime, const float* u, int64
 }
 
 // A^T m A + bias for one tile and 16 output channels (m's points at m[pt * stride]), written to the output
-// pixels (oy, ox) .. (oy + 1, ox + 1) of `img` ([p][q][ko]) that exist.
+// pixels (oy, ox) .. (oy + M - 1, ox + M - 1) of `img` ([p][q][ko]) that exist.
+template <int M>
 inline void output_tile(const float* m, int64_t stride, __m512 bias, float* img, int64_t p, int64_t q, int64_t ko,
                         int64_t oy, int64_t ox) {
-  __m512 r[2][4];
-  for (int j = 0; j < 4; ++j) {
-    const __m512 m0 = _mm512_loadu_ps(m + j * stride), m1 = _mm512_loadu_ps(m + (4 + j) * stride),
-                 m2 = _mm512_loadu_ps(m + (8 + j) * stride), m3 = _mm512_loadu_ps(m + (12 + j) * stride);
-    r[0][j] = _mm512_add_ps(_mm512_add_ps(m0, m1), m2);
-    r[1][j] = _mm512_sub_ps(_mm512_sub_ps(m1, m2), m3);
+  constexpr int N = Lines<M>::N;
+  __m512 r[M][N];  // A^T down each column
+  for (int j = 0; j < N; ++j) {
+    __m512 col[N], y[M];
+    for (int i = 0; i < N; ++i) col[i] = _mm512_loadu_ps(m + (N * i + j) * stride);
+    Lines<M>::output(col, y);
+    for (int a = 0; a < M; ++a) r[a][j] = y[a];
   }
-  for (int a = 0; a < 2 && oy + a < p; ++a) {
+  for (int a = 0; a < M && oy + a < p; ++a) {
+    __m512 y[M];
+    Lines<M>::output(r[a], y);
     float* row = img + (oy + a) * q * ko;
-    _mm512_storeu_ps(row + ox * ko, _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(r[a][0], r[a][1]), r[a][2]), bias));
-    if (ox + 1 < q)
-      _mm512_storeu_ps(row + (ox + 1) * ko,
-                       _mm512_add_ps(_mm512_sub_ps(_mm512_sub_ps(r[a][1], r[a][2]), r[a][3]), bias));
+    for (int b = 0; b < M && ox + b < q; ++b) _mm512_storeu_ps(row + (ox + b) * ko, _mm512_add_ps(y[b], bias));
   }
 }
 
@@ -168,20 +218,22 @@ struct TileCursor {
 
 }  // namespace
 
+template <int M>
 void forward_tiles(const Conv& c, int64_t first, int count, float* buf) {
-  const int64_t ci = c.ci, ko = c.ko, th = (c.p + 1) / 2, tw = (c.q + 1) / 2;
-  float* v = buf;                                  // [16][kTiles][ci]
-  float* m = buf + int64_t{kPoints} * kTiles * ci;  // [16][kTiles][ko]
+  constexpr int P = points(M);
+  const int64_t ci = c.ci, ko = c.ko, th = (c.p + M - 1) / M, tw = (c.q + M - 1) / M;
+  float* v = buf;                            // [P][kTiles][ci]
+  float* m = buf + int64_t{P} * kTiles * ci;  // [P][kTiles][ko]
   for (int t = count; t < kTiles; ++t)  // a short last block: zeros, so the GEMMs multiply nothing undefined
-    for (int pt = 0; pt < kPoints; ++pt) std::fill_n(v + (int64_t{pt} * kTiles + t) * ci, ci, 0.0f);
+    for (int pt = 0; pt < P; ++pt) std::fill_n(v + (int64_t{pt} * kTiles + t) * ci, ci, 0.0f);
   for (int64_t c0 = 0; c0 < ci; c0 += 16) {
-    InputRow row(nullptr, c.h, c.w, ci, c0);
+    InputRow<M> row(c.h, c.w, ci, c0);
     TileCursor in(first, th, tw);
     for (int t = 0; t < count; ++t, in.next())
-      row.tile(c.in + in.n * c.h * c.w * ci, 2 * in.ty - c.pad_h, 2 * in.tx - c.pad_w, v + t * ci + c0, kTiles * ci);
+      row.tile(c.in + in.n * c.h * c.w * ci, M * in.ty - c.pad_h, M * in.tx - c.pad_w, v + t * ci + c0, kTiles * ci);
   }
   const auto gemm = ci == 16 ? point_gemm<16> : ci == 32 ? point_gemm<32> : ci == 64 ? point_gemm<64> : point_gemm<0>;
-  for (int pt = 0; pt < kPoints; ++pt)
+  for (int pt = 0; pt < P; ++pt)
     for (int64_t k0 = 0; k0 < ko; k0 += 16)
       gemm(v + int64_t{pt} * kTiles * ci, ci, c.u + pt * ci * ko + k0, ko, m + int64_t{pt} * kTiles * ko + k0);
   TileCursor out(first, th, tw);
@@ -189,26 +241,31 @@ void forward_tiles(const Conv& c, int64_t first, int count, float* buf) {
     float* img = c.out + out.n * c.p * c.q * ko;
     for (int64_t k0 = 0; k0 < ko; k0 += 16) {
       const __m512 bias = c.bias ? _mm512_loadu_ps(c.bias + k0) : _mm512_setzero_ps();
-      output_tile(m + t * ko + k0, kTiles * ko, bias, img + k0, c.p, c.q, ko, 2 * out.ty, 2 * out.tx);
+      output_tile<M>(m + t * ko + k0, kTiles * ko, bias, img + k0, c.p, c.q, ko, M * out.ty, M * out.tx);
     }
   }
 }
 
+template <int M>
 void filter_tiles(const Filter& f, int64_t first, int count, float* s, float* buf) {
-  const int64_t ch = f.c, k = f.k, th = (f.p + 1) / 2, tw = (f.q + 1) / 2;
-  float* v = buf;                                  // [16][kTiles][c]
-  float* e = buf + int64_t{kPoints} * kTiles * ch;  // [16][kTiles][k]
-  TileCursor at(first, th, tw);
-  for (int t = 0; t < count; ++t, at.next()) {
-    const float* x = f.x + at.n * f.h * f.w * ch;
-    const float* dy = f.dy + at.n * f.p * f.q * k;
-    for (int64_t c0 = 0; c0 < ch; c0 += 16)
-      input_tile(x, f.h, f.w, ch, 2 * at.ty - f.pad_h, 2 * at.tx - f.pad_w, c0, v + t * ch + c0, kTiles * ch);
-    for (int64_t k0 = 0; k0 < k; k0 += 16)
-      grad_tile(dy, f.p, f.q, k, 2 * at.ty, 2 * at.tx, k0, e + t * k + k0, kTiles * k);
+  constexpr int P = points(M);
+  const int64_t ch = f.c, k = f.k, th = (f.p + M - 1) / M, tw = (f.q + M - 1) / M;
+  float* v = buf;                                  // [P][kFilterTiles][c]
+  float* e = buf + int64_t{P} * kFilterTiles * ch;  // [P][kFilterTiles][k]
+  for (int64_t c0 = 0; c0 < ch; c0 += 16) {
+    InputRow<M> row(f.h, f.w, ch, c0);
+    TileCursor at(first, th, tw);
+    for (int t = 0; t < count; ++t, at.next())
+      row.tile(f.x + at.n * f.h * f.w * ch, M * at.ty - f.pad_h, M * at.tx - f.pad_w, v + t * ch + c0,
+               kFilterTiles * ch);
   }
+  TileCursor at(first, th, tw);
+  for (int t = 0; t < count; ++t, at.next())
+    for (int64_t k0 = 0; k0 < k; k0 += 16)
+      grad_tile<M>(f.dy + at.n * f.p * f.q * k, f.p, f.q, k, M * at.ty, M * at.tx, k0, e + t * k + k0,
+                   kFilterTiles * k);
   // s[pt][c][k0..] += sum_t v[pt][t][c] e[pt][t][k0..]: 16 rows of s in registers per (point, c0, k0)
-  for (int pt = 0; pt < kPoints; ++pt)
+  for (int pt = 0; pt < P; ++pt)
     for (int64_t c0 = 0; c0 < ch; c0 += 16)
       for (int64_t k0 = 0; k0 < k; k0 += 16) {
         float* srow = s + (pt * ch + c0) * k + k0;
@@ -216,8 +273,8 @@ void filter_tiles(const Filter& f, int64_t first, int count, float* s, float* bu
 #pragma GCC unroll 16
         for (int r = 0; r < 16; ++r) acc[r] = _mm512_loadu_ps(srow + r * k);
         for (int t = 0; t < count; ++t) {
-          const __m512 et = _mm512_loadu_ps(e + (int64_t{pt} * kTiles + t) * k + k0);
-          const float* vt = v + (int64_t{pt} * kTiles + t) * ch + c0;
+          const __m512 et = _mm512_loadu_ps(e + (int64_t{pt} * kFilterTiles + t) * k + k0);
+          const float* vt = v + (int64_t{pt} * kFilterTiles + t) * ch + c0;
 #pragma GCC unroll 16
           for (int r = 0; r < 16; ++r) acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(vt[r]), et, acc[r]);
         }
@@ -225,6 +282,11 @@ void filter_tiles(const Filter& f, int64_t first, int count, float* s, float* bu
         for (int r = 0; r < 16; ++r) _mm512_storeu_ps(srow + r * k, acc[r]);
       }
 }
+
+template void forward_tiles<2>(const Conv&, int64_t, int, float*);
+template void forward_tiles<4>(const Conv&, int64_t, int, float*);
+template void filter_tiles<2>(const Filter&, int64_t, int, float*, float*);
+template void filter_tiles<4>(const Filter&, int64_t, int, float*, float*);
 
 }  // namespace dtnn::winograd_x16
 
