@@ -139,6 +139,7 @@ void run_forward(winograd_x16::Conv c, int64_t n, const float* w, float* ws, OpC
 #if DTNN_AVX512_KERNELS
   float* u = ws;
   c.u = u;
+  c.n = n;
   const int64_t tiles = tiles_of<M>(n, c.p, c.q), per_thread = round16(winograd_x16::buffer_floats(M, c.ci, c.ko));
   const int nt = threads_for(tiles, kTiles);
   OpScope op(transform_op);
@@ -163,7 +164,7 @@ void run_forward(winograd_x16::Conv c, int64_t n, const float* w, float* ws, OpC
 template <int M>
 void run_filter(const ConvProblem& p, const float* x, const float* dy, float* dw, float* ws) {
 #if DTNN_AVX512_KERNELS
-  const winograd_x16::Filter f{x, p.h, p.w, p.c, dy, p.p(), p.q(), p.k, p.pad_h, p.pad_w};
+  const winograd_x16::Filter f{x, p.h, p.w, p.c, dy, p.p(), p.q(), p.k, p.pad_h, p.pad_w, p.n};
   const int64_t C = p.c, K = p.k, s_floats = round16(int64_t{points(M)} * C * K);
   const int64_t per_thread = round16(winograd_x16::filter_buffer_floats(M, C, K)) + s_floats;
   const int64_t tiles = tiles_of<M>(p.n, f.p, f.q);

@@ -31,6 +31,7 @@ struct Conv {
   int64_t pad_h = 0, pad_w = 0;
   const float* u = nullptr;     // [points][ci][ko]
   const float* bias = nullptr;  // ko floats, or null
+  int64_t n = 0;                // samples: tiles past the batch are not prefetched
 };
 
 // Floats of the buffer one forward_tiles call needs: points x kTiles x (ci + ko); one filter_tiles call:
@@ -42,7 +43,8 @@ inline int64_t filter_buffer_floats(int m, int64_t c, int64_t k) {
 
 // Tiles are numbered over the batch: tile = (n * ceil(p / M) + ty) * ceil(q / M) + tx covers output pixels
 // (M ty, M tx) .. (M ty + M - 1, M tx + M - 1) of sample n (those that exist).
-// Writes the output pixels of tiles [first, first + count), count <= kTiles.
+// Writes the output pixels of tiles [first, first + count), count <= kTiles, and prefetches into L2 what the next
+// kTiles tiles read and write (in training the activations arrive from memory, not from cache).
 template <int M>
 void forward_tiles(const Conv& c, int64_t first, int count, float* buf);
 
@@ -55,10 +57,11 @@ struct Filter {
   const float* dy = nullptr;  // [N][p][q][k]
   int64_t p = 0, q = 0, k = 0;
   int64_t pad_h = 0, pad_w = 0;
+  int64_t n = 0;  // samples: tiles past the batch are not prefetched
 };
 
 // Adds the contributions of dy's tiles [first, first + count) (numbered as above over p x q), count <= kFilterTiles,
-// to s ([points][c][k]).
+// to s ([points][c][k]); prefetches the next kFilterTiles tiles' x and dy into L2.
 template <int M>
 void filter_tiles(const Filter& f, int64_t first, int count, float* s, float* buf);
 
