@@ -15,8 +15,10 @@
 //            of timing.
 //            Identical problems within one process are timed once.
 //   auto     the cache's choice when it has one for (CPU model, threads, build, problem); otherwise the heuristic:
-//            on AVX-512 CPUs with oneDNN built, onednn_winograd for 3x3 stride-1 layers with C and K >= 32
-//            (multiples of 16), onednn for other layers with K >= 16 (except NCHW depthwise);
+//            winograd_x16_f4 where its AVX-512 kernels run, for NHWC 3x3 stride-1 layers with C and K in
+//            16..64 (multiples of 16); on AVX-512 CPUs with oneDNN built, onednn_winograd for other 3x3 stride-1
+//            layers with C and K >= 32 (multiples of 16), onednn for other layers with K >= 16 (except NCHW
+//            depthwise);
 //            else direct for NHWC first layers (C <= 4, K >= 16), im2row_gemm for other NHWC layers with C < 8
 //            or K < 16, depthwise for NCHW depthwise layers, else the first supporting algorithm in
 //            preference order (conv/registry.cpp: convgemm for groups == 1 in both layouts, onednn for
