@@ -7,8 +7,8 @@
 // F(2x2,3x3) multiplies 16 times per 2x2 tile where direct convolution multiplies 36 (2.25x fewer), with
 // transforms of additions only, and its rounding stays near direct convolution's; F(4x4,3x3) multiplies 36
 // times per 4x4 tile (4x fewer) with longer transforms and about ten times the rounding (tolerance 1e-4, as
-// cpu.winograd_f4 and oneDNN's). Written for the 16-channel layers that oneDNN's F(4x4,3x3) loses on
-// (results/baselines/conv_cpu_2core.md).
+// cpu.winograd_f4 and oneDNN's). Written for the 16-channel layers that oneDNN's F(4x4,3x3) loses on; auto
+// takes F(4x4,3x3) here for 3x3 stride-1 layers of 16 to 64 channels (results/baselines/conv_cpu_2core.md).
 //
 // Threads take contiguous ranges of tiles in blocks of kTiles; the weight gradient sums one transform-domain
 // partial per thread, in thread order (equal across thread counts up to rounding, like cpu.winograd_f2's).
