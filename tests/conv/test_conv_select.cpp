@@ -135,6 +135,14 @@ TEST_CASE("conv_select: a cached choice is reused without timing, by best_of and
   const ConvChoice h = select_conv_algorithm("auto", p, Device::cpu, cache);
   CHECK(h.name() == (avx512_onednn ? "cpu.onednn" : "cpu.convgemm"));
   CHECK(h.how == "heuristic");
+  cpu::set_threads(1);
+  std::remove(cache.c_str());
+}
+
+TEST_CASE("conv_select: auto's heuristic special cases, without a cached choice", "[conv]") {
+  const std::string cache = test::temp_path("heuristic_empty.tsv");  // never written: auto finds no choice
+  std::remove(cache.c_str());
+  const bool avx512_onednn = cpu_has_avx512() && onednn_version() != "not built";
   // The heuristic's special cases: image-sized inputs with 16+ filters (cpu.direct, or oneDNN with
   // AVX-512), fewer than 16 filters (im2row_gemm), NCHW depthwise (cpu.depthwise).
   const ConvProblem first = ConvProblem::parse("n2_c3h9w9_k16r3s3_st1x1_pd1x1_dl1x1_g1_nhwc_f32");
@@ -160,8 +168,7 @@ TEST_CASE("conv_select: a cached choice is reused without timing, by best_of and
   for (const char* s : {"n2_c32h9w9_k32r3s3_st2x2_pd1x1_dl1x1_g1_nhwc_f32", "n2_c32h9w9_k32r1s1_st1x1_pd0x0_dl1x1_g1_nhwc_f32"})
     CHECK(select_conv_algorithm("auto", ConvProblem::parse(s), Device::cpu, cache).name() ==
           (avx512_onednn ? "cpu.onednn" : "cpu.convgemm"));
-  cpu::set_threads(1);
-  std::remove(cache.c_str());
+  CHECK(select_conv_algorithm("auto", dw_nchw, Device::cpu, cache).how == "heuristic");
 }
 
 TEST_CASE("conv_select: named algorithms, fallbacks with a reason, unknown names", "[conv]") {
