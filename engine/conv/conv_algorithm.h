@@ -63,6 +63,17 @@ class ConvAlgorithm {
   virtual double tolerance() const { return 1e-5; }
   virtual void forward(const ConvProblem& p, const float* x, const float* w, const float* bias, float* y,
                        float* ws) const = 0;
+  // forward(), and the per-channel moments of y over the batch (bias included; N x P x Q values per channel)
+  // computed in the pass that writes y, for a batch normalization that follows, which then reads y once
+  // instead of twice: mean[k] and m2[k] (the sum of squared deviations from the mean), K doubles each, the
+  // same for every thread count and within a few float roundings of y's exact moments. Only where
+  // has_forward_moments(p); elsewhere it computes nothing and returns false.
+  virtual bool has_forward_moments(const ConvProblem&) const { return false; }
+  virtual bool forward_moments(const ConvProblem& p, const float* x, const float* w, const float* bias, float* y,
+                               float* ws, double* mean, double* m2) const {
+    (void)p, (void)x, (void)w, (void)bias, (void)y, (void)ws, (void)mean, (void)m2;
+    return false;
+  }
   virtual void backward_data(const ConvProblem& p, const float* dy, const float* w, float* dx, float* ws) const = 0;
   virtual void backward_filter(const ConvProblem& p, const float* x, const float* dy, float* dw, float* db,
                                float* ws) const = 0;

@@ -6,6 +6,7 @@
 
 #include "backend/cpu/blas.h"
 #include "core/error.h"
+#include "core/moments.h"
 
 namespace dtnn::cpu {
 namespace {
@@ -86,18 +87,6 @@ void block_moments_tail(const float* x, int64_t C, int64_t r0, int64_t r1, int64
     }
     bmean[c] = mu + e / rows;
     bm2[c] = std::max(0.0, q - static_cast<double>(e) * e / rows);
-  }
-}
-
-// Chan et al.'s update: (mean, m2) of n_a values and (mean_b, m2_b) of n_b more -> those of all n_a + n_b.
-void merge_moments(int64_t C, double n_a, double* mean, double* m2, double n_b, const double* mean_b,
-                   const double* m2_b) {
-  if (n_b <= 0) return;
-  const double n = n_a + n_b;
-  for (int64_t c = 0; c < C; ++c) {
-    const double delta = mean_b[c] - mean[c];
-    mean[c] += delta * n_b / n;
-    m2[c] += m2_b[c] + delta * delta * n_a * n_b / n;
   }
 }
 

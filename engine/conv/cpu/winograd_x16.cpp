@@ -13,7 +13,8 @@
 // Threads take contiguous ranges of tiles in blocks of kTiles; the weight gradient sums one transform-domain
 // partial per thread, in thread order (equal across thread counts up to rounding, like cpu.winograd_f2's).
 // Workspace: [U, or the summed weight gradient: points x C x K][per thread: forward, backward_data: the block
-// buffer; backward_filter: the thread's partial sum, then the block buffer].
+// buffer; backward_filter: the thread's partial sum, then the block buffer][forward_moments: each block's
+// moments, as doubles]. forward_moments merges the blocks' moments in block order (core/moments.h).
 // Tracing: the filter transform, then the tiles (forward, backward_data); the tiles, then the bias sum.
 #include <omp.h>
 
@@ -25,6 +26,7 @@
 #include "conv/cpu/convgemm_kernels.h"
 #include "conv/cpu/cpu_algorithms.h"
 #include "conv/cpu/winograd_x16.h"
+#include "core/moments.h"
 #include "trace/op_trace.h"
 
 namespace dtnn {
@@ -131,9 +133,15 @@ int threads_for(int64_t tiles, int block) {
   return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(cpu::threads(), (tiles + block - 1) / block)));
 }
 
-// The correlation `c` (its u in ws) with the filter g: transform, then every tile.
+// Floats of the workspace's per-thread region: the block buffers (forward, backward data), or the weight
+// gradient's partial sum and block buffer.
+int64_t per_thread_floats(int m, int64_t c, int64_t k) {
+  const int64_t u = round16(int64_t{points(m)} * c * k);
+  return std::max(round16(winograd_x16::buffer_floats(m, c, k)), u + round16(winograd_x16::filter_buffer_floats(m, c, k)));
+}
+
 // The correlation `c` with the layer's weights w (rotated for backward data; its U in ws): transform, then
-// every tile.
+// every tile (each block's moments to c.moments when not null).
 template <int M, bool kRotated>
 void run_forward(winograd_x16::Conv c, int64_t n, const float* w, float* ws, OpCode transform_op, OpCode tiles_op) {
 #if DTNN_AVX512_KERNELS
@@ -154,6 +162,18 @@ void run_forward(winograd_x16::Conv c, int64_t n, const float* w, float* ws, OpC
     for (int64_t b = b0; b < b1; ++b)
       winograd_x16::forward_tiles<M>(c, b * kTiles, static_cast<int>(std::min<int64_t>(kTiles, tiles - b * kTiles)),
                                      buf);
+  }
+  if (!c.moments) return;
+  // The blocks' moments merged in block order: the same for any thread count.
+  const int64_t K = c.ko, stride = winograd_x16::moment_stride(K), blocks = (tiles + kTiles - 1) / kTiles;
+  double* mean = c.moments + blocks * stride;
+  double* m2 = mean + K;
+  std::fill_n(mean, 2 * K, 0.0);
+  double seen = 0.0;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const double* block = c.moments + b * stride;
+    merge_moments(K, seen, mean, m2, block[2 * K], block, block + K);
+    seen += block[2 * K];
   }
 #else
   (void)c, (void)n, (void)w, (void)ws, (void)transform_op, (void)tiles_op;
@@ -215,23 +235,33 @@ class ConvWinogradX16 final : public ConvAlgorithm {
     return Support::yes();
   }
 
+  // U (or the weight gradient's sum) + the per-thread regions (backward_data's fit: ci + ko = c + k) + the blocks'
+  // moments and their merge (forward_moments; doubles, 2 floats each).
   int64_t workspace_floats(const ConvProblem& p) const override {
     const int64_t u = round16(int64_t{points(M)} * p.c * p.k);
-    const int64_t buf = round16(winograd_x16::buffer_floats(M, p.c, p.k));  // backward_data's too: ci + ko = c + k
-    const int64_t filter_buf = round16(winograd_x16::filter_buffer_floats(M, p.c, p.k));
-    // forward, backward_data: U + a block buffer per thread; weight gradient: sum + (partial + buffer) per thread
-    return u + cpu::threads() * std::max(buf, u + filter_buf);
+    return u + cpu::threads() * per_thread_floats(M, p.c, p.k) + 2 * moments_doubles(p);
   }
 
   int64_t op_events(const ConvProblem&, ConvDir) const override { return 2; }
 
   void forward(const ConvProblem& p, const float* x, const float* w, const float* bias, float* y,
                float* ws) const override {
-    const int64_t K = p.k;
-    winograd_x16::Conv c;
-    c.in = x, c.h = p.h, c.w = p.w, c.ci = p.c, c.out = y, c.p = p.p(), c.q = p.q(), c.ko = K;
-    c.pad_h = p.pad_h, c.pad_w = p.pad_w, c.bias = bias;
+    run_forward<M, false>(forward_conv(p, x, bias, y), p.n, w, ws, OpCode::fwd_winograd_w, OpCode::fwd_winograd);
+  }
+
+  bool has_forward_moments(const ConvProblem& p) const override { return supports(p).ok(); }
+  bool forward_moments(const ConvProblem& p, const float* x, const float* w, const float* bias, float* y, float* ws,
+                       double* mean, double* m2) const override {
+    if (!has_forward_moments(p)) return false;
+    winograd_x16::Conv c = forward_conv(p, x, bias, y);
+    // After U and the per-thread regions; 64-byte aligned like every region of ws.
+    c.moments = reinterpret_cast<double*>(ws + round16(int64_t{points(M)} * p.c * p.k) +
+                                          cpu::threads() * per_thread_floats(M, p.c, p.k));
     run_forward<M, false>(c, p.n, w, ws, OpCode::fwd_winograd_w, OpCode::fwd_winograd);
+    const double* merged = c.moments + moments_doubles(p) - 2 * p.k;
+    std::copy_n(merged, p.k, mean);
+    std::copy_n(merged + p.k, p.k, m2);
+    return true;
   }
 
   void backward_data(const ConvProblem& p, const float* dy, const float* w, float* dx, float* ws) const override {
@@ -248,6 +278,19 @@ class ConvWinogradX16 final : public ConvAlgorithm {
     run_filter<M>(p, x, dy, dw, ws);
     op.next(db ? OpCode::bwd_bias : OpCode::none);
     conv_sum_bias(p, dy, db, 0, p.n * p.p() * p.q(), false);
+  }
+
+ private:
+  static winograd_x16::Conv forward_conv(const ConvProblem& p, const float* x, const float* bias, float* y) {
+    winograd_x16::Conv c;
+    c.in = x, c.h = p.h, c.w = p.w, c.ci = p.c, c.out = y, c.p = p.p(), c.q = p.q(), c.ko = p.k;
+    c.pad_h = p.pad_h, c.pad_w = p.pad_w, c.bias = bias;
+    return c;
+  }
+  // Doubles of forward_moments' region: each block's moments, then the merged mean and m2.
+  static int64_t moments_doubles(const ConvProblem& p) {
+    const int64_t blocks = (tiles_of<M>(p.n, p.p(), p.q()) + kTiles - 1) / kTiles;
+    return blocks * winograd_x16::moment_stride(p.k) + 2 * p.k;
   }
 };
 

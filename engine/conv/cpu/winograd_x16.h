@@ -32,7 +32,13 @@ struct Conv {
   const float* u = nullptr;     // [points][ci][ko]
   const float* bias = nullptr;  // ko floats, or null
   int64_t n = 0;                // samples: tiles past the batch are not prefetched
+  // When not null, every block of kTiles tiles also writes the moments of its output pixels (bias included) to
+  // moments + (first / kTiles) * moment_stride(ko) doubles: [mean, ko][sum of squared deviations, ko][pixels].
+  double* moments = nullptr;
 };
+
+// Doubles of one block's moments (Conv::moments).
+inline int64_t moment_stride(int64_t ko) { return 2 * ko + 1; }
 
 // Floats of the buffer one forward_tiles call needs: points x kTiles x (ci + ko); one filter_tiles call:
 // points x kFilterTiles x (c + k).
@@ -43,8 +49,9 @@ inline int64_t filter_buffer_floats(int m, int64_t c, int64_t k) {
 
 // Tiles are numbered over the batch: tile = (n * ceil(p / M) + ty) * ceil(q / M) + tx covers output pixels
 // (M ty, M tx) .. (M ty + M - 1, M tx + M - 1) of sample n (those that exist).
-// Writes the output pixels of tiles [first, first + count), count <= kTiles, and prefetches into L2 what the next
-// kTiles tiles read and write (in training the activations arrive from memory, not from cache).
+// Writes the output pixels of tiles [first, first + count), count <= kTiles (first a multiple of kTiles), and
+// prefetches into L2 what the next kTiles tiles read and write (in training the activations arrive from memory,
+// not from cache); with c.moments, the block's moments too.
 template <int M>
 void forward_tiles(const Conv& c, int64_t first, int count, float* buf);
 

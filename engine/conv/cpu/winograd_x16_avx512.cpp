@@ -182,12 +182,36 @@ inline void point_gemm(const float* v, int64_t ci_runtime, const float* u, int64
   for (int t = 0; t < kTiles; ++t) _mm512_storeu_ps(m + t * ko, acc[t]);
 }
 
+// Sums of one 16-channel group over a block's output pixels for their moments: s = sum (v - shift) and
+// q = sum (v - shift)^2, shift the block's first value. A shift inside the data bounds the cancellation of
+// q - s^2 / n: (shift - mean)^2 <= n var for any one of n values, so m2 keeps all but log2(n) of float's bits
+// however large the mean (a zero shift loses them all once |mean| >> std).
+struct ShiftedSums {
+  __m512 shift = _mm512_setzero_ps(), s = _mm512_setzero_ps(), q = _mm512_setzero_ps();
+  bool started = false;
+  void add(__m512 v) {
+    if (!started) shift = v, started = true;
+    const __m512 d = _mm512_sub_ps(v, shift);
+    s = _mm512_add_ps(s, d);
+    q = _mm512_fmadd_ps(d, d, q);
+  }
+  // The mean and the sum of squared deviations of `pixels` values per lane, in double.
+  void moments(double pixels, double* mean, double* m2) const {
+    alignas(64) float sh[16], ss[16], qq[16];
+    _mm512_store_ps(sh, shift), _mm512_store_ps(ss, s), _mm512_store_ps(qq, q);
+    for (int l = 0; l < 16; ++l) {
+      mean[l] = sh[l] + ss[l] / pixels;
+      m2[l] = std::max(0.0, qq[l] - static_cast<double>(ss[l]) * ss[l] / pixels);
+    }
+  }
+};
+
 // A^T m A + bias for one tile and 16 output channels (m's points at m[pt * stride]), written to the output
 // pixels (oy, ox) .. (oy + M - 1, ox + M - 1) of `img` ([p][q][ko]) that exist; with `stream`, by non-temporal
-// stores (img 64-byte aligned).
+// stores (img 64-byte aligned); with `sums`, each written value added to them.
 template <int M>
 inline void output_tile(const float* m, int64_t stride, __m512 bias, float* img, int64_t p, int64_t q, int64_t ko,
-                        int64_t oy, int64_t ox, bool stream) {
+                        int64_t oy, int64_t ox, bool stream, ShiftedSums* sums) {
   constexpr int N = Lines<M>::N;
   __m512 r[M][N];  // A^T down each column
   for (int j = 0; j < N; ++j) {
@@ -201,8 +225,10 @@ inline void output_tile(const float* m, int64_t stride, __m512 bias, float* img,
     Lines<M>::output(r[a], y);
     float* row = img + (oy + a) * q * ko;
     for (int b = 0; b < M && ox + b < q; ++b) {
-      if (stream) _mm512_stream_ps(row + (ox + b) * ko, _mm512_add_ps(y[b], bias));
-      else _mm512_storeu_ps(row + (ox + b) * ko, _mm512_add_ps(y[b], bias));
+      const __m512 v = _mm512_add_ps(y[b], bias);
+      if (sums) sums->add(v);
+      if (stream) _mm512_stream_ps(row + (ox + b) * ko, v);
+      else _mm512_storeu_ps(row + (ox + b) * ko, v);
     }
   }
 }
@@ -270,14 +296,21 @@ void forward_tiles(const Conv& c, int64_t first, int count, float* buf) {
   // each line back (resnet20: the x16 convolutions' forward passes 28-31 -> 20-22 ms a step, the step 6-12 %
   // faster, though the batch normalization after them then reads from memory; conv_cpu_2core.md).
   const bool stream = reinterpret_cast<uintptr_t>(c.out) % 64 == 0;
-  TileCursor out(first, th, tw);
-  for (int t = 0; t < count; ++t, out.next()) {
-    float* img = c.out + out.n * c.p * c.q * ko;
-    for (int64_t k0 = 0; k0 < ko; k0 += 16) {
-      const __m512 bias = c.bias ? _mm512_loadu_ps(c.bias + k0) : _mm512_setzero_ps();
-      output_tile<M>(m + t * ko + k0, kTiles * ko, bias, img + k0, c.p, c.q, ko, M * out.ty, M * out.tx, stream);
+  double* moments = c.moments ? c.moments + first / kTiles * moment_stride(ko) : nullptr;
+  double pixels = 0.0;
+  for (int64_t k0 = 0; k0 < ko; k0 += 16) {
+    const __m512 bias = c.bias ? _mm512_loadu_ps(c.bias + k0) : _mm512_setzero_ps();
+    ShiftedSums sums;
+    TileCursor out(first, th, tw);
+    for (int t = 0; t < count; ++t, out.next()) {
+      float* img = c.out + out.n * c.p * c.q * ko;
+      output_tile<M>(m + t * ko + k0, kTiles * ko, bias, img + k0, c.p, c.q, ko, M * out.ty, M * out.tx, stream,
+                     moments ? &sums : nullptr);
+      if (moments && k0 == 0) pixels += std::min<int64_t>(M, c.p - M * out.ty) * std::min<int64_t>(M, c.q - M * out.tx);
     }
+    if (moments) sums.moments(pixels, moments + k0, moments + ko + k0);
   }
+  if (moments) moments[2 * ko] = pixels;
   if (stream) _mm_sfence();  // ordered before whatever reads them next, on this thread or another
 }
 
