@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "core/layout.h"
 
@@ -45,6 +46,18 @@ struct BatchNormShape {
 // tests/backend/test_cpu_batchnorm.cpp holds the CPU to it; the GPU's DtnnBatchNorm writes it by design.
 using BatchNormReduce = void (*)(void* ctx, float* values, int64_t count);
 
+// The per-channel moments of a batch, computed by whoever wrote it (a convolution's output pass:
+// ConvAlgorithm::forward_moments) for the normalization after it: mean and m2 (the sum of squared deviations
+// from the mean) over `count` values per channel, in double. `of` and `n` name the tensor they describe (its data
+// and its samples): a normalization takes them only for that tensor, in the forward call that follows their
+// writing (layers/fusable.h, MomentsProducer).
+struct ChannelMoments {
+  const float* of = nullptr;  // null: nothing valid
+  int64_t n = 0;
+  double count = 0.0;
+  std::vector<double> mean, m2;  // C each, sized when the layers are linked (no allocation in the batch loop)
+};
+
 // One layer's batch normalization: made once (while the model is built) with all memory it needs.
 class BatchNormOp {
  public:
@@ -64,6 +77,11 @@ class BatchNormOp {
     (void)n, (void)x, (void)r, (void)y, (void)gamma, (void)beta, (void)running_mean, (void)running_var;
     return false;
   }
+  // The next forward_training or forward_training_residual_relu takes its batch statistics from *m (computed
+  // where x was written) instead of reading x for them; m must stay valid until then. Only where
+  // accepts_moments() (the CPU's unsynchronised NHWC op); elsewhere it does nothing.
+  virtual bool accepts_moments() const { return false; }
+  virtual void use_moments(const ChannelMoments* m) { (void)m; }
   // After forward_training on the same x. dgamma, dbeta overwritten (this rank's sums, never reduced);
   // dx overwritten. dx may be null on the CPU and with the GPU's own kernels, not with cuDNN's.
   virtual void backward(int64_t n, const float* x, const float* dy, float* dx, const float* gamma, float* dgamma,

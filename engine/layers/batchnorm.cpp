@@ -24,7 +24,11 @@
 namespace dtnn {
 namespace {
 
-class BatchNorm final : public Layer, public InferenceAffine, public ReluAbsorbingNorm, public ResidualReluNorm {
+class BatchNorm final : public Layer,
+                        public InferenceAffine,
+                        public ReluAbsorbingNorm,
+                        public ResidualReluNorm,
+                        public MomentsConsumer {
  public:
   explicit BatchNorm(const BatchNormSpec& spec) : spec_(spec) {}
   std::string type() const override { return "BatchNormalization"; }
@@ -68,11 +72,14 @@ class BatchNorm final : public Layer, public InferenceAffine, public ReluAbsorbi
     const float* beta = params_[1].value.data();
     float* rmean = buffers_[0].value.data();
     float* rvar = buffers_[1].value.data();
+    take_moments(x, mode);
     if (mode == Mode::evaluate)
       op_->forward_inference(x.dim(0), x.data(), y.data(), gamma, beta, rmean, rvar);
     else
       op_->forward_training(x.dim(0), x.data(), y.data(), gamma, beta, rmean, rvar);
   }
+
+  ChannelMoments* moments_slot() override { return op_ && op_->accepts_moments() ? &moments_ : nullptr; }
 
   void backward(const Tensor& x, const Tensor&, const Tensor& dy, const Tensor& dx) override {
     float* out = !dx.empty() ? dx.data() : scratch_ ? scratch_->data : nullptr;
@@ -82,6 +89,7 @@ class BatchNorm final : public Layer, public InferenceAffine, public ReluAbsorbi
 
   bool residual_relu() const override { return op_ && op_->has_residual_relu(); }
   void forward_residual_relu(const Tensor& x, const Tensor& r, const Tensor& y) override {
+    take_moments(x, Mode::train);
     DTNN_CHECK(op_->forward_training_residual_relu(x.dim(0), x.data(), r.data(), y.data(), params_[0].value.data(),
                                                    params_[1].value.data(), buffers_[0].value.data(),
                                                    buffers_[1].value.data()),
@@ -115,7 +123,16 @@ class BatchNorm final : public Layer, public InferenceAffine, public ReluAbsorbi
       bn->comm_->allreduce_sum(values, count);
   }
 
+  // The moments the layer before wrote into moments_ (MomentsProducer), handed to the op when they describe x in
+  // a training pass; invalid afterwards either way, so a stale set is never used.
+  void take_moments(const Tensor& x, Mode mode) {
+    if (moments_.of && mode == Mode::train && moments_.of == x.data() && moments_.n == x.dim(0))
+      op_->use_moments(&moments_);
+    moments_.of = nullptr;
+  }
+
   BatchNormSpec spec_;
+  ChannelMoments moments_;
   std::unique_ptr<BatchNormOp> op_;  // the backend's: backend/cpu/batchnorm.cpp or backend/gpu/batchnorm.cu
   SharedWorkspace* scratch_ = nullptr;
   int64_t channels_ = 0, spatial_ = 0;

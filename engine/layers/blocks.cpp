@@ -58,6 +58,7 @@ class Chain {
                                       layout_of(shape)));
       }
     }
+    for (size_t i = 1; i < layers_.size(); ++i) link_moments(*layers_[i - 1], *layers_[i]);
     return shape;
   }
 

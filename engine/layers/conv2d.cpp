@@ -16,7 +16,7 @@
 namespace dtnn {
 namespace {
 
-class Conv2D final : public Layer, public FoldableConv {
+class Conv2D final : public Layer, public FoldableConv, public MomentsProducer {
  public:
   explicit Conv2D(const Conv2DSpec& spec) : spec_(spec) {}
   std::string type() const override { return "Conv2D"; }
@@ -79,8 +79,20 @@ class Conv2D final : public Layer, public FoldableConv {
       init_fill(params_[1].init, params_[1].fan_in, params_[1].fan_out, rng, params_[1].value.data(), p.k);
   }
 
-  void forward(const Tensor& x, const Tensor& y, Mode) override {
-    forward_with(x, y, params_[0].value.data(), spec_.use_bias ? params_[1].value.data() : nullptr);
+  void forward(const Tensor& x, const Tensor& y, Mode mode) override {
+    const float* w = params_[0].value.data();
+    const float* bias = spec_.use_bias ? params_[1].value.data() : nullptr;
+    if (moments_ && mode == Mode::train && x.dim(0) > 0 && forward_moments(x, y, w, bias)) return;
+    if (moments_) moments_->of = nullptr;
+    forward_with(x, y, w, bias);
+  }
+
+  bool produce_moments(ChannelMoments* slot) override {
+    if (gpu_ || !algo_[0]->has_forward_moments(problem_)) return false;
+    slot->mean.assign(problem_.k, 0.0);
+    slot->m2.assign(problem_.k, 0.0);
+    moments_ = slot;
+    return true;
   }
 
   const ConvProblem& conv_problem() const override { return problem_; }
@@ -131,6 +143,20 @@ class Conv2D final : public Layer, public FoldableConv {
   std::string algorithm_choice() const override { return algo_how_; }
 
  private:
+  // The forward pass with the moments of y for the normalization after it (MomentsProducer); false, having
+  // computed nothing, where the algorithm declines.
+  bool forward_moments(const Tensor& x, const Tensor& y, const float* w, const float* bias) {
+    const ConvProblem p = problem_.with_batch(x.dim(0));
+    const OpLayer at(id);
+    if (!algo_[0]->forward_moments(p, x.data(), w, bias, y.data(), ws_for(p), moments_->mean.data(),
+                                   moments_->m2.data()))
+      return false;
+    moments_->of = y.data();
+    moments_->n = p.n;
+    moments_->count = static_cast<double>(p.n * p.p() * p.q());
+    return true;
+  }
+
   float* ws() const { return shared_ ? shared_->data : workspace_.data(); }
   // The most any of the three directions' algorithms needs for problem p (at least one float).
   int64_t workspace_need(const ConvProblem& p) const {
@@ -166,6 +192,7 @@ class Conv2D final : public Layer, public FoldableConv {
   int checked_threads_ = 0;
   Tensor workspace_;                  // this layer's own (built outside a model)
   SharedWorkspace* shared_ = nullptr;  // the model's shared scratch
+  ChannelMoments* moments_ = nullptr;  // the next normalization's, when this layer computes them (produce_moments)
 };
 
 }  // namespace

@@ -1,6 +1,7 @@
 // What the layer-fusion pass (layers/fused.cpp) needs from the layers it fuses, beyond Layer.
 #pragma once
 
+#include "backend/batchnorm.h"
 #include "conv/conv_problem.h"
 #include "layers/layer.h"
 
@@ -46,5 +47,32 @@ class ResidualReluNorm {
   virtual bool residual_relu() const = 0;
   virtual void forward_residual_relu(const Tensor& x, const Tensor& r, const Tensor& y) = 0;  // training
 };
+
+// A layer that can compute, in its training forward pass, the per-channel moments of its output for the batch
+// normalization after it (Conv2D whose algorithm has ConvAlgorithm::forward_moments), so that normalization reads
+// its input once instead of twice. produce_moments(slot) after both are built: true when every training forward
+// will fill *slot (sized here) and mark it for its output, and every other forward mark it invalid; false when
+// it cannot (its algorithm, the GPU).
+class MomentsProducer {
+ public:
+  virtual ~MomentsProducer() = default;
+  virtual bool produce_moments(ChannelMoments* slot) = 0;
+};
+
+// A batch normalization that can take its training statistics from the layer before it (ChannelMoments, only for
+// the tensor they name). moments_slot() after build(): null where its backend cannot (BatchNormOp::accepts_moments).
+class MomentsConsumer {
+ public:
+  virtual ~MomentsConsumer() = default;
+  virtual ChannelMoments* moments_slot() = 0;
+};
+
+// Links two built layers where a's output is b's input: a computes the moments b normalises with, if both can.
+inline void link_moments(Layer& a, Layer& b) {
+  auto* producer = dynamic_cast<MomentsProducer*>(&a);
+  auto* consumer = dynamic_cast<MomentsConsumer*>(&b);
+  if (!producer || !consumer) return;
+  if (ChannelMoments* slot = consumer->moments_slot()) producer->produce_moments(slot);
+}
 
 }  // namespace dtnn

@@ -25,7 +25,7 @@
 namespace dtnn {
 namespace {
 
-class Fused final : public Layer {
+class Fused final : public Layer, public MomentsConsumer {
  public:
   Fused(std::unique_ptr<Layer> conv, std::unique_ptr<Layer> bn, std::unique_ptr<Layer> relu)
       : conv_(std::move(conv)), bn_(std::move(bn)), relu_(std::move(relu)) {
@@ -64,6 +64,7 @@ class Fused final : public Layer {
     auto* absorbing = bn_ && relu_ ? dynamic_cast<ReluAbsorbingNorm*>(bn_.get()) : nullptr;
     if (absorbing) absorbing->request_relu();
     if (bn_) shape = bn_->build(shape, ctx);
+    if (conv_ && bn_) link_moments(*conv_, *bn_);
     bn_relu_ = absorbing && absorbing->applies_relu();
     if (relu_) shape = relu_->build(shape, ctx);
     const Layout layout = shape.rank() == 3 ? ctx.layout : Layout::flat;
@@ -89,6 +90,12 @@ class Fused final : public Layer {
       folded_b_ = Tensor::zeros(Shape{conv->conv_problem().k});
     }
     return out_sample_ = shape;
+  }
+
+  // BatchNormalization + Relu takes the moments of its input from the layer before, as the normalization does.
+  ChannelMoments* moments_slot() override {
+    auto* bn = !conv_ ? dynamic_cast<MomentsConsumer*>(bn_.get()) : nullptr;
+    return bn ? bn->moments_slot() : nullptr;
   }
 
   void forward(const Tensor& x, const Tensor& y, Mode mode) override {

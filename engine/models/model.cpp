@@ -1,8 +1,8 @@
 #include "models/model.h"
 
-
 #include "core/clock.h"
 #include "core/error.h"
+#include "layers/fusable.h"
 #include "layers/layers.h"
 #include "trace/op_trace.h"
 
@@ -48,6 +48,7 @@ void Model::build(const BuildContext& ctx, uint64_t seed, int64_t reduce_tail) {
   ctx_.counters = &counted;
   Shape shape;
   for (auto& layer : layers_) shape = layer->build(shape, ctx_);
+  for (size_t i = 1; i < layers_.size(); ++i) link_moments(*layers_[i - 1], *layers_[i]);
   all_.clear();
   for (auto& layer : layers_) {
     all_.push_back(layer.get());

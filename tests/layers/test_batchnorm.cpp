@@ -7,7 +7,9 @@
 #include "backend/cpu/blas.h"
 #include "core/error.h"
 #include "helpers.h"
+#include "layers/fusable.h"
 #include "layers/layers.h"
+#include "skip.h"
 
 using namespace dtnn;
 
@@ -149,4 +151,76 @@ TEST_CASE("batchnorm: threaded passes give bit-identical results at 1 and 2 thre
       CHECK(out[0][2][ch] == Approx(0.1 * mean).margin(1e-6));
     }
   }
+}
+
+namespace {
+
+// A built layer with its parameters and buffers in tensors of its own (no Model), initialised from `seed`.
+void own_params(Layer& layer, uint64_t seed) {
+  for (Param& p : layer.params()) {
+    p.value = Tensor::zeros(p.shape);
+    p.grad = Tensor::zeros(p.shape);
+  }
+  for (Param& b : layer.buffers()) b.value = Tensor::zeros(b.shape);
+  Rng rng(seed);
+  layer.init_params(rng);
+}
+
+}  // namespace
+
+// A convolution that computes its output's moments in its output pass (ConvAlgorithm::forward_moments) hands
+// them to the normalization after it: the normalization's output, running statistics and gradients must be
+// those it computes from its input itself, up to the rounding of two ways of summing (relative 1e-6 measured
+// against 1e-5 allowed; a wrong variance is off by far more), and only for the tensor they were computed for.
+TEST_CASE("batchnorm: statistics from the convolution's output pass match its own", "[batchnorm]") {
+  const int64_t n = 6, h = 10, w = 9, c = 16, k = 32;
+  Conv2DSpec spec;
+  spec.nfilters = k;
+  spec.padding = 1;
+  spec.use_bias = true;
+  BuildContext ctx;
+  ctx.layout = Layout::nhwc;
+  ctx.max_batch = n;
+  ctx.conv_algo = "winograd_x16_f4";
+  auto conv = make_conv2d(spec);
+  conv->build(Shape{h, w, c}, ctx);
+  if (conv->algorithm_name() != "cpu.winograd_x16_f4")
+    DTNN_SKIP("cpu.winograd_x16_f4 does not run here (" + conv->algorithm_note() + ")");
+  own_params(*conv, 3);
+  for (int64_t i = 0; i < k; i += 3) conv->params()[1].value.data()[i] = 50.0f;  // means far from 0 on some
+  std::unique_ptr<Layer> bn[2] = {make_batchnorm(), make_batchnorm()};
+  for (auto& b : bn) {
+    b->build(Shape{h, w, k}, ctx);
+    own_params(*b, 4);
+  }
+  link_moments(*conv, *bn[1]);  // bn[0] computes its statistics itself
+  Rng rng(8);
+  Tensor x = Tensor::zeros(Shape{n, h, w, c}), mid = Tensor::zeros(Shape{n, h, w, k});
+  Tensor y[2] = {Tensor::zeros(Shape{n, h, w, k}), Tensor::zeros(Shape{n, h, w, k})};
+  Tensor dy = Tensor::zeros(Shape{n, h, w, k}), dx[2] = {Tensor::zeros(Shape{n, h, w, k}), Tensor::zeros(Shape{n, h, w, k})};
+  test::fill_uniform(x, rng);
+  test::fill_uniform(dy, rng);
+  for (int step = 0; step < 2; ++step) {
+    conv->forward(x, mid, Mode::train);
+    bn[1]->forward(mid, y[1], Mode::train);  // with the moments
+    bn[0]->forward(mid, y[0], Mode::train);
+    for (int i = 0; i < 2; ++i) bn[i]->backward(mid, y[i], dy, dx[i]);
+    CHECK(test::max_rel_error(y[1].data(), y[0].data(), y[0].numel()) < 1e-5);
+    CHECK(test::max_rel_error(dx[1].data(), dx[0].data(), dx[0].numel()) < 1e-5);
+    for (int p = 0; p < 2; ++p) {
+      CHECK(test::max_rel_error(bn[1]->params()[p].grad.data(), bn[0]->params()[p].grad.data(), k) < 1e-5);
+      CHECK(test::max_rel_error(bn[1]->buffers()[p].value.data(), bn[0]->buffers()[p].value.data(), k) < 1e-5);
+    }
+  }
+  // Moments describe the tensor they were computed for, once: a second pass over another input, or in
+  // inference, computes its own (bit for bit bn[0]'s).
+  Tensor other = Tensor::zeros(Shape{n, h, w, k});
+  test::fill_uniform(other, rng, 2.0f, 4.0f);
+  conv->forward(x, mid, Mode::train);
+  bn[1]->forward(other, y[1], Mode::train);
+  bn[0]->forward(other, y[0], Mode::train);
+  CHECK(test::max_rel_error(y[1].data(), y[0].data(), y[0].numel()) == 0.0);
+  bn[1]->forward(mid, y[1], Mode::train);  // the moments were for mid, but already invalidated
+  bn[0]->forward(mid, y[0], Mode::train);
+  CHECK(test::max_rel_error(y[1].data(), y[0].data(), y[0].numel()) == 0.0);
 }

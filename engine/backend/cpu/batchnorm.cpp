@@ -159,10 +159,13 @@ class CpuBatchNorm final : public BatchNormOp {
     return true;
   }
 
+  bool accepts_moments() const override { return s_.layout == Layout::nhwc && !reduce_; }
+  void use_moments(const ChannelMoments* m) override { given_ = accepts_moments() ? m : nullptr; }
+
   // The batch statistics of x: mean_, inv_std_, the output map scale_/shift_, the running statistics.
   void statistics(int64_t n, const float* x, const float* gamma, const float* beta, float* rmean, float* rvar) {
     const int64_t C = channels_;
-    const double count = nchw_ || reduce_ ? two_pass_moments(x, n) : moments(x, n);
+    const double count = given_ ? given_moments() : nchw_ || reduce_ ? two_pass_moments(x, n) : moments(x, n);
     count_ = count;
     const double m = s_.momentum, unbias = count > 1 ? count / (count - 1) : 1.0;
     for (int64_t c = 0; c < C; ++c) {
@@ -235,6 +238,14 @@ class CpuBatchNorm final : public BatchNormOp {
     *r1 = std::min(rows, blocks * (k + 1) / kChunks * kBlock);
   }
 
+  // mean_ and acc_ from the moments use_moments() gave (then forgotten); returns their count.
+  double given_moments() {
+    const ChannelMoments* m = given_;
+    given_ = nullptr;
+    std::copy_n(m->mean.data(), channels_, mean_.data());
+    std::copy_n(m->m2.data(), channels_, acc_.data());
+    return m->count;
+  }
   void sums(const float* x, int64_t n, const double* center, double* acc);
   double moments(const float* x, int64_t n);
   // mean_ and acc_ (the sum of squared deviations) in two passes over x, reduced over the ranks when
@@ -289,6 +300,7 @@ class CpuBatchNorm final : public BatchNormOp {
   BatchNormReduce reduce_;
   void* ctx_;
   double count_ = 1.0;  // m of the last forward_training
+  const ChannelMoments* given_ = nullptr;  // use_moments(): the next forward's statistics
   std::vector<double> mean_, acc_, acc2_;
   std::vector<double> chunk_acc_;  // kChunks x 2C: per-chunk partial sums (NHWC statistics)
   std::vector<double> block_acc_;  // kChunks x 2C: per-chunk mean and m2 of one block of rows (moments())
