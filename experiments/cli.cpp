@@ -382,7 +382,7 @@ void add_check_command(CLI::App& app, HarnessCommands& h) {
 
 void add_harness_commands(CLI::App& app, HarnessCommands& h) {
   dtnn::RunnerOptions& run_options = h.run_options;
-  std::string &db = h.db, &query_what = h.query_what, &format = h.format, &targets = h.targets, &select = h.select,
+  std::string &db = h.db, &query_what = h.query_what, &format = h.format, &targets = h.targets,
               &threshold = h.threshold, &out_dir = h.out_dir, &report_matrix = h.report_matrix;
   dtnn::CompareOptions& compare_options = h.compare_options;
   dtnn::IngestOptions& ingest_options = h.ingest_options;
