@@ -78,8 +78,9 @@ class BatchNormOp {
     return false;
   }
   // The next forward_training or forward_training_residual_relu takes its batch statistics from *m (computed
-  // where x was written) instead of reading x for them; m must stay valid until then. Only where
-  // accepts_moments() (the CPU's unsynchronised NHWC op); elsewhere it does nothing.
+  // where x was written) instead of reading x for them (synchronised: this rank's moments, reduced in the wire
+  // format above); m must stay valid until then. Only where accepts_moments() (the CPU's NHWC op); elsewhere it
+  // does nothing.
   virtual bool accepts_moments() const { return false; }
   virtual void use_moments(const ChannelMoments* m) { (void)m; }
   // After forward_training on the same x. dgamma, dbeta overwritten (this rank's sums, never reduced);

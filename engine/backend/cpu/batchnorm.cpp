@@ -159,7 +159,7 @@ class CpuBatchNorm final : public BatchNormOp {
     return true;
   }
 
-  bool accepts_moments() const override { return s_.layout == Layout::nhwc && !reduce_; }
+  bool accepts_moments() const override { return s_.layout == Layout::nhwc; }
   void use_moments(const ChannelMoments* m) override { given_ = accepts_moments() ? m : nullptr; }
 
   // The batch statistics of x: mean_, inv_std_, the output map scale_/shift_, the running statistics.
@@ -238,13 +238,25 @@ class CpuBatchNorm final : public BatchNormOp {
     *r1 = std::min(rows, blocks * (k + 1) / kChunks * kBlock);
   }
 
-  // mean_ and acc_ from the moments use_moments() gave (then forgotten); returns their count.
+  // mean_ and acc_ from the moments use_moments() gave (then forgotten); returns their count. Synchronised, they
+  // are this rank's, and the ranks exchange what two_pass_moments sends (backend/batchnorm.h's wire format): the
+  // sums of x and the count, then the squared deviations around the global mean, m2 + count (mean - global)^2.
   double given_moments() {
     const ChannelMoments* m = given_;
     given_ = nullptr;
-    std::copy_n(m->mean.data(), channels_, mean_.data());
-    std::copy_n(m->m2.data(), channels_, acc_.data());
-    return m->count;
+    const int64_t C = channels_;
+    std::copy_n(m->mean.data(), C, mean_.data());
+    std::copy_n(m->m2.data(), C, acc_.data());
+    if (!reduce_) return m->count;
+    for (int64_t c = 0; c < C; ++c) acc_[c] = m->mean[c] * m->count;
+    const double count = allreduce_first(acc_.data(), m->count);
+    for (int64_t c = 0; c < C; ++c) {
+      mean_[c] = acc_[c] / count;
+      const double d = m->mean[c] - mean_[c];
+      acc_[c] = m->m2[c] + m->count * d * d;
+    }
+    allreduce_second(acc_.data());
+    return count;
   }
   void sums(const float* x, int64_t n, const double* center, double* acc);
   double moments(const float* x, int64_t n);
