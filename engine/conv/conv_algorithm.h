@@ -75,6 +75,16 @@ class ConvAlgorithm {
     return false;
   }
   virtual void backward_data(const ConvProblem& p, const float* dy, const float* w, float* dx, float* ws) const = 0;
+  // backward_data() with `add` (shaped like dx, not overlapping it) added in the pass that writes dx: dx =
+  // conv_transpose(dy, w) + add, bit for bit backward_data() followed by dx += add (a residual block's identity
+  // path, without the addition's own pass over dx). Only where has_backward_data_add(p); elsewhere it computes
+  // nothing and returns false.
+  virtual bool has_backward_data_add(const ConvProblem&) const { return false; }
+  virtual bool backward_data_add(const ConvProblem& p, const float* dy, const float* w, const float* add, float* dx,
+                                 float* ws) const {
+    (void)p, (void)dy, (void)w, (void)add, (void)dx, (void)ws;
+    return false;
+  }
   virtual void backward_filter(const ConvProblem& p, const float* x, const float* dy, float* dw, float* db,
                                float* ws) const = 0;
   // Both backward directions on one dy, as a training step runs them: backward_filter, then backward_data

@@ -7,7 +7,8 @@
 // and runs elementwise layers in place where it is safe, with the rules the Model uses. The block owns
 // one output buffer per path (except that the first path of an AdditionBlock writes y directly when its
 // last layer does not read its own output in backward), a dx accumulator, and for concatenation one
-// dy slice per path.
+// dy slice per path. An AdditionBlock of one path and the identity lets the path's first layer add dy to dx in
+// the pass that writes dx (layers/fusable.h, AddingBackward) instead of adding it in a pass of its own.
 //
 // Ids follow PyDTNN: a block's children are numbered depth-first right after the block itself (the Model
 // assigns them). Parameters belong to the children; a block has none of its own.
@@ -85,14 +86,20 @@ class Chain {
     residual_relu_tail()->forward_residual_relu(L == 1 ? x.view() : acts_[L - 2].batch(n), r, y);
   }
 
-  // dx may be empty (no input gradient wanted); parameter gradients are always computed.
-  void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx) {
+  // dx may be empty (no input gradient wanted); parameter gradients are always computed. With `add` (non-empty dx),
+  // the first layer may add it to dx in its own pass (AddingBackward): returns whether it did, the caller adding
+  // it otherwise.
+  bool backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx, const float* add = nullptr) {
     const int64_t n = x.dim(0);
     const size_t L = layers_.size();
     for (size_t i = L; i-- > 0;) {
-      layers_[i]->backward(i == 0 ? x.view() : acts_[i - 1].batch(n), i + 1 == L ? y.view() : acts_[i].batch(n),
-                           i + 1 == L ? dy.view() : grads_[i].batch(n), i == 0 ? dx.view() : grads_[i - 1].batch(n));
+      const Tensor in = i == 0 ? x.view() : acts_[i - 1].batch(n), out = i + 1 == L ? y.view() : acts_[i].batch(n);
+      const Tensor g = i + 1 == L ? dy.view() : grads_[i].batch(n), dg = i == 0 ? dx.view() : grads_[i - 1].batch(n);
+      auto* adding = i == 0 && add ? dynamic_cast<AddingBackward*>(layers_[0].get()) : nullptr;
+      if (adding && adding->backward_adding(in, out, g, dg, add)) return true;
+      layers_[i]->backward(in, out, g, dg);
     }
+    return false;
   }
 
   void collect(std::vector<Layer*>& out) const {
@@ -280,14 +287,17 @@ class AdditionBlock final : public Block {
   void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx) override {
     const int64_t n = x.dim(0), count = x.numel();
     if (relu_) relu_->backward(Tensor(), y, dy, dy);  // dy = y > 0 ? dy : 0, in place (Relu reads only y)
-    bool dx_written = false;
+    // A path and the identity (ResNets' blocks): the path's first layer may add dy, the identity's gradient, to dx
+    // in the pass that writes it (AddingBackward), the same floats as the addition below.
+    const bool shortcut = paths_.size() == 2 && paths_[0].empty() != paths_[1].empty() && !dx.empty();
+    bool dx_written = false, identity_added = false;
     for (size_t p = 0; p < paths_.size(); ++p) {
       if (paths_[p].empty()) continue;
       const Tensor out = outs_[p].empty() ? y.view() : outs_[p].batch(n);  // y only when never read
       if (dx.empty()) {
         paths_[p].backward(x, out, dy, Tensor());
       } else if (!dx_written) {
-        paths_[p].backward(x, out, dy, dx);
+        identity_added = paths_[p].backward(x, out, dy, dx, shortcut ? dy.data() : nullptr);
         dx_written = true;
       } else {
         const Tensor acc = dx_acc_.batch(n);
@@ -295,7 +305,7 @@ class AdditionBlock final : public Block {
         add_into(dx.data(), acc.data(), count, gpu_);
       }
     }
-    if (dx.empty()) return;
+    if (dx.empty() || identity_added) return;
     for (size_t p = 0; p < paths_.size(); ++p)
       if (paths_[p].empty()) add_into(dx.data(), dy.data(), count, gpu_);  // identity: dy passes straight through
   }

@@ -16,7 +16,7 @@
 namespace dtnn {
 namespace {
 
-class Conv2D final : public Layer, public FoldableConv, public MomentsProducer {
+class Conv2D final : public Layer, public FoldableConv, public MomentsProducer, public AddingBackward {
  public:
   explicit Conv2D(const Conv2DSpec& spec) : spec_(spec) {}
   std::string type() const override { return "Conv2D"; }
@@ -115,6 +115,16 @@ class Conv2D final : public Layer, public FoldableConv, public MomentsProducer {
     }
     algo_[2]->backward_filter(p, x.data(), dy.data(), params_[0].grad.data(), db, ws);
     if (!dx.empty()) algo_[1]->backward_data(p, dy.data(), params_[0].value.data(), dx.data(), ws);
+  }
+
+  bool backward_adding(const Tensor& x, const Tensor&, const Tensor& dy, const Tensor& dx, const float* add) override {
+    const ConvProblem p = problem_.with_batch(x.dim(0));
+    if (gpu_ || dx.empty() || !algo_[1]->has_backward_data_add(p)) return false;
+    const OpLayer at(id);
+    float* ws = ws_for(p);
+    algo_[2]->backward_filter(p, x.data(), dy.data(), params_[0].grad.data(),
+                              spec_.use_bias ? params_[1].grad.data() : nullptr, ws);
+    return algo_[1]->backward_data_add(p, dy.data(), params_[0].value.data(), add, dx.data(), ws);
   }
 
   std::string describe() const override {

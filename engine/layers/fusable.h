@@ -67,6 +67,17 @@ class MomentsConsumer {
   virtual ChannelMoments* moments_slot() = 0;
 };
 
+// A layer whose backward can add a tensor to its input gradient in the pass that writes it: dx = its own dx + add,
+// bit for bit backward() followed by dx += add (Conv2D whose algorithm has ConvAlgorithm::backward_data_add: a
+// residual block's identity path without the addition's pass). backward_adding() needs a non-empty dx; it returns
+// false, having computed nothing, where the layer cannot (its algorithm, the GPU), and the caller then adds.
+class AddingBackward {
+ public:
+  virtual ~AddingBackward() = default;
+  virtual bool backward_adding(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx,
+                               const float* add) = 0;
+};
+
 // Links two built layers where a's output is b's input: a computes the moments b normalises with, if both can.
 inline void link_moments(Layer& a, Layer& b) {
   auto* producer = dynamic_cast<MomentsProducer*>(&a);

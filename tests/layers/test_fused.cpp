@@ -7,6 +7,7 @@
 #include "helpers.h"
 #include "layers/layers.h"
 #include "models/model.h"
+#include "skip.h"
 
 using namespace dtnn;
 
@@ -192,4 +193,47 @@ TEST_CASE("fused AdditionBlock + Relu: bit-identical training steps, same layer 
       CHECK(test::max_rel_error(gf.data(), gp.data(), gp.numel()) == 0.0);
     }
   }
+}
+
+// A residual block of a convolution and the identity: the convolution adds dy, the identity path's gradient, to dx
+// in the pass that writes dx (AddingBackward, ConvAlgorithm::backward_data_add). The block's dx must be, bit for
+// bit, a separate convolution's dx (same weights, same algorithm) plus dy added here; its weight gradient the same.
+TEST_CASE("AdditionBlock: the identity path's gradient added in the convolution's pass, bit for bit", "[fused]") {
+  const int64_t n = 3, h = 9, w = 7, c = 16;
+  BuildContext ctx;
+  ctx.layout = Layout::nhwc;
+  ctx.max_batch = n;
+  ctx.conv_algo = "winograd_x16_f4";
+  std::vector<Path> paths;
+  paths.push_back(path(conv(c, false)));
+  paths.push_back(Path{});
+  auto block = make_addition_block(std::move(paths));
+  auto alone = conv(c, false);
+  const Shape sample{h, w, c};
+  block->build(sample, ctx);
+  alone->build(sample, ctx);
+  Layer* inner = block->children()[0];
+  if (inner->algorithm_name() != "cpu.winograd_x16_f4")
+    DTNN_SKIP("cpu.winograd_x16_f4 does not run here (" + inner->algorithm_note() + ")");
+  for (Layer* l : {inner, alone.get()}) {
+    for (Param& p : l->params()) {
+      p.value = Tensor::zeros(p.shape);
+      p.grad = Tensor::zeros(p.shape);
+    }
+    Rng init(12);
+    l->init_params(init);
+  }
+  Rng rng(13);
+  Tensor x = Tensor::zeros(sample.prepend(n)), dy = Tensor::zeros(sample.prepend(n));
+  Tensor y = Tensor::zeros(sample.prepend(n)), y_alone = Tensor::zeros(sample.prepend(n));
+  Tensor dx = Tensor::zeros(sample.prepend(n)), expected = Tensor::zeros(sample.prepend(n));
+  test::fill_uniform(x, rng), test::fill_uniform(dy, rng);
+  block->forward(x, y, Mode::train);
+  block->backward(x, y, dy, dx);
+  alone->forward(x, y_alone, Mode::train);
+  alone->backward(x, y_alone, dy, expected);
+  for (int64_t i = 0; i < expected.numel(); ++i) expected.data()[i] += dy.data()[i];
+  CHECK(std::equal(dx.data(), dx.data() + dx.numel(), expected.data()));
+  const Param& g = inner->params()[0];
+  CHECK(std::equal(g.grad.data(), g.grad.data() + g.grad.numel(), alone->params()[0].grad.data()));
 }

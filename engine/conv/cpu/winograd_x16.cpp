@@ -265,11 +265,17 @@ class ConvWinogradX16 final : public ConvAlgorithm {
   }
 
   void backward_data(const ConvProblem& p, const float* dy, const float* w, float* dx, float* ws) const override {
-    const int64_t K = p.k;
-    winograd_x16::Conv c;  // dx = corr(dy, w rotated by 180 degrees, C and K swapped), padding 2 - pad
-    c.in = dy, c.h = p.p(), c.w = p.q(), c.ci = K, c.out = dx, c.p = p.h, c.q = p.w, c.ko = p.c;
-    c.pad_h = 2 - p.pad_h, c.pad_w = 2 - p.pad_w;
+    run_forward<M, true>(backward_conv(p, dy, dx), p.n, w, ws, OpCode::bwd_winograd_w, OpCode::bwd_dx_winograd);
+  }
+
+  bool has_backward_data_add(const ConvProblem& p) const override { return supports(p).ok(); }
+  bool backward_data_add(const ConvProblem& p, const float* dy, const float* w, const float* add, float* dx,
+                         float* ws) const override {
+    if (!has_backward_data_add(p)) return false;
+    winograd_x16::Conv c = backward_conv(p, dy, dx);
+    c.add = add;
     run_forward<M, true>(c, p.n, w, ws, OpCode::bwd_winograd_w, OpCode::bwd_dx_winograd);
+    return true;
   }
 
   void backward_filter(const ConvProblem& p, const float* x, const float* dy, float* dw, float* db,
@@ -285,6 +291,13 @@ class ConvWinogradX16 final : public ConvAlgorithm {
     winograd_x16::Conv c;
     c.in = x, c.h = p.h, c.w = p.w, c.ci = p.c, c.out = y, c.p = p.p(), c.q = p.q(), c.ko = p.k;
     c.pad_h = p.pad_h, c.pad_w = p.pad_w, c.bias = bias;
+    return c;
+  }
+  // dx = corr(dy, w rotated by 180 degrees, C and K swapped), padding 2 - pad.
+  static winograd_x16::Conv backward_conv(const ConvProblem& p, const float* dy, float* dx) {
+    winograd_x16::Conv c;
+    c.in = dy, c.h = p.p(), c.w = p.q(), c.ci = p.k, c.out = dx, c.p = p.h, c.q = p.w, c.ko = p.c;
+    c.pad_h = 2 - p.pad_h, c.pad_w = 2 - p.pad_w;
     return c;
   }
   // Doubles of forward_moments' region: each block's moments, then the merged mean and m2.

@@ -31,6 +31,7 @@ struct Conv {
   int64_t pad_h = 0, pad_w = 0;
   const float* u = nullptr;     // [points][ci][ko]
   const float* bias = nullptr;  // ko floats, or null
+  const float* add = nullptr;   // shaped like out, or null: added to each output after the bias
   int64_t n = 0;                // samples: tiles past the batch are not prefetched
   // When not null, every block of kTiles tiles also writes the moments of its output pixels (bias included) to
   // moments + (first / kTiles) * moment_stride(ko) doubles: [mean, ko][sum of squared deviations, ko][pixels].
@@ -50,8 +51,8 @@ inline int64_t filter_buffer_floats(int m, int64_t c, int64_t k) {
 // Tiles are numbered over the batch: tile = (n * ceil(p / M) + ty) * ceil(q / M) + tx covers output pixels
 // (M ty, M tx) .. (M ty + M - 1, M tx + M - 1) of sample n (those that exist).
 // Writes the output pixels of tiles [first, first + count), count <= kTiles (first a multiple of kTiles), and
-// prefetches into L2 what the next kTiles tiles read and write (in training the activations arrive from memory,
-// not from cache); with c.moments, the block's moments too.
+// prefetches into L2 what the next kTiles tiles read (in training the activations arrive from memory, not from
+// cache: the inputs, and c.add where given); with c.moments, the block's moments too.
 template <int M>
 void forward_tiles(const Conv& c, int64_t first, int count, float* buf);
 

@@ -208,10 +208,11 @@ struct ShiftedSums {
 
 // A^T m A + bias for one tile and 16 output channels (m's points at m[pt * stride]), written to the output
 // pixels (oy, ox) .. (oy + M - 1, ox + M - 1) of `img` ([p][q][ko]) that exist; with `stream`, by non-temporal
-// stores (img 64-byte aligned); with `sums`, each written value added to them.
+// stores (img 64-byte aligned); with `add` (shaped like img), its value at each pixel added after the bias; with
+// `sums`, each written value added to them.
 template <int M>
-inline void output_tile(const float* m, int64_t stride, __m512 bias, float* img, int64_t p, int64_t q, int64_t ko,
-                        int64_t oy, int64_t ox, bool stream, ShiftedSums* sums) {
+inline void output_tile(const float* m, int64_t stride, __m512 bias, float* img, const float* add, int64_t p,
+                        int64_t q, int64_t ko, int64_t oy, int64_t ox, bool stream, ShiftedSums* sums) {
   constexpr int N = Lines<M>::N;
   __m512 r[M][N];  // A^T down each column
   for (int j = 0; j < N; ++j) {
@@ -225,7 +226,8 @@ inline void output_tile(const float* m, int64_t stride, __m512 bias, float* img,
     Lines<M>::output(r[a], y);
     float* row = img + (oy + a) * q * ko;
     for (int b = 0; b < M && ox + b < q; ++b) {
-      const __m512 v = _mm512_add_ps(y[b], bias);
+      __m512 v = _mm512_add_ps(y[b], bias);
+      if (add) v = _mm512_add_ps(v, _mm512_loadu_ps(add + ((oy + a) * q + ox + b) * ko));
       if (sums) sums->add(v);
       if (stream) _mm512_stream_ps(row + (ox + b) * ko, v);
       else _mm512_storeu_ps(row + (ox + b) * ko, v);
@@ -291,6 +293,7 @@ void forward_tiles(const Conv& c, int64_t first, int count, float* buf) {
     for (int64_t k0 = 0; k0 < ko; k0 += 16)
       gemm(v + int64_t{pt} * kTiles * ci, ci, c.u + pt * ci * ko + k0, ko, m + int64_t{pt} * kTiles * ko + k0);
   prefetch_tiles<M>(c.in, c.n, c.h, c.w, ci, th, tw, c.pad_h, c.pad_w, M + 2, first + kTiles, kTiles);
+  if (c.add) prefetch_tiles<M>(c.add, c.n, c.p, c.q, ko, th, tw, 0, 0, M, first + kTiles, kTiles);
   // The output goes to memory by non-temporal stores where it is aligned for them: a training step's
   // activations and gradients are written to buffers the cache no longer holds, and a normal store first reads
   // each line back (resnet20: the x16 convolutions' forward passes 28-31 -> 20-22 ms a step, the step 6-12 %
@@ -303,9 +306,9 @@ void forward_tiles(const Conv& c, int64_t first, int count, float* buf) {
     ShiftedSums sums;
     TileCursor out(first, th, tw);
     for (int t = 0; t < count; ++t, out.next()) {
-      float* img = c.out + out.n * c.p * c.q * ko;
-      output_tile<M>(m + t * ko + k0, kTiles * ko, bias, img + k0, c.p, c.q, ko, M * out.ty, M * out.tx, stream,
-                     moments ? &sums : nullptr);
+      const int64_t image = out.n * c.p * c.q * ko;
+      output_tile<M>(m + t * ko + k0, kTiles * ko, bias, c.out + image + k0, c.add ? c.add + image + k0 : nullptr,
+                     c.p, c.q, ko, M * out.ty, M * out.tx, stream, moments ? &sums : nullptr);
       if (moments && k0 == 0) pixels += std::min<int64_t>(M, c.p - M * out.ty) * std::min<int64_t>(M, c.q - M * out.tx);
     }
     if (moments) sums.moments(pixels, moments + k0, moments + ko + k0);
