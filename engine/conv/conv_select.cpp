@@ -217,7 +217,9 @@ ConvChoice select_conv_algorithm(std::string_view requested, const ConvProblem& 
     // back (resnet20's 32- and 64-channel layers; with 16 channels the transforms cost more than they save).
     // dtnn's own F(4x4,3x3) on NHWC beats both there and at 16 channels (no reorders; 1.1-2x in forward and
     // backward data, level or ahead in the weight gradient) up to 64 channels; above, its point GEMMs lose
-    // to oneDNN's (resnet18's 128- and 256-channel layers: 1.5-2x slower).
+    // to oneDNN's (resnet18's 128- and 256-channel layers: 1.5-2x slower). On CPUs without AVX-512 its AVX2
+    // kernels beat convgemm and oneDNN's AVX2 JIT on those layers too (1.6-3x in forward and backward data,
+    // level or ahead in the weight gradient).
     const ConvAlgorithm& x16 = find_conv_algorithm("winograd_x16_f4");
     if (p.c <= 64 && p.k <= 64 && x16.supports(p).ok()) return single(&x16, "heuristic");
     const ConvAlgorithm& winograd = find_conv_algorithm("onednn_winograd");

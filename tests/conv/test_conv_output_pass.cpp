@@ -38,7 +38,7 @@ const char* const kProblems[] = {
     "n2_c64h8w8_k64r3s3_st1x1_pd1x1_dl1x1_g1_nhwc_f32",
 };
 
-// Why cpu.winograd_x16 does not run here (no AVX-512F, or capped at AVX2), or empty.
+// Why cpu.winograd_x16 does not take these problems, or empty (its kernels run on every CPU dtnn builds for).
 std::string x16_absent() {
   const ConvProblem p = ConvProblem::parse(kProblems[0]);
   const Support s = find_conv_algorithm("winograd_x16").supports(p);

@@ -64,7 +64,7 @@ std::unique_ptr<Model> small_cnn(const TrainOptions& o, Communicator& comm) {
 }
 
 // conv-BN-tanh, then a residual block (conv-BN-tanh-conv-BN + identity), global average pool, FC. 16 channels:
-// on AVX-512 CPUs the block's 3x3 convolutions are cpu.winograd_x16_f4, which compute the moments the
+// the block's 3x3 convolutions are cpu.winograd_x16_f4, which compute the moments the
 // synchronised normalizations after them reduce (ConvAlgorithm::forward_moments).
 std::unique_ptr<Model> small_resnet(const TrainOptions& o, Communicator& comm) {
   auto m = std::make_unique<Model>("mpi_resnet");

@@ -1,5 +1,6 @@
 // cpu.winograd_x16 and cpu.winograd_x16_f4: NHWC 3x3 stride-1 convolutions by Winograd F(2x2,3x3) and
-// F(4x4,3x3) with AVX-512 kernels for channel counts in multiples of 16 (winograd_x16.h), all three directions:
+// F(4x4,3x3) with AVX-512 or AVX2 kernels for channel counts in multiples of 16 (winograd_x16.h), all three
+// directions:
 //   forward        y = A^T [ (G g G^T) (.) (B^T x B) ] A per MxM output tile
 //   backward_data  the forward algorithm on dy with the filters rotated by 180 degrees and C/K swapped,
 //                  padding 2 - pad
@@ -37,7 +38,7 @@ using winograd_x16::kFilterTiles;
 using winograd_x16::kTiles;
 using winograd_x16::points;
 
-// G of F(MxM,3x3), rows matching the kernels' B^T (winograd_x16_avx512.cpp): F(4x4,3x3)'s rows carry the
+// G of F(MxM,3x3), rows matching the kernels' B^T (winograd_x16_tiles.h): F(4x4,3x3)'s rows carry the
 // inverse of the scaling that gave B^T integer rows.
 template <int M>
 struct Filters;
@@ -142,9 +143,15 @@ int64_t per_thread_floats(int m, int64_t c, int64_t k) {
 
 // The correlation `c` with the layer's weights w (rotated for backward data; its U in ws): transform, then
 // every tile (each block's moments to c.moments when not null).
+// The kernels for this CPU (winograd_x16.h): AVX-512 where convgemm's run, AVX2 elsewhere.
+const winograd_x16::Kernels& kernels() {
+  const winograd_x16::Kernels* k = convgemm::avx512_kernels() ? winograd_x16::avx512_kernels() : nullptr;
+  return k ? *k : winograd_x16::avx2_kernels();
+}
+
 template <int M, bool kRotated>
 void run_forward(winograd_x16::Conv c, int64_t n, const float* w, float* ws, OpCode transform_op, OpCode tiles_op) {
-#if DTNN_AVX512_KERNELS
+  const winograd_x16::ForwardTiles kernel = kernels().forward<M>();
   float* u = ws;
   c.u = u;
   c.n = n;
@@ -160,8 +167,7 @@ void run_forward(winograd_x16::Conv c, int64_t n, const float* w, float* ws, OpC
     float* buf = ws + round16(int64_t{points(M)} * c.ci * c.ko) + tid * per_thread;
     const int64_t blocks = (tiles + kTiles - 1) / kTiles, b0 = blocks * tid / T, b1 = blocks * (tid + 1) / T;
     for (int64_t b = b0; b < b1; ++b)
-      winograd_x16::forward_tiles<M>(c, b * kTiles, static_cast<int>(std::min<int64_t>(kTiles, tiles - b * kTiles)),
-                                     buf);
+      kernel(c, b * kTiles, static_cast<int>(std::min<int64_t>(kTiles, tiles - b * kTiles)), buf);
   }
   if (!c.moments) return;
   // The blocks' moments merged in block order: the same for any thread count.
@@ -175,15 +181,12 @@ void run_forward(winograd_x16::Conv c, int64_t n, const float* w, float* ws, OpC
     merge_moments(K, seen, mean, m2, block[2 * K], block, block + K);
     seen += block[2 * K];
   }
-#else
-  (void)c, (void)n, (void)w, (void)ws, (void)transform_op, (void)tiles_op;
-#endif
 }
 
 // dW from x and dy: per-thread partial sums in the transform domain, summed in thread order, transformed back.
 template <int M>
 void run_filter(const ConvProblem& p, const float* x, const float* dy, float* dw, float* ws) {
-#if DTNN_AVX512_KERNELS
+  const winograd_x16::FilterTiles kernel = kernels().filter<M>();
   const winograd_x16::Filter f{x, p.h, p.w, p.c, dy, p.p(), p.q(), p.k, p.pad_h, p.pad_w, p.n};
   const int64_t C = p.c, K = p.k, s_floats = round16(int64_t{points(M)} * C * K);
   const int64_t per_thread = round16(winograd_x16::filter_buffer_floats(M, C, K)) + s_floats;
@@ -198,8 +201,7 @@ void run_filter(const ConvProblem& p, const float* x, const float* dy, float* dw
     std::fill_n(s, s_floats, 0.0f);
     const int64_t blocks = (tiles + kFilterTiles - 1) / kFilterTiles, b0 = blocks * tid / T, b1 = blocks * (tid + 1) / T;
     for (int64_t b = b0; b < b1; ++b)
-      winograd_x16::filter_tiles<M>(f, b * kFilterTiles,
-                                    static_cast<int>(std::min<int64_t>(kFilterTiles, tiles - b * kFilterTiles)), s, buf);
+      kernel(f, b * kFilterTiles, static_cast<int>(std::min<int64_t>(kFilterTiles, tiles - b * kFilterTiles)), s, buf);
   }
   float* sum = ws;
   std::memcpy(sum, base, sizeof(float) * s_floats);
@@ -208,9 +210,6 @@ void run_filter(const ConvProblem& p, const float* x, const float* dy, float* dw
     for (int64_t i = 0; i < s_floats; ++i) sum[i] += s[i];
   }
   filters_from_transform<M>(C, K, sum, dw);
-#else
-  (void)p, (void)x, (void)dy, (void)dw, (void)ws;
-#endif
 }
 
 template <int M>
@@ -223,8 +222,6 @@ class ConvWinogradX16 final : public ConvAlgorithm {
 
   Support supports(const ConvProblem& p) const override {
     const std::string n(name().substr(4));
-    if (!convgemm::avx512_kernels())
-      return Support::no(n + ": needs AVX-512F (this CPU, this build or DTNN_MAX_CPU_ISA=AVX2 lacks it)");
     if (p.layout != Layout::nhwc) return Support::no(n + ": needs NHWC");
     if (p.groups != 1) return Support::no(n + ": needs groups == 1");
     if (p.c % 16 || p.k % 16) return Support::no(n + ": needs channels and filters in multiples of 16");

@@ -1,7 +1,10 @@
 // cpu.winograd_x16's and cpu.winograd_x16_f4's kernels: Winograd F(MxM,3x3), M = 2 or 4, on NHWC tensors whose
-// channel counts are multiples of 16, one 16-float vector per pixel and 16-channel block
-// (winograd_x16_avx512.cpp, the one file of the algorithms compiled with -mavx512f; winograd_x16.cpp chooses
-// them only on CPUs with AVX-512F).
+// channel counts are multiples of 16, one 16-float vector per pixel and 16-channel block. The tile code is
+// written once (winograd_x16_tiles.h) and compiled twice: in winograd_x16_avx512.cpp (the one file of the
+// algorithms compiled with -mavx512f, only where the compiler has it) and in winograd_x16_avx2.cpp (the
+// build's baseline), each exporting its Kernels. winograd_x16.cpp calls the
+// AVX-512 kernels where convgemm::avx512_kernels() says they run, the AVX2 ones elsewhere; both meet the
+// contracts below (the same summation order: results equal up to the compiler's FMA contraction).
 //
 // A tile is MxM output pixels; its (M+2)x(M+2) input window is transformed (B^T d B), multiplied point by
 // point with the transformed filters ((M+2)^2 GEMMs of kTiles tiles x Ci x Ko, the products in float32 FMA
@@ -50,11 +53,11 @@ inline int64_t filter_buffer_floats(int m, int64_t c, int64_t k) {
 
 // Tiles are numbered over the batch: tile = (n * ceil(p / M) + ty) * ceil(q / M) + tx covers output pixels
 // (M ty, M tx) .. (M ty + M - 1, M tx + M - 1) of sample n (those that exist).
-// Writes the output pixels of tiles [first, first + count), count <= kTiles (first a multiple of kTiles), and
-// prefetches into L2 what the next kTiles tiles read (in training the activations arrive from memory, not from
-// cache: the inputs, and c.add where given); with c.moments, the block's moments too.
-template <int M>
-void forward_tiles(const Conv& c, int64_t first, int count, float* buf);
+// Kernels::forward<M>()(c, first, count, buf): writes the output pixels of tiles [first, first + count),
+// count <= kTiles (first a multiple of kTiles), and prefetches into L2 what the next kTiles tiles read (in
+// training the activations arrive from memory, not from cache: the inputs, and c.add where given); with
+// c.moments, the block's moments too. buf: buffer_floats(M, c.ci, c.ko) floats.
+using ForwardTiles = void (*)(const Conv& c, int64_t first, int count, float* buf);
 
 // The weight gradient of a stride-1 3x3 convolution in the transform domain: for every tile of dy (MxM
 // pixels), s[pt][c][k] += (B^T x B)[pt][c] (A dy A^T)[pt][k], x's window being the one the forward tile
@@ -68,9 +71,23 @@ struct Filter {
   int64_t n = 0;  // samples: tiles past the batch are not prefetched
 };
 
-// Adds the contributions of dy's tiles [first, first + count) (numbered as above over p x q), count <= kFilterTiles,
-// to s ([points][c][k]); prefetches the next kFilterTiles tiles' x and dy into L2.
-template <int M>
-void filter_tiles(const Filter& f, int64_t first, int count, float* s, float* buf);
+// Kernels::filter<M>()(f, first, count, s, buf): adds the contributions of dy's tiles [first, first + count)
+// (numbered as above over p x q), count <= kFilterTiles, to s ([points][c][k]); prefetches the next kFilterTiles
+// tiles' x and dy into L2. buf: filter_buffer_floats(M, f.c, f.k) floats.
+using FilterTiles = void (*)(const Filter& f, int64_t first, int count, float* s, float* buf);
+
+// One instruction set's kernels for both tile sizes.
+struct Kernels {
+  ForwardTiles forward2, forward4;
+  FilterTiles filter2, filter4;
+  template <int M>
+  ForwardTiles forward() const { return M == 2 ? forward2 : forward4; }
+  template <int M>
+  FilterTiles filter() const { return M == 2 ? filter2 : filter4; }
+};
+
+// The AVX-512 kernels (null where the compiler cannot build them) and the AVX2 ones.
+const Kernels* avx512_kernels();
+const Kernels& avx2_kernels();
 
 }  // namespace dtnn::winograd_x16
