@@ -15,7 +15,7 @@
 //            of timing.
 //            Identical problems within one process are timed once.
 //   auto     the cache's choice when it has one for (CPU model, threads, build, problem); otherwise the heuristic:
-//            winograd_x16_f4 where its AVX-512 kernels run, for NHWC 3x3 stride-1 layers with C and K in
+//            winograd_x16_f4 (its AVX-512 or AVX2 kernels) for NHWC 3x3 stride-1 layers with C and K in
 //            16..64 (multiples of 16); on AVX-512 CPUs with oneDNN built, onednn_winograd for other 3x3 stride-1
 //            layers with C and K >= 32 (multiples of 16), onednn for other layers with K >= 16 (except NCHW
 //            depthwise);

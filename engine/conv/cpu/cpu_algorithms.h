@@ -10,7 +10,7 @@ namespace dtnn {
 const ConvAlgorithm& conv_convgemm();     // both layouts: implicit GEMM, own AVX2 tiles, OpenMP threads
 const ConvAlgorithm& conv_winograd_f2();  // NHWC 3x3 stride 1: F(2x2,3x3)
 const ConvAlgorithm& conv_winograd_f4();  // NHWC 3x3 stride 1: F(4x4,3x3)
-const ConvAlgorithm& conv_winograd_x16();  // NHWC 3x3 stride 1, C and K multiples of 16, AVX-512: F(2x2,3x3)
+const ConvAlgorithm& conv_winograd_x16();  // NHWC 3x3 stride 1, C and K multiples of 16 (AVX-512 or AVX2): F(2x2,3x3)
 const ConvAlgorithm& conv_winograd_x16_f4();  // the same domain: F(4x4,3x3)
 const ConvAlgorithm& conv_im2row_gemm();  // NHWC: im2row (chunked, cache-sized) + OpenBLAS sgemm
 const ConvAlgorithm& conv_im2col_gemm();  // NCHW: per-sample im2col + OpenBLAS sgemm
