@@ -219,9 +219,12 @@ ConvChoice select_conv_algorithm(std::string_view requested, const ConvProblem& 
     // backward data, level or ahead in the weight gradient) up to 64 channels; above, its point GEMMs lose
     // to oneDNN's (resnet18's 128- and 256-channel layers: 1.5-2x slower). On CPUs without AVX-512 its AVX2
     // kernels beat convgemm, oneDNN's AVX2 JIT and cpu.winograd_f4 on those layers in every direction
-    // (resnet20's three shapes on a Zen 3: 1.4-2.9x convgemm, the best of the others).
+    // (resnet20's three shapes on a Zen 3: 1.4-2.9x convgemm, the best of the others), and convgemm, the
+    // alternative there, up to 256 channels (forward + backward 1.1-2.7x faster); at 512 its backward data
+    // runs at about half convgemm's rate, which on 7x7 images costs more than the other two directions win.
     const ConvAlgorithm& x16 = find_conv_algorithm("winograd_x16_f4");
-    if (p.c <= 64 && p.k <= 64 && x16.supports(p).ok()) return single(&x16, "heuristic");
+    const int64_t x16_channels = cpu_has_avx512() ? 64 : 256;
+    if (p.c <= x16_channels && p.k <= x16_channels && x16.supports(p).ok()) return single(&x16, "heuristic");
     const ConvAlgorithm& winograd = find_conv_algorithm("onednn_winograd");
     if (cpu_has_avx512() && p.c >= 32 && p.k >= 32 && p.r == 3 && p.s == 3 && winograd.supports(p).ok())
       return single(&winograd, "heuristic");

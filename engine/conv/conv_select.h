@@ -15,8 +15,8 @@
 //            of timing.
 //            Identical problems within one process are timed once.
 //   auto     the cache's choice when it has one for (CPU model, threads, build, problem); otherwise the heuristic:
-//            winograd_x16_f4 (its AVX-512 or AVX2 kernels) for NHWC 3x3 stride-1 layers with C and K in
-//            16..64 (multiples of 16); on AVX-512 CPUs with oneDNN built, onednn_winograd for other 3x3 stride-1
+//            winograd_x16_f4 for NHWC 3x3 stride-1 layers with C and K in multiples of 16 up to 64 on
+//            AVX-512 CPUs, up to 256 on the others (its AVX2 kernels); on AVX-512 CPUs with oneDNN built, onednn_winograd for other 3x3 stride-1
 //            layers with C and K >= 32 (multiples of 16), onednn for other layers with K >= 16 (except NCHW
 //            depthwise);
 //            else direct for NHWC first layers (C <= 4, K >= 16), im2row_gemm for other NHWC layers with C < 8

@@ -157,9 +157,13 @@ TEST_CASE("conv_select: auto's heuristic special cases, without a cached choice"
   for (const char* s : {"n2_c16h9w9_k16r3s3_st1x1_pd1x1_dl1x1_g1_nhwc_f32", "n2_c32h9w9_k32r3s3_st1x1_pd1x1_dl1x1_g1_nhwc_f32",
                         "n2_c64h8w8_k32r3s3_st1x1_pd1x1_dl1x1_g1_nhwc_f32"})
     CHECK(select_conv_algorithm("auto", ConvProblem::parse(s), Device::cpu, cache).name() == "cpu.winograd_x16_f4");
-  for (const char* s : {"n2_c64h8w8_k64r3s3_st1x1_pd1x1_dl1x1_g1_nchw_f32", "n2_c128h4w4_k128r3s3_st1x1_pd1x1_dl1x1_g1_nhwc_f32"})
+  for (const char* s : {"n2_c64h8w8_k64r3s3_st1x1_pd1x1_dl1x1_g1_nchw_f32", "n2_c512h4w4_k512r3s3_st1x1_pd1x1_dl1x1_g1_nhwc_f32"})
     CHECK(select_conv_algorithm("auto", ConvProblem::parse(s), Device::cpu, cache).name() ==
           (avx512_onednn ? "cpu.onednn_winograd" : "cpu.convgemm"));
+  // 128-256 channels: oneDNN's Winograd on AVX-512; dtnn's F(4x4,3x3) with its AVX2 kernels elsewhere.
+  for (const char* s : {"n2_c128h4w4_k128r3s3_st1x1_pd1x1_dl1x1_g1_nhwc_f32", "n2_c128h4w4_k256r3s3_st1x1_pd1x1_dl1x1_g1_nhwc_f32"})
+    CHECK(select_conv_algorithm("auto", ConvProblem::parse(s), Device::cpu, cache).name() ==
+          (avx512_onednn ? "cpu.onednn_winograd" : cpu_has_avx512() ? "cpu.convgemm" : "cpu.winograd_x16_f4"));
   for (const char* s : {"n2_c32h9w9_k32r3s3_st2x2_pd1x1_dl1x1_g1_nhwc_f32", "n2_c32h9w9_k32r1s1_st1x1_pd0x0_dl1x1_g1_nhwc_f32"})
     CHECK(select_conv_algorithm("auto", ConvProblem::parse(s), Device::cpu, cache).name() ==
           (avx512_onednn ? "cpu.onednn" : "cpu.convgemm"));
