@@ -220,8 +220,8 @@ ConvChoice select_conv_algorithm(std::string_view requested, const ConvProblem& 
     // to oneDNN's (resnet18's 128- and 256-channel layers: 1.5-2x slower). On CPUs without AVX-512 its AVX2
     // kernels beat convgemm, oneDNN's AVX2 JIT and cpu.winograd_f4 on those layers in every direction
     // (resnet20's three shapes on a Zen 3: 1.4-2.9x convgemm, the best of the others), and convgemm, the
-    // alternative there, up to 256 channels (forward + backward 1.1-2.7x faster); at 512 its backward data
-    // runs at about half convgemm's rate, which on 7x7 images costs more than the other two directions win.
+    // alternative there, up to 256 channels (forward + backward 1.1-2.7x faster); at 512 they are level on
+    // 7x7 images and 1.2x ahead on 4x4 ones, its forward and backward data slower than convgemm's: not taken.
     const ConvAlgorithm& x16 = find_conv_algorithm("winograd_x16_f4");
     const int64_t x16_channels = cpu_has_avx512() ? 64 : 256;
     if (p.c <= x16_channels && p.k <= x16_channels && x16.supports(p).ok()) return single(&x16, "heuristic");

@@ -59,10 +59,10 @@ int64_t tiles_of(int64_t n, int64_t p, int64_t q) {
   return n * ((p + M - 1) / M) * ((q + M - 1) / M);
 }
 
-// 16 filters' G g G^T, in double, rounded once: g(r, s)[l] = src[r][s][l * stride], point pt's 16 results to
+// 16 filters' G g G^T, in double, rounded once: g(r, s)[l] = src[r][s][l], point pt's 16 results to
 // dst[pt * pt_stride + l] (the loops over l vectorised).
 template <int M>
-void transform_16(const float* const (&src)[3][3], int64_t stride, float* dst, int64_t pt_stride) {
+void transform_16(const float* const (&src)[3][3], float* dst, int64_t pt_stride) {
   constexpr int N = M + 2;
   const auto& G = Filters<M>::g;
   double tmp[N][3][16] = {};  // G along r
@@ -71,7 +71,7 @@ void transform_16(const float* const (&src)[3][3], int64_t stride, float* dst, i
       for (int r = 0; r < 3; ++r) {
         const float* g = src[r][s];
 #pragma omp simd
-        for (int l = 0; l < 16; ++l) tmp[i][s][l] += G[i][r] * g[l * stride];
+        for (int l = 0; l < 16; ++l) tmp[i][s][l] += G[i][r] * g[l];
       }
   for (int i = 0; i < N; ++i)
     for (int j = 0; j < N; ++j) {
@@ -85,20 +85,41 @@ void transform_16(const float* const (&src)[3][3], int64_t stride, float* dst, i
 }
 
 // U = G g G^T per point from the layer's weights w[C][3][3][K]. Forward: g(c, k, r, s) = w[c][r][s][k] into
-// u[pt][c][k], 16 filters (k) at a time. Backward data (kRotated): the filters rotated by 180 degrees with C and K
-// swapped, g(k, c, r, s) = w[c][2-r][2-s][k], into u[pt][k][c], 16 channels (c) at a time: each result is
-// written once, contiguously; the strided side is the 9 reads.
-template <int M, bool kRotated>
+// u[pt][c][k], 16 filters (k) at a time, read and written contiguously.
+template <int M>
 void transform_filters(const float* w, int64_t C, int64_t K, float* u) {
-  const int64_t outer = kRotated ? K : C, inner = kRotated ? C : K;
 #pragma omp for schedule(static)
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t i0 = 0; i0 < inner; i0 += 16) {
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t k0 = 0; k0 < K; k0 += 16) {
       const float* src[3][3];
       for (int r = 0; r < 3; ++r)
-        for (int s = 0; s < 3; ++s)
-          src[r][s] = kRotated ? w + ((i0 * 3 + 2 - r) * 3 + 2 - s) * K + o : w + ((o * 3 + r) * 3 + s) * K + i0;
-      transform_16<M>(src, kRotated ? 9 * K : 1, u + o * inner + i0, C * K);
+        for (int s = 0; s < 3; ++s) src[r][s] = w + ((c * 3 + r) * 3 + s) * K + k0;
+      transform_16<M>(src, u + c * K + k0, C * K);
+    }
+}
+
+// Backward data: the filters rotated by 180 degrees with C and K swapped, g(k, c, r, s) = w[c][2-r][2-s][k], into
+// u[pt][k][c], 16 channels (c) at a time. A 16 x 16 block of (c, k) is read row by row (16 contiguous k of each
+// c and tap) and transposed in L1 first: reading the 16 channels of one k directly, 9 K floats apart, touches a
+// cache line (and at 512 channels a page) per float, which took longer than the tiles themselves there.
+template <int M>
+void transform_filters_rotated(const float* w, int64_t C, int64_t K, float* u) {
+#pragma omp for schedule(static)
+  for (int64_t k0 = 0; k0 < K; k0 += 16)
+    for (int64_t c0 = 0; c0 < C; c0 += 16) {
+      alignas(64) float block[3][3][16][16];  // [r][s][k - k0][c - c0], the rotation applied
+      for (int c = 0; c < 16; ++c)
+        for (int r = 0; r < 3; ++r)
+          for (int s = 0; s < 3; ++s) {
+            const float* row = w + (((c0 + c) * 3 + 2 - r) * 3 + 2 - s) * K + k0;
+            for (int k = 0; k < 16; ++k) block[r][s][k][c] = row[k];
+          }
+      for (int k = 0; k < 16; ++k) {
+        const float* src[3][3];
+        for (int r = 0; r < 3; ++r)
+          for (int s = 0; s < 3; ++s) src[r][s] = block[r][s][k];
+        transform_16<M>(src, u + (k0 + k) * C + c0, C * K);
+      }
     }
 }
 
@@ -161,7 +182,8 @@ void run_forward(winograd_x16::Conv c, int64_t n, const float* w, float* ws, OpC
 #pragma omp parallel num_threads(nt)
   {
     // ends with the omp for's barrier; the layer's C and K are the correlation's ci, ko (ko, ci when rotated)
-    transform_filters<M, kRotated>(w, kRotated ? c.ko : c.ci, kRotated ? c.ci : c.ko, u);
+    if (kRotated) transform_filters_rotated<M>(w, c.ko, c.ci, u);
+    else transform_filters<M>(w, c.ci, c.ko, u);
     const int tid = omp_get_thread_num(), T = omp_get_num_threads();
     if (tid == 0) op.next(tiles_op);
     float* buf = ws + round16(int64_t{points(M)} * c.ci * c.ko) + tid * per_thread;
