@@ -1,5 +1,6 @@
-// The core's arithmetic peaks, one thread: AVX-512 float32 FMAs (vfmadd231ps zmm) and AVX512-BF16 dot products
-// (vdpbf16ps zmm: 16 lanes x 2 bf16 products each), each as 12 independent accumulator chains (more than
+// The core's arithmetic peaks, one thread: float32 FMAs in AVX-512 (vfmadd231ps zmm) and in AVX2 (ymm, the peak of
+// CPUs without AVX-512 and of dtnn's AVX2 kernels) and AVX512-BF16 dot products (vdpbf16ps zmm: 16 lanes x 2 bf16
+// products each), each as 12 independent accumulator chains (more than
 // latency x ports on any x86 core), so the loop is bound by the instruction's throughput alone. FLOP/s counts a
 // multiply-add as 2: what a step's GFLOP/s and the GEMM rates (bench_gemm) are compared against, and whether
 // bf16 can pay on this CPU (Sapphire/Emerald Rapids give it half the FMA rate here: bf16's speed is AMX's there).
@@ -33,6 +34,18 @@ __attribute__((target("avx512f"))) float fma_loop(long n) {
   return sum_chains(lanes);
 }
 
+float fma_loop_avx2(long n) {  // AVX2 and FMA: the build's baseline (DTNN_ARCH_FLAGS)
+  __m256 a[kChains];
+  for (int i = 0; i < kChains; ++i) a[i] = _mm256_set1_ps(static_cast<float>(i));
+  const __m256 x = _mm256_set1_ps(g_one), y = _mm256_set1_ps(g_tiny);
+  for (long k = 0; k < n; ++k)
+#pragma GCC unroll 12
+    for (int i = 0; i < kChains; ++i) a[i] = _mm256_fmadd_ps(x, y, a[i]);
+  alignas(64) float lanes[16 * kChains] = {};
+  for (int i = 0; i < kChains; ++i) _mm256_store_ps(lanes + 16 * i, a[i]);
+  return sum_chains(lanes);
+}
+
 __attribute__((target("avx512f,avx512bf16"))) float dpbf16_loop(long n) {
   __m512 a[kChains];
   for (int i = 0; i < kChains; ++i) a[i] = _mm512_set1_ps(static_cast<float>(i));
@@ -55,6 +68,12 @@ void BM_peak_fma_f32(benchmark::State& state) {
       benchmark::Counter(2.0 * 16 * kChains * kIters, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+void BM_peak_fma_f32_avx2(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(fma_loop_avx2(kIters));
+  state.counters["FLOP/s"] =
+      benchmark::Counter(2.0 * 8 * kChains * kIters, benchmark::Counter::kIsIterationInvariantRate);
+}
+
 void BM_peak_dpbf16(benchmark::State& state) {
   if (!__builtin_cpu_supports("avx512bf16")) {
     state.SkipWithError("no AVX512-BF16 on this CPU");
@@ -68,5 +87,6 @@ void BM_peak_dpbf16(benchmark::State& state) {
 }  // namespace
 
 BENCHMARK(BM_peak_fma_f32)->UseRealTime();
+BENCHMARK(BM_peak_fma_f32_avx2)->UseRealTime();
 BENCHMARK(BM_peak_dpbf16)->UseRealTime();
 BENCHMARK_MAIN();
