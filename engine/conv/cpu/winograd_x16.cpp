@@ -162,14 +162,14 @@ int64_t per_thread_floats(int m, int64_t c, int64_t k) {
   return std::max(round16(winograd_x16::buffer_floats(m, c, k)), u + round16(winograd_x16::filter_buffer_floats(m, c, k)));
 }
 
-// The correlation `c` with the layer's weights w (rotated for backward data; its U in ws): transform, then
-// every tile (each block's moments to c.moments when not null).
 // The kernels for this CPU (winograd_x16.h): AVX-512 where convgemm's run, AVX2 elsewhere.
 const winograd_x16::Kernels& kernels() {
   const winograd_x16::Kernels* k = convgemm::avx512_kernels() ? winograd_x16::avx512_kernels() : nullptr;
   return k ? *k : winograd_x16::avx2_kernels();
 }
 
+// The correlation `c` with the layer's weights w (rotated for backward data; its U in ws): transform, then
+// every tile (each block's moments to c.moments when not null).
 template <int M, bool kRotated>
 void run_forward(winograd_x16::Conv c, int64_t n, const float* w, float* ws, OpCode transform_op, OpCode tiles_op) {
   const winograd_x16::ForwardTiles kernel = kernels().forward<M>();
