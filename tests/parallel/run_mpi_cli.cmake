@@ -142,11 +142,12 @@ if(rc EQUAL 0 OR NOT times EQUAL 1)
   message(FATAL_ERROR "mpirun -np 2 with --batch_size=-3: exit ${rc}, expected one refusal:\n${out}\n${err}")
 endif()
 message(STATUS "mpi cli: a refused command line said once for all ranks")
-# A rank that exits before joining (a peer program that ends at once) left the other in MPI_Init forever: the
-# wait is bounded (DTNN_MPI_INIT_TIMEOUT_S), said in one line, and the job ends.
+# A rank that never joins (a peer program that is not dtnn) left the other in MPI_Init forever: the wait is
+# bounded (DTNN_MPI_INIT_TIMEOUT_S), said in one line, and the job ends. The peer sleeps rather than exits: one
+# that exits at once races the bound, since mpiexec may abort the job itself ("exiting improperly") first.
 execute_process(
   COMMAND ${CMAKE_COMMAND} -E env DTNN_MPI_INIT_TIMEOUT_S=3
-          ${MPIEXEC} ${FLAGS} -np 1 ${DTNN} ${args} : -np 1 ${CMAKE_COMMAND} -E true
+          ${MPIEXEC} ${FLAGS} -np 1 ${DTNN} ${args} : -np 1 ${CMAKE_COMMAND} -E sleep 30
   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 60)
 if(rc EQUAL 0 OR NOT err MATCHES "joining the MPI job \\(MPI_Init\\) did not end in 3 s")
   message(FATAL_ERROR "a peer that exits before MPI_Init: exit ${rc}, expected a bounded wait:\n${out}\n${err}")
